@@ -1,0 +1,39 @@
+# Two commands for a newcomer: `make serve` and `make test`. Both install what they need first.
+SHELL := /bin/bash
+UV_VERSION := 0.13.8
+UV := $(shell command -v uv 2>/dev/null || echo $(HOME)/.local/bin/uv)
+PY := 3.11
+export UV_PYTHON_DOWNLOADS := never
+
+.PHONY: serve test setup setup-test lint typecheck unit e2e bench clean
+
+$(UV):
+	python3 -m pip install --user --quiet "uv==$(UV_VERSION)"
+
+setup: $(UV)
+	$(UV) sync --frozen --all-extras --python $(PY)
+
+# Debian and npm parts the tests use: chromium for the portal and browser tests, Node 22 and
+# the npm packages (conformance suite, oidc-provider) from package-lock.json.
+setup-test: setup
+	bash infra/install-test-deps.sh
+
+serve: setup
+	$(UV) run --frozen workbench serve
+
+lint: setup
+	$(UV) run --frozen ruff check .
+	$(UV) run --frozen ruff format --check .
+	$(UV) run --frozen mypy
+
+unit: setup
+	$(UV) run --frozen pytest -q -m "not e2e"
+
+test: setup-test lint
+	$(UV) run --frozen pytest -q
+
+bench: setup
+	$(UV) run --frozen python bench/run_all.py
+
+clean:
+	rm -rf .venv node_modules .pytest_cache .mypy_cache .ruff_cache

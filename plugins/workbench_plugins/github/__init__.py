@@ -1,0 +1,16 @@
+from workbench.registry import Manifest, OAuth2Auth
+
+manifest = Manifest(
+    name="github",
+    version="1.0.0",
+    display_name="GitHub",
+    description="Repositories, pull requests, issues and code on GitHub.",
+    auth=OAuth2Auth(
+        authorize_url="https://github.com/login/oauth/authorize",
+        token_url="https://github.com/login/oauth/access_token",
+        scopes=("repo", "read:user", "read:org"),
+    ),
+    base_url="https://api.github.com",
+    tool_prefix="github_",
+    curl_proxy=True,
+)

@@ -1,0 +1,120 @@
+"""Jots: the user's own notes. Another user's jot is indistinguishable from one that never existed."""
+
+from __future__ import annotations
+
+import secrets
+import time
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from workbench.registry import Manifest, NoAuth
+from workbench.stores import Jot
+from workbench.tools import tool
+
+MANIFEST = Manifest(
+    name="jots",
+    version="1.0.0",
+    display_name="Jots",
+    auth=NoAuth(),
+    description="Notes the agent and the user keep in Workbench.",
+    builtin=True,
+)
+
+NOT_FOUND = "Jot not found"
+
+
+def _view(jot: Jot, *, body: bool = True) -> dict[str, Any]:
+    out: dict[str, Any] = {"id": jot.id, "title": jot.title, "updatedAt": jot.updated_at}
+    if body:
+        out["body"] = jot.body
+    out["shared"] = jot.share_token is not None
+    return out
+
+
+class CreateJot(BaseModel):
+    title: str = Field(min_length=1, max_length=200, description="Short title")
+    body: str = Field(default="", max_length=100_000, description="Markdown text")
+
+
+class JotId(BaseModel):
+    id: str = Field(description="Jot id, as create_jot or list_jots returns it")
+
+
+class ListJots(BaseModel):
+    limit: int = Field(default=50, ge=1, le=200)
+
+
+class UpdateJot(BaseModel):
+    id: str
+    title: str | None = Field(default=None, min_length=1, max_length=200)
+    body: str | None = Field(default=None, max_length=100_000)
+
+
+class SearchJots(BaseModel):
+    query: str = Field(min_length=1, description="Words to look for in titles and bodies")
+    limit: int = Field(default=20, ge=1, le=100)
+
+
+@tool("create_jot", "Create a note (jot) with a title and a markdown body.", CreateJot)
+def create_jot(args: CreateJot, ctx: Any) -> dict[str, Any]:
+    now = time.time()
+    jot = Jot("jot_" + secrets.token_urlsafe(12), ctx.user_id, args.title, args.body, now, now)
+    ctx.services.stores.jots.put(jot)
+    return _view(jot)
+
+
+@tool("get_jot", "Get one jot (note) by id, with its full body.", JotId)
+def get_jot(args: JotId, ctx: Any) -> dict[str, Any]:
+    jot = ctx.services.stores.jots.get(ctx.user_id, args.id)
+    if jot is None:
+        raise LookupError(NOT_FOUND)
+    return _view(jot)
+
+
+@tool("list_jots", "List your jots (notes), most recently updated first, without bodies.", ListJots)
+def list_jots(args: ListJots, ctx: Any) -> dict[str, Any]:
+    jots = ctx.services.stores.jots.list_for(ctx.user_id)[: args.limit]
+    return {"jots": [_view(j, body=False) for j in jots]}
+
+
+@tool("update_jot", "Update a jot's (note's) title and/or body.", UpdateJot)
+def update_jot(args: UpdateJot, ctx: Any) -> dict[str, Any]:
+    store = ctx.services.stores.jots
+    jot = store.get(ctx.user_id, args.id)
+    if jot is None:
+        raise LookupError(NOT_FOUND)
+    updated = Jot(
+        jot.id,
+        jot.user_id,
+        args.title if args.title is not None else jot.title,
+        args.body if args.body is not None else jot.body,
+        jot.created_at,
+        time.time(),
+        jot.share_token,
+    )
+    store.put(updated)
+    return _view(updated)
+
+
+@tool("delete_jot", "Delete a jot (note) by id.", JotId)
+def delete_jot(args: JotId, ctx: Any) -> dict[str, Any]:
+    if not ctx.services.stores.jots.delete(ctx.user_id, args.id):
+        raise LookupError(NOT_FOUND)
+    return {"deleted": args.id}
+
+
+@tool("search_jots", "Search your jots (notes) for words in their title or body.", SearchJots)
+def search_jots(args: SearchJots, ctx: Any) -> dict[str, Any]:
+    words = [w for w in args.query.lower().split() if w]
+    hits = []
+    for jot in ctx.services.stores.jots.list_for(ctx.user_id):
+        text = f"{jot.title}\n{jot.body}".lower()
+        score = sum(text.count(w) for w in words)
+        if score and all(w in text for w in words):
+            hits.append((score, jot))
+    hits.sort(key=lambda h: -h[0])
+    return {"jots": [_view(j, body=False) for _, j in hits[: args.limit]]}
+
+
+TOOLS = [create_jot, get_jot, list_jots, update_jot, delete_jot, search_jots]

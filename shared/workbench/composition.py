@@ -1,0 +1,195 @@
+"""The composition root: builds stores, keys, registry and services from Settings, once.
+
+Every surface (MCP, REST, web, proxy; local or Lambda) receives the same `Gateway`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+
+from workbench.auth import ApiKeys, Principal
+from workbench.connections import ConnectFlow
+from workbench.credentials import Credentials
+from workbench.crypto import Cipher, KeyProvider, LocalKeyProvider, load_or_create_local_key
+from workbench.executor import Engine
+from workbench.observability import Metrics
+from workbench.registry import Registry
+from workbench.search import SearchDoc, SearchIndex
+from workbench.settings import Settings
+from workbench.stores import Stores
+from workbench.vault import Vault
+
+__all__ = ["Gateway", "build_gateway", "build_registry"]
+
+
+def build_registry(*, plugins: bool = True) -> Registry:
+    from workbench.builtin import register_builtins
+
+    registry = Registry()
+    register_builtins(registry)
+    if plugins:
+        registry.add_plugin_package("workbench_plugins")
+    return registry
+
+
+def build_stores(settings: Settings) -> Stores:
+    if settings.store == "memory":
+        from workbench.stores.memory import memory_stores
+
+        return memory_stores()
+    if settings.store == "sqlite":
+        from workbench.stores.sqlite import sqlite_stores
+
+        settings.data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        return sqlite_stores(settings.sqlite_path)
+    from workbench.stores.dynamodb import dynamodb_stores
+
+    return dynamodb_stores(settings)
+
+
+def build_key_provider(settings: Settings) -> KeyProvider:
+    if settings.key_backend == "kms":
+        from workbench.aws_kms import KmsKeyProvider
+
+        return KmsKeyProvider.from_settings(settings)
+    return LocalKeyProvider.from_secret(load_or_create_local_key(settings.key_path, settings.local_key))
+
+
+@dataclass(slots=True)
+class Gateway:
+    """Everything a surface needs, wired once."""
+
+    settings: Settings
+    stores: Stores
+    registry: Registry
+    cipher: Cipher
+    credentials: Credentials
+    engine: Engine
+    api_keys: ApiKeys
+    vault: Vault
+    connections: ConnectFlow
+    metrics: Metrics
+    clock: Callable[[], float] = time.time
+    token_verifiers: list[Callable[[str], Principal | None]] = field(default_factory=list)
+    _search: SearchIndex | None = field(default=None, repr=False)
+
+    # -- queries used by several surfaces -----------------------------------------------------
+
+    def connection_status(self, user_id: str) -> dict[str, bool]:
+        conns = {c.integration: c for c in self.stores.connections.list_for(user_id)}
+        return {
+            m.name: self.credentials.is_connected(m, conns.get(m.name)) for m in self.registry.manifests()
+        }
+
+    def search_index(self) -> SearchIndex:
+        if self._search is None:
+            self._search = SearchIndex(
+                SearchDoc(t.name, t.description, t.integration) for t in self.registry.all_tools()
+            )
+        return self._search
+
+    def search(self, principal: Principal, query: str, limit: int) -> list[dict[str, Any]]:
+        status = self.connection_status(principal.user.id)
+        return [
+            {
+                "name": hit.doc.name,
+                "description": hit.doc.description,
+                "integration": hit.doc.integration,
+                "score": hit.score,
+                "connected": status.get(hit.doc.integration, False),
+            }
+            for hit in self.search_index().search(query, limit)
+        ]
+
+    def authenticate(self, token: str) -> Principal:
+        """The principal behind a bearer token (API key, or an OAuth access token once enabled)."""
+        from workbench.auth import looks_like_api_key
+        from workbench.errors import AuthError
+
+        if looks_like_api_key(token):
+            return self.api_keys.resolve(token)
+        for verifier in self.token_verifiers:
+            principal = verifier(token)
+            if principal is not None:
+                return principal
+        raise AuthError("invalid token")
+
+    def vault_reader(self, user_id: str) -> Callable[[str], str | None]:
+        return self.vault.reader(user_id)
+
+    async def execute(
+        self,
+        principal: Principal,
+        executions: list[dict[str, Any]],
+        *,
+        compose: bool = False,
+        template: Any = None,
+        has_return: bool = False,
+    ) -> dict[str, Any]:
+        from workbench.meta import run_compose, run_plain
+
+        runner = run_compose if compose else run_plain
+        return await runner(self, principal, executions, template, has_return)
+
+    def curl_session(self, principal: Principal, integrations: list[str], expires_in: int) -> dict[str, Any]:
+        failures = []
+        for name in integrations:
+            manifest = self.registry.manifest(name)
+            if manifest is None:
+                failures.append(f"Unknown integration: {name}")
+            elif not manifest.curl_proxy:
+                failures.append(f"{name} does not have curl proxy enabled")
+        if failures:
+            return {"error": "; ".join(failures)}
+        return {"error": "The curl proxy is not available on this gateway yet."}
+
+
+@dataclass(slots=True)
+class _BuiltinServices:
+    stores: Stores
+    vault: Vault
+
+
+def build_gateway(
+    settings: Settings,
+    *,
+    stores: Stores | None = None,
+    registry: Registry | None = None,
+    key_provider: KeyProvider | None = None,
+    transport: httpx.AsyncBaseTransport | None = None,
+    clock: Callable[[], float] = time.time,
+) -> Gateway:
+    stores = stores or build_stores(settings)
+    registry = registry or build_registry()
+    cipher = Cipher(key_provider or build_key_provider(settings))
+    metrics = Metrics()
+    credentials = Credentials(stores.connections, cipher, clock=clock)
+    vault = Vault(stores.vault, cipher)
+    engine = Engine(
+        registry,
+        credentials,
+        stores.audit,
+        metrics,
+        transport=transport,
+        concurrency=settings.execute_concurrency,
+        clock=clock,
+        builtin_services=_BuiltinServices(stores, vault),
+    )
+    return Gateway(
+        settings=settings,
+        stores=stores,
+        registry=registry,
+        cipher=cipher,
+        credentials=credentials,
+        engine=engine,
+        api_keys=ApiKeys(stores.users, stores.api_keys),
+        vault=vault,
+        connections=ConnectFlow(settings, registry, stores.pending, clock=clock),
+        metrics=metrics,
+        clock=clock,
+    )

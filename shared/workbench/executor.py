@@ -1,0 +1,292 @@
+"""The execute_tools engine (seed 000): a per-item pipeline and a bounded batch pool.
+
+Per item, in order: registry lookup → connection check → argument validation (applies defaults)
+→ context (refreshing the credential if stale) → handler. The engine never raises: every failure
+becomes a returned error object, and every path writes an EXECUTE audit event.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from types import SimpleNamespace
+from typing import Any
+
+import httpx
+from pydantic import ValidationError
+
+from workbench.auth import Principal
+from workbench.credentials import Credentials, InjectedAuth
+from workbench.errors import WorkbenchError
+from workbench.observability import Metrics, log_event
+from workbench.registry import Manifest, Registry
+from workbench.stores import AuditStore, Connection, ConnectionStore
+from workbench.tools import CancelSignal, EmitFn, Tool
+
+__all__ = ["BatchScope", "Engine", "ToolCall", "validation_message"]
+
+TOOL_NOT_FOUND = "Tool not found"
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    tool: str
+    args: dict[str, Any]
+    ref_id: str | None = None
+    # Secret values substituted into args, scrubbed from anything the call returns or records.
+    secrets: tuple[str, ...] = ()
+
+
+def validation_message(exc: ValidationError) -> str:
+    """Pydantic errors as one line that names each failing path and what was expected."""
+    parts = []
+    for err in exc.errors(include_url=False):
+        path = ".".join(str(p) for p in err["loc"]) or "(root)"
+        parts.append(f"{path}: {err['msg']}")
+    return "; ".join(parts)
+
+
+class _Context:
+    """The ToolContext a handler receives."""
+
+    def __init__(
+        self, engine: Engine, principal: Principal, manifest: Manifest, conn: Connection | None
+    ) -> None:
+        self.user_id = principal.user.id
+        self.user = principal.user
+        self.integration = manifest.name
+        self.manifest = manifest
+        self.signal: CancelSignal | None = None
+        self.emit: EmitFn | None = None
+        self._engine = engine
+        self._conn = conn
+        self._http: httpx.AsyncClient | None = None
+        self._cred: dict[str, Any] | None = None
+
+    async def credential(self) -> dict[str, Any]:
+        if self._cred is None:
+            self._cred = await self._engine.credentials.access(self.manifest, self.user_id, self._conn)
+        return self._cred
+
+    async def get_token(self) -> str:
+        cred = await self.credential()
+        token = cred.get("access_token") or next(iter(cred.values()), "")
+        return str(token)
+
+    async def _auth_headers(self) -> dict[str, str]:
+        return self._engine.credentials.headers_for(self.manifest, await self.credential())
+
+    @property
+    def http(self) -> httpx.AsyncClient:
+        if self._http is None:
+            self._http = self._engine.http_client(self.manifest, InjectedAuth(self._auth_headers))
+        return self._http
+
+    @property
+    def services(self) -> Any:
+        """Engine-side services for built-in tools only (jots, vault, browser)."""
+        return self._engine.builtin_services
+
+
+@dataclass(slots=True)
+class BatchScope:
+    """Per-batch memo: one connection read per integration, however many executions use it."""
+
+    principal: Principal
+    _conns: dict[str, Connection | None] = field(default_factory=dict)
+    _locks: dict[str, asyncio.Lock] = field(default_factory=dict)
+
+    async def connection(self, store: ConnectionStore, integration: str) -> Connection | None:
+        lock = self._locks.setdefault(integration, asyncio.Lock())
+        async with lock:
+            if integration not in self._conns:
+                self._conns[integration] = store.get(self.principal.user.id, integration)
+            return self._conns[integration]
+
+
+ExtraToolLookup = Callable[[Principal, str], Awaitable[tuple[Tool, Manifest] | None]]
+
+
+class Engine:
+    def __init__(
+        self,
+        registry: Registry,
+        credentials: Credentials,
+        audit: AuditStore,
+        metrics: Metrics,
+        *,
+        transport: httpx.AsyncBaseTransport | None = None,
+        concurrency: int = 8,
+        clock: Callable[[], float] = time.time,
+        builtin_services: Any = None,
+    ) -> None:
+        self.registry = registry
+        self.credentials = credentials
+        self.audit = audit
+        self.metrics = metrics
+        self.concurrency = concurrency
+        self.clock = clock
+        self.builtin_services = builtin_services
+        self.extra_lookups: list[ExtraToolLookup] = []  # custom apps / external servers
+        self._transport = transport
+        self._shared_transport: httpx.AsyncBaseTransport | None = None
+
+    def http_client(self, manifest: Manifest, auth: httpx.Auth) -> httpx.AsyncClient:
+        if self._shared_transport is None:
+            self._shared_transport = self._transport or httpx.AsyncHTTPTransport(retries=1)
+        return httpx.AsyncClient(
+            base_url=manifest.base_url,
+            auth=auth,
+            transport=self._shared_transport,
+            timeout=httpx.Timeout(25.0, connect=5.0),
+            headers={"User-Agent": "workbench/0.1", "Accept": "application/json"},
+        )
+
+    # -- batch -----------------------------------------------------------------------------------
+
+    async def run_batch(self, principal: Principal, calls: Sequence[ToolCall]) -> list[dict[str, Any]]:
+        """Run calls through a pool of `concurrency` workers; results index-aligned with calls."""
+        results: list[dict[str, Any]] = [{} for _ in calls]
+        scope = BatchScope(principal)
+        next_index = iter(range(len(calls)))
+
+        async def worker() -> None:
+            for i in next_index:  # each worker claims the next index and writes only there
+                results[i] = await self.run_one(scope, calls[i])
+
+        workers = min(self.concurrency, len(calls))
+        await asyncio.gather(*(worker() for _ in range(workers)))
+        return results
+
+    async def run_one(
+        self,
+        scope: BatchScope,
+        call: ToolCall,
+        *,
+        signal: CancelSignal | None = None,
+        emit: EmitFn | None = None,
+    ) -> dict[str, Any]:
+        started = time.perf_counter()
+        try:
+            outcome, integration, audit_error, ran = await self._pipeline(scope, call, signal, emit)
+        except Exception as exc:  # the engine never throws
+            outcome, integration, audit_error, ran = (
+                {"error": f"Internal error: {type(exc).__name__}"},
+                None,
+                None,
+                False,
+            )
+        outcome = dict(_scrub(outcome, call.secrets))
+        duration = time.perf_counter() - started
+        success = "error" not in outcome
+        error = audit_error if audit_error is not None else outcome.get("error")
+        event: dict[str, Any] = {
+            "action": "EXECUTE",
+            "user": scope.principal.user.id,
+            "tool": call.tool,
+            "success": success,
+            "error": _scrub(error, call.secrets) if error is not None else None,
+            "duration_ms": round(duration * 1000, 3),
+            "ts": self.clock(),
+            "via": scope.principal.via,
+        }
+        if integration is not None:
+            event["integration"] = integration
+        self.audit.append(event)
+        if ran:
+            labels = {"integration": integration or "", "tool": call.tool, "success": str(success).lower()}
+            self.metrics.inc("workbench_tool_executions_total", labels)
+            self.metrics.observe("workbench_tool_execution_duration_seconds", labels, duration)
+            log_event(
+                "tool_execution",
+                scrub=lambda line: _scrub_text(line, call.secrets),
+                user=scope.principal.user.id,
+                integration=integration,
+                tool=call.tool,
+                success=success,
+                duration_ms=event["duration_ms"],
+                error=event["error"],
+            )
+        return outcome
+
+    async def lookup(self, principal: Principal, name: str) -> tuple[Tool, Manifest] | None:
+        found = self.registry.find(name)
+        if found is not None:
+            manifest = self.registry.manifest(found.integration)
+            assert manifest is not None
+            return found, manifest
+        for extra in self.extra_lookups:
+            hit = await extra(principal, name)
+            if hit is not None:
+                return hit
+        return None
+
+    async def _pipeline(
+        self, scope: BatchScope, call: ToolCall, signal: CancelSignal | None, emit: EmitFn | None
+    ) -> tuple[dict[str, Any], str | None, str | None, bool]:
+        """(outcome, integration, audit error override, whether the handler ran)."""
+        hit = await self.lookup(scope.principal, call.tool)
+        if hit is None:
+            return {"error": TOOL_NOT_FOUND}, None, None, False
+        tool, manifest = hit
+
+        conn = None
+        if manifest.auth.type != "none":
+            conn = await scope.connection(self.credentials.store, manifest.name)
+            if not self.credentials.is_connected(manifest, conn):
+                return (
+                    {
+                        "error": "NOT_CONNECTED",
+                        "integration": manifest.name,
+                        "message": f"{manifest.name} not connected. Use connect('{manifest.name}') to connect.",
+                    },
+                    manifest.name,
+                    None,
+                    False,
+                )
+
+        args: Any = call.args
+        audit_error: str | None = None
+        if tool.input_model is not None:
+            try:
+                args = tool.input_model.model_validate(call.args)
+            except ValidationError as exc:
+                return (
+                    {"error": f"Invalid arguments for {tool.name}: {validation_message(exc)}"},
+                    manifest.name,
+                    None,
+                    False,
+                )
+            except Exception as exc:  # the schema itself is broken: run with the raw arguments
+                audit_error = f"SAFEPARSE_ERROR: {exc}"
+                args = SimpleNamespace(**call.args)
+
+        ctx = _Context(self, scope.principal, manifest, conn)
+        try:
+            result = await tool.execute(args, signal, emit, ctx)
+        except WorkbenchError as exc:  # pragma: no cover - execute() already converts
+            return {"error": str(exc)}, manifest.name, audit_error, True
+        if result.success:
+            return {"result": result.json}, manifest.name, audit_error, True
+        return {"error": result.text}, manifest.name, audit_error, True
+
+
+def _scrub_text(text: str, secrets: Sequence[str]) -> str:
+    for secret in secrets:
+        if secret:
+            text = text.replace(secret, "[REDACTED]")
+    return text
+
+
+def _scrub(value: Any, secrets: Sequence[str]) -> Any:
+    if not secrets:
+        return value
+    if isinstance(value, str):
+        return _scrub_text(value, secrets)
+    if isinstance(value, dict):
+        return {_scrub(k, secrets): _scrub(v, secrets) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_scrub(v, secrets) for v in value]
+    return value

@@ -1,0 +1,41 @@
+"""The local gateway: every surface's routes in one ASGI app, served by uvicorn on one port."""
+
+from __future__ import annotations
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, PlainTextResponse, Response
+from starlette.routing import BaseRoute, Route
+
+from workbench.composition import Gateway
+from workbench.mcp.app import mcp_routes
+
+__all__ = ["create_local_app", "first_run"]
+
+DEFAULT_LOCAL_EMAIL = "you@localhost"
+
+
+def create_local_app(gateway: Gateway) -> Starlette:
+    async def healthz(request: Request) -> Response:
+        return JSONResponse({"ok": True})
+
+    async def prometheus(request: Request) -> Response:
+        return PlainTextResponse(gateway.metrics.prometheus())
+
+    routes: list[BaseRoute] = [
+        *mcp_routes(gateway),
+        Route("/healthz", healthz),
+        Route("/metrics", prometheus),
+    ]
+    return Starlette(routes=routes)
+
+
+def first_run(gateway: Gateway) -> str | None:
+    """On the very first start, create the local user and return a fresh API key for it."""
+    marker = gateway.settings.data_dir / ".initialized"
+    if marker.exists():
+        return None
+    user = gateway.stores.users.get_or_create(DEFAULT_LOCAL_EMAIL)
+    key = gateway.api_keys.mint(user, label="first run")
+    marker.write_text("1\n")
+    return key

@@ -1,0 +1,281 @@
+"""JSON-RPC dispatch for /mcp, independent of the web framework.
+
+Dual-era and stateless: a request carrying `_meta["io.modelcontextprotocol/protocolVersion"]`
+(2026-07-28) is served per request; `initialize` selects a legacy revision, and since nothing is
+kept between requests no session id is ever minted.
+
+Wire errors, all mapped here: -32001 Unauthorized (HTTP 401 + WWW-Authenticate), -32601 Method not
+found, -32602 Invalid params (unknown meta-tool, meta-tool arguments that fail its schema, malformed
+per-request _meta), and the 2026-07-28 transport errors -32020 HeaderMismatch and -32022
+UnsupportedProtocolVersion. Tool failures are never JSON-RPC errors.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from workbench.auth import Principal
+from workbench.errors import AuthError, InvalidInput
+from workbench.meta import META_TOOLS, MetaTools
+
+if TYPE_CHECKING:
+    from workbench.composition import Gateway
+
+__all__ = ["HANDSHAKE_VERSIONS", "MODERN_VERSIONS", "HttpReply", "McpServer", "render_tool_payload"]
+
+HANDSHAKE_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
+MODERN_VERSIONS = ("2026-07-28",)
+SUPPORTED_VERSIONS = (*MODERN_VERSIONS, *reversed(HANDSHAKE_VERSIONS))
+META_VERSION = "io.modelcontextprotocol/protocolVersion"
+META_CAPS = "io.modelcontextprotocol/clientCapabilities"
+META_SERVER = "io.modelcontextprotocol/serverInfo"
+SERVER_INFO = {"name": "workbench", "version": "0.1.0"}
+INSTRUCTIONS = (
+    "Workbench reaches every tool of every integration the user connected through nine meta-tools: "
+    "search_tools to find a tool, get_tool_schema to read its arguments, execute_tools to run it. "
+    "A NOT_CONNECTED result means: call connect, give the user the link, then wait_for_connection."
+)
+TRUNCATION_NOTICE = (
+    "\n\n[truncated: the response was {size} characters and the cap is {cap}. Pass limit/perPage "
+    "arguments, use return to project what you need, or split the batch.]"
+)
+
+UNAUTHORIZED = -32001
+METHOD_NOT_FOUND = -32601
+INVALID_PARAMS = -32602
+INVALID_REQUEST = -32600
+PARSE_ERROR = -32700
+HEADER_MISMATCH = -32020
+UNSUPPORTED_VERSION = -32022
+
+
+@dataclass(slots=True)
+class HttpReply:
+    status: int
+    body: Any = None  # JSON-serialisable, or None for an empty body
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+class _RpcError(Exception):
+    def __init__(self, code: int, message: str, status: int = 200, data: Any = None) -> None:
+        super().__init__(message)
+        self.code, self.message, self.status, self.data = code, message, status, data
+
+
+def _decode_header_value(value: str) -> str:
+    if value.startswith("=?base64?") and value.endswith("?="):
+        try:
+            return base64.b64decode(value[9:-2], validate=True).decode()
+        except ValueError as exc:
+            raise _RpcError(HEADER_MISMATCH, "Header mismatch: invalid base64 header value", 400) from exc
+    return value
+
+
+def _find_images(value: Any, found: list[dict[str, str]]) -> None:
+    if isinstance(value, dict):
+        image = value.get("_mcpImage")
+        if isinstance(image, dict) and isinstance(image.get("data"), str):
+            found.append(
+                {"type": "image", "data": image["data"], "mimeType": image.get("mimeType", "image/png")}
+            )
+            return
+        for v in value.values():
+            _find_images(v, found)
+    elif isinstance(value, list):
+        for v in value:
+            _find_images(v, found)
+
+
+def render_tool_payload(payload: Any, cap: int) -> list[dict[str, Any]]:
+    """Content blocks for a meta-tool payload: image blocks if any `_mcpImage` sentinel, else one
+    text block capped at `cap` characters with a truncation notice."""
+    images: list[dict[str, str]] = []
+    _find_images(payload, images)
+    if images:
+        return list(images)
+    text = json.dumps(payload, ensure_ascii=False, default=str)
+    if len(text) > cap:
+        text = text[:cap] + TRUNCATION_NOTICE.format(size=len(text), cap=cap)
+    return [{"type": "text", "text": text}]
+
+
+class McpServer:
+    def __init__(self, gateway: Gateway) -> None:
+        self.gw = gateway
+        self.meta = MetaTools(gateway)
+        base = gateway.settings.public_url.rstrip("/")
+        self.resource_metadata_url = f"{base}/.well-known/oauth-protected-resource/mcp"
+
+    def _unauthorized(self, req_id: Any, detail: str) -> HttpReply:
+        return HttpReply(
+            401,
+            {
+                "jsonrpc": "2.0",
+                "id": req_id,
+                "error": {"code": UNAUTHORIZED, "message": f"Unauthorized: {detail}"},
+            },
+            {"WWW-Authenticate": f'Bearer resource_metadata="{self.resource_metadata_url}"'},
+        )
+
+    def authenticate(self, headers: Mapping[str, str]) -> Principal:
+        raw = headers.get("authorization", "")
+        scheme, _, token = raw.partition(" ")
+        if scheme.lower() != "bearer" or not token.strip():
+            raise AuthError("missing bearer token")
+        return self.gw.authenticate(token.strip())
+
+    async def handle(self, body: bytes, headers: Mapping[str, str]) -> HttpReply:
+        """`headers` must be lower-cased names."""
+        try:
+            message = json.loads(body)
+        except (ValueError, UnicodeDecodeError):
+            return HttpReply(400, _error(None, PARSE_ERROR, "Parse error"))
+        if (
+            not isinstance(message, dict)
+            or message.get("jsonrpc") != "2.0"
+            or not isinstance(message.get("method"), str)
+        ):
+            req_id = message.get("id") if isinstance(message, dict) else None
+            return HttpReply(
+                400, _error(req_id, INVALID_REQUEST, "Invalid Request: one JSON-RPC 2.0 message per POST")
+            )
+        req_id = message.get("id")
+        is_notification = "id" not in message
+        try:
+            principal = self.authenticate(headers)
+        except AuthError as exc:
+            return self._unauthorized(req_id, str(exc))
+        if is_notification:
+            return HttpReply(202)
+        try:
+            result = await self._dispatch(message, headers, principal)
+        except _RpcError as exc:
+            return HttpReply(exc.status, _error(req_id, exc.code, exc.message, exc.data))
+        return HttpReply(200, {"jsonrpc": "2.0", "id": req_id, "result": result})
+
+    async def _dispatch(
+        self, message: dict[str, Any], headers: Mapping[str, str], principal: Principal
+    ) -> Any:
+        method: str = message["method"]
+        params = message.get("params") or {}
+        if not isinstance(params, dict):
+            raise _RpcError(INVALID_PARAMS, "params must be an object")
+        raw_meta = params.get("_meta")
+        meta: dict[str, Any] = raw_meta if isinstance(raw_meta, dict) else {}
+        header_version = headers.get("mcp-protocol-version")
+        modern = META_VERSION in meta or (header_version in MODERN_VERSIONS and method != "initialize")
+
+        if method == "initialize":
+            return self._initialize(params)
+        if modern:
+            self._validate_modern(method, params, meta, headers)
+        elif header_version is not None and header_version not in HANDSHAKE_VERSIONS:
+            raise _RpcError(
+                UNSUPPORTED_VERSION,
+                "Unsupported protocol version",
+                400,
+                {"supported": list(SUPPORTED_VERSIONS), "requested": header_version},
+            )
+
+        if method == "ping":
+            result: dict[str, Any] = {}
+        elif method == "server/discover":
+            result = {
+                "supportedVersions": list(SUPPORTED_VERSIONS),
+                "capabilities": {"tools": {"listChanged": False}},
+                "instructions": INSTRUCTIONS,
+            }
+            modern = True
+        elif method == "tools/list":
+            result = {"tools": META_TOOLS}
+        elif method == "tools/call":
+            result = await self._tools_call(params, principal)
+        else:
+            raise _RpcError(METHOD_NOT_FOUND, f"Method not found: {method}", 404 if modern else 200)
+        if modern:
+            result = {"resultType": "complete", **result, "_meta": {META_SERVER: SERVER_INFO}}
+        return result
+
+    def _initialize(self, params: dict[str, Any]) -> dict[str, Any]:
+        requested = params.get("protocolVersion")
+        version = requested if requested in HANDSHAKE_VERSIONS else HANDSHAKE_VERSIONS[-1]
+        return {
+            "protocolVersion": version,
+            "capabilities": {"tools": {"listChanged": False}},
+            "serverInfo": SERVER_INFO,
+            "instructions": INSTRUCTIONS,
+        }
+
+    def _validate_modern(
+        self, method: str, params: dict[str, Any], meta: dict[str, Any], headers: Mapping[str, str]
+    ) -> None:
+        version = meta.get(META_VERSION)
+        header_version = headers.get("mcp-protocol-version")
+        if version is None:
+            version = header_version
+        if version not in MODERN_VERSIONS:
+            raise _RpcError(
+                UNSUPPORTED_VERSION,
+                "Unsupported protocol version",
+                400,
+                {"supported": list(SUPPORTED_VERSIONS), "requested": version},
+            )
+        if header_version is None:
+            raise _RpcError(HEADER_MISMATCH, "Header mismatch: MCP-Protocol-Version header is required", 400)
+        if header_version != version:
+            raise _RpcError(
+                HEADER_MISMATCH,
+                f"Header mismatch: MCP-Protocol-Version header value '{header_version}' does not match "
+                f"body value '{version}'",
+                400,
+            )
+        header_method = headers.get("mcp-method")
+        if header_method is None:
+            raise _RpcError(HEADER_MISMATCH, "Header mismatch: Mcp-Method header is required", 400)
+        if header_method != method:
+            raise _RpcError(
+                HEADER_MISMATCH,
+                f"Header mismatch: Mcp-Method header value '{header_method}' does not match body value '{method}'",
+                400,
+            )
+        if method == "tools/call":
+            header_name = headers.get("mcp-name")
+            if header_name is None:
+                raise _RpcError(HEADER_MISMATCH, "Header mismatch: Mcp-Name header is required", 400)
+            decoded = _decode_header_value(header_name)
+            if decoded != params.get("name"):
+                raise _RpcError(
+                    HEADER_MISMATCH,
+                    f"Header mismatch: Mcp-Name header value '{decoded}' does not match body value "
+                    f"'{params.get('name')}'",
+                    400,
+                )
+        if not isinstance(meta.get(META_CAPS), dict):
+            raise _RpcError(INVALID_PARAMS, f"_meta['{META_CAPS}'] is required", 400)
+
+    async def _tools_call(self, params: dict[str, Any], principal: Principal) -> dict[str, Any]:
+        name = params.get("name")
+        arguments = params.get("arguments") or {}
+        if not isinstance(name, str):
+            raise _RpcError(INVALID_PARAMS, "params.name must be a string")
+        if not isinstance(arguments, dict):
+            raise _RpcError(INVALID_PARAMS, "params.arguments must be an object")
+        try:
+            payload = await self.meta.call(name, principal, arguments)
+        except InvalidInput as exc:
+            raise _RpcError(INVALID_PARAMS, str(exc)) from exc
+        return {
+            "content": render_tool_payload(payload, self.gw.settings.result_cap_chars),
+            "isError": False,
+        }
+
+
+def _error(req_id: Any, code: int, message: str, data: Any = None) -> dict[str, Any]:
+    err: dict[str, Any] = {"code": code, "message": message}
+    if data is not None:
+        err["data"] = data
+    return {"jsonrpc": "2.0", "id": req_id, "error": err}

@@ -1,0 +1,379 @@
+"""The nine MCP meta-tools: their schemas, descriptions (as seed 001 gives them) and handlers.
+
+Handlers return the JSON payload; each surface decides how to wrap it. Meta-tool arguments that
+fail the meta-tool's own schema raise `InvalidInput` (-32602 over MCP).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from workbench.compose import BadRef, Resolution, VaultMissing, resolve
+from workbench.errors import InvalidInput
+from workbench.executor import BatchScope, ToolCall
+
+if TYPE_CHECKING:
+    from workbench.auth import Principal
+    from workbench.composition import Gateway
+
+__all__ = ["META_TOOLS", "MetaTools", "meta_tool_names", "parse_executions", "run_compose", "run_plain"]
+
+LITERAL_TOOL_PREFIX = "vault_"
+
+CURL_SESSION_DESCRIPTION = (
+    "HIGH RISK — do not call without explicit user approval. Mints a short-lived proxy token (15 min by "
+    "default; set expiresInSeconds for 60s–1h, and ask for no longer than the task needs) granting "
+    "ARBITRARY API calls (GET/POST/PUT/PATCH/DELETE), including destructive writes, against the listed "
+    "integration(s) — the proxy injects the user's real credential transparently at "
+    "/c/<integration>/<path>, so anything reachable via that credential is reachable through this token. "
+    "Before invoking, tell the user exactly which integration(s) and what action you intend to perform, and "
+    "wait for their explicit go-ahead; do not mint speculatively or as a default first step. Only "
+    "integrations that have curl proxy enabled are accepted."
+)
+
+EXECUTE_DESCRIPTION = (
+    "Execute one or more tools in a single call. Runs them concurrently (bounded) and returns a results "
+    "array in the same order as executions. A single tool failing does not abort the others — its entry "
+    "carries an error instead of a result. For a single tool, pass a one-element executions array.\n\n"
+    "ref_id names an execution so later parts of the call can read its result. With compose: true, "
+    "executions run in order (at most 8, each with a ref_id) and a step's args may embed earlier results "
+    "as {{step:<ref_id>.<path>}} (path segments are keys or array indexes); a whole-string ref keeps the "
+    "value's type, an embedded one is interpolated. A failed step ends the run. {{vault:NAME}} inserts a "
+    "secret from the user's vault. return is a template over results by ref_id ({{step:...}} refs only); "
+    "its shape is the response shape and it is the only thing sent back — use it to keep large "
+    "intermediate payloads out of the response. Without compose, failed executions are listed under "
+    "errors next to the projection."
+)
+
+_EXECUTION_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "tool": {"type": "string", "description": "Tool name, as search_tools returns it"},
+        "args": {"type": "object", "description": "Arguments matching the tool's schema", "default": {}},
+        "ref_id": {
+            "type": "string",
+            "description": "Name for this execution's result (required with compose)",
+        },
+    },
+    "required": ["tool"],
+}
+
+META_TOOLS: list[dict[str, Any]] = [
+    {
+        "name": "search_tools",
+        "description": (
+            'Search available tools by what you want to do, e.g. "create jira issue" or "send email". Matches '
+            "words in any order, tolerates typos and common synonyms, and returns the best matches first with a "
+            "relevance score. Returns the top 10 by default; pass limit (max 50) for more."
+        ),
+        "inputSchema": {
+            "type": "object",
+            "properties": {
+                "query": {"type": "string", "description": "What you want to do"},
+                "limit": {"type": "integer", "minimum": 1, "maximum": 50, "default": 10},
+            },
+            "required": ["query"],
+        },
+    },
+    {
+        "name": "get_tool_schema",
+        "description": "Get input schema for a specific tool",
+        "inputSchema": {
+            "type": "object",
+            "properties": {"tool": {"type": "string", "description": "Tool name"}},
+            "required": ["tool"],
+        },
+    },
+    {
+        "name": "execute_tools",
+        "description": EXECUTE_DESCRIPTION,
+        "inputSchema": {
+            "type": "object",
+            "properties": {
+                "executions": {"type": "array", "minItems": 1, "items": _EXECUTION_SCHEMA},
+                "compose": {"type": "boolean", "default": False},
+                "return": {"description": "Projection template over results by ref_id"},
+            },
+            "required": ["executions"],
+        },
+    },
+    {
+        "name": "whoami",
+        "description": (
+            "Return the current authenticated workbench user (id + email). Like /me — identity only, not "
+            "connected integrations."
+        ),
+        "inputSchema": {"type": "object", "properties": {}},
+    },
+    {
+        "name": "list_integrations",
+        "description": "List all available integrations and connection status",
+        "inputSchema": {"type": "object", "properties": {}},
+    },
+    {
+        "name": "connect",
+        "description": (
+            "Begin connecting an integration. Returns a connectionId and a workbench URL for the user to open. "
+            "The user must be signed in to workbench as the same account this agent is connected to; the link "
+            "will not work for anyone else. Call wait_for_connection afterward."
+        ),
+        "inputSchema": {
+            "type": "object",
+            "properties": {"integration": {"type": "string"}},
+            "required": ["integration"],
+        },
+    },
+    {
+        "name": "wait_for_connection",
+        "description": (
+            "Block until a connection started by connect() completes. Returns status CONNECTED, TIMEOUT, or "
+            "EXPIRED. One call blocks for at most about 20 seconds (the hosting platform's request limit); if "
+            "timeoutSec (counted from when connect() minted the link) has not yet passed, it returns status "
+            "PENDING and you should call it again with the same connectionId."
+        ),
+        "inputSchema": {
+            "type": "object",
+            "properties": {
+                "connectionId": {"type": "string"},
+                "timeoutSec": {"type": "integer", "minimum": 1, "maximum": 3600, "default": 600},
+            },
+            "required": ["connectionId"],
+        },
+    },
+    {
+        "name": "get_auth_url",
+        "description": "Deprecated alias of connect(). Get a URL to connect an integration.",
+        "inputSchema": {
+            "type": "object",
+            "properties": {"integration": {"type": "string"}},
+            "required": ["integration"],
+        },
+    },
+    {
+        "name": "curl_session",
+        "description": CURL_SESSION_DESCRIPTION,
+        "inputSchema": {
+            "type": "object",
+            "properties": {
+                "integrations": {"type": "array", "items": {"type": "string"}, "minItems": 1},
+                "expiresInSeconds": {"type": "integer", "minimum": 60, "maximum": 3600},
+            },
+            "required": ["integrations"],
+        },
+    },
+]
+
+
+def meta_tool_names() -> list[str]:
+    return [t["name"] for t in META_TOOLS]
+
+
+def _require_str(args: dict[str, Any], key: str) -> str:
+    value = args.get(key)
+    if not isinstance(value, str) or not value:
+        raise InvalidInput(f"'{key}' is required and must be a non-empty string")
+    return value
+
+
+def _opt_int(args: dict[str, Any], key: str, default: int | None, lo: int, hi: int) -> int | None:
+    value = args.get(key, default)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidInput(f"'{key}' must be an integer")
+    if not lo <= value <= hi:
+        raise InvalidInput(f"'{key}' must be between {lo} and {hi}")
+    return value
+
+
+def parse_executions(
+    args: dict[str, Any], *, allow_compose: bool = True
+) -> tuple[list[dict[str, Any]], bool, Any, bool]:
+    """Validate execute_tools arguments against the meta-tool's schema rules.
+
+    Returns (executions, compose, return template, whether return was given)."""
+    executions = args.get("executions")
+    if not isinstance(executions, list) or not executions:
+        raise InvalidInput("'executions' must be a non-empty array")
+    compose = args.get("compose", False)
+    if not isinstance(compose, bool):
+        raise InvalidInput("'compose' must be a boolean")
+    has_return = "return" in args
+    if not allow_compose and (compose or has_return):
+        raise InvalidInput("compose and return are MCP-only; the REST batch form does not accept them")
+    seen: set[str] = set()
+    cleaned = []
+    for i, ex in enumerate(executions):
+        if not isinstance(ex, dict):
+            raise InvalidInput(f"executions[{i}] must be an object")
+        tool = ex.get("tool")
+        if not isinstance(tool, str) or not tool:
+            raise InvalidInput(f"executions[{i}].tool must be a non-empty string")
+        tool_args = ex.get("args", {})
+        if tool_args is None:
+            tool_args = {}
+        if not isinstance(tool_args, dict):
+            raise InvalidInput(f"executions[{i}].args must be an object")
+        ref_id = ex.get("ref_id")
+        if ref_id is not None:
+            if not isinstance(ref_id, str) or not ref_id:
+                raise InvalidInput(f"executions[{i}].ref_id must be a non-empty string")
+            if ref_id in seen:
+                raise InvalidInput(f"executions[{i}].ref_id '{ref_id}' is used twice")
+            seen.add(ref_id)
+        elif compose:
+            raise InvalidInput(f"executions[{i}].ref_id is required with compose")
+        cleaned.append({"tool": tool, "args": tool_args, "ref_id": ref_id})
+    if compose and len(cleaned) > 8:
+        raise InvalidInput("compose runs at most 8 executions")
+    return cleaned, compose, args.get("return"), has_return
+
+
+class MetaTools:
+    """Handlers for the nine meta-tools, bound to one gateway."""
+
+    def __init__(self, gateway: Gateway) -> None:
+        self.gw = gateway
+
+    async def call(self, name: str, principal: Principal, args: dict[str, Any]) -> Any:
+        handler = getattr(self, f"_{name}", None)
+        if name not in meta_tool_names() or handler is None:
+            raise InvalidInput(f"Unknown tool: {name}")
+        return await handler(principal, args)
+
+    # -- discovery ------------------------------------------------------------------------------
+
+    async def _search_tools(self, principal: Principal, args: dict[str, Any]) -> Any:
+        query = _require_str(args, "query")
+        limit = _opt_int(args, "limit", 10, 1, 50) or 10
+        return {"tools": self.gw.search(principal, query, limit)}
+
+    async def _get_tool_schema(self, principal: Principal, args: dict[str, Any]) -> Any:
+        name = _require_str(args, "tool")
+        hit = await self.gw.engine.lookup(principal, name)
+        if hit is None:
+            return {"error": "Tool not found"}
+        return {"schema": hit[0].json_schema()}
+
+    async def _whoami(self, principal: Principal, args: dict[str, Any]) -> Any:
+        user = self.gw.stores.users.get(principal.user.id)
+        if user is None:
+            return {"error": "User not found"}
+        return {"id": user.id, "email": user.email}
+
+    async def _list_integrations(self, principal: Principal, args: dict[str, Any]) -> Any:
+        status = self.gw.connection_status(principal.user.id)
+        return {
+            "integrations": [
+                {"name": m.name, "version": m.version, "connected": status[m.name]}
+                for m in self.gw.registry.manifests()
+            ]
+        }
+
+    # -- execution -------------------------------------------------------------------------------
+
+    async def _execute_tools(self, principal: Principal, args: dict[str, Any]) -> Any:
+        executions, compose, template, has_return = parse_executions(args)
+        return await self.gw.execute(
+            principal, executions, compose=compose, template=template, has_return=has_return
+        )
+
+    # -- connections -----------------------------------------------------------------------------
+
+    async def _connect(self, principal: Principal, args: dict[str, Any]) -> Any:
+        return self.gw.connections.start(principal.user, _require_str(args, "integration"))
+
+    _get_auth_url = _connect
+
+    async def _wait_for_connection(self, principal: Principal, args: dict[str, Any]) -> Any:
+        connection_id = _require_str(args, "connectionId")
+        timeout = _opt_int(args, "timeoutSec", 600, 1, 3600) or 600
+        return await self.gw.connections.wait(principal.user, connection_id, timeout)
+
+    async def _curl_session(self, principal: Principal, args: dict[str, Any]) -> Any:
+        names = args.get("integrations")
+        if not isinstance(names, list) or not names or not all(isinstance(n, str) for n in names):
+            raise InvalidInput("'integrations' must be a non-empty array of strings")
+        expires = _opt_int(args, "expiresInSeconds", 900, 60, 3600) or 900
+        return self.gw.curl_session(principal, names, expires)
+
+
+def _resolve_args(ex: dict[str, Any], steps: dict[str, Any] | None, vault: Any) -> Resolution:
+    if ex["tool"].startswith(LITERAL_TOOL_PREFIX):
+        return Resolution(ex["args"])  # vault_* tools take names (and values) literally
+    return resolve(ex["args"], steps=steps, vault=vault)
+
+
+async def run_compose(
+    gw: Gateway, principal: Principal, executions: list[dict[str, Any]], template: Any, has_return: bool
+) -> dict[str, Any]:
+    """Ordered execution; each step's args may read earlier results; a failure ends the run."""
+    scope = BatchScope(principal)
+    steps: dict[str, Any] = {}
+    used_secrets: list[str] = []
+    last: Any = None
+    for index, ex in enumerate(executions):
+        ref_id = ex["ref_id"]
+        try:
+            res = _resolve_args(ex, steps, gw.vault_reader(principal.user.id))
+        except BadRef as exc:
+            return {"error": "BAD_REF", "index": index, "ref_id": ref_id, "message": str(exc)}
+        except VaultMissing as exc:
+            return {"error": str(exc), "index": index, "ref_id": ref_id}
+        used_secrets.extend(res.secrets)
+        outcome = await gw.engine.run_one(scope, ToolCall(ex["tool"], res.value, ref_id, tuple(used_secrets)))
+        if "error" in outcome:
+            return {"index": index, "ref_id": ref_id, **outcome}
+        steps[ref_id] = outcome["result"]
+        last = outcome["result"]
+    if not has_return:
+        return {"result": last}
+    try:
+        projection = resolve(template, steps=steps).value
+    except BadRef as exc:
+        return {"error": "BAD_REF", "message": str(exc)}
+    return {"result": projection}
+
+
+async def run_plain(
+    gw: Gateway, principal: Principal, executions: list[dict[str, Any]], template: Any, has_return: bool
+) -> dict[str, Any]:
+    """Concurrent batch; optional `return` projection over successful results by ref_id."""
+    calls: list[ToolCall | dict[str, Any]] = []
+    vault = gw.vault_reader(principal.user.id)
+    for ex in executions:
+        try:
+            res = _resolve_args(ex, None, vault)
+        except BadRef as exc:
+            calls.append({"error": "BAD_REF", "message": str(exc)})
+            continue
+        except VaultMissing as exc:
+            calls.append({"error": str(exc)})
+            continue
+        calls.append(ToolCall(ex["tool"], res.value, ex["ref_id"], tuple(res.secrets)))
+    runnable = [c for c in calls if isinstance(c, ToolCall)]
+    ran = iter(await gw.engine.run_batch(principal, runnable))
+    results = [next(ran) if isinstance(c, ToolCall) else c for c in calls]
+    if not has_return:
+        return {"results": results}
+    steps = {
+        ex["ref_id"]: r["result"]
+        for ex, r in zip(executions, results, strict=True)
+        if ex["ref_id"] is not None and "error" not in r
+    }
+    errors = []
+    for index, (ex, r) in enumerate(zip(executions, results, strict=True)):
+        if "error" in r:
+            entry: dict[str, Any] = {"index": index}
+            if ex["ref_id"] is not None:
+                entry["ref_id"] = ex["ref_id"]
+            errors.append({**entry, **r})
+    try:
+        projection = resolve(template, steps=steps).value
+    except BadRef as exc:
+        failed = [e["ref_id"] for e in errors if "ref_id" in e]
+        return {"error": "BAD_REF", "message": str(exc), **({"errors": errors} if failed else {})}
+    response: dict[str, Any] = {"result": projection}
+    if errors:
+        response["errors"] = errors
+    return response

@@ -1,0 +1,210 @@
+"""Integrations and their tools.
+
+An integration is declared by a `Manifest` (cheap: plain dataclasses, no pydantic models) and its
+tools live in a separate module imported only when a tool of that integration is first needed, so
+a cold start pays for the manifests alone.
+
+Plugins are the subpackages of `workbench_plugins`; each exposes `manifest` in its `__init__`.
+Built-in integrations (`jots`, `vault`, `browser`) are registered by the engine itself; a plugin
+that takes a reserved name is refused at load.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+import threading
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+from workbench.errors import RegistryError
+from workbench.tools import Tool
+
+__all__ = [
+    "RESERVED_NAMES",
+    "ApiKeyAuth",
+    "ApiKeyField",
+    "AuthSpec",
+    "CookieAuth",
+    "Manifest",
+    "NoAuth",
+    "OAuth2Auth",
+    "Registry",
+]
+
+RESERVED_NAMES = frozenset({"browser", "jots"})
+
+
+@dataclass(frozen=True, slots=True)
+class NoAuth:
+    type: Literal["none"] = "none"
+
+
+@dataclass(frozen=True, slots=True)
+class ApiKeyField:
+    name: str
+    label: str
+    secret: bool = True
+    help: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ApiKeyAuth:
+    """Fields the portal asks for; `header`/`scheme` say how the key is injected upstream."""
+
+    fields: tuple[ApiKeyField, ...]
+    header: str = "Authorization"
+    scheme: str = "Bearer"  # "" means the raw value; "Basic" means base64(field0:field1)
+    type: Literal["api_key"] = "api_key"
+
+
+@dataclass(frozen=True, slots=True)
+class OAuth2Auth:
+    authorize_url: str
+    token_url: str
+    scopes: tuple[str, ...] = ()
+    scope_separator: str = " "
+    extra_authorize_params: tuple[tuple[str, str], ...] = ()
+    type: Literal["oauth2"] = "oauth2"
+
+
+@dataclass(frozen=True, slots=True)
+class CookieAuth:
+    login_url: str
+    cookie_domain: str
+    # Cookie names whose presence (unexpired) means the session is live.
+    session_cookies: tuple[str, ...] = ()
+    type: Literal["cookie"] = "cookie"
+
+
+AuthSpec = NoAuth | ApiKeyAuth | OAuth2Auth | CookieAuth
+
+
+@dataclass(frozen=True, slots=True)
+class Manifest:
+    name: str
+    version: str
+    display_name: str
+    auth: AuthSpec
+    base_url: str = ""
+    tool_prefix: str = ""
+    curl_proxy: bool = False
+    # Hosts the curl proxy may reach for this integration (base_url's host is always allowed).
+    allowed_hosts: tuple[str, ...] = ()
+    tools_module: str = ""
+    description: str = ""
+    builtin: bool = False
+
+    @property
+    def prefix(self) -> str:
+        return self.tool_prefix or self.name.replace("-", "_") + "_"
+
+
+ToolLoader = Callable[[], Sequence[Tool]]
+
+
+@dataclass(slots=True)
+class _Entry:
+    manifest: Manifest
+    loader: ToolLoader
+    tools: dict[str, Tool] | None = None
+
+
+@dataclass(slots=True)
+class Registry:
+    """Integrations by name; tools loaded per integration on first use (thread-safe)."""
+
+    _entries: dict[str, _Entry] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def add(self, manifest: Manifest, loader: ToolLoader, *, allow_reserved: bool = False) -> None:
+        if manifest.name in RESERVED_NAMES and not allow_reserved:
+            raise RegistryError(
+                f"Plugin name '{manifest.name}' is reserved for a built-in integration; rename the plugin."
+            )
+        if manifest.name in self._entries:
+            raise RegistryError(f"Integration '{manifest.name}' is registered twice.")
+        self._entries[manifest.name] = _Entry(manifest, loader)
+
+    def add_plugin_package(self, package: str = "workbench_plugins") -> None:
+        """Register every subpackage of `package` that exposes a `manifest` (tools stay unimported)."""
+        pkg = importlib.import_module(package)
+        for info in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda i: i.name):
+            if not info.ispkg or info.name.startswith("_"):
+                continue
+            dir_name = info.name.replace("_", "-")
+            if dir_name in RESERVED_NAMES:
+                raise RegistryError(
+                    f"Plugin directory '{info.name}' uses a reserved name ({', '.join(sorted(RESERVED_NAMES))}); "
+                    "it is refused at load."
+                )
+            module = importlib.import_module(f"{package}.{info.name}")
+            manifest = getattr(module, "manifest", None)
+            if not isinstance(manifest, Manifest):
+                raise RegistryError(f"Plugin '{info.name}' has no `manifest` of type Manifest.")
+            tools_module = manifest.tools_module or f"{package}.{info.name}.tools"
+            self.add(manifest, _module_loader(tools_module))
+
+    # -- lookups -----------------------------------------------------------------------------
+
+    def manifests(self) -> list[Manifest]:
+        return [e.manifest for e in self._entries.values()]
+
+    def manifest(self, name: str) -> Manifest | None:
+        entry = self._entries.get(name)
+        return entry.manifest if entry else None
+
+    def tools_of(self, integration: str) -> dict[str, Tool]:
+        entry = self._entries[integration]
+        if entry.tools is None:
+            with self._lock:
+                if entry.tools is None:
+                    entry.tools = self._load(entry)
+        return entry.tools
+
+    def find(self, tool_name: str) -> Tool | None:
+        """The tool with this name, loading only the integration(s) whose prefix matches."""
+        candidates = sorted(
+            (
+                e
+                for e in self._entries.values()
+                if e.manifest.builtin or tool_name.startswith(e.manifest.prefix)
+            ),
+            key=lambda e: (not e.manifest.builtin, -len(e.manifest.prefix)),
+        )
+        for entry in candidates:
+            found = self.tools_of(entry.manifest.name).get(tool_name)
+            if found is not None:
+                return found
+        return None
+
+    def all_tools(self) -> Iterable[Tool]:
+        for name in list(self._entries):
+            yield from self.tools_of(name).values()
+
+    @staticmethod
+    def _load(entry: _Entry) -> dict[str, Tool]:
+        manifest = entry.manifest
+        loaded: dict[str, Tool] = {}
+        for t in entry.loader():
+            if not manifest.builtin and not t.name.startswith(manifest.prefix):
+                raise RegistryError(
+                    f"Tool '{t.name}' of integration '{manifest.name}' must start with '{manifest.prefix}'."
+                )
+            if t.name in loaded:
+                raise RegistryError(f"Tool '{t.name}' is defined twice in '{manifest.name}'.")
+            t.integration = manifest.name
+            loaded[t.name] = t
+        return loaded
+
+
+def _module_loader(module_name: str) -> ToolLoader:
+    def load() -> Sequence[Tool]:
+        module = importlib.import_module(module_name)
+        tools = getattr(module, "TOOLS", None)
+        if tools is None:
+            raise RegistryError(f"Module '{module_name}' defines no TOOLS list.")
+        return list(tools)
+
+    return load

@@ -1,0 +1,116 @@
+"""Helpers for plugin authors: one place for the behaviour every REST tool shares.
+
+    @tool("github_get_repo", "Get a repository's details.", GetRepo)
+    async def get_repo(args: GetRepo, ctx: ToolContext) -> Any:
+        repo = await api(ctx, "GET", f"/repos/{args.owner}/{args.repo}")
+        return pick(repo, "full_name", "description", "default_branch", "html_url")
+
+`api` sends the request through `ctx.http` (credential injected by the engine), drops None
+query parameters, and turns an upstream 4xx/5xx into an `UpstreamError` whose message names the
+status and the provider's own error text — which the engine returns as the tool's `{error}`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import httpx
+
+__all__ = ["UpstreamError", "api", "api_response", "compact", "pick", "pick_many"]
+
+_MAX_ERROR_TEXT = 500
+
+
+class UpstreamError(Exception):
+    """An upstream API answered with an error status."""
+
+    def __init__(self, integration: str, status: int, detail: str) -> None:
+        super().__init__(
+            f"{integration} API error {status}: {detail}" if detail else f"{integration} API error {status}"
+        )
+        self.status = status
+        self.detail = detail
+
+
+def compact(params: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """Drop None values (optional arguments the caller did not give)."""
+    if params is None:
+        return None
+    return {k: v for k, v in params.items() if v is not None}
+
+
+def _error_detail(resp: httpx.Response) -> str:
+    try:
+        body = resp.json()
+    except ValueError:
+        return resp.text[:_MAX_ERROR_TEXT].strip()
+    if isinstance(body, dict):
+        for key in ("message", "error_description", "error", "errorMessages", "errors", "detail"):
+            value = body.get(key)
+            if value:
+                if isinstance(value, dict):
+                    value = value.get("message") or value
+                text = value if isinstance(value, str) else str(value)
+                return text[:_MAX_ERROR_TEXT]
+    return str(body)[:_MAX_ERROR_TEXT]
+
+
+async def api_response(
+    ctx: Any,
+    method: str,
+    url: str,
+    *,
+    params: Mapping[str, Any] | None = None,
+    json: Any = None,
+    data: Any = None,
+    content: bytes | str | None = None,
+    headers: Mapping[str, str] | None = None,
+) -> httpx.Response:
+    """The raw response, after mapping error statuses to UpstreamError."""
+    resp: httpx.Response = await ctx.http.request(
+        method, url, params=compact(params), json=json, data=data, content=content, headers=headers
+    )
+    if resp.status_code >= 400:
+        raise UpstreamError(ctx.integration, resp.status_code, _error_detail(resp))
+    return resp
+
+
+async def api(
+    ctx: Any,
+    method: str,
+    url: str,
+    *,
+    params: Mapping[str, Any] | None = None,
+    json: Any = None,
+    data: Any = None,
+    content: bytes | str | None = None,
+    headers: Mapping[str, str] | None = None,
+) -> Any:
+    """Call the integration's API and return the decoded JSON body (None for an empty body)."""
+    resp = await api_response(
+        ctx, method, url, params=params, json=json, data=data, content=content, headers=headers
+    )
+    if not resp.content:
+        return None
+    try:
+        return resp.json()
+    except ValueError:
+        return resp.text
+
+
+def pick(obj: Any, *fields: str) -> dict[str, Any]:
+    """The named fields of a mapping; a dotted name reaches into nested objects ("user.login")."""
+    out: dict[str, Any] = {}
+    if not isinstance(obj, Mapping):
+        return out
+    for name in fields:
+        value: Any = obj
+        for part in name.split("."):
+            value = value.get(part) if isinstance(value, Mapping) else None
+        out[name.replace(".", "_")] = value
+    return out
+
+
+def pick_many(items: Iterable[Any] | None, *fields: str) -> list[dict[str, Any]]:
+    return [pick(item, *fields) for item in items or []]

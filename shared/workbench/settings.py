@@ -1,0 +1,99 @@
+"""Settings: the only module that reads the environment.
+
+Everything else receives a `Settings` instance; tests construct one directly.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+__all__ = ["Settings"]
+
+StoreBackend = Literal["memory", "sqlite", "dynamodb"]
+KeyBackend = Literal["local", "kms"]
+
+
+def _env_int(env: Mapping[str, str], name: str, default: int) -> int:
+    raw = env.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        return int(raw)
+    except ValueError as exc:
+        raise ValueError(f"{name} must be an integer, got {raw!r}") from exc
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """Typed configuration, parsed once per process."""
+
+    public_url: str = "http://127.0.0.1:8787"
+    store: StoreBackend = "sqlite"
+    key_backend: KeyBackend = "local"
+    data_dir: Path = field(default_factory=lambda: Path.home() / ".workbench")
+    # Local key material (base64, 32 bytes). When unset in local mode, a key file is created in data_dir.
+    local_key: str | None = None
+    kms_key_id: str | None = None
+    aws_endpoint_url: str | None = None
+    aws_region: str = "us-east-1"
+    table_prefix: str = "workbench"
+    connect_ttl_seconds: int = 600
+    # How long one wait_for_connection call may block (API Gateway allows 30 s in all).
+    wait_block_seconds: int = 20
+    result_cap_chars: int = 60_000
+    execute_concurrency: int = 8
+    audit_retention_days: int = 90
+    # Development sign-in on the local gateway only; never set in production.
+    dev_login: bool = False
+    # Environment snapshot for per-plugin client credentials (<PLUGIN>_CLIENT_ID/_SECRET).
+    plugin_env: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def mcp_url(self) -> str:
+        return self.public_url.rstrip("/") + "/mcp"
+
+    @property
+    def sqlite_path(self) -> Path:
+        return self.data_dir / "workbench.sqlite3"
+
+    @property
+    def key_path(self) -> Path:
+        return self.data_dir / "local.key"
+
+    def plugin_client(self, integration: str) -> tuple[str | None, str | None]:
+        """Client id/secret for a plugin: `google-gmail` → GOOGLE_GMAIL_CLIENT_ID/_SECRET."""
+        stem = integration.upper().replace("-", "_")
+        client_id = self.plugin_env.get(f"{stem}_CLIENT_ID") or None
+        secret = self.plugin_env.get(f"{stem}_CLIENT_SECRET") or None
+        return client_id, secret
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
+        env = os.environ if env is None else env
+        store = env.get("WORKBENCH_STORE", "sqlite")
+        if store not in ("memory", "sqlite", "dynamodb"):
+            raise ValueError(f"WORKBENCH_STORE must be memory, sqlite or dynamodb, got {store!r}")
+        key_backend = env.get("WORKBENCH_KEY_BACKEND", "kms" if store == "dynamodb" else "local")
+        if key_backend not in ("local", "kms"):
+            raise ValueError(f"WORKBENCH_KEY_BACKEND must be local or kms, got {key_backend!r}")
+        data_dir = Path(env.get("WORKBENCH_DATA_DIR") or Path.home() / ".workbench")
+        plugin_env = {k: v for k, v in env.items() if k.endswith(("_CLIENT_ID", "_CLIENT_SECRET"))}
+        return cls(
+            public_url=env.get("WORKBENCH_PUBLIC_URL", "http://127.0.0.1:8787"),
+            store=store,  # type: ignore[arg-type]
+            key_backend=key_backend,  # type: ignore[arg-type]
+            data_dir=data_dir,
+            local_key=env.get("WORKBENCH_LOCAL_KEY") or None,
+            kms_key_id=env.get("WORKBENCH_KMS_KEY_ID") or None,
+            aws_endpoint_url=env.get("WORKBENCH_AWS_ENDPOINT_URL") or None,
+            aws_region=env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION") or "us-east-1",
+            table_prefix=env.get("WORKBENCH_TABLE_PREFIX", "workbench"),
+            connect_ttl_seconds=_env_int(env, "CONNECT_TTL_SECONDS", 600),
+            wait_block_seconds=_env_int(env, "WORKBENCH_WAIT_BLOCK_SECONDS", 20),
+            dev_login=env.get("WORKBENCH_DEV_LOGIN", "") == "1",
+            plugin_env=plugin_env,
+        )

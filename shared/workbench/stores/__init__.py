@@ -1,0 +1,165 @@
+"""Store ports (Protocols with domain-named methods) and the records they hold.
+
+Adapters: `memory` (a real, in-process adapter used by tests), `sqlite` (the embedded default)
+and `dynamodb` (production). One contract suite (tests/contract) runs against all of them.
+
+Expiring records (pending connects, OAuth states) carry `expires_at` (epoch seconds); every read
+takes `now` and treats an expired record as absent, because DynamoDB's TTL deletion is lazy.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+__all__ = [
+    "ApiKeyRecord",
+    "ApiKeyStore",
+    "AuditStore",
+    "Connection",
+    "ConnectionStore",
+    "Jot",
+    "JotStore",
+    "OAuthState",
+    "PendingConnect",
+    "PendingStore",
+    "Stores",
+    "User",
+    "UserStore",
+    "VaultStore",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class User:
+    id: str
+    email: str
+    created_at: float
+
+
+@dataclass(frozen=True, slots=True)
+class ApiKeyRecord:
+    key_id: str  # public part of the key, also its lookup key
+    user_id: str
+    secret_hash: str  # sha256 hex of the secret part; the key itself is never stored
+    created_at: float
+    revoked: bool = False
+    label: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Connection:
+    """One row per user per integration. `credential` is an encrypted blob (see crypto.py)."""
+
+    user_id: str
+    integration: str
+    credential: bytes
+    status: str = "connected"  # or "reconnect_required"
+    expires_at: float | None = None  # access token expiry, if the provider said
+    updated_at: float = 0.0
+    version: int = 1  # bumped on every write; conditional writes compare it
+
+
+@dataclass(frozen=True, slots=True)
+class PendingConnect:
+    id: str
+    user_id: str
+    integration: str
+    auth_type: str
+    expires_at: float
+    status: str = "PENDING"  # PENDING | CONNECTED; reads report "EXPIRED" once expires_at has passed
+    created_at: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class OAuthState:
+    """A provider-consent `state`: single-use, short-lived, holds the PKCE verifier server-side."""
+
+    state: str
+    user_id: str
+    integration: str
+    connection_id: str
+    code_verifier: str
+    redirect_uri: str
+    expires_at: float
+
+
+@dataclass(frozen=True, slots=True)
+class Jot:
+    id: str
+    user_id: str
+    title: str
+    body: str
+    created_at: float
+    updated_at: float
+    share_token: str | None = None  # set when the owner made a share link
+
+
+class UserStore(Protocol):
+    def get(self, user_id: str) -> User | None: ...
+    def by_email(self, email: str) -> User | None: ...
+    def get_or_create(self, email: str) -> User: ...
+
+
+class ApiKeyStore(Protocol):
+    def add(self, record: ApiKeyRecord) -> None: ...
+    def get(self, key_id: str) -> ApiKeyRecord | None: ...
+    def list_for(self, user_id: str) -> list[ApiKeyRecord]: ...
+    def revoke(self, user_id: str, key_id: str) -> bool: ...
+
+
+class ConnectionStore(Protocol):
+    def get(self, user_id: str, integration: str) -> Connection | None: ...
+    def list_for(self, user_id: str) -> list[Connection]: ...
+    def put(self, conn: Connection, *, expected_version: int | None = None) -> bool:
+        """Write `conn`. With `expected_version`, only if the stored row still has that version
+        (0 means "must not exist"); returns False when the condition failed."""
+        ...
+
+    def delete(self, user_id: str, integration: str) -> bool: ...
+
+
+class PendingStore(Protocol):
+    def put(self, pending: PendingConnect) -> None: ...
+    def get(self, connection_id: str, *, now: float) -> PendingConnect | None:
+        """The record, with status "EXPIRED" if `now` is past its expiry (TTL deletion is lazy)."""
+        ...
+
+    def mark_connected(self, connection_id: str) -> bool: ...
+    def delete(self, connection_id: str) -> None: ...
+    def put_state(self, state: OAuthState) -> None: ...
+    def take_state(self, state: str, *, now: float) -> OAuthState | None:
+        """Return and delete the state atomically: a second take gets None."""
+        ...
+
+
+class AuditStore(Protocol):
+    def append(self, event: dict[str, Any]) -> None: ...
+    def list_for(self, user_id: str, *, limit: int = 100) -> list[dict[str, Any]]: ...
+
+
+class VaultStore(Protocol):
+    def put(self, user_id: str, name: str, blob: bytes) -> None: ...
+    def get(self, user_id: str, name: str) -> bytes | None: ...
+    def delete(self, user_id: str, name: str) -> bool: ...
+    def names(self, user_id: str) -> list[str]: ...
+
+
+class JotStore(Protocol):
+    def put(self, jot: Jot) -> None: ...
+    def get(self, user_id: str, jot_id: str) -> Jot | None: ...
+    def by_share_token(self, token: str) -> Jot | None: ...
+    def list_for(self, user_id: str) -> list[Jot]: ...
+    def delete(self, user_id: str, jot_id: str) -> bool: ...
+
+
+@dataclass(slots=True)
+class Stores:
+    users: UserStore
+    api_keys: ApiKeyStore
+    connections: ConnectionStore
+    pending: PendingStore
+    audit: AuditStore
+    vault: VaultStore
+    jots: JotStore
+    extra: dict[str, Any] = field(default_factory=dict)

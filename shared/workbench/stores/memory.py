@@ -1,0 +1,196 @@
+"""In-process adapter: real semantics (conditional writes, expiry checks), no persistence."""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from dataclasses import replace
+from typing import Any
+
+from workbench.stores import (
+    ApiKeyRecord,
+    Connection,
+    Jot,
+    OAuthState,
+    PendingConnect,
+    Stores,
+    User,
+)
+
+__all__ = ["memory_stores"]
+
+
+class MemoryUsers:
+    def __init__(self) -> None:
+        self._by_id: dict[str, User] = {}
+        self._lock = threading.Lock()
+
+    def get(self, user_id: str) -> User | None:
+        return self._by_id.get(user_id)
+
+    def by_email(self, email: str) -> User | None:
+        email = email.strip().lower()
+        return next((u for u in self._by_id.values() if u.email == email), None)
+
+    def get_or_create(self, email: str) -> User:
+        email = email.strip().lower()
+        with self._lock:
+            existing = self.by_email(email)
+            if existing:
+                return existing
+            user = User(id="usr_" + uuid.uuid4().hex, email=email, created_at=time.time())
+            self._by_id[user.id] = user
+            return user
+
+
+class MemoryApiKeys:
+    def __init__(self) -> None:
+        self._keys: dict[str, ApiKeyRecord] = {}
+
+    def add(self, record: ApiKeyRecord) -> None:
+        self._keys[record.key_id] = record
+
+    def get(self, key_id: str) -> ApiKeyRecord | None:
+        return self._keys.get(key_id)
+
+    def list_for(self, user_id: str) -> list[ApiKeyRecord]:
+        return sorted((k for k in self._keys.values() if k.user_id == user_id), key=lambda k: k.created_at)
+
+    def revoke(self, user_id: str, key_id: str) -> bool:
+        rec = self._keys.get(key_id)
+        if rec is None or rec.user_id != user_id:
+            return False
+        self._keys[key_id] = replace(rec, revoked=True)
+        return True
+
+
+class MemoryConnections:
+    def __init__(self) -> None:
+        self._rows: dict[tuple[str, str], Connection] = {}
+        self._lock = threading.Lock()
+
+    def get(self, user_id: str, integration: str) -> Connection | None:
+        return self._rows.get((user_id, integration))
+
+    def list_for(self, user_id: str) -> list[Connection]:
+        return sorted((c for (u, _), c in self._rows.items() if u == user_id), key=lambda c: c.integration)
+
+    def put(self, conn: Connection, *, expected_version: int | None = None) -> bool:
+        key = (conn.user_id, conn.integration)
+        with self._lock:
+            current = self._rows.get(key)
+            if expected_version is not None:
+                current_version = current.version if current else 0
+                if current_version != expected_version:
+                    return False
+            self._rows[key] = conn
+            return True
+
+    def delete(self, user_id: str, integration: str) -> bool:
+        with self._lock:
+            return self._rows.pop((user_id, integration), None) is not None
+
+
+class MemoryPending:
+    def __init__(self) -> None:
+        self._pending: dict[str, PendingConnect] = {}
+        self._states: dict[str, OAuthState] = {}
+        self._lock = threading.Lock()
+
+    def put(self, pending: PendingConnect) -> None:
+        self._pending[pending.id] = pending
+
+    def get(self, connection_id: str, *, now: float) -> PendingConnect | None:
+        rec = self._pending.get(connection_id)
+        if rec is not None and rec.expires_at <= now:
+            return replace(rec, status="EXPIRED")
+        return rec
+
+    def mark_connected(self, connection_id: str) -> bool:
+        with self._lock:
+            rec = self._pending.get(connection_id)
+            if rec is None:
+                return False
+            self._pending[connection_id] = replace(rec, status="CONNECTED")
+            return True
+
+    def delete(self, connection_id: str) -> None:
+        self._pending.pop(connection_id, None)
+
+    def put_state(self, state: OAuthState) -> None:
+        self._states[state.state] = state
+
+    def take_state(self, state: str, *, now: float) -> OAuthState | None:
+        with self._lock:
+            rec = self._states.pop(state, None)
+        if rec is None or rec.expires_at <= now:
+            return None
+        return rec
+
+
+class MemoryAudit:
+    def __init__(self) -> None:
+        self.events: list[dict[str, Any]] = []
+        self._lock = threading.Lock()
+
+    def append(self, event: dict[str, Any]) -> None:
+        with self._lock:
+            self.events.append(dict(event))
+
+    def list_for(self, user_id: str, *, limit: int = 100) -> list[dict[str, Any]]:
+        mine = [e for e in self.events if e.get("user") == user_id]
+        return list(reversed(mine))[:limit]
+
+
+class MemoryVault:
+    def __init__(self) -> None:
+        self._rows: dict[tuple[str, str], bytes] = {}
+
+    def put(self, user_id: str, name: str, blob: bytes) -> None:
+        self._rows[(user_id, name)] = blob
+
+    def get(self, user_id: str, name: str) -> bytes | None:
+        return self._rows.get((user_id, name))
+
+    def delete(self, user_id: str, name: str) -> bool:
+        return self._rows.pop((user_id, name), None) is not None
+
+    def names(self, user_id: str) -> list[str]:
+        return sorted(n for (u, n) in self._rows if u == user_id)
+
+
+class MemoryJots:
+    def __init__(self) -> None:
+        self._rows: dict[str, Jot] = {}
+
+    def put(self, jot: Jot) -> None:
+        self._rows[jot.id] = jot
+
+    def get(self, user_id: str, jot_id: str) -> Jot | None:
+        jot = self._rows.get(jot_id)
+        return jot if jot is not None and jot.user_id == user_id else None
+
+    def by_share_token(self, token: str) -> Jot | None:
+        return next((j for j in self._rows.values() if j.share_token and j.share_token == token), None)
+
+    def list_for(self, user_id: str) -> list[Jot]:
+        return sorted((j for j in self._rows.values() if j.user_id == user_id), key=lambda j: -j.updated_at)
+
+    def delete(self, user_id: str, jot_id: str) -> bool:
+        if self.get(user_id, jot_id) is None:
+            return False
+        del self._rows[jot_id]
+        return True
+
+
+def memory_stores() -> Stores:
+    return Stores(
+        users=MemoryUsers(),
+        api_keys=MemoryApiKeys(),
+        connections=MemoryConnections(),
+        pending=MemoryPending(),
+        audit=MemoryAudit(),
+        vault=MemoryVault(),
+        jots=MemoryJots(),
+    )

@@ -1,0 +1,362 @@
+"""SQLite adapter: the embedded default. One file, WAL mode, safe across threads and processes."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from workbench.stores import (
+    ApiKeyRecord,
+    Connection,
+    Jot,
+    OAuthState,
+    PendingConnect,
+    Stores,
+    User,
+)
+
+__all__ = ["SqliteDatabase", "sqlite_stores"]
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS users (
+    id TEXT PRIMARY KEY, email TEXT NOT NULL UNIQUE, created_at REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS api_keys (
+    key_id TEXT PRIMARY KEY, user_id TEXT NOT NULL, secret_hash TEXT NOT NULL,
+    created_at REAL NOT NULL, revoked INTEGER NOT NULL DEFAULT 0, label TEXT NOT NULL DEFAULT '');
+CREATE INDEX IF NOT EXISTS api_keys_user ON api_keys(user_id);
+CREATE TABLE IF NOT EXISTS connections (
+    user_id TEXT NOT NULL, integration TEXT NOT NULL, credential BLOB NOT NULL,
+    status TEXT NOT NULL, expires_at REAL, updated_at REAL NOT NULL, version INTEGER NOT NULL,
+    PRIMARY KEY (user_id, integration));
+CREATE TABLE IF NOT EXISTS pending_connects (
+    id TEXT PRIMARY KEY, user_id TEXT NOT NULL, integration TEXT NOT NULL, auth_type TEXT NOT NULL,
+    expires_at REAL NOT NULL, status TEXT NOT NULL, created_at REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS oauth_states (
+    state TEXT PRIMARY KEY, body TEXT NOT NULL, expires_at REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS audit (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT, user_id TEXT, ts REAL NOT NULL, body TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS audit_user ON audit(user_id, seq);
+CREATE TABLE IF NOT EXISTS jots (
+    id TEXT PRIMARY KEY, user_id TEXT NOT NULL, title TEXT NOT NULL, body TEXT NOT NULL,
+    created_at REAL NOT NULL, updated_at REAL NOT NULL, share_token TEXT UNIQUE);
+CREATE INDEX IF NOT EXISTS jots_user ON jots(user_id, updated_at);
+CREATE TABLE IF NOT EXISTS vault (
+    user_id TEXT NOT NULL, name TEXT NOT NULL, blob BLOB NOT NULL, PRIMARY KEY (user_id, name));
+"""
+
+
+class SqliteDatabase:
+    """One connection per thread, all to the same file; writes serialised by SQLite itself."""
+
+    def __init__(self, path: Path | str) -> None:
+        self.path = str(path)
+        self._local = threading.local()
+        with self.tx() as db:
+            db.executescript(_SCHEMA)
+
+    def _conn(self) -> sqlite3.Connection:
+        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = sqlite3.connect(self.path, timeout=10, isolation_level=None)
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA busy_timeout=10000")
+            conn.row_factory = sqlite3.Row
+            self._local.conn = conn
+        return conn
+
+    @contextmanager
+    def tx(self) -> Iterator[sqlite3.Connection]:
+        conn = self._conn()
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield conn
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+
+    def query(self, sql: str, params: tuple[Any, ...] = ()) -> list[sqlite3.Row]:
+        return self._conn().execute(sql, params).fetchall()
+
+
+class SqliteUsers:
+    def __init__(self, db: SqliteDatabase) -> None:
+        self.db = db
+
+    @staticmethod
+    def _user(row: sqlite3.Row | None) -> User | None:
+        return User(row["id"], row["email"], row["created_at"]) if row else None
+
+    def get(self, user_id: str) -> User | None:
+        rows = self.db.query("SELECT * FROM users WHERE id = ?", (user_id,))
+        return self._user(rows[0] if rows else None)
+
+    def by_email(self, email: str) -> User | None:
+        rows = self.db.query("SELECT * FROM users WHERE email = ?", (email.strip().lower(),))
+        return self._user(rows[0] if rows else None)
+
+    def get_or_create(self, email: str) -> User:
+        email = email.strip().lower()
+        with self.db.tx() as db:
+            db.execute(
+                "INSERT OR IGNORE INTO users (id, email, created_at) VALUES (?, ?, ?)",
+                ("usr_" + uuid.uuid4().hex, email, time.time()),
+            )
+        user = self.by_email(email)
+        assert user is not None
+        return user
+
+
+class SqliteApiKeys:
+    def __init__(self, db: SqliteDatabase) -> None:
+        self.db = db
+
+    @staticmethod
+    def _rec(row: sqlite3.Row) -> ApiKeyRecord:
+        return ApiKeyRecord(
+            row["key_id"],
+            row["user_id"],
+            row["secret_hash"],
+            row["created_at"],
+            bool(row["revoked"]),
+            row["label"],
+        )
+
+    def add(self, record: ApiKeyRecord) -> None:
+        with self.db.tx() as db:
+            db.execute(
+                "INSERT INTO api_keys VALUES (?, ?, ?, ?, ?, ?)",
+                (
+                    record.key_id,
+                    record.user_id,
+                    record.secret_hash,
+                    record.created_at,
+                    int(record.revoked),
+                    record.label,
+                ),
+            )
+
+    def get(self, key_id: str) -> ApiKeyRecord | None:
+        rows = self.db.query("SELECT * FROM api_keys WHERE key_id = ?", (key_id,))
+        return self._rec(rows[0]) if rows else None
+
+    def list_for(self, user_id: str) -> list[ApiKeyRecord]:
+        rows = self.db.query("SELECT * FROM api_keys WHERE user_id = ? ORDER BY created_at", (user_id,))
+        return [self._rec(r) for r in rows]
+
+    def revoke(self, user_id: str, key_id: str) -> bool:
+        with self.db.tx() as db:
+            cur = db.execute(
+                "UPDATE api_keys SET revoked = 1 WHERE key_id = ? AND user_id = ?", (key_id, user_id)
+            )
+            return cur.rowcount == 1
+
+
+class SqliteConnections:
+    def __init__(self, db: SqliteDatabase) -> None:
+        self.db = db
+
+    @staticmethod
+    def _conn(row: sqlite3.Row) -> Connection:
+        return Connection(
+            row["user_id"],
+            row["integration"],
+            bytes(row["credential"]),
+            row["status"],
+            row["expires_at"],
+            row["updated_at"],
+            row["version"],
+        )
+
+    def get(self, user_id: str, integration: str) -> Connection | None:
+        rows = self.db.query(
+            "SELECT * FROM connections WHERE user_id = ? AND integration = ?", (user_id, integration)
+        )
+        return self._conn(rows[0]) if rows else None
+
+    def list_for(self, user_id: str) -> list[Connection]:
+        rows = self.db.query("SELECT * FROM connections WHERE user_id = ? ORDER BY integration", (user_id,))
+        return [self._conn(r) for r in rows]
+
+    def put(self, conn: Connection, *, expected_version: int | None = None) -> bool:
+        values = (
+            conn.user_id,
+            conn.integration,
+            conn.credential,
+            conn.status,
+            conn.expires_at,
+            conn.updated_at,
+            conn.version,
+        )
+        with self.db.tx() as db:
+            if expected_version is not None:
+                row = db.execute(
+                    "SELECT version FROM connections WHERE user_id = ? AND integration = ?",
+                    (conn.user_id, conn.integration),
+                ).fetchone()
+                if (row["version"] if row else 0) != expected_version:
+                    return False
+            db.execute("INSERT OR REPLACE INTO connections VALUES (?, ?, ?, ?, ?, ?, ?)", values)
+            return True
+
+    def delete(self, user_id: str, integration: str) -> bool:
+        with self.db.tx() as db:
+            cur = db.execute(
+                "DELETE FROM connections WHERE user_id = ? AND integration = ?", (user_id, integration)
+            )
+            return cur.rowcount == 1
+
+
+class SqlitePending:
+    def __init__(self, db: SqliteDatabase) -> None:
+        self.db = db
+
+    def put(self, pending: PendingConnect) -> None:
+        with self.db.tx() as db:
+            db.execute(
+                "INSERT OR REPLACE INTO pending_connects VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (
+                    pending.id,
+                    pending.user_id,
+                    pending.integration,
+                    pending.auth_type,
+                    pending.expires_at,
+                    pending.status,
+                    pending.created_at,
+                ),
+            )
+
+    def get(self, connection_id: str, *, now: float) -> PendingConnect | None:
+        rows = self.db.query("SELECT * FROM pending_connects WHERE id = ?", (connection_id,))
+        if not rows:
+            return None
+        r = rows[0]
+        status = "EXPIRED" if r["expires_at"] <= now else r["status"]
+        return PendingConnect(
+            r["id"], r["user_id"], r["integration"], r["auth_type"], r["expires_at"], status, r["created_at"]
+        )
+
+    def mark_connected(self, connection_id: str) -> bool:
+        with self.db.tx() as db:
+            cur = db.execute(
+                "UPDATE pending_connects SET status = 'CONNECTED' WHERE id = ?", (connection_id,)
+            )
+            return cur.rowcount == 1
+
+    def delete(self, connection_id: str) -> None:
+        with self.db.tx() as db:
+            db.execute("DELETE FROM pending_connects WHERE id = ?", (connection_id,))
+
+    def put_state(self, state: OAuthState) -> None:
+        body = json.dumps({k: getattr(state, k) for k in state.__dataclass_fields__})
+        with self.db.tx() as db:
+            db.execute("INSERT INTO oauth_states VALUES (?, ?, ?)", (state.state, body, state.expires_at))
+
+    def take_state(self, state: str, *, now: float) -> OAuthState | None:
+        with self.db.tx() as db:
+            row = db.execute(
+                "DELETE FROM oauth_states WHERE state = ? RETURNING body, expires_at", (state,)
+            ).fetchone()
+        if row is None or row["expires_at"] <= now:
+            return None
+        return OAuthState(**json.loads(row["body"]))
+
+
+class SqliteAudit:
+    def __init__(self, db: SqliteDatabase) -> None:
+        self.db = db
+
+    def append(self, event: dict[str, Any]) -> None:
+        with self.db.tx() as db:
+            db.execute(
+                "INSERT INTO audit (user_id, ts, body) VALUES (?, ?, ?)",
+                (event.get("user"), event.get("ts", time.time()), json.dumps(event, default=str)),
+            )
+
+    def list_for(self, user_id: str, *, limit: int = 100) -> list[dict[str, Any]]:
+        rows = self.db.query(
+            "SELECT body FROM audit WHERE user_id = ? ORDER BY seq DESC LIMIT ?", (user_id, limit)
+        )
+        return [json.loads(r["body"]) for r in rows]
+
+
+class SqliteVault:
+    def __init__(self, db: SqliteDatabase) -> None:
+        self.db = db
+
+    def put(self, user_id: str, name: str, blob: bytes) -> None:
+        with self.db.tx() as db:
+            db.execute("INSERT OR REPLACE INTO vault VALUES (?, ?, ?)", (user_id, name, blob))
+
+    def get(self, user_id: str, name: str) -> bytes | None:
+        rows = self.db.query("SELECT blob FROM vault WHERE user_id = ? AND name = ?", (user_id, name))
+        return bytes(rows[0]["blob"]) if rows else None
+
+    def delete(self, user_id: str, name: str) -> bool:
+        with self.db.tx() as db:
+            return (
+                db.execute("DELETE FROM vault WHERE user_id = ? AND name = ?", (user_id, name)).rowcount == 1
+            )
+
+    def names(self, user_id: str) -> list[str]:
+        return [
+            r["name"]
+            for r in self.db.query("SELECT name FROM vault WHERE user_id = ? ORDER BY name", (user_id,))
+        ]
+
+
+class SqliteJots:
+    def __init__(self, db: SqliteDatabase) -> None:
+        self.db = db
+
+    @staticmethod
+    def _jot(r: sqlite3.Row) -> Jot:
+        return Jot(
+            r["id"], r["user_id"], r["title"], r["body"], r["created_at"], r["updated_at"], r["share_token"]
+        )
+
+    def put(self, jot: Jot) -> None:
+        with self.db.tx() as db:
+            db.execute(
+                "INSERT OR REPLACE INTO jots VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (jot.id, jot.user_id, jot.title, jot.body, jot.created_at, jot.updated_at, jot.share_token),
+            )
+
+    def get(self, user_id: str, jot_id: str) -> Jot | None:
+        rows = self.db.query("SELECT * FROM jots WHERE id = ? AND user_id = ?", (jot_id, user_id))
+        return self._jot(rows[0]) if rows else None
+
+    def by_share_token(self, token: str) -> Jot | None:
+        rows = self.db.query("SELECT * FROM jots WHERE share_token = ?", (token,))
+        return self._jot(rows[0]) if rows else None
+
+    def list_for(self, user_id: str) -> list[Jot]:
+        rows = self.db.query("SELECT * FROM jots WHERE user_id = ? ORDER BY updated_at DESC", (user_id,))
+        return [self._jot(r) for r in rows]
+
+    def delete(self, user_id: str, jot_id: str) -> bool:
+        with self.db.tx() as db:
+            return (
+                db.execute("DELETE FROM jots WHERE id = ? AND user_id = ?", (jot_id, user_id)).rowcount == 1
+            )
+
+
+def sqlite_stores(path: Path | str) -> Stores:
+    db = SqliteDatabase(path)
+    return Stores(
+        users=SqliteUsers(db),
+        api_keys=SqliteApiKeys(db),
+        connections=SqliteConnections(db),
+        pending=SqlitePending(db),
+        audit=SqliteAudit(db),
+        vault=SqliteVault(db),
+        jots=SqliteJots(db),
+        extra={"sqlite": db},
+    )

@@ -1,0 +1,246 @@
+"""The tool definition API for plugin authors (the Python counterpart of seed 002).
+
+A tool is a name, a description, a pydantic input model (its JSON Schema is derived from the model)
+and an execute function, sync or async:
+
+    class ListPrs(BaseModel):
+        owner: str
+        repo: str
+        state: Literal["open", "closed", "all"] = "open"
+
+    @tool("github_list_prs", "List pull requests of a repository.", ListPrs)
+    async def list_prs(args: ListPrs, ctx: ToolContext) -> Any:
+        return (await ctx.http.get(f"/repos/{args.owner}/{args.repo}/pulls")).json()
+
+`Tool.execute(input, signal, emit)` always returns a `ToolResult` and never raises: a pre-aborted
+signal skips the function, an abort mid-flight wins the race even if the function ignores it, an
+abort that lands after the function resolved still wins, and an exception becomes
+`{success: False, json: None, text: <error text>}`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+from pydantic import BaseModel
+
+if TYPE_CHECKING:
+    import httpx
+
+__all__ = [
+    "CancelSignal",
+    "EmitFn",
+    "Tool",
+    "ToolContext",
+    "ToolResult",
+    "error_text",
+    "tool",
+]
+
+EmitFn = Callable[[Any], None]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResult:
+    """`success` is true when the execute function returned; `json` is its value (None on failure)."""
+
+    success: bool
+    json: Any
+    text: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"success": self.success, "json": self.json, "text": self.text}
+
+
+class CancelSignal:
+    """An AbortSignal: `abort(reason)` once; observers read `aborted`/`reason` or await `wait()`."""
+
+    __slots__ = ("_event", "_reason", "aborted")
+
+    def __init__(self) -> None:
+        self.aborted = False
+        self._reason: Any = None
+        self._event: asyncio.Event | None = None
+
+    @property
+    def reason(self) -> Any:
+        return self._reason
+
+    def abort(self, reason: Any = None) -> None:
+        if self.aborted:
+            return
+        self.aborted = True
+        self._reason = reason
+        if self._event is not None:
+            self._event.set()
+
+    async def wait(self) -> None:
+        if self._event is None:
+            self._event = asyncio.Event()
+            if self.aborted:
+                self._event.set()
+        await self._event.wait()
+
+    def reason_text(self) -> str:
+        return "Aborted" if self._reason is None else str(self._reason)
+
+
+def error_text(exc: BaseException) -> str:
+    """Seed 002's error-to-text table, in Python terms.
+
+    An exception with a message gives the message; one with an empty message (or none) gives '';
+    a non-string value carried by the exception (Python's closest thing to `throw 42`) gives
+    `str(value)`.
+    """
+    if not exc.args:
+        return ""
+    if len(exc.args) == 1:
+        value = exc.args[0]
+        return value if isinstance(value, str) else str(value)
+    return str(exc)
+
+
+class ToolContext(Protocol):
+    """What an execute function receives besides its arguments."""
+
+    user_id: str
+    integration: str
+    signal: CancelSignal | None
+    emit: EmitFn | None
+
+    @property
+    def http(self) -> httpx.AsyncClient:
+        """An HTTP client for the integration's API with the user's credential injected."""
+        ...
+
+    async def get_token(self) -> str:
+        """The user's current access token for this integration (refreshed if it expires soon)."""
+        ...
+
+
+ExecuteFn = Callable[..., Any]
+
+
+@dataclass(slots=True)
+class Tool:
+    """A tool: name, description, input model (or a raw JSON Schema) and an execute function.
+
+    `execute` is called as `fn(args, ctx)`; `ctx` may be None when a tool is run on its own.
+    A raw `parameters` schema (no pydantic model) passes through `json_schema()` unchanged and the
+    function then receives the arguments as a dict.
+    """
+
+    name: str
+    description: str
+    fn: ExecuteFn
+    input_model: type[BaseModel] | None = None
+    parameters: dict[str, Any] | None = None
+    integration: str = ""
+    _schema: dict[str, Any] | None = field(default=None, repr=False)
+
+    def json_schema(self) -> dict[str, Any]:
+        if self._schema is None:
+            if self.input_model is not None:
+                from workbench._schema import portable_schema
+
+                self._schema = portable_schema(self.input_model)
+            else:
+                self._schema = self.parameters or {"type": "object", "properties": {}}
+        return self._schema
+
+    async def execute(
+        self,
+        input: Any,
+        signal: CancelSignal | None = None,
+        emit: EmitFn | None = None,
+        ctx: Any = None,
+    ) -> ToolResult:
+        """Run the function; always returns a ToolResult (see the module docstring)."""
+        if signal is not None and signal.aborted:
+            return _aborted(signal)
+        if ctx is not None:
+            ctx.signal, ctx.emit = signal, emit
+        try:
+            if signal is None:
+                value = await self._call(input, ctx, emit)
+            else:
+                value = await _race(self._call(input, ctx, emit), signal)
+        except _Aborted:
+            return _aborted(signal)
+        except Exception as exc:
+            if signal is not None and signal.aborted:
+                return _aborted(signal)
+            return ToolResult(False, None, error_text(exc))
+        if signal is not None and signal.aborted:
+            return _aborted(signal)  # aborted after the function resolved
+        if isinstance(value, ToolResult):
+            return value
+        return ToolResult(True, value, _summary(value))
+
+    async def _call(self, input: Any, ctx: Any, emit: EmitFn | None) -> Any:
+        fn = self.fn
+        params = _positional_count(fn)
+        call_args: tuple[Any, ...] = (input, ctx, emit)[: max(params, 1)]
+        if inspect.iscoroutinefunction(fn):
+            return await fn(*call_args)
+        value = fn(*call_args)
+        if inspect.isawaitable(value):
+            return await value
+        return value
+
+
+class _Aborted(Exception):
+    pass
+
+
+def _aborted(signal: CancelSignal | None) -> ToolResult:
+    text = signal.reason_text() if signal is not None else "Aborted"
+    return ToolResult(False, None, text)
+
+
+async def _race(work: Awaitable[Any], signal: CancelSignal) -> Any:
+    task = asyncio.ensure_future(work)
+    waiter = asyncio.ensure_future(signal.wait())
+    try:
+        done, _ = await asyncio.wait({task, waiter}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        waiter.cancel()
+    if task in done:
+        return task.result()
+    task.cancel()  # the function may ignore the signal; its eventual value is discarded
+    raise _Aborted
+
+
+def _positional_count(fn: Callable[..., Any]) -> int:
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return 2
+    if any(p.kind is p.VAR_POSITIONAL for p in params):
+        return 3
+    return sum(1 for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD))
+
+
+def _summary(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    return "ok"
+
+
+def tool(
+    name: str,
+    description: str,
+    input_model: type[BaseModel] | None = None,
+    *,
+    parameters: dict[str, Any] | None = None,
+) -> Callable[[ExecuteFn], Tool]:
+    """Decorator: turn an execute function into a `Tool`."""
+
+    def wrap(fn: ExecuteFn) -> Tool:
+        return Tool(name=name, description=description, fn=fn, input_model=input_model, parameters=parameters)
+
+    return wrap
