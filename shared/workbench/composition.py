@@ -5,6 +5,7 @@ Every surface (MCP, REST, web, proxy; local or Lambda) receives the same `Gatewa
 
 from __future__ import annotations
 
+import hashlib
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -22,7 +23,9 @@ from workbench.registry import Registry
 from workbench.search import SearchDoc, SearchIndex
 from workbench.settings import Settings
 from workbench.stores import Stores
+from workbench.tokens import FileSigningKeys, SigningKeySource, TokenService
 from workbench.vault import Vault
+from workbench.web.sessions import SessionCodec
 
 __all__ = ["Gateway", "build_gateway", "build_registry"]
 
@@ -74,6 +77,8 @@ class Gateway:
     vault: Vault
     connections: ConnectFlow
     metrics: Metrics
+    tokens: TokenService
+    sessions: SessionCodec
     clock: Callable[[], float] = time.time
     token_verifiers: list[Callable[[str], Principal | None]] = field(default_factory=list)
     _search: SearchIndex | None = field(default=None, repr=False)
@@ -162,11 +167,13 @@ def build_gateway(
     registry: Registry | None = None,
     key_provider: KeyProvider | None = None,
     transport: httpx.AsyncBaseTransport | None = None,
+    signing_keys: SigningKeySource | None = None,
     clock: Callable[[], float] = time.time,
 ) -> Gateway:
     stores = stores or build_stores(settings)
     registry = registry or build_registry()
-    cipher = Cipher(key_provider or build_key_provider(settings))
+    provider = key_provider or build_key_provider(settings)
+    cipher = Cipher(provider)
     metrics = Metrics()
     credentials = Credentials(stores.connections, cipher, clock=clock)
     vault = Vault(stores.vault, cipher)
@@ -191,5 +198,21 @@ def build_gateway(
         vault=vault,
         connections=ConnectFlow(settings, registry, stores.pending, clock=clock),
         metrics=metrics,
+        tokens=TokenService(
+            signing_keys or FileSigningKeys(settings.data_dir / "keys"), settings.public_url, clock=clock
+        ),
+        sessions=SessionCodec(
+            _session_secret(settings), clock=clock, secure=settings.public_url.startswith("https://")
+        ),
         clock=clock,
     )
+
+
+def _session_secret(settings: Settings) -> bytes:
+    if settings.session_secret:
+        return settings.session_secret.encode()
+    if settings.key_backend == "local":
+        # Derived from the local master key, so the embedded default needs no extra configuration.
+        master = load_or_create_local_key(settings.key_path, settings.local_key)
+        return hashlib.sha256(b"workbench-session-secret\x00" + master).digest()
+    raise ValueError("WORKBENCH_SESSION_SECRET is required with the kms key backend")

@@ -18,7 +18,47 @@ __all__ = ["SearchDoc", "SearchHit", "SearchIndex"]
 
 _WORD = re.compile(r"[a-z0-9]+")
 _STOP = frozenset(
-    ["a", "an", "the", "to", "of", "in", "on", "for", "and", "or", "with", "by", "from", "my", "me", "i", "is", "are", "be", "it", "this", "that", "what", "do", "does", "can", "how", "all", "some", "any", "into", "at", "as", "via", "using", "use", "want", "need", "please"]
+    [
+        "a",
+        "an",
+        "the",
+        "to",
+        "of",
+        "in",
+        "on",
+        "for",
+        "and",
+        "or",
+        "with",
+        "by",
+        "from",
+        "my",
+        "me",
+        "i",
+        "is",
+        "are",
+        "be",
+        "it",
+        "this",
+        "that",
+        "what",
+        "do",
+        "does",
+        "can",
+        "how",
+        "all",
+        "some",
+        "any",
+        "into",
+        "at",
+        "as",
+        "via",
+        "using",
+        "use",
+        "want",
+        "need",
+        "please",
+    ]
 )
 
 # Groups of interchangeable words; every word maps to the group's canonical term.

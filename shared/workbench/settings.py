@@ -47,6 +47,8 @@ class Settings:
     result_cap_chars: int = 60_000
     execute_concurrency: int = 8
     audit_retention_days: int = 90
+    # Secret for portal session cookies and CSRF tokens (required with the kms key backend).
+    session_secret: str | None = None
     # Development sign-in on the local gateway only; never set in production.
     dev_login: bool = False
     # Environment snapshot for per-plugin client credentials (<PLUGIN>_CLIENT_ID/_SECRET).
@@ -95,5 +97,6 @@ class Settings:
             connect_ttl_seconds=_env_int(env, "CONNECT_TTL_SECONDS", 600),
             wait_block_seconds=_env_int(env, "WORKBENCH_WAIT_BLOCK_SECONDS", 20),
             dev_login=env.get("WORKBENCH_DEV_LOGIN", "") == "1",
+            session_secret=env.get("WORKBENCH_SESSION_SECRET") or None,
             plugin_env=plugin_env,
         )

@@ -1,0 +1,130 @@
+"""Signed, self-contained tokens (JWT, ES256): OAuth access tokens for /mcp and curl proxy tokens.
+
+Verification needs no database read: the verifier holds the public keys (by `kid`). Rotation:
+several keys may verify; only the newest signs. In the embedded default the key pair is
+generated on first use and kept 0600 in the data directory; on AWS the private key is stored
+envelope-encrypted (see `SigningKeySource`).
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+import jwt
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+
+from workbench.errors import AuthError
+
+__all__ = ["FileSigningKeys", "SigningKey", "SigningKeySource", "TokenService"]
+
+
+@dataclass(frozen=True, slots=True)
+class SigningKey:
+    kid: str
+    private_key: ec.EllipticCurvePrivateKey
+
+    def public_jwk(self) -> dict[str, Any]:
+        jwk: dict[str, Any] = jwt.algorithms.ECAlgorithm.to_jwk(self.private_key.public_key(), as_dict=True)
+        return {**jwk, "kid": self.kid, "alg": "ES256", "use": "sig"}
+
+
+class SigningKeySource(Protocol):
+    def signing_keys(self) -> list[SigningKey]:
+        """All keys that may verify, newest (the signing key) first."""
+        ...
+
+
+class FileSigningKeys:
+    """PEM files `signing-<kid>.pem` (0600) in a directory; created on first use."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+        self._cache: list[SigningKey] | None = None
+
+    def signing_keys(self) -> list[SigningKey]:
+        if self._cache is None:
+            found = sorted(
+                self.directory.glob("signing-*.pem"), key=lambda p: p.stat().st_mtime, reverse=True
+            )
+            if not found:
+                found = [self.rotate()]
+            self._cache = [
+                SigningKey(
+                    p.stem.removeprefix("signing-"),
+                    serialization.load_pem_private_key(p.read_bytes(), password=None),  # type: ignore[arg-type]
+                )
+                for p in found
+            ]
+        return self._cache
+
+    def rotate(self) -> Path:
+        """Create a new signing key; older keys keep verifying until their files are removed."""
+        self.directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+        key = ec.generate_private_key(ec.SECP256R1())
+        pem = key.private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+        )
+        path = self.directory / f"signing-{secrets.token_hex(8)}.pem"
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(pem)
+        self._cache = None
+        return path
+
+
+class TokenService:
+    def __init__(
+        self, source: SigningKeySource, issuer: str, *, clock: Callable[[], float] = time.time
+    ) -> None:
+        self.source = source
+        self.issuer = issuer
+        self.clock = clock
+
+    def jwks(self) -> dict[str, Any]:
+        return {"keys": [k.public_jwk() for k in self.source.signing_keys()]}
+
+    def mint(self, claims: Mapping[str, Any], *, audience: str, ttl_seconds: int) -> str:
+        key = self.source.signing_keys()[0]
+        now = int(self.clock())
+        payload = {
+            **claims,
+            "iss": self.issuer,
+            "aud": audience,
+            "iat": now,
+            "nbf": now,
+            "exp": now + ttl_seconds,
+            "jti": secrets.token_urlsafe(12),
+        }
+        return jwt.encode(payload, key.private_key, algorithm="ES256", headers={"kid": key.kid})
+
+    def verify(self, token: str, *, audience: str) -> dict[str, Any]:
+        """The claims of a valid token for `audience`; AuthError otherwise (any reason)."""
+        try:
+            kid = jwt.get_unverified_header(token).get("kid")
+        except jwt.PyJWTError as exc:
+            raise AuthError("malformed token") from exc
+        key = next((k for k in self.source.signing_keys() if k.kid == kid), None)
+        if key is None:
+            raise AuthError("token signed by an unknown key")
+        try:
+            claims: dict[str, Any] = jwt.decode(
+                token,
+                key.private_key.public_key(),
+                algorithms=["ES256"],
+                audience=audience,
+                issuer=self.issuer,
+                options={"require": ["exp", "iat", "aud", "iss", "sub"]},
+                leeway=0,
+            )
+        except jwt.ExpiredSignatureError as exc:
+            raise AuthError("token expired") from exc
+        except jwt.PyJWTError as exc:
+            raise AuthError("invalid token") from exc
+        return claims

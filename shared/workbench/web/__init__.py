@@ -1,0 +1,1 @@
+"""Browser-facing surface: portal, connect-link redemption, provider callbacks, OAuth AS pages."""

@@ -1,0 +1,81 @@
+"""Portal sessions: a signed cookie naming the user, with an expiry. No server-side state, so any
+Lambda instance can read it.
+
+Cookie: `__Host-wb_session` — Secure, HttpOnly, SameSite=Lax, Path=/, no Domain. The value is
+`<user id>.<expires>.<HMAC-SHA256>`; the HMAC key is derived from the gateway's session secret.
+CSRF: state-changing forms carry `csrf_token(session)`, an HMAC of the session value.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from starlette.requests import Request
+from starlette.responses import Response
+
+if TYPE_CHECKING:
+    from workbench.stores import User, UserStore
+
+__all__ = ["SESSION_COOKIE", "SessionCodec"]
+
+SESSION_COOKIE = "__Host-wb_session"
+SESSION_SECONDS = 12 * 3600
+
+
+class SessionCodec:
+    def __init__(self, secret: bytes, *, clock: Callable[[], float] = time.time, secure: bool = True) -> None:
+        self._key = hashlib.sha256(b"workbench-session\x00" + secret).digest()
+        self._csrf_key = hashlib.sha256(b"workbench-csrf\x00" + secret).digest()
+        self.clock = clock
+        self.secure = secure
+
+    def _mac(self, body: str) -> str:
+        return hmac.new(self._key, body.encode(), hashlib.sha256).hexdigest()
+
+    def issue(self, user_id: str, ttl: int = SESSION_SECONDS) -> str:
+        body = f"{user_id}.{int(self.clock()) + ttl}"
+        return f"{body}.{self._mac(body)}"
+
+    def read(self, value: str | None) -> str | None:
+        """The user id of a valid, unexpired session value; None otherwise."""
+        if not value or value.count(".") < 2:
+            return None
+        body, _, mac = value.rpartition(".")
+        user_id, _, expires = body.rpartition(".")
+        if not hmac.compare_digest(mac, self._mac(body)):
+            return None
+        try:
+            if int(expires) <= self.clock():
+                return None
+        except ValueError:
+            return None
+        return user_id
+
+    def current_user(self, request: Request, users: UserStore) -> User | None:
+        user_id = self.read(request.cookies.get(SESSION_COOKIE))
+        return users.get(user_id) if user_id else None
+
+    def csrf_token(self, request: Request) -> str:
+        session = request.cookies.get(SESSION_COOKIE, "")
+        return hmac.new(self._csrf_key, session.encode(), hashlib.sha256).hexdigest()
+
+    def check_csrf(self, request: Request, token: str | None) -> bool:
+        return bool(token) and hmac.compare_digest(self.csrf_token(request), token or "")
+
+    def set_cookie(self, response: Response, user_id: str) -> None:
+        response.set_cookie(
+            SESSION_COOKIE,
+            self.issue(user_id),
+            max_age=SESSION_SECONDS,
+            path="/",
+            secure=self.secure,
+            httponly=True,
+            samesite="lax",
+        )
+
+    def clear_cookie(self, response: Response) -> None:
+        response.delete_cookie(SESSION_COOKIE, path="/", secure=self.secure, httponly=True, samesite="lax")

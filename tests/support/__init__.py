@@ -1,0 +1,1 @@
+"""Test helpers shared by every test package: gateways, principals, real processes on loopback."""
