@@ -30,13 +30,15 @@ from workbench.web.sessions import SessionCodec
 __all__ = ["Gateway", "build_gateway", "build_registry"]
 
 
-def build_registry(*, plugins: bool = True) -> Registry:
+def build_registry(*, plugins: bool = True, extra: tuple[str, ...] = ()) -> Registry:
     from workbench.builtin import register_builtins
 
     registry = Registry()
     register_builtins(registry)
     if plugins:
         registry.add_plugin_package("workbench_plugins")
+    for module_name in extra:
+        registry.add_plugin_module(module_name)
     return registry
 
 
@@ -171,7 +173,7 @@ def build_gateway(
     clock: Callable[[], float] = time.time,
 ) -> Gateway:
     stores = stores or build_stores(settings)
-    registry = registry or build_registry()
+    registry = registry or build_registry(extra=settings.extra_plugins)
     provider = key_provider or build_key_provider(settings)
     cipher = Cipher(provider)
     metrics = Metrics()

@@ -146,6 +146,14 @@ class Registry:
             tools_module = manifest.tools_module or f"{package}.{info.name}.tools"
             self.add(manifest, _module_loader(tools_module))
 
+    def add_plugin_module(self, module_name: str) -> None:
+        """Register one plugin package by module path (its `manifest`; tools from `<module>.tools`)."""
+        module = importlib.import_module(module_name)
+        manifest = getattr(module, "manifest", None)
+        if not isinstance(manifest, Manifest):
+            raise RegistryError(f"Plugin '{module_name}' has no `manifest` of type Manifest.")
+        self.add(manifest, _module_loader(manifest.tools_module or f"{module_name}.tools"))
+
     # -- lookups -----------------------------------------------------------------------------
 
     def manifests(self) -> list[Manifest]:

@@ -51,8 +51,14 @@ class Settings:
     session_secret: str | None = None
     # Development sign-in on the local gateway only; never set in production.
     dev_login: bool = False
+    # Extra plugin packages to register (tests and private plugins): module paths exposing `manifest`.
+    extra_plugins: tuple[str, ...] = ()
     # Environment snapshot for per-plugin client credentials (<PLUGIN>_CLIENT_ID/_SECRET).
     plugin_env: Mapping[str, str] = field(default_factory=dict)
+    # DynamoDB table names by store (WORKBENCH_TABLE_<STORE>, set by template.yaml); else <prefix>-<store>.
+    tables: Mapping[str, str] = field(default_factory=dict)
+    # How long a warm instance keeps decrypted data keys (KMS calls at most once per key per window).
+    data_key_cache_seconds: int = 300
 
     @property
     def mcp_url(self) -> str:
@@ -65,6 +71,10 @@ class Settings:
     @property
     def key_path(self) -> Path:
         return self.data_dir / "local.key"
+
+    def table_name(self, store: str) -> str:
+        """The DynamoDB table that holds `store` (e.g. "connections")."""
+        return self.tables.get(store) or f"{self.table_prefix}-{store.replace('_', '-')}"
 
     def plugin_client(self, integration: str) -> tuple[str | None, str | None]:
         """Client id/secret for a plugin: `google-gmail` → GOOGLE_GMAIL_CLIENT_ID/_SECRET."""
@@ -98,5 +108,12 @@ class Settings:
             wait_block_seconds=_env_int(env, "WORKBENCH_WAIT_BLOCK_SECONDS", 20),
             dev_login=env.get("WORKBENCH_DEV_LOGIN", "") == "1",
             session_secret=env.get("WORKBENCH_SESSION_SECRET") or None,
+            extra_plugins=tuple(p.strip() for p in env.get("WORKBENCH_EXTRA_PLUGINS", "").split(",") if p.strip()),
             plugin_env=plugin_env,
+            tables={
+                k.removeprefix("WORKBENCH_TABLE_").lower(): v
+                for k, v in env.items()
+                if k.startswith("WORKBENCH_TABLE_") and k != "WORKBENCH_TABLE_PREFIX" and v
+            },
+            data_key_cache_seconds=_env_int(env, "WORKBENCH_DATA_KEY_CACHE_SECONDS", 300),
         )

@@ -1,0 +1,169 @@
+"""Seed 001: compose mode, step refs, vault refs and the return projection."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.support.demo_plugins import demo_registry, demo_upstream
+from tests.support.gateways import make_gateway, principal_for
+from workbench.auth import Principal
+from workbench.composition import Gateway
+from workbench.errors import InvalidInput
+from workbench.meta import MetaTools
+
+
+@pytest.fixture
+def gw(tmp_path: Path) -> Gateway:
+    return make_gateway(tmp_path, registry=demo_registry(), transport=demo_upstream([]))
+
+
+@pytest.fixture
+def me(gw: Gateway) -> Principal:
+    return principal_for(gw)
+
+
+async def run(gw: Gateway, me: Principal, **args: object) -> dict:
+    out = await MetaTools(gw).call("execute_tools", me, dict(args))
+    assert isinstance(out, dict)
+    return out
+
+
+def item(ref: str | None, value: object = None, label: object = None) -> dict:
+    args: dict = {"value": value}
+    if label is not None:
+        args["label"] = label
+    out: dict = {"tool": "free_item", "args": args}
+    if ref is not None:
+        out["ref_id"] = ref
+    return out
+
+
+async def test_whole_value_ref_keeps_its_type(gw: Gateway, me: Principal) -> None:
+    out = await run(
+        gw, me, compose=True,
+        executions=[item("a", {"rows": [1, 2], "n": 1200}), item("b", "{{step:a.value.n}}"), item("c", "{{step:a.value}}")],
+    )
+    assert out == {"result": {"value": {"rows": [1, 2], "n": 1200}, "label": "default-label",
+                              "seen": {"value": {"rows": [1, 2], "n": 1200}, "label": "default-label"}}}
+
+
+async def test_embedded_ref_interpolates_and_json_inserts_non_strings(gw: Gateway, me: Principal) -> None:
+    out = await run(
+        gw, me, compose=True,
+        executions=[item("pr", {"title": "Fix it", "ids": [3, 4]}), item("b", "Review: {{step:pr.value.title}} {{step:pr.value.ids}}")],
+        **{"return": "{{step:b.value}}"},
+    )
+    assert out == {"result": "Review: Fix it [3, 4]"}
+
+
+async def test_array_index_paths_and_any_depth(gw: Gateway, me: Principal) -> None:
+    out = await run(
+        gw, me, compose=True,
+        executions=[item("list", {"files": [{"id": "f1"}, {"id": "f2"}]}),
+                    item("b", {"deep": ["{{step:list.value.files.1.id}}"]})],
+        **{"return": {"got": "{{step:b.value.deep.0}}"}},
+    )
+    assert out == {"result": {"got": "f2"}}
+
+
+@pytest.mark.parametrize("bad", ["{{step:a.value.}}", "{{step:a..x}}", "{{step:}}", "{{step:a.value", "x {{step:a.value.constructor}}"])
+async def test_malformed_or_missing_refs_are_bad_ref(gw: Gateway, me: Principal, bad: str) -> None:
+    out = await run(gw, me, compose=True, executions=[item("a", {"k": 1}), item("b", bad)])
+    assert out["error"] == "BAD_REF" and out["ref_id"] == "b" and out["index"] == 1
+    assert gw.stores.audit.list_for(me.user.id)[0]["tool"] == "free_item"  # step a ran, b never did
+    assert len(gw.stores.audit.list_for(me.user.id)) == 1
+
+
+async def test_only_own_properties_resolve(gw: Gateway, me: Principal) -> None:
+    out = await run(gw, me, compose=True, executions=[item("a", "text"), item("b", "{{step:a.value.upper}}")])
+    assert out["error"] == "BAD_REF"
+
+
+async def test_failed_step_ends_the_run(gw: Gateway, me: Principal) -> None:
+    out = await run(
+        gw, me, compose=True,
+        executions=[item("a", 1), {"ref_id": "b", "tool": "free_throw", "args": {}}, item("c", 3)],
+    )
+    assert out == {"index": 1, "ref_id": "b", "error": "kaboom"}
+    assert [e["tool"] for e in gw.stores.audit.list_for(me.user.id)] == ["free_throw", "free_item"]
+
+
+async def test_compose_without_return_answers_last_result(gw: Gateway, me: Principal) -> None:
+    out = await run(gw, me, compose=True, executions=[item("a", 1), item("b", 2)])
+    assert out["result"]["value"] == 2
+
+
+async def test_compose_schema_rules_reject_before_anything_runs(gw: Gateway, me: Principal) -> None:
+    with pytest.raises(InvalidInput, match="ref_id is required"):
+        await run(gw, me, compose=True, executions=[item("a", 1), item(None, 2)])
+    with pytest.raises(InvalidInput, match="at most 8"):
+        await run(gw, me, compose=True, executions=[item(f"s{i}", i) for i in range(9)])
+    with pytest.raises(InvalidInput, match="used twice"):
+        await run(gw, me, compose=True, executions=[item("a", 1), item("a", 2)])
+    assert gw.stores.audit.list_for(me.user.id) == []
+
+
+async def test_return_without_compose_lists_failures_under_errors(gw: Gateway, me: Principal) -> None:
+    out = await run(
+        gw, me,
+        executions=[item("ok", 5), {"ref_id": "bad", "tool": "free_throw", "args": {}}, {"tool": "nope", "args": {}}],
+        **{"return": {"v": "{{step:ok.value}}"}},
+    )
+    assert out == {
+        "result": {"v": 5},
+        "errors": [{"index": 1, "ref_id": "bad", "error": "kaboom"}, {"index": 2, "error": "Tool not found"}],
+    }
+
+
+async def test_return_ref_to_failed_execution_is_bad_ref(gw: Gateway, me: Principal) -> None:
+    out = await run(
+        gw, me, executions=[{"ref_id": "bad", "tool": "free_throw", "args": {}}], **{"return": "{{step:bad.value}}"}
+    )
+    assert out["error"] == "BAD_REF" and "ref_id" not in out
+
+
+async def test_step_result_containing_vault_text_reaches_next_tool_literally(gw: Gateway, me: Principal) -> None:
+    gw.vault.set(me.user.id, "x", "SECRET-X")
+    out = await run(
+        gw, me, compose=True,
+        executions=[{"ref_id": "pr", "tool": "free_const", "args": {}}, item("b", "{{step:pr.title}}")],
+        **{"return": "{{step:b.value}}"},
+    )
+    assert out == {"result": "PR title mentions {{vault:x}}"}
+
+
+async def test_vault_ref_in_a_step_reaches_the_tool_but_not_the_response(gw: Gateway, me: Principal) -> None:
+    gw.vault.set(me.user.id, "token", "s3cret-value")
+    out = await run(gw, me, compose=True, executions=[item("a", "{{vault:token}}"), item("b", "{{step:a.value}}")])
+    # the tool received the secret (it echoes it), and the response carries it scrubbed
+    assert out["result"]["value"] == "[REDACTED]"
+    assert "s3cret-value" not in str(out) and "s3cret-value" not in str(gw.stores.audit.list_for(me.user.id))
+
+
+async def test_vault_values_are_scrubbed_from_results_and_audit(gw: Gateway, me: Principal) -> None:
+    gw.vault.set(me.user.id, "api", "tok_ABC123")
+    out = await run(gw, me, executions=[item(None, "key={{vault:api}}")])
+    assert out == {"results": [{"result": {"value": "key=[REDACTED]", "label": "default-label",
+                                           "seen": {"value": "key=[REDACTED]", "label": "default-label"}}}]}
+    assert "tok_ABC123" not in str(gw.stores.audit.list_for(me.user.id))
+
+
+async def test_return_never_resolves_vault_refs(gw: Gateway, me: Principal) -> None:
+    gw.vault.set(me.user.id, "api", "tok_ABC123")
+    out = await run(gw, me, compose=True, executions=[item("a", 1)], **{"return": "{{vault:api}}"})
+    assert out["error"] == "BAD_REF" and "tok_ABC123" not in str(out)
+
+
+async def test_unknown_vault_name_is_an_item_error(gw: Gateway, me: Principal) -> None:
+    out = await run(gw, me, executions=[item(None, "{{vault:missing}}"), item(None, 1)])
+    assert out["results"][0] == {"error": "Vault secret 'missing' not found"}
+    assert out["results"][1]["result"]["value"] == 1
+
+
+async def test_vault_tools_take_names_literally(gw: Gateway, me: Principal) -> None:
+    gw.vault.set(me.user.id, "a", "AAA")
+    out = await run(gw, me, executions=[{"tool": "vault_set", "args": {"name": "b", "value": "{{vault:a}}"}}])
+    assert out == {"results": [{"result": {"stored": "b"}}]}
+    assert gw.vault.get(me.user.id, "b") == "{{vault:a}}"

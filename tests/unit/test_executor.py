@@ -1,0 +1,147 @@
+"""Seed 000: the execute_tools engine — per-item pipeline, error shapes, audit, pool of 8."""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.support.demo_plugins import Gauge, demo_registry, demo_upstream
+from tests.support.gateways import make_gateway, principal_for
+from workbench.composition import Gateway
+
+
+@pytest.fixture
+def seen() -> list[httpx.Request]:
+    return []
+
+
+@pytest.fixture
+def gw(tmp_path: Path, seen: list[httpx.Request]) -> Gateway:
+    return make_gateway(tmp_path, registry=demo_registry(), transport=demo_upstream(seen))
+
+
+def ex(tool: str, args: dict | None = None, ref_id: str | None = None) -> dict:
+    return {"tool": tool, "args": args or {}, "ref_id": ref_id}
+
+
+async def test_mixed_batch_shapes_to_the_letter(gw: Gateway, seen: list[httpx.Request]) -> None:
+    me = principal_for(gw)
+    gw.credentials.save(me.user.id, "demo", {"access_token": "tok-123"})
+    other = principal_for(gw, "bob@example.com")  # bob has no demo connection
+    out = await gw.execute(
+        me,
+        [ex("demo_echo", {"text": "hi", "times": 2}), ex("nope_tool"), ex("demo_echo", {"times": "x"}), ex("demo_fail")],
+    )
+    assert out == {
+        "results": [
+            {"result": {"echo": "hihi", "tags": []}},
+            {"error": "Tool not found"},
+            {"error": "Invalid arguments for demo_echo: text: Field required; times: Input should be a valid "
+             "integer, unable to parse string as an integer"},
+            {"error": "demo API error 404: Not Found"},
+        ]
+    }
+    assert seen[0].headers["authorization"] == "Bearer tok-123"
+    assert json.loads(seen[0].content) == {"text": "hihi", "tags": []}  # defaults applied
+    not_connected = await gw.execute(other, [ex("demo_echo", {"text": "x"})])
+    assert not_connected == {
+        "results": [
+            {
+                "error": "NOT_CONNECTED",
+                "integration": "demo",
+                "message": "demo not connected. Use connect('demo') to connect.",
+            }
+        ]
+    }
+    assert len(seen) == 2  # bob's call never reached upstream
+
+
+async def test_every_path_is_audited_with_integration_except_unknown_tool(gw: Gateway) -> None:
+    me = principal_for(gw)
+    await gw.execute(me, [ex("nope"), ex("demo_echo", {"text": "x"}), ex("free_item", {"value": 1}), ex("free_item", {"label": 3})])
+    events = gw.stores.audit.list_for(me.user.id)[::-1]
+    assert [e["action"] for e in events] == ["EXECUTE"] * 4
+    by_tool = {(e["tool"], e["success"]): e for e in events}
+    assert "integration" not in by_tool[("nope", False)]
+    assert by_tool[("nope", False)]["error"] == "Tool not found"
+    assert by_tool[("demo_echo", False)]["integration"] == "demo"
+    assert by_tool[("demo_echo", False)]["error"] == "NOT_CONNECTED"
+    assert by_tool[("free_item", True)]["integration"] == "free"
+    assert by_tool[("free_item", False)]["error"].startswith("Invalid arguments for free_item")
+    for e in events:
+        assert e["user"] == me.user.id and isinstance(e["duration_ms"], float)
+
+
+async def test_run_path_emits_log_line_and_metrics(gw: Gateway, caplog: pytest.LogCaptureFixture) -> None:
+    me = principal_for(gw)
+    with caplog.at_level(logging.INFO, logger="workbench"):
+        await gw.execute(me, [ex("free_item", {"value": 1}), ex("free_throw"), ex("nope")])
+    lines = [json.loads(r.getMessage()) for r in caplog.records]
+    assert [(l["tool"], l["success"]) for l in lines] == [("free_item", True), ("free_throw", False)]
+    assert lines[1]["error"] == "kaboom" and lines[0]["integration"] == "free"
+    m = gw.metrics
+    assert m.counter_value("workbench_tool_executions_total", integration="free", tool="free_item", success="true") == 1
+    assert m.counter_value("workbench_tool_executions_total", integration="free", tool="free_throw", success="false") == 1
+    assert "workbench_tool_execution_duration_seconds_count" in m.prometheus()
+
+
+async def test_handler_failure_is_error_text(gw: Gateway) -> None:
+    out = await gw.execute(principal_for(gw), [ex("free_throw")])
+    assert out == {"results": [{"error": "kaboom"}]}
+
+
+async def test_safeparse_error_runs_with_raw_args_and_is_audited(gw: Gateway) -> None:
+    me = principal_for(gw)
+    out = await gw.execute(me, [ex("free_broken", {"x": 5, "extra": "raw"})])
+    assert out == {"results": [{"result": {"raw": {"x": 5, "extra": "raw"}}}]}
+    event = gw.stores.audit.list_for(me.user.id)[0]
+    assert event["error"].startswith("SAFEPARSE_ERROR: ")
+    assert event["success"] is True and event["integration"] == "free"
+
+
+async def test_pool_of_exactly_eight_and_order_preserved(gw: Gateway) -> None:
+    Gauge.peak = Gauge.current = 0
+    calls = [ex("free_slow", {"ms": 30 + (i * 7) % 40}) for i in range(20)]
+    out = await gw.execute(principal_for(gw), calls)
+    assert Gauge.peak == 8
+    assert [r["result"]["slept"] for r in out["results"]] == [30 + (i * 7) % 40 for i in range(20)]
+
+
+async def test_one_connection_read_per_integration_per_batch(gw: Gateway) -> None:
+    me = principal_for(gw)
+    gw.credentials.save(me.user.id, "demo", {"access_token": "t"})
+    reads = []
+    original = gw.stores.connections.get
+
+    def counting(user_id: str, integration: str):  # type: ignore[no-untyped-def]
+        reads.append(integration)
+        return original(user_id, integration)
+
+    gw.stores.connections.get = counting  # type: ignore[method-assign]
+    await gw.execute(me, [ex("demo_echo", {"text": str(i)}) for i in range(10)])
+    assert reads == ["demo"]
+
+
+async def test_another_users_credential_is_never_used(gw: Gateway, seen: list[httpx.Request]) -> None:
+    alice, bob = principal_for(gw, "alice@example.com"), principal_for(gw, "bob@example.com")
+    gw.credentials.save(alice.user.id, "demo", {"access_token": "alice-token"})
+    gw.credentials.save(bob.user.id, "demo", {"access_token": "bob-token"})
+    await gw.execute(bob, [ex("demo_echo", {"text": "x"})])
+    assert seen[-1].headers["authorization"] == "Bearer bob-token"
+
+
+def test_credentials_are_stored_encrypted_and_bound_to_their_row(gw: Gateway) -> None:
+    from workbench.errors import CryptoError
+    from workbench.stores import Connection
+
+    me = principal_for(gw)
+    gw.credentials.save(me.user.id, "demo", {"access_token": "very-secret-token"})
+    row = gw.stores.connections.get(me.user.id, "demo")
+    assert row is not None and b"very-secret-token" not in row.credential
+    moved = Connection(me.user.id, "free", row.credential)
+    with pytest.raises(CryptoError):
+        gw.credentials.load(moved)
