@@ -8,18 +8,37 @@
 `api` sends the request through `ctx.http` (credential injected by the engine), drops None
 query parameters, and turns an upstream 4xx/5xx into an `UpstreamError` whose message names the
 status and the provider's own error text — which the engine returns as the tool's `{error}`.
+A provider that answers 200 with an error body (Slack's `{"ok": false}`) is not an HTTP error:
+that body comes back from `api` like any other.
+
+Pagination: `next_link` reads an RFC 8288 `Link: <...>; rel="next"` header (GitHub) and
+`query_param` pulls a cursor out of a provider's "next" URL (Confluence). `trim` bounds long
+text (file contents, page bodies) so one result cannot eat the agent's context.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 import httpx
 
-__all__ = ["UpstreamError", "api", "api_response", "compact", "pick", "pick_many"]
+__all__ = [
+    "UpstreamError",
+    "api",
+    "api_response",
+    "compact",
+    "next_link",
+    "pick",
+    "pick_many",
+    "query_param",
+    "trim",
+]
 
 _MAX_ERROR_TEXT = 500
+_LINK_NEXT = re.compile(r'<([^>]*)>\s*;[^,]*\brel="?next"?')
 
 
 class UpstreamError(Exception):
@@ -40,6 +59,21 @@ def compact(params: Mapping[str, Any] | None) -> dict[str, Any] | None:
     return {k: v for k, v in params.items() if v is not None}
 
 
+def _error_text(value: Any) -> str:
+    """A provider's error value as one line: Google's {"message"}, Jira's ["..."] and {"field": "..."},
+    Confluence's [{"title", "detail"}]."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, Mapping):
+        for key in ("message", "detail", "title"):
+            if isinstance(value.get(key), str) and value[key]:
+                return str(value[key])
+        return "; ".join(f"{k}: {_error_text(v)}" for k, v in value.items())
+    if isinstance(value, list):
+        return "; ".join(_error_text(v) for v in value)
+    return str(value)
+
+
 def _error_detail(resp: httpx.Response) -> str:
     try:
         body = resp.json()
@@ -49,10 +83,7 @@ def _error_detail(resp: httpx.Response) -> str:
         for key in ("message", "error_description", "error", "errorMessages", "errors", "detail"):
             value = body.get(key)
             if value:
-                if isinstance(value, dict):
-                    value = value.get("message") or value
-                text = value if isinstance(value, str) else str(value)
-                return text[:_MAX_ERROR_TEXT]
+                return _error_text(value)[:_MAX_ERROR_TEXT]
     return str(body)[:_MAX_ERROR_TEXT]
 
 
@@ -114,3 +145,24 @@ def pick(obj: Any, *fields: str) -> dict[str, Any]:
 
 def pick_many(items: Iterable[Any] | None, *fields: str) -> list[dict[str, Any]]:
     return [pick(item, *fields) for item in items or []]
+
+
+def trim(text: str | None, limit: int = 20_000) -> str | None:
+    """`text` cut to `limit` characters, with a note saying how much was left out."""
+    if text is None or len(text) <= limit:
+        return text
+    return f"{text[:limit]}\n…[truncated {len(text) - limit} of {len(text)} characters]"
+
+
+def next_link(resp: httpx.Response) -> str | None:
+    """The URL of the next page from an RFC 8288 Link header, or None on the last page."""
+    match = _LINK_NEXT.search(resp.headers.get("link", ""))
+    return match.group(1) if match else None
+
+
+def query_param(url: str | None, name: str) -> str | None:
+    """One query parameter of a URL (absolute or relative), e.g. the cursor of a "next" link."""
+    if not url:
+        return None
+    values = parse_qs(urlsplit(url).query).get(name)
+    return values[0] if values else None

@@ -1,0 +1,598 @@
+"""GitHub tools against a fake api.github.com answering with GitHub's documented example bodies."""
+
+from __future__ import annotations
+
+import base64
+from pathlib import Path
+
+import pytest
+
+from tests.plugins.catalog_support import Call, Case, run_case, run_tool
+
+API = "https://api.github.com"
+REPO = f"{API}/repos/octocat/Hello-World"
+LINK_NEXT = {
+    "link": f'<{API}/repositories/1296269/pulls?page=3&per_page=2>; rel="next", '
+    f'<{API}/repositories/1296269/pulls?page=9&per_page=2>; rel="last"'
+}
+
+USER = {"login": "octocat", "id": 1, "type": "User"}
+PR = {
+    "url": f"{REPO}/pulls/1347",
+    "id": 1,
+    "html_url": "https://github.com/octocat/Hello-World/pull/1347",
+    "number": 1347,
+    "state": "open",
+    "locked": True,
+    "title": "Amazing new feature",
+    "user": USER,
+    "body": "Please pull these awesome changes in!",
+    "labels": [{"id": 208045946, "name": "bug", "color": "f29513"}],
+    "created_at": "2011-01-26T19:01:12Z",
+    "updated_at": "2011-01-26T19:01:12Z",
+    "head": {
+        "label": "octocat:new-topic",
+        "ref": "new-topic",
+        "sha": "6dcb09b5b57875f334f61aebed695e2e4193db5e",
+    },
+    "base": {"label": "octocat:master", "ref": "master", "sha": "6dcb09b5b57875f334f61aebed695e2e4193db5e"},
+    "draft": False,
+    "merged": False,
+    "mergeable": True,
+    "mergeable_state": "clean",
+    "comments": 10,
+    "commits": 3,
+    "additions": 100,
+    "deletions": 3,
+    "changed_files": 5,
+}
+PR_SHAPED = {
+    "number": 1347,
+    "title": "Amazing new feature",
+    "state": "open",
+    "draft": False,
+    "html_url": "https://github.com/octocat/Hello-World/pull/1347",
+    "user_login": "octocat",
+    "head_ref": "new-topic",
+    "base_ref": "master",
+    "created_at": "2011-01-26T19:01:12Z",
+    "updated_at": "2011-01-26T19:01:12Z",
+}
+ISSUE = {
+    "id": 1,
+    "number": 1347,
+    "state": "open",
+    "title": "Found a bug",
+    "body": "I'm having a problem with this.",
+    "user": USER,
+    "labels": [{"id": 208045946, "name": "bug"}],
+    "assignees": [USER],
+    "comments": 0,
+    "html_url": "https://github.com/octocat/Hello-World/issues/1347",
+    "repository_url": "https://api.github.com/repos/octocat/Hello-World",
+    "created_at": "2011-04-22T13:33:48Z",
+    "updated_at": "2011-04-22T13:33:48Z",
+}
+ISSUE_SHAPED = {
+    "number": 1347,
+    "title": "Found a bug",
+    "state": "open",
+    "html_url": "https://github.com/octocat/Hello-World/issues/1347",
+    "user_login": "octocat",
+    "comments": 0,
+    "created_at": "2011-04-22T13:33:48Z",
+    "updated_at": "2011-04-22T13:33:48Z",
+    "labels": ["bug"],
+    "assignees": ["octocat"],
+    "isPullRequest": False,
+}
+REPO_BODY = {
+    "id": 1296269,
+    "name": "Hello-World",
+    "full_name": "octocat/Hello-World",
+    "owner": USER,
+    "private": False,
+    "html_url": "https://github.com/octocat/Hello-World",
+    "description": "This your first repo!",
+    "language": None,
+    "forks_count": 9,
+    "stargazers_count": 80,
+    "open_issues_count": 0,
+    "default_branch": "master",
+    "topics": ["octocat", "atom", "electron", "api"],
+    "archived": False,
+    "updated_at": "2011-01-26T19:14:43Z",
+}
+REPO_SHAPED = {
+    "full_name": "octocat/Hello-World",
+    "description": "This your first repo!",
+    "private": False,
+    "html_url": "https://github.com/octocat/Hello-World",
+    "default_branch": "master",
+    "language": None,
+    "stargazers_count": 80,
+    "open_issues_count": 0,
+    "updated_at": "2011-01-26T19:14:43Z",
+}
+FILE_TEXT = "# Hello World\nHello world from octocat!\n"
+
+CASES = [
+    Case(
+        "github_list_prs",
+        {"owner": "octocat", "repo": "Hello-World", "perPage": 2, "page": 2},
+        [
+            Call(
+                "GET",
+                f"{REPO}/pulls",
+                {"state": "open", "per_page": 2, "page": 2},
+                json=None,
+                response=[PR],
+                headers=LINK_NEXT,
+            )
+        ],
+        {"pullRequests": [PR_SHAPED], "nextPage": 3},
+    ),
+    Case(
+        "github_create_pr",
+        {
+            "owner": "octocat",
+            "repo": "Hello-World",
+            "title": "Amazing new feature",
+            "head": "new-topic",
+            "base": "master",
+            "body": "Please pull these awesome changes in!",
+        },
+        [
+            Call(
+                "POST",
+                f"{REPO}/pulls",
+                json={
+                    "title": "Amazing new feature",
+                    "head": "new-topic",
+                    "base": "master",
+                    "body": "Please pull these awesome changes in!",
+                    "draft": False,
+                },
+                response=PR,
+                status=201,
+            )
+        ],
+        PR_SHAPED,
+    ),
+    Case(
+        "github_get_pr",
+        {"owner": "octocat", "repo": "Hello-World", "number": 1347},
+        [Call("GET", f"{REPO}/pulls/1347", response=PR)],
+        {
+            **PR_SHAPED,
+            "merged": False,
+            "mergeable": True,
+            "mergeable_state": "clean",
+            "commits": 3,
+            "additions": 100,
+            "deletions": 3,
+            "changed_files": 5,
+            "body": "Please pull these awesome changes in!",
+        },
+    ),
+    Case(
+        "github_list_pr_files",
+        {"owner": "octocat", "repo": "Hello-World", "number": 1347},
+        [
+            Call(
+                "GET",
+                f"{REPO}/pulls/1347/files",
+                {"per_page": 30, "page": 1},
+                response=[
+                    {
+                        "sha": "bbcd538c8e72b8c175046e27cc8f907076331401",
+                        "filename": "file1.txt",
+                        "status": "added",
+                        "additions": 103,
+                        "deletions": 21,
+                        "changes": 124,
+                        "patch": "@@ -132,7 +132,7 @@ module Test @@ -1000,7 +1000,7 @@ module Test",
+                    }
+                ],
+            )
+        ],
+        {
+            "files": [
+                {
+                    "filename": "file1.txt",
+                    "status": "added",
+                    "additions": 103,
+                    "deletions": 21,
+                    "changes": 124,
+                    "patch": "@@ -132,7 +132,7 @@ module Test @@ -1000,7 +1000,7 @@ module Test",
+                }
+            ],
+            "nextPage": None,
+        },
+    ),
+    Case(
+        "github_merge_pr",
+        {
+            "owner": "octocat",
+            "repo": "Hello-World",
+            "number": 1347,
+            "method": "squash",
+            "commitTitle": "Expand enum",
+        },
+        [
+            Call(
+                "PUT",
+                f"{REPO}/pulls/1347/merge",
+                json={"merge_method": "squash", "commit_title": "Expand enum"},
+                response={
+                    "sha": "6dcb09b5b57875f334f61aebed695e2e4193db5e",
+                    "merged": True,
+                    "message": "Pull Request successfully merged",
+                },
+            )
+        ],
+        {
+            "sha": "6dcb09b5b57875f334f61aebed695e2e4193db5e",
+            "merged": True,
+            "message": "Pull Request successfully merged",
+        },
+    ),
+    Case(
+        "github_review_pr",
+        {"owner": "octocat", "repo": "Hello-World", "number": 12, "event": "APPROVE", "body": "LGTM"},
+        [
+            Call(
+                "POST",
+                f"{REPO}/pulls/12/reviews",
+                json={"event": "APPROVE", "body": "LGTM"},
+                response={
+                    "id": 80,
+                    "user": USER,
+                    "body": "LGTM",
+                    "state": "APPROVED",
+                    "html_url": "https://github.com/octocat/Hello-World/pull/12#pullrequestreview-80",
+                    "submitted_at": "2019-11-17T17:43:43Z",
+                },
+            )
+        ],
+        {
+            "id": 80,
+            "state": "APPROVED",
+            "html_url": "https://github.com/octocat/Hello-World/pull/12#pullrequestreview-80",
+            "user_login": "octocat",
+            "submitted_at": "2019-11-17T17:43:43Z",
+        },
+    ),
+    Case(
+        "github_list_issues",
+        {"owner": "octocat", "repo": "Hello-World", "labels": "bug", "state": "all"},
+        [
+            Call(
+                "GET",
+                f"{REPO}/issues",
+                {"state": "all", "labels": "bug", "per_page": 30, "page": 1},
+                response=[ISSUE, {**ISSUE, "number": 1348, "pull_request": {"url": "x"}}],
+            )
+        ],
+        {"issues": [ISSUE_SHAPED, {**ISSUE_SHAPED, "number": 1348, "isPullRequest": True}], "nextPage": None},
+    ),
+    Case(
+        "github_get_issue",
+        {"owner": "octocat", "repo": "Hello-World", "number": 1347},
+        [Call("GET", f"{REPO}/issues/1347", response=ISSUE)],
+        {**ISSUE_SHAPED, "body": "I'm having a problem with this."},
+    ),
+    Case(
+        "github_create_issue",
+        {
+            "owner": "octocat",
+            "repo": "Hello-World",
+            "title": "Found a bug",
+            "body": "I'm having a problem with this.",
+            "assignees": ["octocat"],
+            "labels": ["bug"],
+        },
+        [
+            Call(
+                "POST",
+                f"{REPO}/issues",
+                json={
+                    "title": "Found a bug",
+                    "body": "I'm having a problem with this.",
+                    "assignees": ["octocat"],
+                    "labels": ["bug"],
+                },
+                response=ISSUE,
+                status=201,
+            )
+        ],
+        ISSUE_SHAPED,
+    ),
+    Case(
+        "github_update_issue",
+        {
+            "owner": "octocat",
+            "repo": "Hello-World",
+            "number": 1347,
+            "state": "closed",
+            "stateReason": "completed",
+        },
+        [
+            Call(
+                "PATCH",
+                f"{REPO}/issues/1347",
+                json={"state": "closed", "state_reason": "completed"},
+                response={**ISSUE, "state": "closed"},
+            )
+        ],
+        {**ISSUE_SHAPED, "state": "closed"},
+    ),
+    Case(
+        "github_comment_issue",
+        {"owner": "octocat", "repo": "Hello-World", "number": 1347, "body": "Me too"},
+        [
+            Call(
+                "POST",
+                f"{REPO}/issues/1347/comments",
+                json={"body": "Me too"},
+                status=201,
+                response={
+                    "id": 1,
+                    "body": "Me too",
+                    "user": USER,
+                    "html_url": "https://github.com/octocat/Hello-World/issues/1347#issuecomment-1",
+                    "created_at": "2011-04-14T16:00:49Z",
+                },
+            )
+        ],
+        {
+            "id": 1,
+            "html_url": "https://github.com/octocat/Hello-World/issues/1347#issuecomment-1",
+            "user_login": "octocat",
+            "created_at": "2011-04-14T16:00:49Z",
+        },
+    ),
+    Case(
+        "github_search_issues",
+        {"q": "windows label:bug language:python state:open", "perPage": 1},
+        [
+            Call(
+                "GET",
+                f"{API}/search/issues",
+                {"q": "windows label:bug language:python state:open", "per_page": 1, "page": 1},
+                response={"total_count": 280, "incomplete_results": False, "items": [ISSUE]},
+                headers={"link": f'<{API}/search/issues?q=windows&page=2>; rel="next"'},
+            )
+        ],
+        {
+            "totalCount": 280,
+            "items": [{**ISSUE_SHAPED, "repository_url": "https://api.github.com/repos/octocat/Hello-World"}],
+            "nextPage": 2,
+        },
+    ),
+    Case(
+        "github_list_repos",
+        {"visibility": "private", "perPage": 5},
+        [
+            Call(
+                "GET",
+                f"{API}/user/repos",
+                {"sort": "updated", "visibility": "private", "per_page": 5, "page": 1},
+                response=[REPO_BODY],
+            )
+        ],
+        {"repositories": [REPO_SHAPED], "nextPage": None},
+    ),
+    Case(
+        "github_get_repo",
+        {"owner": "octocat", "repo": "Hello-World"},
+        [Call("GET", REPO, response=REPO_BODY)],
+        {
+            **REPO_SHAPED,
+            "forks_count": 9,
+            "topics": ["octocat", "atom", "electron", "api"],
+            "archived": False,
+        },
+    ),
+    Case(
+        "github_list_branches",
+        {"owner": "octocat", "repo": "Hello-World"},
+        [
+            Call(
+                "GET",
+                f"{REPO}/branches",
+                {"per_page": 30, "page": 1},
+                response=[
+                    {
+                        "name": "master",
+                        "commit": {"sha": "c5b97d5ae6c19d5c5df71a34c7fbeeda2479ccbc", "url": "x"},
+                        "protected": True,
+                    }
+                ],
+            )
+        ],
+        {
+            "branches": [
+                {
+                    "name": "master",
+                    "commit_sha": "c5b97d5ae6c19d5c5df71a34c7fbeeda2479ccbc",
+                    "protected": True,
+                }
+            ],
+            "nextPage": None,
+        },
+    ),
+    Case(
+        "github_list_commits",
+        {"owner": "octocat", "repo": "Hello-World", "sha": "master", "path": "README"},
+        [
+            Call(
+                "GET",
+                f"{REPO}/commits",
+                {"sha": "master", "path": "README", "per_page": 30, "page": 1},
+                response=[
+                    {
+                        "sha": "6dcb09b5b57875f334f61aebed695e2e4193db5e",
+                        "html_url": "https://github.com/octocat/Hello-World/commit/6dcb09b5b57875f334f61aebed695e2e4193db5e",
+                        "commit": {
+                            "author": {
+                                "name": "Monalisa Octocat",
+                                "email": "support@github.com",
+                                "date": "2011-04-14T16:00:49Z",
+                            },
+                            "message": "Fix all the bugs",
+                        },
+                        "author": USER,
+                    }
+                ],
+            )
+        ],
+        {
+            "commits": [
+                {
+                    "sha": "6dcb09b5b57875f334f61aebed695e2e4193db5e",
+                    "message": "Fix all the bugs",
+                    "commit_author_name": "Monalisa Octocat",
+                    "commit_author_date": "2011-04-14T16:00:49Z",
+                    "author_login": "octocat",
+                    "html_url": "https://github.com/octocat/Hello-World/commit/6dcb09b5b57875f334f61aebed695e2e4193db5e",
+                }
+            ],
+            "nextPage": None,
+        },
+    ),
+    Case(
+        "github_get_file",
+        {"owner": "octocat", "repo": "Hello-World", "path": "README.md", "ref": "main"},
+        [
+            Call(
+                "GET",
+                f"{REPO}/contents/README.md",
+                {"ref": "main"},
+                response={
+                    "type": "file",
+                    "encoding": "base64",
+                    "size": len(FILE_TEXT),
+                    "name": "README.md",
+                    "path": "README.md",
+                    "sha": "3d21ec53a331a6f037a91c368710b99387d012c1",
+                    "html_url": "https://github.com/octocat/Hello-World/blob/main/README.md",
+                    # GitHub wraps the base64 at 60 characters
+                    "content": base64.encodebytes(FILE_TEXT.encode()).decode(),
+                },
+            )
+        ],
+        {
+            "type": "file",
+            "path": "README.md",
+            "sha": "3d21ec53a331a6f037a91c368710b99387d012c1",
+            "size": len(FILE_TEXT),
+            "html_url": "https://github.com/octocat/Hello-World/blob/main/README.md",
+            "content": FILE_TEXT,
+        },
+    ),
+    Case(
+        "github_search_code",
+        {"q": "addClass in:file language:js repo:jquery/jquery"},
+        [
+            Call(
+                "GET",
+                f"{API}/search/code",
+                {"q": "addClass in:file language:js repo:jquery/jquery", "per_page": 30, "page": 1},
+                response={
+                    "total_count": 7,
+                    "incomplete_results": False,
+                    "items": [
+                        {
+                            "name": "classes.js",
+                            "path": "src/attributes/classes.js",
+                            "sha": "d7212f9dee2dcc18f084d7df8f417b80846ded5a",
+                            "html_url": "https://github.com/jquery/jquery/blob/825ac37/src/attributes/classes.js",
+                            "repository": {"full_name": "jquery/jquery"},
+                            "score": 1,
+                        }
+                    ],
+                },
+            )
+        ],
+        {
+            "totalCount": 7,
+            "items": [
+                {
+                    "name": "classes.js",
+                    "path": "src/attributes/classes.js",
+                    "repository_full_name": "jquery/jquery",
+                    "html_url": "https://github.com/jquery/jquery/blob/825ac37/src/attributes/classes.js",
+                }
+            ],
+            "nextPage": None,
+        },
+    ),
+]
+
+
+def test_every_tool_has_a_case() -> None:
+    from workbench_plugins.github.tools import TOOLS
+
+    assert sorted(t.name for t in TOOLS) == sorted(c.tool for c in CASES)
+
+
+@pytest.mark.parametrize("case", CASES, ids=str)
+async def test_tool_request_and_result(tmp_path: Path, case: Case) -> None:
+    await run_case(tmp_path, "github", case)
+
+
+async def test_directory_listing(tmp_path: Path) -> None:
+    out = await run_tool(
+        tmp_path,
+        "github",
+        "github_get_file",
+        {"owner": "octocat", "repo": "Hello-World", "path": "src"},
+        [
+            Call(
+                "GET",
+                f"{REPO}/contents/src",
+                response=[
+                    {
+                        "type": "file",
+                        "size": 625,
+                        "name": "octokit.rb",
+                        "path": "lib/octokit.rb",
+                        "sha": "fff6",
+                    },
+                    {"type": "dir", "size": 0, "name": "octokit", "path": "lib/octokit", "sha": "a84d"},
+                ],
+            )
+        ],
+    )
+    assert out == {
+        "results": [
+            {
+                "result": {
+                    "type": "dir",
+                    "entries": [
+                        {"name": "octokit.rb", "path": "lib/octokit.rb", "type": "file", "size": 625},
+                        {"name": "octokit", "path": "lib/octokit", "type": "dir", "size": 0},
+                    ],
+                }
+            }
+        ]
+    }
+
+
+async def test_upstream_404_becomes_tool_error(tmp_path: Path) -> None:
+    out = await run_tool(
+        tmp_path,
+        "github",
+        "github_get_repo",
+        {"owner": "octocat", "repo": "nope"},
+        [
+            Call(
+                "GET",
+                f"{API}/repos/octocat/nope",
+                status=404,
+                response={"message": "Not Found", "documentation_url": "https://docs.github.com/rest"},
+            )
+        ],
+    )
+    assert out == {"results": [{"error": "github API error 404: Not Found"}]}
