@@ -1,0 +1,22 @@
+from workbench.registry import ApiKeyAuth, ApiKeyField, Manifest
+
+manifest = Manifest(
+    name="stripe",
+    version="1.0.0",
+    display_name="Stripe",
+    description="Customers, invoices, payments, subscriptions and refunds on Stripe.",
+    auth=ApiKeyAuth(
+        fields=(
+            ApiKeyField(
+                "api_key",
+                "Secret key",
+                help="A secret (sk_live_/sk_test_) or restricted (rk_) key from Dashboard → Developers → API keys.",
+            ),
+        ),
+        header="Authorization",
+        scheme="Bearer",
+    ),
+    base_url="https://api.stripe.com",
+    tool_prefix="stripe_",
+    curl_proxy=True,
+)

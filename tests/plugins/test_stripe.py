@@ -1,0 +1,445 @@
+"""Stripe tools against a fake api.stripe.com (bodies from Stripe's API reference examples)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from workbench_plugins.stripe import tools as stripe_tools
+
+from tests.plugins.harness_b import Call, Case, Plugin, run_case, run_error, tool_names
+
+PLUGIN = Plugin(
+    "stripe", {"api_key": "sk_test_4eC39HqLyjWDarjtT1zdp7dc"}, "Bearer sk_test_4eC39HqLyjWDarjtT1zdp7dc"
+)
+V = {"stripe-version": "2024-06-20"}
+API = "https://api.stripe.com/v1"
+
+CUSTOMER = {
+    "id": "cus_NffrFeUfNV2Hib",
+    "object": "customer",
+    "address": None,
+    "balance": 0,
+    "created": 1680893993,
+    "currency": None,
+    "default_source": None,
+    "delinquent": False,
+    "description": None,
+    "email": "jennyrosen@example.com",
+    "invoice_settings": {"custom_fields": None, "default_payment_method": None, "footer": None},
+    "livemode": False,
+    "metadata": {},
+    "name": "Jenny Rosen",
+    "phone": None,
+    "preferred_locales": [],
+    "shipping": None,
+    "tax_exempt": "none",
+}
+CUSTOMER_OUT = {
+    "id": "cus_NffrFeUfNV2Hib",
+    "name": "Jenny Rosen",
+    "email": "jennyrosen@example.com",
+    "description": None,
+    "phone": None,
+    "balance": 0,
+    "currency": None,
+    "delinquent": False,
+    "created": 1680893993,
+    "metadata": {},
+}
+INVOICE = {
+    "id": "in_1MtHbELkdIwHu7ixl4OzzPMv",
+    "object": "invoice",
+    "amount_due": 1500,
+    "amount_paid": 0,
+    "amount_remaining": 1500,
+    "collection_method": "send_invoice",
+    "created": 1680644467,
+    "currency": "usd",
+    "customer": "cus_NeZwdNtLEOXuvB",
+    "customer_email": "jennyrosen@example.com",
+    "due_date": 1683236467,
+    "hosted_invoice_url": "https://invoice.stripe.com/i/acct_1M2JTkLkdIwHu7ix/test_YWNj",
+    "invoice_pdf": "https://pay.stripe.com/invoice/acct_1M2JTkLkdIwHu7ix/test_YWNj/pdf",
+    "lines": {
+        "object": "list",
+        "data": [
+            {
+                "id": "il_1MtHbELkdIwHu7ixxyz",
+                "object": "line_item",
+                "amount": 1500,
+                "currency": "usd",
+                "description": "Consulting, March",
+                "quantity": 1,
+            }
+        ],
+        "has_more": False,
+    },
+    "number": "5A9D2F1B-0001",
+    "status": "open",
+    "total": 1500,
+}
+INVOICE_OUT = {
+    "id": "in_1MtHbELkdIwHu7ixl4OzzPMv",
+    "number": "5A9D2F1B-0001",
+    "status": "open",
+    "customer": "cus_NeZwdNtLEOXuvB",
+    "customer_email": "jennyrosen@example.com",
+    "currency": "usd",
+    "total": 1500,
+    "amount_due": 1500,
+    "amount_paid": 0,
+    "amount_remaining": 1500,
+    "due_date": 1683236467,
+    "created": 1680644467,
+    "hosted_invoice_url": "https://invoice.stripe.com/i/acct_1M2JTkLkdIwHu7ix/test_YWNj",
+    "invoice_pdf": "https://pay.stripe.com/invoice/acct_1M2JTkLkdIwHu7ix/test_YWNj/pdf",
+}
+PI = {
+    "id": "pi_3MtwBwLkdIwHu7ix28a3tqPa",
+    "object": "payment_intent",
+    "amount": 2000,
+    "amount_received": 2000,
+    "currency": "usd",
+    "customer": "cus_NffrFeUfNV2Hib",
+    "description": "Order 1234",
+    "created": 1680800504,
+    "status": "succeeded",
+    "client_secret": "pi_3MtwBwLkdIwHu7ix28a3tqPa_secret_YrKJUKribcBjcG8HVhfZluoGH",
+}
+
+
+def lst(*items: dict, has_more: bool = False, url: str = "/v1/x") -> dict:
+    return {"object": "list", "url": url, "has_more": has_more, "data": list(items)}
+
+
+CASES = [
+    Case(
+        "stripe_list_customers",
+        {"limit": 1, "email": "jennyrosen@example.com"},
+        [
+            Call(
+                "GET",
+                f"{API}/customers",
+                [("limit", "1"), ("email", "jennyrosen@example.com")],
+                response=lst(CUSTOMER, has_more=True),
+                expect_headers=V,
+            )
+        ],
+        {"customers": [CUSTOMER_OUT], "hasMore": True, "nextCursor": "cus_NffrFeUfNV2Hib"},
+    ),
+    Case(
+        "stripe_search_customers",
+        {"query": "name:'Jenny Rosen'", "limit": 5, "cursor": "page_abc"},
+        [
+            Call(
+                "GET",
+                f"{API}/customers/search",
+                [("query", "name:'Jenny Rosen'"), ("limit", "5"), ("page", "page_abc")],
+                response={
+                    "object": "search_result",
+                    "url": "/v1/customers/search",
+                    "has_more": False,
+                    "data": [CUSTOMER],
+                    "next_page": None,
+                },
+                expect_headers=V,
+            )
+        ],
+        {"customers": [CUSTOMER_OUT], "hasMore": False, "nextCursor": None},
+    ),
+    Case(
+        "stripe_get_customer",
+        {"customer_id": "cus_NffrFeUfNV2Hib"},
+        [Call("GET", f"{API}/customers/cus_NffrFeUfNV2Hib", response=CUSTOMER, expect_headers=V)],
+        CUSTOMER_OUT,
+    ),
+    Case(
+        "stripe_create_customer",
+        {"name": "Jenny Rosen", "email": "jennyrosen@example.com", "metadata": {"crm_id": "42"}},
+        [
+            Call(
+                "POST",
+                f"{API}/customers",
+                form=[
+                    ("email", "jennyrosen@example.com"),
+                    ("name", "Jenny Rosen"),
+                    ("metadata[crm_id]", "42"),
+                ],
+                response=CUSTOMER,
+                expect_headers=V,
+            )
+        ],
+        CUSTOMER_OUT,
+    ),
+    Case(
+        "stripe_list_invoices",
+        {"customer_id": "cus_NeZwdNtLEOXuvB", "status": "open", "cursor": "in_0"},
+        [
+            Call(
+                "GET",
+                f"{API}/invoices",
+                [
+                    ("limit", "10"),
+                    ("starting_after", "in_0"),
+                    ("customer", "cus_NeZwdNtLEOXuvB"),
+                    ("status", "open"),
+                ],
+                response=lst(INVOICE),
+            )
+        ],
+        {"invoices": [INVOICE_OUT], "hasMore": False, "nextCursor": None},
+    ),
+    Case(
+        "stripe_get_invoice",
+        {"invoice_id": "in_1MtHbELkdIwHu7ixl4OzzPMv"},
+        [Call("GET", f"{API}/invoices/in_1MtHbELkdIwHu7ixl4OzzPMv", response=INVOICE)],
+        {
+            **INVOICE_OUT,
+            "lines": [
+                {
+                    "id": "il_1MtHbELkdIwHu7ixxyz",
+                    "description": "Consulting, March",
+                    "amount": 1500,
+                    "currency": "usd",
+                    "quantity": 1,
+                }
+            ],
+        },
+    ),
+    Case(
+        "stripe_create_invoice",
+        {"customer_id": "cus_NeZwdNtLEOXuvB", "days_until_due": 14, "description": "March work"},
+        [
+            Call(
+                "POST",
+                f"{API}/invoices",
+                form=[
+                    ("customer", "cus_NeZwdNtLEOXuvB"),
+                    ("collection_method", "send_invoice"),
+                    ("days_until_due", "14"),
+                    ("description", "March work"),
+                    ("auto_advance", "false"),
+                    ("pending_invoice_items_behavior", "include"),
+                ],
+                response={**INVOICE, "status": "draft"},
+                expect_headers=V,
+            )
+        ],
+        {**INVOICE_OUT, "status": "draft"},
+    ),
+    Case(
+        "stripe_add_invoice_item",
+        {"customer_id": "cus_NeZwdNtLEOXuvB", "amount": 1500, "description": "Consulting, March"},
+        [
+            Call(
+                "POST",
+                f"{API}/invoiceitems",
+                form=[
+                    ("customer", "cus_NeZwdNtLEOXuvB"),
+                    ("amount", "1500"),
+                    ("currency", "usd"),
+                    ("description", "Consulting, March"),
+                ],
+                response={
+                    "id": "ii_1MtGUtLkdIwHu7ixBYwjAM00",
+                    "object": "invoiceitem",
+                    "amount": 1500,
+                    "currency": "usd",
+                    "customer": "cus_NeZwdNtLEOXuvB",
+                    "date": 1680640231,
+                    "description": "Consulting, March",
+                    "invoice": None,
+                    "livemode": False,
+                },
+            )
+        ],
+        {
+            "id": "ii_1MtGUtLkdIwHu7ixBYwjAM00",
+            "customer": "cus_NeZwdNtLEOXuvB",
+            "invoice": None,
+            "amount": 1500,
+            "currency": "usd",
+            "description": "Consulting, March",
+        },
+    ),
+    Case(
+        "stripe_finalize_invoice",
+        {"invoice_id": "in_1MtHbELkdIwHu7ixl4OzzPMv"},
+        [Call("POST", f"{API}/invoices/in_1MtHbELkdIwHu7ixl4OzzPMv/finalize", response=INVOICE)],
+        INVOICE_OUT,
+    ),
+    Case(
+        "stripe_send_invoice",
+        {"invoice_id": "in_1MtHbELkdIwHu7ixl4OzzPMv"},
+        [Call("POST", f"{API}/invoices/in_1MtHbELkdIwHu7ixl4OzzPMv/send", response=INVOICE)],
+        INVOICE_OUT,
+    ),
+    Case(
+        "stripe_list_payments",
+        {"customer_id": "cus_NffrFeUfNV2Hib", "limit": 2},
+        [
+            Call(
+                "GET",
+                f"{API}/payment_intents",
+                [("limit", "2"), ("customer", "cus_NffrFeUfNV2Hib")],
+                response=lst(PI),
+            )
+        ],
+        {
+            "payments": [
+                {
+                    "id": "pi_3MtwBwLkdIwHu7ix28a3tqPa",
+                    "amount": 2000,
+                    "amount_received": 2000,
+                    "currency": "usd",
+                    "status": "succeeded",
+                    "customer": "cus_NffrFeUfNV2Hib",
+                    "description": "Order 1234",
+                    "created": 1680800504,
+                }
+            ],
+            "hasMore": False,
+            "nextCursor": None,
+        },
+    ),
+    Case(
+        "stripe_list_subscriptions",
+        {"status": "active"},
+        [
+            Call(
+                "GET",
+                f"{API}/subscriptions",
+                [("limit", "10"), ("status", "active")],
+                response=lst(
+                    {
+                        "id": "sub_1MowQVLkdIwHu7ixeRlqHVzs",
+                        "object": "subscription",
+                        "cancel_at_period_end": False,
+                        "created": 1679609767,
+                        "current_period_end": 1682288167,
+                        "customer": "cus_Na6dX7aXxi11N4",
+                        "items": {
+                            "object": "list",
+                            "data": [
+                                {
+                                    "id": "si_Na6dzxczY5fwHx",
+                                    "price": {"id": "price_1MowQULkdIwHu7ixraBm864M", "unit_amount": 1000},
+                                    "quantity": 1,
+                                }
+                            ],
+                        },
+                        "status": "active",
+                    },
+                    has_more=True,
+                ),
+            )
+        ],
+        {
+            "subscriptions": [
+                {
+                    "id": "sub_1MowQVLkdIwHu7ixeRlqHVzs",
+                    "customer": "cus_Na6dX7aXxi11N4",
+                    "status": "active",
+                    "cancel_at_period_end": False,
+                    "current_period_end": 1682288167,
+                    "created": 1679609767,
+                    "items": [{"price_id": "price_1MowQULkdIwHu7ixraBm864M", "quantity": 1}],
+                }
+            ],
+            "hasMore": True,
+            "nextCursor": "sub_1MowQVLkdIwHu7ixeRlqHVzs",
+        },
+    ),
+    Case(
+        "stripe_create_refund",
+        {"payment_intent_id": "pi_Aabcxyz01aDfoo", "amount": 500, "reason": "requested_by_customer"},
+        [
+            Call(
+                "POST",
+                f"{API}/refunds",
+                form=[
+                    ("payment_intent", "pi_Aabcxyz01aDfoo"),
+                    ("amount", "500"),
+                    ("reason", "requested_by_customer"),
+                ],
+                response={
+                    "id": "re_1Nispe2eZvKYlo2Cd31jOCgZ",
+                    "object": "refund",
+                    "amount": 500,
+                    "charge": "ch_1NirD82eZvKYlo2CIvbtLWuY",
+                    "created": 1692942318,
+                    "currency": "usd",
+                    "payment_intent": "pi_Aabcxyz01aDfoo",
+                    "reason": "requested_by_customer",
+                    "status": "succeeded",
+                },
+            )
+        ],
+        {
+            "id": "re_1Nispe2eZvKYlo2Cd31jOCgZ",
+            "amount": 500,
+            "currency": "usd",
+            "status": "succeeded",
+            "payment_intent": "pi_Aabcxyz01aDfoo",
+            "charge": "ch_1NirD82eZvKYlo2CIvbtLWuY",
+            "reason": "requested_by_customer",
+            "created": 1692942318,
+        },
+    ),
+    Case(
+        "stripe_get_balance",
+        {},
+        [
+            Call(
+                "GET",
+                f"{API}/balance",
+                response={
+                    "object": "balance",
+                    "available": [{"amount": 666670, "currency": "usd", "source_types": {"card": 666670}}],
+                    "connect_reserved": [{"amount": 0, "currency": "usd"}],
+                    "livemode": False,
+                    "pending": [{"amount": 61414, "currency": "usd", "source_types": {"card": 61414}}],
+                },
+            )
+        ],
+        {
+            "available": [{"amount": 666670, "currency": "usd"}],
+            "pending": [{"amount": 61414, "currency": "usd"}],
+        },
+    ),
+]
+
+
+def test_every_tool_has_a_case() -> None:
+    assert tool_names(stripe_tools) == {c.tool for c in CASES}
+
+
+@pytest.mark.parametrize("case", CASES, ids=str)
+async def test_tool(case: Case, tmp_path: Path) -> None:
+    await run_case(PLUGIN, tmp_path, case)
+
+
+async def test_upstream_error_becomes_tool_error(tmp_path: Path) -> None:
+    await run_error(
+        PLUGIN,
+        tmp_path,
+        "stripe_get_customer",
+        {"customer_id": "cus_nope"},
+        [
+            Call(
+                "GET",
+                f"{API}/customers/cus_nope",
+                status=404,
+                response={
+                    "error": {
+                        "code": "resource_missing",
+                        "message": "No such customer: 'cus_nope'",
+                        "param": "id",
+                        "type": "invalid_request_error",
+                    }
+                },
+            )
+        ],
+        "stripe API error 404: No such customer: 'cus_nope'",
+    )
