@@ -7,7 +7,6 @@ from typing import Any
 
 import httpx
 from pydantic import BaseModel, Field
-
 from workbench.composition import build_registry
 from workbench.registry import Manifest, NoAuth, OAuth2Auth, Registry
 from workbench.sdk import api
@@ -78,7 +77,7 @@ def free_item(args: ItemArgs, ctx: Any) -> Any:
 
 
 class Broken(BaseModel):
-    x: "Undefined"  # type: ignore[name-defined]  # noqa: F821 - a schema that cannot validate
+    x: Undefined  # type: ignore[name-defined]  # noqa: F821 - a schema that cannot validate
 
 
 @tool("free_broken", "A tool whose schema is broken (SAFEPARSE probe).", Broken)

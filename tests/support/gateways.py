@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-
 from workbench.auth import Principal
 from workbench.composition import Gateway, build_gateway, build_registry
 from workbench.crypto import LocalKeyProvider

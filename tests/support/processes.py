@@ -39,13 +39,22 @@ def wait_http(url: str, proc: subprocess.Popen[bytes] | None = None, timeout: fl
 
 @contextmanager
 def running(
-    cmd: list[str], *, ready_url: str, env: Mapping[str, str] | None = None, cwd: Path | None = None,
-    log: Path | None = None, timeout: float = 30.0,
+    cmd: list[str],
+    *,
+    ready_url: str,
+    env: Mapping[str, str] | None = None,
+    cwd: Path | None = None,
+    log: Path | None = None,
+    timeout: float = 30.0,
 ) -> Iterator[subprocess.Popen[bytes]]:
     """Run `cmd` until the block ends; its output goes to `log` (or is discarded)."""
     out = open(log, "wb") if log else subprocess.DEVNULL  # noqa: SIM115
     proc = subprocess.Popen(
-        cmd, env={**os.environ, **(env or {})}, cwd=cwd or REPO, stdout=out, stderr=subprocess.STDOUT,
+        cmd,
+        env={**os.environ, **(env or {})},
+        cwd=cwd or REPO,
+        stdout=out,
+        stderr=subprocess.STDOUT,
         start_new_session=True,
     )
     try:

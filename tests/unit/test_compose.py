@@ -5,13 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
-from tests.support.demo_plugins import demo_registry, demo_upstream
-from tests.support.gateways import make_gateway, principal_for
 from workbench.auth import Principal
 from workbench.composition import Gateway
 from workbench.errors import InvalidInput
 from workbench.meta import MetaTools
+
+from tests.support.demo_plugins import demo_registry, demo_upstream
+from tests.support.gateways import make_gateway, principal_for
 
 
 @pytest.fixture
@@ -42,17 +42,33 @@ def item(ref: str | None, value: object = None, label: object = None) -> dict:
 
 async def test_whole_value_ref_keeps_its_type(gw: Gateway, me: Principal) -> None:
     out = await run(
-        gw, me, compose=True,
-        executions=[item("a", {"rows": [1, 2], "n": 1200}), item("b", "{{step:a.value.n}}"), item("c", "{{step:a.value}}")],
+        gw,
+        me,
+        compose=True,
+        executions=[
+            item("a", {"rows": [1, 2], "n": 1200}),
+            item("b", "{{step:a.value.n}}"),
+            item("c", "{{step:a.value}}"),
+        ],
     )
-    assert out == {"result": {"value": {"rows": [1, 2], "n": 1200}, "label": "default-label",
-                              "seen": {"value": {"rows": [1, 2], "n": 1200}, "label": "default-label"}}}
+    assert out == {
+        "result": {
+            "value": {"rows": [1, 2], "n": 1200},
+            "label": "default-label",
+            "seen": {"value": {"rows": [1, 2], "n": 1200}, "label": "default-label"},
+        }
+    }
 
 
 async def test_embedded_ref_interpolates_and_json_inserts_non_strings(gw: Gateway, me: Principal) -> None:
     out = await run(
-        gw, me, compose=True,
-        executions=[item("pr", {"title": "Fix it", "ids": [3, 4]}), item("b", "Review: {{step:pr.value.title}} {{step:pr.value.ids}}")],
+        gw,
+        me,
+        compose=True,
+        executions=[
+            item("pr", {"title": "Fix it", "ids": [3, 4]}),
+            item("b", "Review: {{step:pr.value.title}} {{step:pr.value.ids}}"),
+        ],
         **{"return": "{{step:b.value}}"},
     )
     assert out == {"result": "Review: Fix it [3, 4]"}
@@ -60,15 +76,22 @@ async def test_embedded_ref_interpolates_and_json_inserts_non_strings(gw: Gatewa
 
 async def test_array_index_paths_and_any_depth(gw: Gateway, me: Principal) -> None:
     out = await run(
-        gw, me, compose=True,
-        executions=[item("list", {"files": [{"id": "f1"}, {"id": "f2"}]}),
-                    item("b", {"deep": ["{{step:list.value.files.1.id}}"]})],
+        gw,
+        me,
+        compose=True,
+        executions=[
+            item("list", {"files": [{"id": "f1"}, {"id": "f2"}]}),
+            item("b", {"deep": ["{{step:list.value.files.1.id}}"]}),
+        ],
         **{"return": {"got": "{{step:b.value.deep.0}}"}},
     )
     assert out == {"result": {"got": "f2"}}
 
 
-@pytest.mark.parametrize("bad", ["{{step:a.value.}}", "{{step:a..x}}", "{{step:}}", "{{step:a.value", "x {{step:a.value.constructor}}"])
+@pytest.mark.parametrize(
+    "bad",
+    ["{{step:a.value.}}", "{{step:a..x}}", "{{step:}}", "{{step:a.value", "x {{step:a.value.constructor}}"],
+)
 async def test_malformed_or_missing_refs_are_bad_ref(gw: Gateway, me: Principal, bad: str) -> None:
     out = await run(gw, me, compose=True, executions=[item("a", {"k": 1}), item("b", bad)])
     assert out["error"] == "BAD_REF" and out["ref_id"] == "b" and out["index"] == 1
@@ -83,7 +106,9 @@ async def test_only_own_properties_resolve(gw: Gateway, me: Principal) -> None:
 
 async def test_failed_step_ends_the_run(gw: Gateway, me: Principal) -> None:
     out = await run(
-        gw, me, compose=True,
+        gw,
+        me,
+        compose=True,
         executions=[item("a", 1), {"ref_id": "b", "tool": "free_throw", "args": {}}, item("c", 3)],
     )
     assert out == {"index": 1, "ref_id": "b", "error": "kaboom"}
@@ -107,8 +132,13 @@ async def test_compose_schema_rules_reject_before_anything_runs(gw: Gateway, me:
 
 async def test_return_without_compose_lists_failures_under_errors(gw: Gateway, me: Principal) -> None:
     out = await run(
-        gw, me,
-        executions=[item("ok", 5), {"ref_id": "bad", "tool": "free_throw", "args": {}}, {"tool": "nope", "args": {}}],
+        gw,
+        me,
+        executions=[
+            item("ok", 5),
+            {"ref_id": "bad", "tool": "free_throw", "args": {}},
+            {"tool": "nope", "args": {}},
+        ],
         **{"return": {"v": "{{step:ok.value}}"}},
     )
     assert out == {
@@ -119,15 +149,22 @@ async def test_return_without_compose_lists_failures_under_errors(gw: Gateway, m
 
 async def test_return_ref_to_failed_execution_is_bad_ref(gw: Gateway, me: Principal) -> None:
     out = await run(
-        gw, me, executions=[{"ref_id": "bad", "tool": "free_throw", "args": {}}], **{"return": "{{step:bad.value}}"}
+        gw,
+        me,
+        executions=[{"ref_id": "bad", "tool": "free_throw", "args": {}}],
+        **{"return": "{{step:bad.value}}"},
     )
     assert out["error"] == "BAD_REF" and "ref_id" not in out
 
 
-async def test_step_result_containing_vault_text_reaches_next_tool_literally(gw: Gateway, me: Principal) -> None:
+async def test_step_result_containing_vault_text_reaches_next_tool_literally(
+    gw: Gateway, me: Principal
+) -> None:
     gw.vault.set(me.user.id, "x", "SECRET-X")
     out = await run(
-        gw, me, compose=True,
+        gw,
+        me,
+        compose=True,
         executions=[{"ref_id": "pr", "tool": "free_const", "args": {}}, item("b", "{{step:pr.title}}")],
         **{"return": "{{step:b.value}}"},
     )
@@ -136,7 +173,9 @@ async def test_step_result_containing_vault_text_reaches_next_tool_literally(gw:
 
 async def test_vault_ref_in_a_step_reaches_the_tool_but_not_the_response(gw: Gateway, me: Principal) -> None:
     gw.vault.set(me.user.id, "token", "s3cret-value")
-    out = await run(gw, me, compose=True, executions=[item("a", "{{vault:token}}"), item("b", "{{step:a.value}}")])
+    out = await run(
+        gw, me, compose=True, executions=[item("a", "{{vault:token}}"), item("b", "{{step:a.value}}")]
+    )
     # the tool received the secret (it echoes it), and the response carries it scrubbed
     assert out["result"]["value"] == "[REDACTED]"
     assert "s3cret-value" not in str(out) and "s3cret-value" not in str(gw.stores.audit.list_for(me.user.id))
@@ -145,8 +184,17 @@ async def test_vault_ref_in_a_step_reaches_the_tool_but_not_the_response(gw: Gat
 async def test_vault_values_are_scrubbed_from_results_and_audit(gw: Gateway, me: Principal) -> None:
     gw.vault.set(me.user.id, "api", "tok_ABC123")
     out = await run(gw, me, executions=[item(None, "key={{vault:api}}")])
-    assert out == {"results": [{"result": {"value": "key=[REDACTED]", "label": "default-label",
-                                           "seen": {"value": "key=[REDACTED]", "label": "default-label"}}}]}
+    assert out == {
+        "results": [
+            {
+                "result": {
+                    "value": "key=[REDACTED]",
+                    "label": "default-label",
+                    "seen": {"value": "key=[REDACTED]", "label": "default-label"},
+                }
+            }
+        ]
+    }
     assert "tok_ABC123" not in str(gw.stores.audit.list_for(me.user.id))
 
 

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import httpx
 import pytest
+from workbench.composition import Gateway
 
 from tests.support.demo_plugins import Gauge, demo_registry, demo_upstream
 from tests.support.gateways import make_gateway, principal_for
-from workbench.composition import Gateway
 
 
 @pytest.fixture
@@ -34,14 +34,21 @@ async def test_mixed_batch_shapes_to_the_letter(gw: Gateway, seen: list[httpx.Re
     other = principal_for(gw, "bob@example.com")  # bob has no demo connection
     out = await gw.execute(
         me,
-        [ex("demo_echo", {"text": "hi", "times": 2}), ex("nope_tool"), ex("demo_echo", {"times": "x"}), ex("demo_fail")],
+        [
+            ex("demo_echo", {"text": "hi", "times": 2}),
+            ex("nope_tool"),
+            ex("demo_echo", {"times": "x"}),
+            ex("demo_fail"),
+        ],
     )
     assert out == {
         "results": [
             {"result": {"echo": "hihi", "tags": []}},
             {"error": "Tool not found"},
-            {"error": "Invalid arguments for demo_echo: text: Field required; times: Input should be a valid "
-             "integer, unable to parse string as an integer"},
+            {
+                "error": "Invalid arguments for demo_echo: text: Field required; times: Input should be a valid "
+                "integer, unable to parse string as an integer"
+            },
             {"error": "demo API error 404: Not Found"},
         ]
     }
@@ -62,7 +69,15 @@ async def test_mixed_batch_shapes_to_the_letter(gw: Gateway, seen: list[httpx.Re
 
 async def test_every_path_is_audited_with_integration_except_unknown_tool(gw: Gateway) -> None:
     me = principal_for(gw)
-    await gw.execute(me, [ex("nope"), ex("demo_echo", {"text": "x"}), ex("free_item", {"value": 1}), ex("free_item", {"label": 3})])
+    await gw.execute(
+        me,
+        [
+            ex("nope"),
+            ex("demo_echo", {"text": "x"}),
+            ex("free_item", {"value": 1}),
+            ex("free_item", {"label": 3}),
+        ],
+    )
     events = gw.stores.audit.list_for(me.user.id)[::-1]
     assert [e["action"] for e in events] == ["EXECUTE"] * 4
     by_tool = {(e["tool"], e["success"]): e for e in events}
@@ -81,11 +96,21 @@ async def test_run_path_emits_log_line_and_metrics(gw: Gateway, caplog: pytest.L
     with caplog.at_level(logging.INFO, logger="workbench"):
         await gw.execute(me, [ex("free_item", {"value": 1}), ex("free_throw"), ex("nope")])
     lines = [json.loads(r.getMessage()) for r in caplog.records]
-    assert [(l["tool"], l["success"]) for l in lines] == [("free_item", True), ("free_throw", False)]
+    assert [(line["tool"], line["success"]) for line in lines] == [("free_item", True), ("free_throw", False)]
     assert lines[1]["error"] == "kaboom" and lines[0]["integration"] == "free"
     m = gw.metrics
-    assert m.counter_value("workbench_tool_executions_total", integration="free", tool="free_item", success="true") == 1
-    assert m.counter_value("workbench_tool_executions_total", integration="free", tool="free_throw", success="false") == 1
+    assert (
+        m.counter_value(
+            "workbench_tool_executions_total", integration="free", tool="free_item", success="true"
+        )
+        == 1
+    )
+    assert (
+        m.counter_value(
+            "workbench_tool_executions_total", integration="free", tool="free_throw", success="false"
+        )
+        == 1
+    )
     assert "workbench_tool_execution_duration_seconds_count" in m.prometheus()
 
 

@@ -7,7 +7,6 @@ from typing import Any
 
 import pytest
 from pydantic import BaseModel
-
 from workbench.tools import CancelSignal, Tool, ToolResult, error_text, tool
 
 
@@ -122,7 +121,9 @@ async def test_error_to_text_table(exc: Exception, text: str) -> None:
     assert await make(thrower).execute({}) == ToolResult(False, None, text)
 
 
-@pytest.mark.parametrize(("reason", "text"), [("User cancelled", "User cancelled"), (None, "Aborted"), (7, "7")])
+@pytest.mark.parametrize(
+    ("reason", "text"), [("User cancelled", "User cancelled"), (None, "Aborted"), (7, "7")]
+)
 async def test_abort_reason_text(reason: Any, text: str) -> None:
     signal = CancelSignal()
     signal.abort(reason)

@@ -198,6 +198,10 @@ class McpServer:
             raise _RpcError(METHOD_NOT_FOUND, f"Method not found: {method}", 404 if modern else 200)
         if modern:
             result = {"resultType": "complete", **result, "_meta": {META_SERVER: SERVER_INFO}}
+            if method in ("tools/list", "server/discover"):
+                # The nine meta-tools never change while a deployment runs; callers are authenticated,
+                # so shared caches must not serve one user's response to another.
+                result.update({"ttlMs": 300_000, "cacheScope": "private"})
         return result
 
     def _initialize(self, params: dict[str, Any]) -> dict[str, Any]:

@@ -15,6 +15,7 @@ from typing import Any
 from workbench.stores import (
     ApiKeyRecord,
     Connection,
+    ExternalServer,
     Jot,
     OAuthState,
     PendingConnect,
@@ -47,6 +48,10 @@ CREATE TABLE IF NOT EXISTS jots (
     id TEXT PRIMARY KEY, user_id TEXT NOT NULL, title TEXT NOT NULL, body TEXT NOT NULL,
     created_at REAL NOT NULL, updated_at REAL NOT NULL, share_token TEXT UNIQUE);
 CREATE INDEX IF NOT EXISTS jots_user ON jots(user_id, updated_at);
+CREATE TABLE IF NOT EXISTS external_servers (
+    user_id TEXT NOT NULL, name TEXT NOT NULL, tool_prefix TEXT NOT NULL, config BLOB NOT NULL,
+    auth_type TEXT NOT NULL, header_name TEXT NOT NULL, enabled INTEGER NOT NULL, timeout_ms INTEGER NOT NULL,
+    status TEXT NOT NULL, created_at REAL NOT NULL, updated_at REAL NOT NULL, PRIMARY KEY (user_id, name));
 CREATE TABLE IF NOT EXISTS vault (
     user_id TEXT NOT NULL, name TEXT NOT NULL, blob BLOB NOT NULL, PRIMARY KEY (user_id, name));
 """
@@ -58,8 +63,7 @@ class SqliteDatabase:
     def __init__(self, path: Path | str) -> None:
         self.path = str(path)
         self._local = threading.local()
-        with self.tx() as db:
-            db.executescript(_SCHEMA)
+        self._conn().executescript(_SCHEMA)  # executescript manages its own transaction
 
     def _conn(self) -> sqlite3.Connection:
         conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
@@ -348,6 +352,59 @@ class SqliteJots:
             )
 
 
+class SqliteExternalServers:
+    def __init__(self, db: SqliteDatabase) -> None:
+        self.db = db
+
+    @staticmethod
+    def _server(r: sqlite3.Row) -> ExternalServer:
+        return ExternalServer(
+            r["user_id"],
+            r["name"],
+            r["tool_prefix"],
+            bytes(r["config"]),
+            r["auth_type"],
+            r["header_name"],
+            bool(r["enabled"]),
+            r["timeout_ms"],
+            r["status"],
+            r["created_at"],
+            r["updated_at"],
+        )
+
+    def put(self, server: ExternalServer) -> None:
+        with self.db.tx() as db:
+            db.execute(
+                "INSERT OR REPLACE INTO external_servers VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    server.user_id,
+                    server.name,
+                    server.tool_prefix,
+                    server.config,
+                    server.auth_type,
+                    server.header_name,
+                    int(server.enabled),
+                    server.timeout_ms,
+                    server.status,
+                    server.created_at,
+                    server.updated_at,
+                ),
+            )
+
+    def get(self, user_id: str, name: str) -> ExternalServer | None:
+        rows = self.db.query("SELECT * FROM external_servers WHERE user_id = ? AND name = ?", (user_id, name))
+        return self._server(rows[0]) if rows else None
+
+    def list_for(self, user_id: str) -> list[ExternalServer]:
+        rows = self.db.query("SELECT * FROM external_servers WHERE user_id = ? ORDER BY name", (user_id,))
+        return [self._server(r) for r in rows]
+
+    def delete(self, user_id: str, name: str) -> bool:
+        with self.db.tx() as db:
+            cur = db.execute("DELETE FROM external_servers WHERE user_id = ? AND name = ?", (user_id, name))
+            return cur.rowcount == 1
+
+
 def sqlite_stores(path: Path | str) -> Stores:
     db = SqliteDatabase(path)
     return Stores(
@@ -359,4 +416,5 @@ def sqlite_stores(path: Path | str) -> Stores:
         vault=SqliteVault(db),
         jots=SqliteJots(db),
         extra={"sqlite": db},
+        external_servers=SqliteExternalServers(db),
     )

@@ -4,7 +4,6 @@ import asyncio
 from typing import Any
 
 from pydantic import BaseModel, Field
-
 from workbench.tools import tool
 
 _state = {"current": 0, "peak": 0}
