@@ -26,6 +26,7 @@ from urllib.parse import parse_qs, urlsplit
 import httpx
 
 __all__ = [
+    "ToolError",
     "UpstreamError",
     "api",
     "api_response",
@@ -39,6 +40,11 @@ __all__ = [
 
 _MAX_ERROR_TEXT = 500
 _LINK_NEXT = re.compile(r'<([^>]*)>\s*;[^,]*\brel="?next"?')
+
+
+class ToolError(Exception):
+    """A failure the tool explains itself (bad combination of arguments, nothing found); its message
+    becomes the execution's `{error}`."""
 
 
 class UpstreamError(Exception):

@@ -1,0 +1,356 @@
+"""Jira Cloud platform REST API v3 tools (https://developer.atlassian.com/cloud/jira/platform/rest/v3/).
+
+Rich text (descriptions, comments) is Atlassian Document Format in v3: tools accept plain text
+(blank lines separate paragraphs) and return plain text extracted from ADF.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, Field
+from workbench.sdk import ToolError, api, compact, pick, pick_many, trim
+from workbench.tools import tool
+
+from workbench_plugins.atlassian_jira.cloud import SiteArgs, accessible_sites, site_path
+
+_FIELDS = "summary,status,issuetype,priority,assignee,reporter,labels,created,updated,project,parent"
+
+
+def to_adf(text: str) -> dict[str, Any]:
+    """Plain text as an ADF document: one paragraph per blank-line-separated block."""
+    paragraphs = [p for p in text.split("\n\n") if p.strip()]
+    content = []
+    for para in paragraphs:
+        nodes: list[dict[str, Any]] = []
+        for i, line in enumerate(para.split("\n")):
+            if i:
+                nodes.append({"type": "hardBreak"})
+            if line:
+                nodes.append({"type": "text", "text": line})
+        content.append({"type": "paragraph", "content": nodes})
+    return {"type": "doc", "version": 1, "content": content}
+
+
+def adf_text(node: Any) -> str | None:
+    """The text of an ADF document, blocks separated by newlines (None for no document)."""
+    if node is None:
+        return None
+    if isinstance(node, str):
+        return node
+    parts: list[str] = []
+
+    def walk(n: Any) -> None:
+        kind = n.get("type")
+        if kind == "text":
+            parts.append(n.get("text", ""))
+        elif kind == "hardBreak":
+            parts.append("\n")
+        elif kind == "mention":
+            parts.append((n.get("attrs") or {}).get("text", ""))
+        for child in n.get("content") or []:
+            walk(child)
+        if kind in {"paragraph", "heading", "listItem", "codeBlock", "blockquote", "rule"}:
+            parts.append("\n")
+
+    walk(node)
+    return "".join(parts).strip()
+
+
+def _issue(raw: Any) -> dict[str, Any]:
+    f = raw.get("fields") or {}
+    return {
+        "key": raw.get("key"),
+        "id": raw.get("id"),
+        "summary": f.get("summary"),
+        "status": (f.get("status") or {}).get("name"),
+        "type": (f.get("issuetype") or {}).get("name"),
+        "priority": (f.get("priority") or {}).get("name"),
+        "assignee": (f.get("assignee") or {}).get("displayName"),
+        "reporter": (f.get("reporter") or {}).get("displayName"),
+        "project": (f.get("project") or {}).get("key"),
+        "parent": (f.get("parent") or {}).get("key"),
+        "labels": f.get("labels") or [],
+        "created": f.get("created"),
+        "updated": f.get("updated"),
+    }
+
+
+def _comment(raw: Any) -> dict[str, Any]:
+    return {
+        "id": raw.get("id"),
+        "author": (raw.get("author") or {}).get("displayName"),
+        "body": trim(adf_text(raw.get("body")), 5_000),
+        "created": raw.get("created"),
+        "updated": raw.get("updated"),
+    }
+
+
+class _IssueRef(SiteArgs):
+    issueKey: str = Field(description="Issue key or id, e.g. 'ACME-42'")
+
+
+class ListSites(BaseModel):
+    pass
+
+
+@tool(
+    "jira_list_sites",
+    "List the Atlassian (Jira/Confluence) sites this connection can reach, with their cloudId.",
+    ListSites,
+)
+async def list_sites(args: ListSites, ctx: Any) -> Any:
+    return {"sites": await accessible_sites(ctx)}
+
+
+class SearchIssues(SiteArgs):
+    jql: str = Field(
+        min_length=1,
+        description="JQL query, e.g. 'project = ACME AND status = \"In Progress\" ORDER BY updated DESC'",
+    )
+    limit: int = Field(default=25, ge=1, le=100, description="Issues per page (max 100)")
+    nextPageToken: str | None = Field(default=None, description="Cursor from the previous page")
+
+
+@tool(
+    "jira_search_issues",
+    "Search Jira issues (tickets, bugs, stories) with JQL; returns key, summary, status, assignee.",
+    SearchIssues,
+)
+async def search_issues(args: SearchIssues, ctx: Any) -> Any:
+    base = await site_path(ctx, args.cloudId, "jira")
+    found = await api(
+        ctx,
+        "GET",
+        f"{base}/rest/api/3/search/jql",
+        params={
+            "jql": args.jql,
+            "maxResults": args.limit,
+            "fields": _FIELDS,
+            "nextPageToken": args.nextPageToken,
+        },
+    )
+    return {
+        "issues": [_issue(i) for i in found.get("issues", [])],
+        "nextPageToken": found.get("nextPageToken"),
+    }
+
+
+@tool("jira_get_issue", "Get one Jira issue with its description.", _IssueRef)
+async def get_issue(args: _IssueRef, ctx: Any) -> Any:
+    base = await site_path(ctx, args.cloudId, "jira")
+    raw = await api(
+        ctx, "GET", f"{base}/rest/api/3/issue/{args.issueKey}", params={"fields": f"{_FIELDS},description"}
+    )
+    description = adf_text((raw.get("fields") or {}).get("description"))
+    return {**_issue(raw), "description": trim(description, 10_000)}
+
+
+class CreateIssue(SiteArgs):
+    projectKey: str = Field(description="Project key, e.g. 'ACME'")
+    summary: str = Field(min_length=1, description="One-line title")
+    issueType: str = Field(default="Task", description="Issue type name: Task, Bug, Story, Epic, ...")
+    description: str | None = Field(default=None, description="Plain text; blank lines separate paragraphs")
+    labels: list[str] | None = Field(default=None, description="Labels (no spaces)")
+    priority: str | None = Field(default=None, description="Priority name, e.g. 'High'")
+    assigneeAccountId: str | None = Field(default=None, description="Assignee's accountId (jira_find_users)")
+    parentKey: str | None = Field(default=None, description="Parent issue key (for a sub-task or epic child)")
+
+
+@tool("jira_create_issue", "Create a Jira issue (ticket, bug, task, story) in a project.", CreateIssue)
+async def create_issue(args: CreateIssue, ctx: Any) -> Any:
+    base = await site_path(ctx, args.cloudId, "jira")
+    fields = compact(
+        {
+            "project": {"key": args.projectKey},
+            "summary": args.summary,
+            "issuetype": {"name": args.issueType},
+            "description": to_adf(args.description) if args.description else None,
+            "labels": args.labels,
+            "priority": {"name": args.priority} if args.priority else None,
+            "assignee": {"accountId": args.assigneeAccountId} if args.assigneeAccountId else None,
+            "parent": {"key": args.parentKey} if args.parentKey else None,
+        }
+    )
+    created = await api(ctx, "POST", f"{base}/rest/api/3/issue", json={"fields": fields})
+    return pick(created, "id", "key", "self")
+
+
+class UpdateIssue(_IssueRef):
+    summary: str | None = Field(default=None, description="New title")
+    description: str | None = Field(default=None, description="New description (plain text)")
+    labels: list[str] | None = Field(default=None, description="Replace the labels with these")
+    priority: str | None = Field(default=None, description="New priority name")
+
+
+@tool(
+    "jira_update_issue",
+    "Edit a Jira issue's fields (summary, description, labels, priority).",
+    UpdateIssue,
+)
+async def update_issue(args: UpdateIssue, ctx: Any) -> Any:
+    fields = compact(
+        {
+            "summary": args.summary,
+            "description": to_adf(args.description) if args.description is not None else None,
+            "labels": args.labels,
+            "priority": {"name": args.priority} if args.priority else None,
+        }
+    )
+    if not fields:
+        raise ToolError("Nothing to update: give summary, description, labels or priority.")
+    base = await site_path(ctx, args.cloudId, "jira")
+    await api(ctx, "PUT", f"{base}/rest/api/3/issue/{args.issueKey}", json={"fields": fields})
+    return {"key": args.issueKey, "updated": sorted(fields)}
+
+
+class AddComment(_IssueRef):
+    body: str = Field(min_length=1, description="Comment text (plain text)")
+
+
+@tool("jira_add_comment", "Add a comment to a Jira issue.", AddComment)
+async def add_comment(args: AddComment, ctx: Any) -> Any:
+    base = await site_path(ctx, args.cloudId, "jira")
+    raw = await api(
+        ctx, "POST", f"{base}/rest/api/3/issue/{args.issueKey}/comment", json={"body": to_adf(args.body)}
+    )
+    return _comment(raw)
+
+
+class ListComments(_IssueRef):
+    limit: int = Field(default=20, ge=1, le=100, description="Comments per page")
+    startAt: int = Field(default=0, ge=0, description="Offset (use nextStartAt)")
+
+
+@tool("jira_list_comments", "List comments on a Jira issue, newest first.", ListComments)
+async def list_comments(args: ListComments, ctx: Any) -> Any:
+    base = await site_path(ctx, args.cloudId, "jira")
+    page = await api(
+        ctx,
+        "GET",
+        f"{base}/rest/api/3/issue/{args.issueKey}/comment",
+        params={"startAt": args.startAt, "maxResults": args.limit, "orderBy": "-created"},
+    )
+    comments = page.get("comments", [])
+    end = args.startAt + len(comments)
+    return {
+        "comments": [_comment(c) for c in comments],
+        "total": page.get("total"),
+        "nextStartAt": end if end < (page.get("total") or 0) else None,
+    }
+
+
+@tool(
+    "jira_list_transitions",
+    "List the workflow transitions (status changes) available for a Jira issue now.",
+    _IssueRef,
+)
+async def list_transitions(args: _IssueRef, ctx: Any) -> Any:
+    base = await site_path(ctx, args.cloudId, "jira")
+    found = await api(ctx, "GET", f"{base}/rest/api/3/issue/{args.issueKey}/transitions")
+    return {"transitions": pick_many(found.get("transitions"), "id", "name", "to.name")}
+
+
+class Transition(_IssueRef):
+    transition: str = Field(
+        description="Transition id, transition name or target status name, e.g. 'Done' or '31'"
+    )
+
+
+@tool(
+    "jira_transition_issue",
+    "Move a Jira issue to another status (e.g. In Progress, Done) via a workflow transition.",
+    Transition,
+)
+async def transition_issue(args: Transition, ctx: Any) -> Any:
+    base = await site_path(ctx, args.cloudId, "jira")
+    path = f"{base}/rest/api/3/issue/{args.issueKey}/transitions"
+    available = (await api(ctx, "GET", path)).get("transitions", [])
+    wanted = args.transition.casefold()
+    match = next(
+        (
+            t
+            for t in available
+            if wanted in (str(t.get("id")), str(t.get("name", "")).casefold())
+            or wanted == str((t.get("to") or {}).get("name", "")).casefold()
+        ),
+        None,
+    )
+    if match is None:
+        names = ", ".join(f"{t.get('name')} (id {t.get('id')})" for t in available) or "none"
+        raise ToolError(f"No transition '{args.transition}' for {args.issueKey}; available: {names}")
+    await api(ctx, "POST", path, json={"transition": {"id": match["id"]}})
+    return {
+        "key": args.issueKey,
+        "transition": match.get("name"),
+        "status": (match.get("to") or {}).get("name"),
+    }
+
+
+class Assign(_IssueRef):
+    accountId: str | None = Field(description="Assignee's accountId (jira_find_users); null to unassign")
+
+
+@tool("jira_assign_issue", "Assign a Jira issue to a user (or unassign it).", Assign)
+async def assign_issue(args: Assign, ctx: Any) -> Any:
+    base = await site_path(ctx, args.cloudId, "jira")
+    await api(
+        ctx, "PUT", f"{base}/rest/api/3/issue/{args.issueKey}/assignee", json={"accountId": args.accountId}
+    )
+    return {"key": args.issueKey, "assignee": args.accountId}
+
+
+class ListProjects(SiteArgs):
+    query: str | None = Field(default=None, description="Filter by project key or name (substring)")
+    limit: int = Field(default=50, ge=1, le=100, description="Projects per page")
+    startAt: int = Field(default=0, ge=0, description="Offset (use nextStartAt)")
+
+
+@tool("jira_list_projects", "List (or find by name) the Jira projects visible to the user.", ListProjects)
+async def list_projects(args: ListProjects, ctx: Any) -> Any:
+    base = await site_path(ctx, args.cloudId, "jira")
+    page = await api(
+        ctx,
+        "GET",
+        f"{base}/rest/api/3/project/search",
+        params={"query": args.query, "maxResults": args.limit, "startAt": args.startAt},
+    )
+    values = page.get("values", [])
+    return {
+        "projects": pick_many(values, "id", "key", "name", "projectTypeKey"),
+        "nextStartAt": None if page.get("isLast", True) else args.startAt + len(values),
+    }
+
+
+class FindUsers(SiteArgs):
+    query: str = Field(min_length=1, description="Name or email to look for")
+    limit: int = Field(default=10, ge=1, le=50, description="Max users")
+
+
+@tool(
+    "jira_find_users",
+    "Find Jira users by name or email, to get the accountId for assigning issues.",
+    FindUsers,
+)
+async def find_users(args: FindUsers, ctx: Any) -> Any:
+    base = await site_path(ctx, args.cloudId, "jira")
+    users = await api(
+        ctx, "GET", f"{base}/rest/api/3/user/search", params={"query": args.query, "maxResults": args.limit}
+    )
+    return {"users": pick_many(users, "accountId", "displayName", "emailAddress", "active")}
+
+
+TOOLS = [
+    list_sites,
+    search_issues,
+    get_issue,
+    create_issue,
+    update_issue,
+    add_comment,
+    list_comments,
+    list_transitions,
+    transition_issue,
+    assign_issue,
+    list_projects,
+    find_users,
+]

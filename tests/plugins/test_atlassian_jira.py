@@ -1,0 +1,412 @@
+"""Jira tools against a fake api.atlassian.com answering with Atlassian's documented example bodies."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.plugins.catalog_support import Call, Case, run_case, run_tool
+
+GW = "https://api.atlassian.com"
+CLOUD = "1324a887-45db-1bf4-1e99-ef0ff456d421"
+J = f"{GW}/ex/jira/{CLOUD}/rest/api/3"
+FIELDS = "summary,status,issuetype,priority,assignee,reporter,labels,created,updated,project,parent"
+SITE = {
+    "id": CLOUD,
+    "name": "Site name",
+    "url": "https://your-domain.atlassian.net",
+    "scopes": ["write:jira-work", "read:jira-user", "manage:jira-configuration"],
+    "avatarUrl": "https://site-admin-avatar-cdn.prod.public.atl-paas.net/avatars/240/flag.png",
+}
+RESOURCES = Call("GET", f"{GW}/oauth/token/accessible-resources", json=None, response=[SITE])
+ADF = {
+    "type": "doc",
+    "version": 1,
+    "content": [
+        {"type": "paragraph", "content": [{"type": "text", "text": "Main order flow broken"}]},
+        {
+            "type": "paragraph",
+            "content": [
+                {"type": "text", "text": "Steps:"},
+                {"type": "hardBreak"},
+                {"type": "text", "text": "1. open cart"},
+            ],
+        },
+    ],
+}
+ISSUE = {
+    "id": "10002",
+    "key": "ED-1",
+    "self": f"{J}/issue/10002",
+    "fields": {
+        "summary": "Main order flow broken",
+        "status": {"name": "In Progress", "id": "3"},
+        "issuetype": {"name": "Bug", "id": "10004"},
+        "priority": {"name": "High"},
+        "assignee": {"accountId": "5b10a2844c20165700ede21g", "displayName": "Mia Krystof"},
+        "reporter": {"accountId": "5b10ac8d82e05b22cc7d4ef5", "displayName": "Emma Richards"},
+        "project": {"key": "ED", "name": "Edison Project"},
+        "labels": ["checkout"],
+        "created": "2024-01-17T12:34:00.000+0000",
+        "updated": "2024-01-18T09:00:00.000+0000",
+    },
+}
+SHAPED = {
+    "key": "ED-1",
+    "id": "10002",
+    "summary": "Main order flow broken",
+    "status": "In Progress",
+    "type": "Bug",
+    "priority": "High",
+    "assignee": "Mia Krystof",
+    "reporter": "Emma Richards",
+    "project": "ED",
+    "parent": None,
+    "labels": ["checkout"],
+    "created": "2024-01-17T12:34:00.000+0000",
+    "updated": "2024-01-18T09:00:00.000+0000",
+}
+COMMENT = {
+    "id": "10000",
+    "author": {"accountId": "5b10a2844c20165700ede21g", "displayName": "Mia Krystof", "active": False},
+    "body": {
+        "type": "doc",
+        "version": 1,
+        "content": [
+            {"type": "paragraph", "content": [{"type": "text", "text": "Lorem ipsum dolor sit amet."}]}
+        ],
+    },
+    "created": "2021-01-17T12:34:00.000+0000",
+    "updated": "2021-01-18T23:45:00.000+0000",
+}
+COMMENT_SHAPED = {
+    "id": "10000",
+    "author": "Mia Krystof",
+    "body": "Lorem ipsum dolor sit amet.",
+    "created": "2021-01-17T12:34:00.000+0000",
+    "updated": "2021-01-18T23:45:00.000+0000",
+}
+TRANSITIONS = {
+    "transitions": [
+        {"id": "2", "name": "Close Issue", "to": {"name": "Closed", "id": "6"}, "hasScreen": False},
+        {"id": "711", "name": "Start work", "to": {"name": "In Progress", "id": "3"}},
+    ]
+}
+
+CASES = [
+    Case(
+        "jira_list_sites",
+        {},
+        [RESOURCES],
+        {
+            "sites": [
+                {
+                    "id": CLOUD,
+                    "name": "Site name",
+                    "url": "https://your-domain.atlassian.net",
+                    "scopes": SITE["scopes"],
+                }
+            ]
+        },
+    ),
+    Case(
+        "jira_search_issues",
+        {"jql": "project = ED AND status = 'In Progress'", "limit": 2},
+        # no cloudId: the site is discovered first
+        [
+            RESOURCES,
+            Call(
+                "GET",
+                f"{J}/search/jql",
+                {"jql": "project = ED AND status = 'In Progress'", "maxResults": 2, "fields": FIELDS},
+                json=None,
+                response={"issues": [ISSUE], "nextPageToken": "CAEaAggD", "isLast": False},
+            ),
+        ],
+        {"issues": [SHAPED], "nextPageToken": "CAEaAggD"},
+    ),
+    Case(
+        "jira_get_issue",
+        {"issueKey": "ED-1", "cloudId": CLOUD},
+        [
+            Call(
+                "GET",
+                f"{J}/issue/ED-1",
+                {"fields": f"{FIELDS},description"},
+                response={**ISSUE, "fields": {**ISSUE["fields"], "description": ADF}},
+            )
+        ],
+        {**SHAPED, "description": "Main order flow broken\nSteps:\n1. open cart"},
+    ),
+    Case(
+        "jira_create_issue",
+        {
+            "cloudId": CLOUD,
+            "projectKey": "ED",
+            "summary": "Main order flow broken",
+            "issueType": "Bug",
+            "description": "Main order flow broken\n\nSteps:\n1. open cart",
+            "labels": ["checkout"],
+            "priority": "High",
+            "assigneeAccountId": "5b10a2844c20165700ede21g",
+        },
+        [
+            Call(
+                "POST",
+                f"{J}/issue",
+                json={
+                    "fields": {
+                        "project": {"key": "ED"},
+                        "summary": "Main order flow broken",
+                        "issuetype": {"name": "Bug"},
+                        "description": ADF,
+                        "labels": ["checkout"],
+                        "priority": {"name": "High"},
+                        "assignee": {"accountId": "5b10a2844c20165700ede21g"},
+                    }
+                },
+                status=201,
+                response={
+                    "id": "10000",
+                    "key": "ED-24",
+                    "self": f"{J}/issue/10000",
+                    "transition": {"status": 200},
+                },
+            )
+        ],
+        {"id": "10000", "key": "ED-24", "self": f"{J}/issue/10000"},
+    ),
+    Case(
+        "jira_update_issue",
+        {"cloudId": CLOUD, "issueKey": "ED-1", "summary": "Order flow fixed?", "labels": ["checkout", "p1"]},
+        [
+            Call(
+                "PUT",
+                f"{J}/issue/ED-1",
+                json={"fields": {"summary": "Order flow fixed?", "labels": ["checkout", "p1"]}},
+                status=204,
+            )
+        ],
+        {"key": "ED-1", "updated": ["labels", "summary"]},
+    ),
+    Case(
+        "jira_add_comment",
+        {"cloudId": CLOUD, "issueKey": "ED-1", "body": "Lorem ipsum dolor sit amet."},
+        [
+            Call(
+                "POST",
+                f"{J}/issue/ED-1/comment",
+                json={"body": COMMENT["body"]},
+                status=201,
+                response=COMMENT,
+            )
+        ],
+        COMMENT_SHAPED,
+    ),
+    Case(
+        "jira_list_comments",
+        {"cloudId": CLOUD, "issueKey": "ED-1", "limit": 1},
+        [
+            Call(
+                "GET",
+                f"{J}/issue/ED-1/comment",
+                {"startAt": 0, "maxResults": 1, "orderBy": "-created"},
+                response={"comments": [COMMENT], "maxResults": 1, "startAt": 0, "total": 3},
+            )
+        ],
+        {"comments": [COMMENT_SHAPED], "total": 3, "nextStartAt": 1},
+    ),
+    Case(
+        "jira_list_transitions",
+        {"cloudId": CLOUD, "issueKey": "ED-1"},
+        [Call("GET", f"{J}/issue/ED-1/transitions", response=TRANSITIONS)],
+        {
+            "transitions": [
+                {"id": "2", "name": "Close Issue", "to_name": "Closed"},
+                {"id": "711", "name": "Start work", "to_name": "In Progress"},
+            ]
+        },
+    ),
+    Case(
+        "jira_transition_issue",
+        {"cloudId": CLOUD, "issueKey": "ED-1", "transition": "closed"},  # target status, any case
+        [
+            Call("GET", f"{J}/issue/ED-1/transitions", response=TRANSITIONS),
+            Call("POST", f"{J}/issue/ED-1/transitions", json={"transition": {"id": "2"}}, status=204),
+        ],
+        {"key": "ED-1", "transition": "Close Issue", "status": "Closed"},
+    ),
+    Case(
+        "jira_assign_issue",
+        {"cloudId": CLOUD, "issueKey": "ED-1", "accountId": "5b10ac8d82e05b22cc7d4ef5"},
+        [Call("PUT", f"{J}/issue/ED-1/assignee", json={"accountId": "5b10ac8d82e05b22cc7d4ef5"}, status=204)],
+        {"key": "ED-1", "assignee": "5b10ac8d82e05b22cc7d4ef5"},
+    ),
+    Case(
+        "jira_list_projects",
+        {"cloudId": CLOUD, "limit": 2},
+        [
+            Call(
+                "GET",
+                f"{J}/project/search",
+                {"maxResults": 2, "startAt": 0},
+                response={
+                    "isLast": False,
+                    "maxResults": 2,
+                    "startAt": 0,
+                    "total": 7,
+                    "values": [
+                        {
+                            "id": "10000",
+                            "key": "EX",
+                            "name": "Example",
+                            "projectTypeKey": "software",
+                            "self": "x",
+                        },
+                        {"id": "10001", "key": "ABC", "name": "Alphabetical", "projectTypeKey": "business"},
+                    ],
+                },
+            )
+        ],
+        {
+            "projects": [
+                {"id": "10000", "key": "EX", "name": "Example", "projectTypeKey": "software"},
+                {"id": "10001", "key": "ABC", "name": "Alphabetical", "projectTypeKey": "business"},
+            ],
+            "nextStartAt": 2,
+        },
+    ),
+    Case(
+        "jira_find_users",
+        {"cloudId": CLOUD, "query": "mia"},
+        [
+            Call(
+                "GET",
+                f"{J}/user/search",
+                {"query": "mia", "maxResults": 10},
+                response=[
+                    {
+                        "accountId": "5b10a2844c20165700ede21g",
+                        "accountType": "atlassian",
+                        "displayName": "Mia Krystof",
+                        "emailAddress": "mia@example.com",
+                        "active": True,
+                    }
+                ],
+            )
+        ],
+        {
+            "users": [
+                {
+                    "accountId": "5b10a2844c20165700ede21g",
+                    "displayName": "Mia Krystof",
+                    "emailAddress": "mia@example.com",
+                    "active": True,
+                }
+            ]
+        },
+    ),
+]
+
+
+def test_every_tool_has_a_case() -> None:
+    from workbench_plugins.atlassian_jira.tools import TOOLS
+
+    assert sorted(t.name for t in TOOLS) == sorted(c.tool for c in CASES)
+
+
+@pytest.mark.parametrize("case", CASES, ids=str)
+async def test_tool_request_and_result(tmp_path: Path, case: Case) -> None:
+    await run_case(tmp_path, "atlassian-jira", case)
+
+
+async def test_several_sites_without_cloud_id_asks_for_one(tmp_path: Path) -> None:
+    other = {
+        **SITE,
+        "id": "a436116f-02ce-4520-8fbb-7301462a1674",
+        "name": "Other",
+        "url": "https://other.atlassian.net",
+    }
+    out = await run_tool(
+        tmp_path,
+        "atlassian-jira",
+        "jira_get_issue",
+        {"issueKey": "ED-1"},
+        [Call("GET", f"{GW}/oauth/token/accessible-resources", response=[SITE, other])],
+    )
+    assert out == {
+        "results": [
+            {
+                "error": (
+                    "This connection reaches 2 jira sites; pass cloudId, one of: "
+                    f"Site name (https://your-domain.atlassian.net): cloudId={CLOUD}, "
+                    "Other (https://other.atlassian.net): cloudId=a436116f-02ce-4520-8fbb-7301462a1674"
+                )
+            }
+        ]
+    }
+
+
+async def test_unknown_transition_lists_the_available_ones(tmp_path: Path) -> None:
+    out = await run_tool(
+        tmp_path,
+        "atlassian-jira",
+        "jira_transition_issue",
+        {"cloudId": CLOUD, "issueKey": "ED-1", "transition": "Shipped"},
+        [Call("GET", f"{J}/issue/ED-1/transitions", response=TRANSITIONS)],
+    )
+    assert out == {
+        "results": [
+            {"error": "No transition 'Shipped' for ED-1; available: Close Issue (id 2), Start work (id 711)"}
+        ]
+    }
+
+
+async def test_upstream_404_becomes_tool_error(tmp_path: Path) -> None:
+    out = await run_tool(
+        tmp_path,
+        "atlassian-jira",
+        "jira_get_issue",
+        {"cloudId": CLOUD, "issueKey": "ED-404"},
+        [
+            Call(
+                "GET",
+                f"{J}/issue/ED-404",
+                {"fields": f"{FIELDS},description"},
+                status=404,
+                response={
+                    "errorMessages": ["Issue does not exist or you do not have permission to see it."],
+                    "errors": {},
+                },
+            )
+        ],
+    )
+    assert out == {
+        "results": [
+            {
+                "error": "atlassian-jira API error 404: "
+                "Issue does not exist or you do not have permission to see it."
+            }
+        ]
+    }
+
+
+async def test_field_errors_are_named(tmp_path: Path) -> None:
+    out = await run_tool(
+        tmp_path,
+        "atlassian-jira",
+        "jira_create_issue",
+        {"cloudId": CLOUD, "projectKey": "ED", "summary": "x"},
+        [
+            Call(
+                "POST",
+                f"{J}/issue",
+                status=400,
+                response={"errorMessages": [], "errors": {"issuetype": "Specify a valid issue type"}},
+            )
+        ],
+    )
+    assert out == {
+        "results": [{"error": "atlassian-jira API error 400: issuetype: Specify a valid issue type"}]
+    }
