@@ -1,0 +1,347 @@
+"""Notion API tools (https://developers.notion.com/reference).
+
+Every request carries `Notion-Version: 2022-06-28` (the version whose database endpoints these
+tools use). Lists page with `start_cursor`/`page_size` and answer `next_cursor`/`has_more`.
+Results flatten Notion's rich-text and property objects into plain values.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+from workbench.sdk import api, pick
+from workbench.tools import tool
+
+NOTION_VERSION = "2022-06-28"
+_HEADERS = {"Notion-Version": NOTION_VERSION}
+
+
+async def _call(ctx: Any, method: str, path: str, *, params: Any = None, json: Any = None) -> Any:
+    return await api(ctx, method, f"/v1{path}", params=params, json=json, headers=_HEADERS)
+
+
+def plain_text(rich: Any) -> str:
+    return "".join(part.get("plain_text") or "" for part in rich or [] if isinstance(part, dict))
+
+
+def _rich(text: str) -> list[dict[str, Any]]:
+    # Notion caps one text object at 2000 characters.
+    return [
+        {"type": "text", "text": {"content": text[i : i + 2000]}} for i in range(0, len(text), 2000)
+    ] or []
+
+
+def _paragraphs(text: str) -> list[dict[str, Any]]:
+    """Plain text as paragraph blocks, one per blank-line-separated paragraph."""
+    parts = [p.strip() for p in text.split("\n\n")]
+    return [
+        {"object": "block", "type": "paragraph", "paragraph": {"rich_text": _rich(p)}} for p in parts if p
+    ]
+
+
+def prop_value(prop: dict[str, Any]) -> Any:
+    """A Notion property value as a plain JSON value."""
+    kind = prop.get("type", "")
+    value = prop.get(kind)
+    if kind in ("title", "rich_text"):
+        return plain_text(value)
+    if kind in ("select", "status"):
+        return value.get("name") if isinstance(value, dict) else None
+    if kind == "multi_select":
+        return [v.get("name") for v in value or []]
+    if kind == "date":
+        if not value:
+            return None
+        return value.get("start") if not value.get("end") else {"start": value["start"], "end": value["end"]}
+    if kind == "people":
+        return [p.get("name") or p.get("id") for p in value or []]
+    if kind == "relation":
+        return [r.get("id") for r in value or []]
+    if kind == "files":
+        return [f.get("name") for f in value or []]
+    if kind in ("formula", "rollup") and isinstance(value, dict):
+        inner = value.get("type", "")
+        return value.get(inner)
+    if kind in ("created_by", "last_edited_by") and isinstance(value, dict):
+        return value.get("name") or value.get("id")
+    return value
+
+
+def page_title(page: dict[str, Any]) -> str:
+    if page.get("object") == "database":
+        return plain_text(page.get("title"))
+    for prop in (page.get("properties") or {}).values():
+        if isinstance(prop, dict) and prop.get("type") == "title":
+            return plain_text(prop.get("title"))
+    return ""
+
+
+def _parent(obj: dict[str, Any]) -> dict[str, Any]:
+    parent = obj.get("parent") or {}
+    kind = parent.get("type", "")
+    return {"type": kind, "id": parent.get(kind) if kind != "workspace" else None}
+
+
+def _page(page: dict[str, Any], *, properties: bool = True) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "id": page.get("id"),
+        "object": page.get("object"),
+        "title": page_title(page),
+        "url": page.get("url"),
+        "parent": _parent(page),
+        "created_time": page.get("created_time"),
+        "last_edited_time": page.get("last_edited_time"),
+        "archived": page.get("archived"),
+    }
+    if properties and page.get("object") == "page":
+        out["properties"] = {k: prop_value(v) for k, v in (page.get("properties") or {}).items()}
+    return out
+
+
+def _block(block: dict[str, Any]) -> dict[str, Any]:
+    kind = block.get("type", "")
+    body = block.get(kind) or {}
+    out: dict[str, Any] = {"id": block.get("id"), "type": kind, "text": plain_text(body.get("rich_text"))}
+    if kind == "to_do":
+        out["checked"] = body.get("checked")
+    if kind in ("child_page", "child_database"):
+        out["text"] = body.get("title", "")
+    out["has_children"] = block.get("has_children")
+    return out
+
+
+def _cursor(body: dict[str, Any]) -> dict[str, Any]:
+    return {"hasMore": bool(body.get("has_more")), "nextCursor": body.get("next_cursor")}
+
+
+class Page(BaseModel):
+    perPage: int = Field(default=25, ge=1, le=100, description="Results per page (max 100)")
+    cursor: str | None = Field(default=None, description="nextCursor from the previous call")
+
+
+class Search(Page):
+    query: str = Field(
+        default="", description="Words in the page or database title; empty lists everything shared"
+    )
+    type: Literal["page", "database"] | None = Field(default=None, description="Only pages or only databases")
+
+
+@tool(
+    "notion_search",
+    "Search Notion pages and databases shared with the integration by title.",
+    Search,
+)
+async def search(args: Search, ctx: Any) -> Any:
+    body: dict[str, Any] = {"query": args.query, "page_size": args.perPage}
+    if args.type:
+        body["filter"] = {"property": "object", "value": args.type}
+    if args.cursor:
+        body["start_cursor"] = args.cursor
+    res = await _call(ctx, "POST", "/search", json=body)
+    return {"results": [_page(r, properties=False) for r in res.get("results") or []], **_cursor(res)}
+
+
+class PageId(BaseModel):
+    page_id: str = Field(description="Notion page id (UUID, with or without dashes)")
+
+
+@tool("notion_get_page", "Get a Notion page's title, URL and property values.", PageId)
+async def get_page(args: PageId, ctx: Any) -> Any:
+    return _page(await _call(ctx, "GET", f"/pages/{args.page_id}"))
+
+
+class BlockChildren(Page):
+    block_id: str = Field(description="Page or block id whose content to read")
+
+
+@tool(
+    "notion_get_page_content",
+    "Read the content (blocks: paragraphs, headings, lists, to-dos) of a Notion page as plain text.",
+    BlockChildren,
+)
+async def get_page_content(args: BlockChildren, ctx: Any) -> Any:
+    res = await _call(
+        ctx,
+        "GET",
+        f"/blocks/{args.block_id}/children",
+        params={"page_size": args.perPage, "start_cursor": args.cursor},
+    )
+    return {"blocks": [_block(b) for b in res.get("results") or []], **_cursor(res)}
+
+
+class CreatePage(BaseModel):
+    title: str = Field(description="Page title")
+    parent_page_id: str | None = Field(default=None, description="Create as a sub-page of this page")
+    parent_database_id: str | None = Field(default=None, description="Create as a row of this database")
+    title_property: str = Field(
+        default="title", description="Name of the database's title column (e.g. 'Name'); 'title' for pages"
+    )
+    properties: dict[str, Any] | None = Field(
+        default=None,
+        description="Extra property values in Notion's format, e.g. {'Status': {'status': {'name': 'Done'}}}",
+    )
+    content: str | None = Field(default=None, description="Body text; blank lines separate paragraphs")
+
+
+@tool(
+    "notion_create_page",
+    "Create a Notion page under a page, or a new row (page) in a Notion database.",
+    CreatePage,
+)
+async def create_page(args: CreatePage, ctx: Any) -> Any:
+    if bool(args.parent_page_id) == bool(args.parent_database_id):
+        raise ValueError("Give exactly one of parent_page_id or parent_database_id")
+    parent = (
+        {"page_id": args.parent_page_id} if args.parent_page_id else {"database_id": args.parent_database_id}
+    )
+    body: dict[str, Any] = {
+        "parent": parent,
+        "properties": {args.title_property: {"title": _rich(args.title)}, **(args.properties or {})},
+    }
+    if args.content:
+        body["children"] = _paragraphs(args.content)
+    return _page(await _call(ctx, "POST", "/pages", json=body))
+
+
+class UpdatePage(PageId):
+    properties: dict[str, Any] = Field(
+        description="Property values to set, in Notion's format, e.g. {'Status': {'status': {'name': 'Done'}}}"
+    )
+
+
+@tool("notion_update_page", "Update property values of a Notion page or database row.", UpdatePage)
+async def update_page(args: UpdatePage, ctx: Any) -> Any:
+    return _page(await _call(ctx, "PATCH", f"/pages/{args.page_id}", json={"properties": args.properties}))
+
+
+@tool("notion_archive_page", "Archive (move to trash / delete) a Notion page.", PageId)
+async def archive_page(args: PageId, ctx: Any) -> Any:
+    return _page(
+        await _call(ctx, "PATCH", f"/pages/{args.page_id}", json={"archived": True}), properties=False
+    )
+
+
+class AppendText(BaseModel):
+    block_id: str = Field(description="Page (or block) id to append to")
+    text: str = Field(min_length=1, description="Text to append; blank lines separate paragraphs")
+
+
+@tool("notion_append_text", "Append paragraphs of text to the end of a Notion page.", AppendText)
+async def append_text(args: AppendText, ctx: Any) -> Any:
+    res = await _call(
+        ctx, "PATCH", f"/blocks/{args.block_id}/children", json={"children": _paragraphs(args.text)}
+    )
+    return {"blocks": [_block(b) for b in res.get("results") or []]}
+
+
+class DatabaseId(BaseModel):
+    database_id: str = Field(description="Notion database id")
+
+
+@tool(
+    "notion_get_database",
+    "Get a Notion database's title and its columns (property names and types).",
+    DatabaseId,
+)
+async def get_database(args: DatabaseId, ctx: Any) -> Any:
+    db = await _call(ctx, "GET", f"/databases/{args.database_id}")
+    props = db.get("properties") or {}
+    columns = {}
+    for name, prop in props.items():
+        kind = prop.get("type")
+        options = (
+            (prop.get(kind) or {}).get("options") if kind in ("select", "multi_select", "status") else None
+        )
+        columns[name] = {"type": kind, **({"options": [o.get("name") for o in options]} if options else {})}
+    return {**_page(db, properties=False), "columns": columns}
+
+
+class QueryDatabase(DatabaseId, Page):
+    filter: dict[str, Any] | None = Field(
+        default=None,
+        description="Notion filter object, e.g. {'property': 'Status', 'status': {'equals': 'Done'}}",
+    )
+    sorts: list[dict[str, Any]] | None = Field(
+        default=None, description="Notion sorts, e.g. [{'property': 'Due', 'direction': 'ascending'}]"
+    )
+
+
+@tool(
+    "notion_query_database",
+    "Query rows of a Notion database with an optional filter and sort.",
+    QueryDatabase,
+)
+async def query_database(args: QueryDatabase, ctx: Any) -> Any:
+    body: dict[str, Any] = {"page_size": args.perPage}
+    if args.filter:
+        body["filter"] = args.filter
+    if args.sorts:
+        body["sorts"] = args.sorts
+    if args.cursor:
+        body["start_cursor"] = args.cursor
+    res = await _call(ctx, "POST", f"/databases/{args.database_id}/query", json=body)
+    return {"rows": [_page(r) for r in res.get("results") or []], **_cursor(res)}
+
+
+@tool("notion_list_users", "List the people and bots in the Notion workspace.", Page)
+async def list_users(args: Page, ctx: Any) -> Any:
+    res = await _call(ctx, "GET", "/users", params={"page_size": args.perPage, "start_cursor": args.cursor})
+    users = [
+        {**pick(u, "id", "type", "name", "avatar_url"), "email": (u.get("person") or {}).get("email")}
+        for u in res.get("results") or []
+    ]
+    return {"users": users, **_cursor(res)}
+
+
+class AddComment(PageId):
+    text: str = Field(min_length=1, description="Comment text")
+
+
+@tool("notion_add_comment", "Add a comment to a Notion page.", AddComment)
+async def add_comment(args: AddComment, ctx: Any) -> Any:
+    res = await _call(
+        ctx, "POST", "/comments", json={"parent": {"page_id": args.page_id}, "rich_text": _rich(args.text)}
+    )
+    return _comment(res)
+
+
+def _comment(c: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "id": c.get("id"),
+        "discussion_id": c.get("discussion_id"),
+        "text": plain_text(c.get("rich_text")),
+        "created_time": c.get("created_time"),
+        "created_by": (c.get("created_by") or {}).get("id"),
+    }
+
+
+class ListComments(Page):
+    block_id: str = Field(description="Page or block id whose open comments to list")
+
+
+@tool("notion_list_comments", "List the open comments on a Notion page or block.", ListComments)
+async def list_comments(args: ListComments, ctx: Any) -> Any:
+    res = await _call(
+        ctx,
+        "GET",
+        "/comments",
+        params={"block_id": args.block_id, "page_size": args.perPage, "start_cursor": args.cursor},
+    )
+    return {"comments": [_comment(c) for c in res.get("results") or []], **_cursor(res)}
+
+
+TOOLS = [
+    search,
+    get_page,
+    get_page_content,
+    create_page,
+    update_page,
+    archive_page,
+    append_text,
+    get_database,
+    query_database,
+    list_users,
+    add_comment,
+    list_comments,
+]

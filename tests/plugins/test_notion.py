@@ -1,0 +1,505 @@
+"""Notion tools against a fake api.notion.com (bodies from Notion's API reference examples)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from workbench_plugins.notion import tools as notion_tools
+
+from tests.plugins.harness_b import Call, Case, Plugin, run_case, run_error, tool_names
+
+PLUGIN = Plugin("notion", {"access_token": "secret_notion_tok"}, "Bearer secret_notion_tok")
+V = {"notion-version": "2022-06-28"}
+API = "https://api.notion.com/v1"
+PAGE_ID = "59833787-2cf9-4fdf-8782-e53db20768a5"
+DB_ID = "d9824bdc-8445-4327-be8b-5b47500af6ce"
+
+PAGE = {
+    "object": "page",
+    "id": PAGE_ID,
+    "created_time": "2022-03-01T19:05:00.000Z",
+    "last_edited_time": "2022-07-06T20:25:00.000Z",
+    "created_by": {"object": "user", "id": "ee5f0f84-409a-440f-983a-a5315961c6e4"},
+    "cover": None,
+    "icon": {"type": "emoji", "emoji": "🐞"},
+    "parent": {"type": "database_id", "database_id": DB_ID},
+    "archived": False,
+    "properties": {
+        "Store availability": {
+            "id": "%3AUPp",
+            "type": "multi_select",
+            "multi_select": [
+                {"id": "t|O@", "name": "Gus's Community Market", "color": "yellow"},
+                {"id": "{Ml\\", "name": "Rainbow Grocery", "color": "gray"},
+            ],
+        },
+        "Price": {"id": "BJXS", "type": "number", "number": 2.5},
+        "Status": {
+            "id": "s%7Dd",
+            "type": "status",
+            "status": {"id": "1", "name": "In stock", "color": "green"},
+        },
+        "Due": {"id": "d", "type": "date", "date": {"start": "2023-02-23", "end": None, "time_zone": None}},
+        "Name": {
+            "id": "title",
+            "type": "title",
+            "title": [
+                {
+                    "type": "text",
+                    "text": {"content": "Tuscan kale", "link": None},
+                    "annotations": {"bold": False},
+                    "plain_text": "Tuscan kale",
+                    "href": None,
+                }
+            ],
+        },
+    },
+    "url": "https://www.notion.so/Tuscan-kale-598337872cf94fdf8782e53db20768a5",
+}
+PAGE_OUT = {
+    "id": PAGE_ID,
+    "object": "page",
+    "title": "Tuscan kale",
+    "url": "https://www.notion.so/Tuscan-kale-598337872cf94fdf8782e53db20768a5",
+    "parent": {"type": "database_id", "id": DB_ID},
+    "created_time": "2022-03-01T19:05:00.000Z",
+    "last_edited_time": "2022-07-06T20:25:00.000Z",
+    "archived": False,
+    "properties": {
+        "Store availability": ["Gus's Community Market", "Rainbow Grocery"],
+        "Price": 2.5,
+        "Status": "In stock",
+        "Due": "2023-02-23",
+        "Name": "Tuscan kale",
+    },
+}
+DATABASE = {
+    "object": "database",
+    "id": DB_ID,
+    "created_time": "2021-07-08T23:50:00.000Z",
+    "last_edited_time": "2021-07-08T23:50:00.000Z",
+    "title": [
+        {"type": "text", "text": {"content": "Grocery List", "link": None}, "plain_text": "Grocery List"}
+    ],
+    "parent": {"type": "page_id", "page_id": "98ad959b-2b6a-4774-80ee-00246fb0ea9b"},
+    "url": "https://www.notion.so/d9824bdc84454327be8b5b47500af6ce",
+    "archived": False,
+    "properties": {
+        "Name": {"id": "title", "name": "Name", "type": "title", "title": {}},
+        "Price": {"id": "evWq", "name": "Price", "type": "number", "number": {"format": "dollar"}},
+        "Food group": {
+            "id": "TJmr",
+            "name": "Food group",
+            "type": "select",
+            "select": {
+                "options": [
+                    {"id": "96eb", "name": "🥦Vegetable", "color": "green"},
+                    {"id": "bb44", "name": "🍎Fruit", "color": "red"},
+                ]
+            },
+        },
+    },
+}
+DATABASE_OUT = {
+    "id": DB_ID,
+    "object": "database",
+    "title": "Grocery List",
+    "url": "https://www.notion.so/d9824bdc84454327be8b5b47500af6ce",
+    "parent": {"type": "page_id", "id": "98ad959b-2b6a-4774-80ee-00246fb0ea9b"},
+    "created_time": "2021-07-08T23:50:00.000Z",
+    "last_edited_time": "2021-07-08T23:50:00.000Z",
+    "archived": False,
+}
+PARAGRAPH = {
+    "object": "block",
+    "id": "c02fc1d3-db8b-45c5-a222-27595b15aea7",
+    "parent": {"type": "page_id", "page_id": PAGE_ID},
+    "created_time": "2022-03-01T19:05:00.000Z",
+    "last_edited_time": "2022-03-01T19:05:00.000Z",
+    "has_children": False,
+    "archived": False,
+    "type": "paragraph",
+    "paragraph": {
+        "rich_text": [
+            {
+                "type": "text",
+                "text": {"content": "Lacinato kale is a variety of kale.", "link": None},
+                "plain_text": "Lacinato kale is a variety of kale.",
+            }
+        ],
+        "color": "default",
+    },
+}
+PARAGRAPH_OUT = {
+    "id": "c02fc1d3-db8b-45c5-a222-27595b15aea7",
+    "type": "paragraph",
+    "text": "Lacinato kale is a variety of kale.",
+    "has_children": False,
+}
+TODO = {
+    "object": "block",
+    "id": "ac803deb-7b3a-4183-b40d-b8bd1e5d3f0c",
+    "has_children": False,
+    "type": "to_do",
+    "to_do": {"rich_text": [{"type": "text", "plain_text": "Buy kale"}], "checked": True},
+}
+COMMENT = {
+    "object": "comment",
+    "id": "b52b8ed6-e029-4707-a671-832549c09de3",
+    "parent": {"type": "page_id", "page_id": PAGE_ID},
+    "discussion_id": "f1407351-36f5-4c49-a13c-49f8ba11776d",
+    "created_time": "2022-07-15T20:53:00.000Z",
+    "last_edited_time": "2022-07-15T20:53:00.000Z",
+    "created_by": {"object": "user", "id": "067dee40-6ebd-496f-b446-093c715fb5ec"},
+    "rich_text": [
+        {"type": "text", "text": {"content": "Hello world", "link": None}, "plain_text": "Hello world"}
+    ],
+}
+COMMENT_OUT = {
+    "id": "b52b8ed6-e029-4707-a671-832549c09de3",
+    "discussion_id": "f1407351-36f5-4c49-a13c-49f8ba11776d",
+    "text": "Hello world",
+    "created_time": "2022-07-15T20:53:00.000Z",
+    "created_by": "067dee40-6ebd-496f-b446-093c715fb5ec",
+}
+
+
+def lst(*items: dict, cursor: str | None = None) -> dict:
+    return {
+        "object": "list",
+        "results": list(items),
+        "next_cursor": cursor,
+        "has_more": cursor is not None,
+        "type": "page_or_database",
+    }
+
+
+def title_only(out: dict) -> dict:
+    return {k: v for k, v in out.items() if k != "properties"}
+
+
+CASES = [
+    Case(
+        "notion_search",
+        {"query": "kale", "type": "page", "perPage": 2, "cursor": "c0"},
+        [
+            Call(
+                "POST",
+                f"{API}/search",
+                json={
+                    "query": "kale",
+                    "page_size": 2,
+                    "filter": {"property": "object", "value": "page"},
+                    "start_cursor": "c0",
+                },
+                response=lst(PAGE, cursor="fe2cc560-036c-44cd-90e8-294d5a74cebc"),
+                expect_headers=V,
+            )
+        ],
+        {
+            "results": [title_only(PAGE_OUT)],
+            "hasMore": True,
+            "nextCursor": "fe2cc560-036c-44cd-90e8-294d5a74cebc",
+        },
+    ),
+    Case(
+        "notion_get_page",
+        {"page_id": PAGE_ID},
+        [Call("GET", f"{API}/pages/{PAGE_ID}", response=PAGE, expect_headers=V)],
+        PAGE_OUT,
+    ),
+    Case(
+        "notion_get_page_content",
+        {"block_id": PAGE_ID, "perPage": 50},
+        [
+            Call(
+                "GET",
+                f"{API}/blocks/{PAGE_ID}/children",
+                [("page_size", "50")],
+                response=lst(PARAGRAPH, TODO),
+                expect_headers=V,
+            )
+        ],
+        {
+            "blocks": [
+                PARAGRAPH_OUT,
+                {
+                    "id": "ac803deb-7b3a-4183-b40d-b8bd1e5d3f0c",
+                    "type": "to_do",
+                    "text": "Buy kale",
+                    "checked": True,
+                    "has_children": False,
+                },
+            ],
+            "hasMore": False,
+            "nextCursor": None,
+        },
+    ),
+    Case(
+        "notion_create_page",
+        {
+            "parent_database_id": DB_ID,
+            "title_property": "Name",
+            "title": "Tuscan kale",
+            "properties": {"Price": {"number": 2.5}},
+            "content": "Lacinato kale is a variety of kale.\n\nIt is delicious.",
+        },
+        [
+            Call(
+                "POST",
+                f"{API}/pages",
+                json={
+                    "parent": {"database_id": DB_ID},
+                    "properties": {
+                        "Name": {"title": [{"type": "text", "text": {"content": "Tuscan kale"}}]},
+                        "Price": {"number": 2.5},
+                    },
+                    "children": [
+                        {
+                            "object": "block",
+                            "type": "paragraph",
+                            "paragraph": {
+                                "rich_text": [
+                                    {
+                                        "type": "text",
+                                        "text": {"content": "Lacinato kale is a variety of kale."},
+                                    }
+                                ]
+                            },
+                        },
+                        {
+                            "object": "block",
+                            "type": "paragraph",
+                            "paragraph": {
+                                "rich_text": [{"type": "text", "text": {"content": "It is delicious."}}]
+                            },
+                        },
+                    ],
+                },
+                response=PAGE,
+                expect_headers=V,
+            )
+        ],
+        PAGE_OUT,
+    ),
+    Case(
+        "notion_update_page",
+        {"page_id": PAGE_ID, "properties": {"Status": {"status": {"name": "In stock"}}}},
+        [
+            Call(
+                "PATCH",
+                f"{API}/pages/{PAGE_ID}",
+                json={"properties": {"Status": {"status": {"name": "In stock"}}}},
+                response=PAGE,
+                expect_headers=V,
+            )
+        ],
+        PAGE_OUT,
+    ),
+    Case(
+        "notion_archive_page",
+        {"page_id": PAGE_ID},
+        [
+            Call(
+                "PATCH",
+                f"{API}/pages/{PAGE_ID}",
+                json={"archived": True},
+                response={**PAGE, "archived": True},
+                expect_headers=V,
+            )
+        ],
+        {**title_only(PAGE_OUT), "archived": True},
+    ),
+    Case(
+        "notion_append_text",
+        {"block_id": PAGE_ID, "text": "Lacinato kale is a variety of kale."},
+        [
+            Call(
+                "PATCH",
+                f"{API}/blocks/{PAGE_ID}/children",
+                json={
+                    "children": [
+                        {
+                            "object": "block",
+                            "type": "paragraph",
+                            "paragraph": {
+                                "rich_text": [
+                                    {
+                                        "type": "text",
+                                        "text": {"content": "Lacinato kale is a variety of kale."},
+                                    }
+                                ]
+                            },
+                        }
+                    ]
+                },
+                response={"object": "list", "results": [PARAGRAPH], "next_cursor": None, "has_more": False},
+                expect_headers=V,
+            )
+        ],
+        {"blocks": [PARAGRAPH_OUT]},
+    ),
+    Case(
+        "notion_get_database",
+        {"database_id": DB_ID},
+        [Call("GET", f"{API}/databases/{DB_ID}", response=DATABASE, expect_headers=V)],
+        {
+            **DATABASE_OUT,
+            "columns": {
+                "Name": {"type": "title"},
+                "Price": {"type": "number"},
+                "Food group": {"type": "select", "options": ["🥦Vegetable", "🍎Fruit"]},
+            },
+        },
+    ),
+    Case(
+        "notion_query_database",
+        {
+            "database_id": DB_ID,
+            "filter": {"property": "Status", "status": {"equals": "In stock"}},
+            "sorts": [{"property": "Price", "direction": "ascending"}],
+            "perPage": 10,
+        },
+        [
+            Call(
+                "POST",
+                f"{API}/databases/{DB_ID}/query",
+                json={
+                    "page_size": 10,
+                    "filter": {"property": "Status", "status": {"equals": "In stock"}},
+                    "sorts": [{"property": "Price", "direction": "ascending"}],
+                },
+                response=lst(PAGE),
+                expect_headers=V,
+            )
+        ],
+        {"rows": [PAGE_OUT], "hasMore": False, "nextCursor": None},
+    ),
+    Case(
+        "notion_list_users",
+        {"perPage": 2},
+        [
+            Call(
+                "GET",
+                f"{API}/users",
+                [("page_size", "2")],
+                response=lst(
+                    {
+                        "object": "user",
+                        "id": "6794760a-1f15-45cd-9c65-0dfe42f5135a",
+                        "name": "Aman Gupta",
+                        "avatar_url": None,
+                        "type": "person",
+                        "person": {"email": "XXXXXXXXXXX@gmail.com"},
+                    },
+                    {
+                        "object": "user",
+                        "id": "92a680bb-6970-4726-952b-4f4c03bff617",
+                        "name": "Doug Engelbot",
+                        "avatar_url": None,
+                        "type": "bot",
+                        "bot": {},
+                    },
+                ),
+                expect_headers=V,
+            )
+        ],
+        {
+            "users": [
+                {
+                    "id": "6794760a-1f15-45cd-9c65-0dfe42f5135a",
+                    "type": "person",
+                    "name": "Aman Gupta",
+                    "avatar_url": None,
+                    "email": "XXXXXXXXXXX@gmail.com",
+                },
+                {
+                    "id": "92a680bb-6970-4726-952b-4f4c03bff617",
+                    "type": "bot",
+                    "name": "Doug Engelbot",
+                    "avatar_url": None,
+                    "email": None,
+                },
+            ],
+            "hasMore": False,
+            "nextCursor": None,
+        },
+    ),
+    Case(
+        "notion_add_comment",
+        {"page_id": PAGE_ID, "text": "Hello world"},
+        [
+            Call(
+                "POST",
+                f"{API}/comments",
+                json={
+                    "parent": {"page_id": PAGE_ID},
+                    "rich_text": [{"type": "text", "text": {"content": "Hello world"}}],
+                },
+                response=COMMENT,
+                expect_headers=V,
+            )
+        ],
+        COMMENT_OUT,
+    ),
+    Case(
+        "notion_list_comments",
+        {"block_id": PAGE_ID},
+        [
+            Call(
+                "GET",
+                f"{API}/comments",
+                [("block_id", PAGE_ID), ("page_size", "25")],
+                response={"object": "list", "results": [COMMENT], "next_cursor": None, "has_more": False},
+                expect_headers=V,
+            )
+        ],
+        {"comments": [COMMENT_OUT], "hasMore": False, "nextCursor": None},
+    ),
+]
+
+
+def test_every_tool_has_a_case() -> None:
+    assert tool_names(notion_tools) == {c.tool for c in CASES}
+
+
+@pytest.mark.parametrize("case", CASES, ids=str)
+async def test_tool(case: Case, tmp_path: Path) -> None:
+    await run_case(PLUGIN, tmp_path, case)
+
+
+async def test_create_page_needs_exactly_one_parent(tmp_path: Path) -> None:
+    await run_error(
+        PLUGIN,
+        tmp_path,
+        "notion_create_page",
+        {"title": "Orphan"},
+        [],
+        "Give exactly one of parent_page_id or parent_database_id",
+    )
+
+
+async def test_upstream_error_becomes_tool_error(tmp_path: Path) -> None:
+    await run_error(
+        PLUGIN,
+        tmp_path,
+        "notion_get_page",
+        {"page_id": PAGE_ID},
+        [
+            Call(
+                "GET",
+                f"{API}/pages/{PAGE_ID}",
+                status=404,
+                response={
+                    "object": "error",
+                    "status": 404,
+                    "code": "object_not_found",
+                    "message": f"Could not find page with ID: {PAGE_ID}. Make sure the relevant pages and "
+                    "databases are shared with your integration.",
+                },
+            )
+        ],
+        f"notion API error 404: Could not find page with ID: {PAGE_ID}. Make sure the relevant pages and "
+        "databases are shared with your integration.",
+    )
