@@ -144,16 +144,9 @@ class Gateway:
         return await runner(self, principal, executions, template, has_return)
 
     def curl_session(self, principal: Principal, integrations: list[str], expires_in: int) -> dict[str, Any]:
-        failures = []
-        for name in integrations:
-            manifest = self.registry.manifest(name)
-            if manifest is None:
-                failures.append(f"Unknown integration: {name}")
-            elif not manifest.curl_proxy:
-                failures.append(f"{name} does not have curl proxy enabled")
-        if failures:
-            return {"error": "; ".join(failures)}
-        return {"error": "The curl proxy is not available on this gateway yet."}
+        from workbench.proxy.session import mint_curl_session
+
+        return mint_curl_session(self, principal, integrations, expires_in)
 
 
 @dataclass(slots=True)

@@ -9,6 +9,8 @@ from starlette.routing import BaseRoute, Route
 
 from workbench.composition import Gateway
 from workbench.mcp.app import mcp_routes
+from workbench.proxy.app import proxy_routes
+from workbench.rest.app import rest_routes
 
 __all__ = ["create_local_app", "first_run"]
 
@@ -24,6 +26,8 @@ def create_local_app(gateway: Gateway) -> Starlette:
 
     routes: list[BaseRoute] = [
         *mcp_routes(gateway),
+        *rest_routes(gateway),
+        *proxy_routes(gateway),
         Route("/healthz", healthz),
         Route("/metrics", prometheus),
     ]

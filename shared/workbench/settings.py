@@ -51,6 +51,8 @@ class Settings:
     session_secret: str | None = None
     # Development sign-in on the local gateway only; never set in production.
     dev_login: bool = False
+    # Let the curl proxy reach loopback upstreams (tests only; private/metadata stay refused).
+    proxy_allow_loopback: bool = False
     # Extra plugin packages to register (tests and private plugins): module paths exposing `manifest`.
     extra_plugins: tuple[str, ...] = ()
     # Environment snapshot for per-plugin client credentials (<PLUGIN>_CLIENT_ID/_SECRET).
@@ -107,6 +109,7 @@ class Settings:
             connect_ttl_seconds=_env_int(env, "CONNECT_TTL_SECONDS", 600),
             wait_block_seconds=_env_int(env, "WORKBENCH_WAIT_BLOCK_SECONDS", 20),
             dev_login=env.get("WORKBENCH_DEV_LOGIN", "") == "1",
+            proxy_allow_loopback=env.get("WORKBENCH_PROXY_ALLOW_LOOPBACK", "") == "1",
             session_secret=env.get("WORKBENCH_SESSION_SECRET") or None,
             extra_plugins=tuple(p.strip() for p in env.get("WORKBENCH_EXTRA_PLUGINS", "").split(",") if p.strip()),
             plugin_env=plugin_env,

@@ -1,0 +1,356 @@
+"""The curl proxy: /c/<integration>/<path> with a curl_session token, forwarded to the integration's
+base URL with the user's real credential injected.
+
+Order of checks (each refusal is final, nothing is sent upstream):
+  1. the Workbench token: signature, expiry, audience "<public_url>/c", type, the integration in it;
+  2. the path: decoded fully, it must stay below the base URL (see guard.py);
+  3. the user's credential (refreshed if stale);
+  4. the destination: the base URL's host, resolved once, every address public (loopback only with
+     `proxy_allow_loopback`), connected to by the vetted address (transport.py).
+Redirects are never followed. A Location below the base URL is rewritten to the proxy URL; one on
+another allowed host is passed through (the credential never goes there); anything else is refused.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+from urllib.parse import quote, urljoin, urlsplit
+
+import httpx
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from workbench.errors import AuthError, CredentialError
+from workbench.observability import log_event
+from workbench.proxy.guard import Refused, allowed_hosts, check_path, location_inside
+from workbench.proxy.session import TOKEN_TYPE, proxy_audience
+from workbench.proxy.transport import PinnedTransport, Resolver, system_resolver
+
+if TYPE_CHECKING:
+    from workbench.composition import Gateway
+    from workbench.registry import Manifest
+
+__all__ = ["create_proxy_app", "proxy_routes"]
+
+METHODS = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
+MAX_REQUEST_BYTES = 6 * 1024 * 1024  # the Lambda payload limit
+UPSTREAM_TIMEOUT = httpx.Timeout(25.0, connect=5.0)  # inside API Gateway's 30 s
+_RAW_TARGET = re.compile(r"^/c/([a-z0-9][a-z0-9_-]{0,63})(/.*)?$")
+
+# Request headers a caller may pass through; everything else (Authorization, Cookie, Host,
+# Forwarded, hop-by-hop, ...) is dropped. Provider-specific `X-*` and `*-Version` headers pass.
+_FORWARD_REQUEST = frozenset(
+    {
+        "accept",
+        "accept-language",
+        "content-type",
+        "content-language",
+        "if-match",
+        "if-none-match",
+        "if-modified-since",
+        "if-unmodified-since",
+        "range",
+        "prefer",
+        "user-agent",
+    }
+)
+_FORWARD_REQUEST_PATTERN = re.compile(r"^(x-[a-z0-9-]+|[a-z0-9]+-version)$")
+_NEVER_FORWARD_PREFIXES = ("x-forwarded-", "x-real-ip", "x-amz", "x-workbench", "x-original-", "x-rewrite-")
+_RETURN_RESPONSE = frozenset(
+    {
+        "content-type",
+        "content-language",
+        "content-disposition",
+        "content-range",
+        "accept-ranges",
+        "cache-control",
+        "etag",
+        "last-modified",
+        "expires",
+        "vary",
+        "retry-after",
+        "link",
+    }
+)
+_RETURN_RESPONSE_PATTERN = re.compile(r"^(x-[a-z0-9-]+|ratelimit-[a-z-]+)$")
+_MIN_SECRET_LEN = 8
+_NOT_SECRET_KEYS = frozenset(
+    {"token_type", "scope", "expires_in", "expires_at", "name", "domain", "path", "expires", "sameSite"}
+)
+
+
+class _Denied(Exception):
+    """A refusal after authentication: JSON body, status, audited."""
+
+    def __init__(self, status: int, body: dict[str, Any]) -> None:
+        super().__init__(body.get("error"))
+        self.status = status
+        self.body = body
+
+
+def _json(status: int, body: dict[str, Any], headers: dict[str, str] | None = None) -> Response:
+    return Response(json.dumps(body), status, headers=headers, media_type="application/json")
+
+
+def _unauthorized(detail: str) -> Response:
+    return _json(
+        401,
+        {"error": "Unauthorized", "message": detail},
+        {"WWW-Authenticate": 'Bearer realm="workbench-curl-proxy", error="invalid_token"'},
+    )
+
+
+def _raw_target(request: Request) -> str:
+    """The request path as the caller sent it (still percent-encoded)."""
+    raw = request.scope.get("raw_path")
+    if isinstance(raw, bytes):
+        return raw.decode("latin-1").split("?", 1)[0]
+    event = request.scope.get("aws.event")  # Mangum passes decoded paths; the event keeps rawPath
+    if isinstance(event, dict) and isinstance(event.get("rawPath"), str):
+        path: str = event["rawPath"]
+        at = path.find("/c/")
+        return path[at:] if at > 0 else path
+    return quote(request.scope["path"], safe="/:;=,+!$&'()*~@")
+
+
+def _secrets_in(value: Any) -> Iterable[str]:
+    """Credential values worth scrubbing from what comes back (not token types, scopes, cookie names)."""
+    if isinstance(value, str):
+        if len(value) >= _MIN_SECRET_LEN:
+            yield value
+    elif isinstance(value, dict):
+        for key, v in value.items():
+            if key not in _NOT_SECRET_KEYS:
+                yield from _secrets_in(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from _secrets_in(v)
+
+
+def _scrub(data: bytes, secrets: list[bytes]) -> bytes:
+    for secret in secrets:
+        data = data.replace(secret, b"[REDACTED]")
+    return data
+
+
+class CurlProxy:
+    def __init__(self, gateway: Gateway, resolver: Resolver | None = None) -> None:
+        self.gw = gateway
+        self.resolver = resolver or system_resolver
+
+    async def handle(self, request: Request) -> Response:
+        started = time.perf_counter()
+        raw_target = _raw_target(request)
+        match = _RAW_TARGET.match(raw_target)
+        if match is None:
+            return _json(400, {"error": "Expected /c/<integration>/<path>"})
+        integration, raw_rest = match.group(1), match.group(2) or ""
+        token = _bearer(request)
+        if token is None:
+            return _unauthorized("a curl_session token is required (Authorization: Bearer <token>)")
+        try:
+            claims = self.gw.tokens.verify(token, audience=proxy_audience(self.gw))
+        except AuthError as exc:
+            log_event("proxy_refused", integration=integration, reason=str(exc))
+            return _unauthorized(str(exc))
+        granted = claims.get("integrations")
+        user = self.gw.stores.users.get(str(claims.get("sub")))
+        if claims.get("typ") != TOKEN_TYPE or not isinstance(granted, list) or user is None:
+            return _unauthorized("not a curl_session token")
+        audit: dict[str, Any] = {
+            "action": "PROXY",
+            "user": user.id,
+            "integration": integration,
+            "method": request.method,
+            "path": raw_rest or "/",
+            "via": "curl_session",
+            "session": claims.get("jti"),
+        }
+        try:
+            if integration not in granted:
+                raise _Denied(403, {"error": f"This curl session does not grant {integration}"})
+            response = await self._forward(request, integration, raw_rest, token, user.id)
+            self._audit(audit, started, response.status_code, None)
+            return response
+        except _Denied as exc:
+            self._audit(audit, started, exc.status, str(exc.body.get("message") or exc.body["error"]))
+            return _json(exc.status, exc.body)
+
+    def _audit(self, event: dict[str, Any], started: float, status: int, error: str | None) -> None:
+        success = error is None and status < 500
+        duration = time.perf_counter() - started
+        self.gw.stores.audit.append(
+            {
+                **event,
+                "status": status,
+                "success": success,
+                "error": error,
+                "duration_ms": round(duration * 1000, 3),
+                "ts": self.gw.clock(),
+            }
+        )
+        labels = {"integration": event["integration"], "status": str(status)}
+        self.gw.metrics.inc("workbench_proxy_requests_total", labels)
+        log_event(
+            "proxy_request", **{k: v for k, v in event.items() if k != "action"}, status=status, error=error
+        )
+
+    async def _forward(
+        self, request: Request, integration: str, raw_rest: str, token: str, user_id: str
+    ) -> Response:
+        manifest = self.gw.registry.manifest(integration)
+        if manifest is None or not manifest.curl_proxy or not manifest.base_url:
+            raise _Denied(403, {"error": f"{integration} does not have curl proxy enabled"})
+        try:
+            check_path(raw_rest)
+            base = self._base(manifest)
+        except Refused as exc:
+            raise _Denied(exc.status, {"error": f"Refused: {exc}"}) from exc
+
+        conn = self.gw.stores.connections.get(user_id, integration)
+        if not self.gw.credentials.is_connected(manifest, conn):
+            raise _Denied(403, _not_connected(integration))
+        try:
+            cred = await self.gw.credentials.access(manifest, user_id, conn) if conn is not None else {}
+        except CredentialError as exc:
+            raise _Denied(
+                403, {"error": "NOT_CONNECTED", "integration": integration, "message": str(exc)}
+            ) from exc
+        injected = self.gw.credentials.headers_for(manifest, cred) if conn is not None else {}
+        secrets = sorted(
+            {s.encode() for s in (*_secrets_in(cred), *_secrets_in(injected))}
+            | {p.encode() for v in injected.values() for p in v.split() if len(p) >= _MIN_SECRET_LEN},
+            key=len,
+            reverse=True,
+        )
+
+        body = await _read_body(request)
+        query = request.scope.get("query_string", b"").decode("latin-1")
+        if token in query or token.encode() in body:
+            raise _Denied(400, {"error": "Refused: the curl session token must not be sent upstream"})
+        headers = {
+            name: value
+            for name, value in request.headers.items()
+            if _forwardable(name) and token not in value
+        }
+        lowered = {k.lower() for k in injected}
+        headers = {k: v for k, v in headers.items() if k.lower() not in lowered}
+        headers.update(injected)
+
+        target = base.copy_with(
+            raw_path=(base.raw_path.rstrip(b"/") + raw_rest.encode("ascii") or b"/")
+            + (b"?" + query.encode("latin-1") if query else b"")
+        )
+        transport = PinnedTransport(self.resolver, allow_loopback=self.gw.settings.proxy_allow_loopback)
+        try:
+            async with httpx.AsyncClient(
+                transport=transport, follow_redirects=False, timeout=UPSTREAM_TIMEOUT, trust_env=False
+            ) as client:
+                upstream = await client.request(request.method, target, headers=headers, content=body)
+        except Refused as exc:
+            raise _Denied(exc.status, {"error": f"Refused: {exc}"}) from exc
+        except httpx.TimeoutException as exc:
+            raise _Denied(504, {"error": f"Upstream timed out ({type(exc).__name__})"}) from exc
+        except httpx.HTTPError as exc:
+            raise _Denied(502, {"error": f"Upstream unreachable ({type(exc).__name__})"}) from exc
+        return self._response(upstream, manifest, integration, str(target), secrets)
+
+    def _base(self, manifest: Manifest) -> httpx.URL:
+        base = httpx.URL(manifest.base_url)
+        if base.scheme == "https" or (base.scheme == "http" and self.gw.settings.proxy_allow_loopback):
+            return base
+        raise Refused(f"{manifest.name}'s base URL is not https", 403)
+
+    def _response(
+        self,
+        upstream: httpx.Response,
+        manifest: Manifest,
+        integration: str,
+        target: str,
+        secrets: list[bytes],
+    ) -> Response:
+        proxy_prefix = f"{proxy_audience(self.gw)}/{integration}"
+        headers: dict[str, str] = {}
+        for name, value in upstream.headers.items():
+            lname = name.lower()
+            if lname in _RETURN_RESPONSE or (
+                _RETURN_RESPONSE_PATTERN.match(lname) and not lname.startswith(_NEVER_FORWARD_PREFIXES)
+            ):
+                headers[lname] = value
+        if "link" in headers:
+            headers["link"] = headers["link"].replace(
+                f"<{manifest.base_url.rstrip('/')}/", f"<{proxy_prefix}/"
+            )
+        location = upstream.headers.get("location")
+        if location is not None and 300 <= upstream.status_code < 400:
+            absolute = urljoin(target, location)
+            inside = location_inside(absolute, manifest.base_url)
+            dest = urlsplit(absolute)
+            if inside is not None:
+                headers["location"] = proxy_prefix + inside
+            elif dest.scheme == "https" and (dest.hostname or "").lower() in allowed_hosts(
+                manifest.base_url, manifest.allowed_hosts
+            ):
+                headers["location"] = absolute
+            else:
+                raise _Denied(
+                    502,
+                    {
+                        "error": f"Refused: the upstream redirected outside {integration}'s allowed hosts; "
+                        "the redirect was not followed"
+                    },
+                )
+        for name, value in list(headers.items()):
+            cleaned = _scrub(value.encode("latin-1", "replace"), secrets).decode("latin-1")
+            headers[name] = cleaned
+        return Response(_scrub(upstream.content, secrets), upstream.status_code, headers=headers)
+
+
+def _forwardable(name: str) -> bool:
+    lname = name.lower()
+    if lname.startswith(_NEVER_FORWARD_PREFIXES):
+        return False
+    return lname in _FORWARD_REQUEST or bool(_FORWARD_REQUEST_PATTERN.match(lname))
+
+
+def _not_connected(integration: str) -> dict[str, Any]:
+    return {
+        "error": "NOT_CONNECTED",
+        "integration": integration,
+        "message": f"{integration} not connected. Use connect('{integration}') to connect.",
+    }
+
+
+def _bearer(request: Request) -> str | None:
+    scheme, _, token = request.headers.get("authorization", "").partition(" ")
+    token = token.strip()
+    return token if scheme.lower() == "bearer" and token else None
+
+
+async def _read_body(request: Request) -> bytes:
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > MAX_REQUEST_BYTES:
+            raise _Denied(413, {"error": "Request body too large for the proxy"})
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def proxy_routes(gateway: Gateway, *, resolver: Resolver | None = None) -> list[Route]:
+    proxy = CurlProxy(gateway, resolver)
+    return [
+        Route("/c/{integration}", proxy.handle, methods=METHODS),
+        Route("/c/{integration}/{rest:path}", proxy.handle, methods=METHODS),
+    ]
+
+
+def create_proxy_app(gateway: Gateway, *, resolver: Resolver | None = None) -> Starlette:
+    return Starlette(routes=proxy_routes(gateway, resolver=resolver))
