@@ -1,0 +1,25 @@
+from workbench.registry import Manifest, OAuth2Auth
+
+manifest = Manifest(
+    name="hubspot",
+    version="1.0.0",
+    display_name="HubSpot",
+    description="HubSpot CRM: contacts, companies, deals, notes and owners.",
+    auth=OAuth2Auth(
+        authorize_url="https://app.hubspot.com/oauth/authorize",
+        token_url="https://api.hubapi.com/oauth/v1/token",
+        scopes=(
+            "oauth",
+            "crm.objects.contacts.read",
+            "crm.objects.contacts.write",
+            "crm.objects.companies.read",
+            "crm.objects.companies.write",
+            "crm.objects.deals.read",
+            "crm.objects.deals.write",
+            "crm.objects.owners.read",
+        ),
+    ),
+    base_url="https://api.hubapi.com",
+    tool_prefix="hubspot_",
+    curl_proxy=True,
+)

@@ -1,0 +1,297 @@
+"""HubSpot CRM v3 tools (https://developers.hubspot.com/docs/api/crm/understanding-the-crm).
+
+CRM objects answer `{id, properties, createdAt, updatedAt}`; lists page with `after` and return
+`paging.next.after`. Only the properties named in `properties` come back, so each list/get tool
+asks for a useful default set the caller can change.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+from workbench.sdk import api, pick, pick_many
+from workbench.tools import tool
+
+CONTACT_PROPS = [
+    "email",
+    "firstname",
+    "lastname",
+    "phone",
+    "company",
+    "jobtitle",
+    "lifecyclestage",
+    "hubspot_owner_id",
+]
+COMPANY_PROPS = [
+    "name",
+    "domain",
+    "industry",
+    "city",
+    "country",
+    "phone",
+    "numberofemployees",
+    "hubspot_owner_id",
+]
+DEAL_PROPS = ["dealname", "amount", "dealstage", "pipeline", "closedate", "hubspot_owner_id"]
+
+# HUBSPOT_DEFINED association type ids (https://developers.hubspot.com/docs/api/crm/associations).
+_NOTE_TO = {"contact": 202, "company": 190, "deal": 214}
+_DEAL_TO_CONTACT = 3
+_DEAL_TO_COMPANY = 5  # deal -> company (primary)
+
+
+def _record(obj: Any) -> dict[str, Any]:
+    return pick(obj, "id", "properties", "createdAt", "updatedAt")
+
+
+def _list(body: Any, key: str) -> dict[str, Any]:
+    after = ((body.get("paging") or {}).get("next") or {}).get("after")
+    out = {key: [_record(r) for r in body.get("results") or []], "nextCursor": after}
+    if "total" in body:
+        out["total"] = body["total"]
+    return out
+
+
+def _assoc(type_id: int, to_id: str) -> dict[str, Any]:
+    return {
+        "to": {"id": to_id},
+        "types": [{"associationCategory": "HUBSPOT_DEFINED", "associationTypeId": type_id}],
+    }
+
+
+async def _list_objects(ctx: Any, kind: str, args: Any, default_props: list[str]) -> Any:
+    body = await api(
+        ctx,
+        "GET",
+        f"/crm/v3/objects/{kind}",
+        params={
+            "limit": args.limit,
+            "after": args.cursor,
+            "properties": ",".join(args.properties or default_props),
+        },
+    )
+    return _list(body, kind)
+
+
+class Page(BaseModel):
+    limit: int = Field(default=20, ge=1, le=100, description="Results per page (max 100)")
+    cursor: str | None = Field(default=None, description="nextCursor from the previous call")
+    properties: list[str] | None = Field(
+        default=None, description="Property names to return (default: common ones)"
+    )
+
+
+@tool("hubspot_list_contacts", "List HubSpot contacts (people) with their main properties.", Page)
+async def list_contacts(args: Page, ctx: Any) -> Any:
+    return await _list_objects(ctx, "contacts", args, CONTACT_PROPS)
+
+
+class GetContact(BaseModel):
+    contact_id: str = Field(description="Contact id, or an email when id_property='email'")
+    id_property: Literal["hs_object_id", "email"] = Field(
+        default="hs_object_id", description="What contact_id is: the record id or the contact's email"
+    )
+    properties: list[str] | None = Field(default=None, description="Property names to return")
+
+
+@tool("hubspot_get_contact", "Get one HubSpot contact by id or by email address.", GetContact)
+async def get_contact(args: GetContact, ctx: Any) -> Any:
+    obj = await api(
+        ctx,
+        "GET",
+        f"/crm/v3/objects/contacts/{args.contact_id}",
+        params={
+            "properties": ",".join(args.properties or CONTACT_PROPS),
+            "idProperty": args.id_property if args.id_property != "hs_object_id" else None,
+        },
+    )
+    return _record(obj)
+
+
+class Search(BaseModel):
+    query: str | None = Field(
+        default=None, description="Free text matched against the default searchable properties"
+    )
+    filters: list[dict[str, Any]] | None = Field(
+        default=None,
+        description="HubSpot filters ANDed together, e.g. [{'propertyName': 'lifecyclestage', 'operator': 'EQ', "
+        "'value': 'customer'}]",
+    )
+    limit: int = Field(default=20, ge=1, le=200, description="Results per page (max 200)")
+    cursor: str | None = Field(default=None, description="nextCursor from the previous call")
+    properties: list[str] | None = Field(default=None, description="Property names to return")
+
+
+async def _search(ctx: Any, kind: str, args: Search, default_props: list[str]) -> Any:
+    body: dict[str, Any] = {"limit": args.limit, "properties": args.properties or default_props}
+    if args.query:
+        body["query"] = args.query
+    if args.filters:
+        body["filterGroups"] = [{"filters": args.filters}]
+    if args.cursor:
+        body["after"] = args.cursor
+    return _list(await api(ctx, "POST", f"/crm/v3/objects/{kind}/search", json=body), kind)
+
+
+@tool(
+    "hubspot_search_contacts",
+    "Search HubSpot contacts by text (name, email, phone, company) or property filters.",
+    Search,
+)
+async def search_contacts(args: Search, ctx: Any) -> Any:
+    return await _search(ctx, "contacts", args, CONTACT_PROPS)
+
+
+@tool(
+    "hubspot_search_deals", "Search HubSpot deals by text or property filters (stage, amount, owner).", Search
+)
+async def search_deals(args: Search, ctx: Any) -> Any:
+    return await _search(ctx, "deals", args, DEAL_PROPS)
+
+
+class CreateContact(BaseModel):
+    email: str | None = Field(default=None, description="Email address (HubSpot's unique key for contacts)")
+    firstname: str | None = None
+    lastname: str | None = None
+    phone: str | None = None
+    company: str | None = Field(default=None, description="Company name (text property)")
+    jobtitle: str | None = None
+    properties: dict[str, str] | None = Field(
+        default=None, description="Any other contact properties by name"
+    )
+
+
+@tool("hubspot_create_contact", "Create a HubSpot contact.", CreateContact)
+async def create_contact(args: CreateContact, ctx: Any) -> Any:
+    props = {k: v for k, v in args.model_dump(exclude={"properties"}).items() if v is not None}
+    props.update(args.properties or {})
+    return _record(await api(ctx, "POST", "/crm/v3/objects/contacts", json={"properties": props}))
+
+
+class UpdateObject(BaseModel):
+    id: str = Field(description="Record id")
+    properties: dict[str, str] = Field(description="Property values to set, by internal property name")
+
+
+@tool("hubspot_update_contact", "Update properties of a HubSpot contact.", UpdateObject)
+async def update_contact(args: UpdateObject, ctx: Any) -> Any:
+    return _record(
+        await api(ctx, "PATCH", f"/crm/v3/objects/contacts/{args.id}", json={"properties": args.properties})
+    )
+
+
+@tool("hubspot_list_companies", "List HubSpot companies with their main properties.", Page)
+async def list_companies(args: Page, ctx: Any) -> Any:
+    return await _list_objects(ctx, "companies", args, COMPANY_PROPS)
+
+
+class CreateCompany(BaseModel):
+    name: str = Field(description="Company name")
+    domain: str | None = Field(default=None, description="Website domain, e.g. example.com")
+    properties: dict[str, str] | None = Field(
+        default=None, description="Any other company properties by name"
+    )
+
+
+@tool("hubspot_create_company", "Create a HubSpot company.", CreateCompany)
+async def create_company(args: CreateCompany, ctx: Any) -> Any:
+    props = {"name": args.name, **({"domain": args.domain} if args.domain else {}), **(args.properties or {})}
+    return _record(await api(ctx, "POST", "/crm/v3/objects/companies", json={"properties": props}))
+
+
+@tool("hubspot_list_deals", "List HubSpot deals (pipeline opportunities) with amount and stage.", Page)
+async def list_deals(args: Page, ctx: Any) -> Any:
+    return await _list_objects(ctx, "deals", args, DEAL_PROPS)
+
+
+class CreateDeal(BaseModel):
+    dealname: str = Field(description="Deal name")
+    dealstage: str = Field(default="appointmentscheduled", description="Stage id in the pipeline")
+    pipeline: str = Field(default="default", description="Pipeline id")
+    amount: str | None = Field(default=None, description="Deal amount, e.g. '1500.00'")
+    closedate: str | None = Field(default=None, description="Expected close date (ISO 8601)")
+    contact_id: str | None = Field(default=None, description="Associate the deal with this contact")
+    company_id: str | None = Field(default=None, description="Associate the deal with this company")
+
+
+@tool("hubspot_create_deal", "Create a HubSpot deal, optionally linked to a contact and company.", CreateDeal)
+async def create_deal(args: CreateDeal, ctx: Any) -> Any:
+    props = {
+        k: v
+        for k, v in args.model_dump(
+            include={"dealname", "dealstage", "pipeline", "amount", "closedate"}
+        ).items()
+        if v is not None
+    }
+    body: dict[str, Any] = {"properties": props}
+    assocs = []
+    if args.contact_id:
+        assocs.append(_assoc(_DEAL_TO_CONTACT, args.contact_id))
+    if args.company_id:
+        assocs.append(_assoc(_DEAL_TO_COMPANY, args.company_id))
+    if assocs:
+        body["associations"] = assocs
+    return _record(await api(ctx, "POST", "/crm/v3/objects/deals", json=body))
+
+
+@tool("hubspot_update_deal", "Update a HubSpot deal (move stage, change amount or close date).", UpdateObject)
+async def update_deal(args: UpdateObject, ctx: Any) -> Any:
+    return _record(
+        await api(ctx, "PATCH", f"/crm/v3/objects/deals/{args.id}", json={"properties": args.properties})
+    )
+
+
+class CreateNote(BaseModel):
+    body: str = Field(min_length=1, description="Note text (HTML allowed)")
+    timestamp: str = Field(description="When the note happened (ISO 8601), e.g. 2024-05-01T10:00:00Z")
+    contact_id: str | None = Field(default=None, description="Attach to this contact")
+    company_id: str | None = Field(default=None, description="Attach to this company")
+    deal_id: str | None = Field(default=None, description="Attach to this deal")
+
+
+@tool("hubspot_create_note", "Log a note on a HubSpot contact, company or deal timeline.", CreateNote)
+async def create_note(args: CreateNote, ctx: Any) -> Any:
+    targets = [("contact", args.contact_id), ("company", args.company_id), ("deal", args.deal_id)]
+    assocs = [_assoc(_NOTE_TO[kind], rid) for kind, rid in targets if rid]
+    if not assocs:
+        raise ValueError("Give at least one of contact_id, company_id or deal_id")
+    body = {"properties": {"hs_timestamp": args.timestamp, "hs_note_body": args.body}, "associations": assocs}
+    return _record(await api(ctx, "POST", "/crm/v3/objects/notes", json=body))
+
+
+class ListOwners(BaseModel):
+    email: str | None = Field(default=None, description="Only the owner with this email")
+    limit: int = Field(default=100, ge=1, le=500, description="Results per page (max 500)")
+    cursor: str | None = Field(default=None, description="nextCursor from the previous call")
+
+
+@tool("hubspot_list_owners", "List HubSpot owners (users who can own records) with their ids.", ListOwners)
+async def list_owners(args: ListOwners, ctx: Any) -> Any:
+    body = await api(
+        ctx, "GET", "/crm/v3/owners", params={"email": args.email, "limit": args.limit, "after": args.cursor}
+    )
+    after = ((body.get("paging") or {}).get("next") or {}).get("after")
+    return {
+        "owners": pick_many(
+            body.get("results"), "id", "email", "firstName", "lastName", "userId", "archived"
+        ),
+        "nextCursor": after,
+    }
+
+
+TOOLS = [
+    list_contacts,
+    get_contact,
+    search_contacts,
+    create_contact,
+    update_contact,
+    list_companies,
+    create_company,
+    list_deals,
+    search_deals,
+    create_deal,
+    update_deal,
+    create_note,
+    list_owners,
+]

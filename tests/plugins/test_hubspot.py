@@ -1,0 +1,407 @@
+"""HubSpot tools against a fake api.hubapi.com (bodies from HubSpot's CRM API reference examples)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from workbench_plugins.hubspot import tools as hubspot_tools
+
+from tests.plugins.harness_b import Call, Case, Plugin, run_case, run_error, tool_names
+
+PLUGIN = Plugin(
+    "hubspot", {"access_token": "CJSP5qf1KhICAQEYs-gDIIGOBii1_wY"}, "Bearer CJSP5qf1KhICAQEYs-gDIIGOBii1_wY"
+)
+API = "https://api.hubapi.com"
+CONTACT_PROPS = "email,firstname,lastname,phone,company,jobtitle,lifecyclestage,hubspot_owner_id"
+DEAL_PROPS = ["dealname", "amount", "dealstage", "pipeline", "closedate", "hubspot_owner_id"]
+
+CONTACT = {
+    "id": "512",
+    "properties": {
+        "company": "Biglytics",
+        "createdate": "2019-10-30T03:30:17.883Z",
+        "email": "bcooper@biglytics.net",
+        "firstname": "Bryan",
+        "lastmodifieddate": "2019-12-07T16:50:06.678Z",
+        "lastname": "Cooper",
+        "phone": "(877) 929-0687",
+    },
+    "createdAt": "2019-10-30T03:30:17.883Z",
+    "updatedAt": "2019-12-07T16:50:06.678Z",
+    "archived": False,
+}
+CONTACT_OUT = {k: CONTACT[k] for k in ("id", "properties", "createdAt", "updatedAt")}
+COMPANY = {
+    "id": "5001",
+    "properties": {"domain": "biglytics.net", "name": "Biglytics", "industry": "Technology"},
+    "createdAt": "2019-10-30T03:30:17.883Z",
+    "updatedAt": "2019-12-07T16:50:06.678Z",
+    "archived": False,
+}
+COMPANY_OUT = {k: COMPANY[k] for k in ("id", "properties", "createdAt", "updatedAt")}
+DEAL = {
+    "id": "9001",
+    "properties": {
+        "amount": "1500.00",
+        "closedate": "2019-12-07T16:50:06.678Z",
+        "dealname": "Custom data integrations",
+        "dealstage": "presentationscheduled",
+        "pipeline": "default",
+    },
+    "createdAt": "2019-10-30T03:30:17.883Z",
+    "updatedAt": "2019-12-07T16:50:06.678Z",
+    "archived": False,
+}
+DEAL_OUT = {k: DEAL[k] for k in ("id", "properties", "createdAt", "updatedAt")}
+
+
+def page(*items: dict, after: str | None = None) -> dict:
+    body: dict = {"results": list(items)}
+    if after:
+        body["paging"] = {"next": {"after": after, "link": f"?after={after}"}}
+    return body
+
+
+CASES = [
+    Case(
+        "hubspot_list_contacts",
+        {"limit": 1},
+        [
+            Call(
+                "GET",
+                f"{API}/crm/v3/objects/contacts",
+                [("limit", "1"), ("properties", CONTACT_PROPS)],
+                response=page(CONTACT, after="NTI1Cg%3D%3D"),
+            )
+        ],
+        {"contacts": [CONTACT_OUT], "nextCursor": "NTI1Cg%3D%3D"},
+    ),
+    Case(
+        "hubspot_get_contact",
+        {"contact_id": "bcooper@biglytics.net", "id_property": "email", "properties": ["email", "phone"]},
+        [
+            Call(
+                "GET",
+                f"{API}/crm/v3/objects/contacts/bcooper@biglytics.net",
+                [("properties", "email,phone"), ("idProperty", "email")],
+                response=CONTACT,
+            )
+        ],
+        CONTACT_OUT,
+    ),
+    Case(
+        "hubspot_search_contacts",
+        {
+            "query": "Biglytics",
+            "filters": [{"propertyName": "lifecyclestage", "operator": "EQ", "value": "customer"}],
+            "limit": 5,
+            "cursor": "20",
+        },
+        [
+            Call(
+                "POST",
+                f"{API}/crm/v3/objects/contacts/search",
+                json={
+                    "limit": 5,
+                    "properties": CONTACT_PROPS.split(","),
+                    "query": "Biglytics",
+                    "filterGroups": [
+                        {
+                            "filters": [
+                                {"propertyName": "lifecyclestage", "operator": "EQ", "value": "customer"}
+                            ]
+                        }
+                    ],
+                    "after": "20",
+                },
+                response={"total": 1, "results": [CONTACT]},
+            )
+        ],
+        {"contacts": [CONTACT_OUT], "nextCursor": None, "total": 1},
+    ),
+    Case(
+        "hubspot_search_deals",
+        {"filters": [{"propertyName": "amount", "operator": "GT", "value": "1000"}]},
+        [
+            Call(
+                "POST",
+                f"{API}/crm/v3/objects/deals/search",
+                json={
+                    "limit": 20,
+                    "properties": DEAL_PROPS,
+                    "filterGroups": [
+                        {"filters": [{"propertyName": "amount", "operator": "GT", "value": "1000"}]}
+                    ],
+                },
+                response={"total": 2, "results": [DEAL], "paging": {"next": {"after": "1"}}},
+            )
+        ],
+        {"deals": [DEAL_OUT], "nextCursor": "1", "total": 2},
+    ),
+    Case(
+        "hubspot_create_contact",
+        {
+            "email": "bcooper@biglytics.net",
+            "firstname": "Bryan",
+            "lastname": "Cooper",
+            "properties": {"website": "biglytics.net"},
+        },
+        [
+            Call(
+                "POST",
+                f"{API}/crm/v3/objects/contacts",
+                json={
+                    "properties": {
+                        "email": "bcooper@biglytics.net",
+                        "firstname": "Bryan",
+                        "lastname": "Cooper",
+                        "website": "biglytics.net",
+                    }
+                },
+                status=201,
+                response=CONTACT,
+            )
+        ],
+        CONTACT_OUT,
+    ),
+    Case(
+        "hubspot_update_contact",
+        {"id": "512", "properties": {"lifecyclestage": "customer"}},
+        [
+            Call(
+                "PATCH",
+                f"{API}/crm/v3/objects/contacts/512",
+                json={"properties": {"lifecyclestage": "customer"}},
+                response=CONTACT,
+            )
+        ],
+        CONTACT_OUT,
+    ),
+    Case(
+        "hubspot_list_companies",
+        {"properties": ["name", "domain"], "cursor": "abc"},
+        [
+            Call(
+                "GET",
+                f"{API}/crm/v3/objects/companies",
+                [("limit", "20"), ("after", "abc"), ("properties", "name,domain")],
+                response=page(COMPANY),
+            )
+        ],
+        {"companies": [COMPANY_OUT], "nextCursor": None},
+    ),
+    Case(
+        "hubspot_create_company",
+        {"name": "Biglytics", "domain": "biglytics.net", "properties": {"industry": "Technology"}},
+        [
+            Call(
+                "POST",
+                f"{API}/crm/v3/objects/companies",
+                json={
+                    "properties": {"name": "Biglytics", "domain": "biglytics.net", "industry": "Technology"}
+                },
+                status=201,
+                response=COMPANY,
+            )
+        ],
+        COMPANY_OUT,
+    ),
+    Case(
+        "hubspot_list_deals",
+        {},
+        [
+            Call(
+                "GET",
+                f"{API}/crm/v3/objects/deals",
+                [("limit", "20"), ("properties", ",".join(DEAL_PROPS))],
+                response=page(DEAL),
+            )
+        ],
+        {"deals": [DEAL_OUT], "nextCursor": None},
+    ),
+    Case(
+        "hubspot_create_deal",
+        {
+            "dealname": "Custom data integrations",
+            "amount": "1500.00",
+            "contact_id": "512",
+            "company_id": "5001",
+        },
+        [
+            Call(
+                "POST",
+                f"{API}/crm/v3/objects/deals",
+                json={
+                    "properties": {
+                        "dealname": "Custom data integrations",
+                        "dealstage": "appointmentscheduled",
+                        "pipeline": "default",
+                        "amount": "1500.00",
+                    },
+                    "associations": [
+                        {
+                            "to": {"id": "512"},
+                            "types": [{"associationCategory": "HUBSPOT_DEFINED", "associationTypeId": 3}],
+                        },
+                        {
+                            "to": {"id": "5001"},
+                            "types": [{"associationCategory": "HUBSPOT_DEFINED", "associationTypeId": 5}],
+                        },
+                    ],
+                },
+                status=201,
+                response=DEAL,
+            )
+        ],
+        DEAL_OUT,
+    ),
+    Case(
+        "hubspot_update_deal",
+        {"id": "9001", "properties": {"dealstage": "closedwon"}},
+        [
+            Call(
+                "PATCH",
+                f"{API}/crm/v3/objects/deals/9001",
+                json={"properties": {"dealstage": "closedwon"}},
+                response=DEAL,
+            )
+        ],
+        DEAL_OUT,
+    ),
+    Case(
+        "hubspot_create_note",
+        {
+            "body": "Spoke with decision maker Carla.",
+            "timestamp": "2021-11-12T15:48:22Z",
+            "contact_id": "512",
+            "deal_id": "9001",
+        },
+        [
+            Call(
+                "POST",
+                f"{API}/crm/v3/objects/notes",
+                json={
+                    "properties": {
+                        "hs_timestamp": "2021-11-12T15:48:22Z",
+                        "hs_note_body": "Spoke with decision maker Carla.",
+                    },
+                    "associations": [
+                        {
+                            "to": {"id": "512"},
+                            "types": [{"associationCategory": "HUBSPOT_DEFINED", "associationTypeId": 202}],
+                        },
+                        {
+                            "to": {"id": "9001"},
+                            "types": [{"associationCategory": "HUBSPOT_DEFINED", "associationTypeId": 214}],
+                        },
+                    ],
+                },
+                status=201,
+                response={
+                    "id": "18",
+                    "properties": {
+                        "hs_note_body": "Spoke with decision maker Carla.",
+                        "hs_timestamp": "2021-11-12T15:48:22Z",
+                    },
+                    "createdAt": "2021-11-12T15:48:22.412Z",
+                    "updatedAt": "2021-11-12T15:48:22.412Z",
+                    "archived": False,
+                },
+            )
+        ],
+        {
+            "id": "18",
+            "properties": {
+                "hs_note_body": "Spoke with decision maker Carla.",
+                "hs_timestamp": "2021-11-12T15:48:22Z",
+            },
+            "createdAt": "2021-11-12T15:48:22.412Z",
+            "updatedAt": "2021-11-12T15:48:22.412Z",
+        },
+    ),
+    Case(
+        "hubspot_list_owners",
+        {"email": "ada@example.com"},
+        [
+            Call(
+                "GET",
+                f"{API}/crm/v3/owners",
+                [("email", "ada@example.com"), ("limit", "100")],
+                response={
+                    "results": [
+                        {
+                            "id": "41629779",
+                            "email": "ada@example.com",
+                            "type": "PERSON",
+                            "firstName": "Ada",
+                            "lastName": "Lovelace",
+                            "userId": 9586504,
+                            "createdAt": "2019-12-25T13:01:35.228Z",
+                            "updatedAt": "2023-08-22T13:40:26.790Z",
+                            "archived": False,
+                            "teams": [{"id": "368389", "name": "Sales Team", "primary": True}],
+                        }
+                    ]
+                },
+            )
+        ],
+        {
+            "owners": [
+                {
+                    "id": "41629779",
+                    "email": "ada@example.com",
+                    "firstName": "Ada",
+                    "lastName": "Lovelace",
+                    "userId": 9586504,
+                    "archived": False,
+                }
+            ],
+            "nextCursor": None,
+        },
+    ),
+]
+
+
+def test_every_tool_has_a_case() -> None:
+    assert tool_names(hubspot_tools) == {c.tool for c in CASES}
+
+
+@pytest.mark.parametrize("case", CASES, ids=str)
+async def test_tool(case: Case, tmp_path: Path) -> None:
+    await run_case(PLUGIN, tmp_path, case)
+
+
+async def test_note_needs_a_record_to_attach_to(tmp_path: Path) -> None:
+    await run_error(
+        PLUGIN,
+        tmp_path,
+        "hubspot_create_note",
+        {"body": "x", "timestamp": "2021-11-12T15:48:22Z"},
+        [],
+        "Give at least one of contact_id, company_id or deal_id",
+    )
+
+
+async def test_upstream_error_becomes_tool_error(tmp_path: Path) -> None:
+    await run_error(
+        PLUGIN,
+        tmp_path,
+        "hubspot_update_deal",
+        {"id": "1", "properties": {"dealstage": "x"}},
+        [
+            Call(
+                "PATCH",
+                f"{API}/crm/v3/objects/deals/1",
+                json={"properties": {"dealstage": "x"}},
+                status=404,
+                response={
+                    "status": "error",
+                    "message": "Object not found.  objectId are usually numeric.",
+                    "correlationId": "6f4c3e2a-1b0d-4a8e-9f2b-7d5c8e9a1b2c",
+                    "category": "OBJECT_NOT_FOUND",
+                },
+            )
+        ],
+        "hubspot API error 404: Object not found.  objectId are usually numeric.",
+    )
