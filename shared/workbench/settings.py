@@ -57,6 +57,14 @@ class Settings:
     extra_plugins: tuple[str, ...] = ()
     # Environment snapshot for per-plugin client credentials (<PLUGIN>_CLIENT_ID/_SECRET).
     plugin_env: Mapping[str, str] = field(default_factory=dict)
+    # Built-in browser: a remote CDP endpoint (ws://… or http://host:9222) instead of a local chromium.
+    cdp_url: str | None = None
+    browser_executable: str = "/usr/bin/chromium"
+    browser_idle_seconds: int = 600
+    # Portal sign-in through a generic OIDC provider (Google, Keycloak, ...): issuer + client.
+    oidc_issuer: str | None = None
+    oidc_client_id: str | None = None
+    oidc_client_secret: str | None = None
     # DynamoDB table names by store (WORKBENCH_TABLE_<STORE>, set by template.yaml); else <prefix>-<store>.
     tables: Mapping[str, str] = field(default_factory=dict)
     # How long a warm instance keeps decrypted data keys (KMS calls at most once per key per window).
@@ -113,6 +121,12 @@ class Settings:
             session_secret=env.get("WORKBENCH_SESSION_SECRET") or None,
             extra_plugins=tuple(p.strip() for p in env.get("WORKBENCH_EXTRA_PLUGINS", "").split(",") if p.strip()),
             plugin_env=plugin_env,
+            cdp_url=env.get("WORKBENCH_CDP_URL") or None,
+            browser_executable=env.get("WORKBENCH_BROWSER_EXECUTABLE") or "/usr/bin/chromium",
+            browser_idle_seconds=_env_int(env, "WORKBENCH_BROWSER_IDLE_SECONDS", 600),
+            oidc_issuer=env.get("WORKBENCH_OIDC_ISSUER") or None,
+            oidc_client_id=env.get("WORKBENCH_OIDC_CLIENT_ID") or None,
+            oidc_client_secret=env.get("WORKBENCH_OIDC_CLIENT_SECRET") or None,
             tables={
                 k.removeprefix("WORKBENCH_TABLE_").lower(): v
                 for k, v in env.items()

