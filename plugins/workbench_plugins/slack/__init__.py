@@ -1,0 +1,30 @@
+from workbench.registry import Manifest, OAuth2Auth
+
+manifest = Manifest(
+    name="slack",
+    version="1.0.0",
+    display_name="Slack",
+    description="Send and read Slack messages, channels, threads, reactions and users.",
+    # Slack OAuth v2 (bot token). Scopes are comma-separated on the authorize URL.
+    auth=OAuth2Auth(
+        authorize_url="https://slack.com/oauth/v2/authorize",
+        token_url="https://slack.com/api/oauth.v2.access",
+        scopes=(
+            "chat:write",
+            "channels:read",
+            "groups:read",
+            "channels:history",
+            "groups:history",
+            "channels:join",
+            "channels:manage",
+            "groups:write",
+            "reactions:write",
+            "users:read",
+            "users:read.email",
+        ),
+        scope_separator=",",
+    ),
+    base_url="https://slack.com/api",
+    tool_prefix="slack_",
+    curl_proxy=True,
+)

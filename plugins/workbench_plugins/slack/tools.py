@@ -1,0 +1,301 @@
+"""Slack Web API tools (https://api.slack.com/methods).
+
+Slack answers most failures with HTTP 200 and `{"ok": false, "error": "channel_not_found"}`.
+Such a body is not an HTTP error, so it passes through unchanged as the tool's `{result}`
+(seed 000; see the Troubleshooting section of docs/plugins.md) — only a successful body is
+shaped. Real HTTP errors (401, 429, 5xx) still become `{error}`.
+
+List methods take `limit` and `cursor` and return `nextCursor` (None on the last page).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from pydantic import BaseModel, Field
+from workbench.sdk import api, compact, pick, pick_many, trim
+from workbench.tools import tool
+
+
+async def _slack(
+    ctx: Any,
+    method: str,
+    shape: Callable[[dict[str, Any]], Any],
+    *,
+    params: dict[str, Any] | None = None,
+    json: dict[str, Any] | None = None,
+) -> Any:
+    """Call a Web API method (GET with query for reads, POST JSON for writes); shape only an ok body."""
+    if json is not None:
+        body = await api(ctx, "POST", f"/{method}", json=compact(json))
+    else:
+        body = await api(ctx, "GET", f"/{method}", params=params)
+    if not isinstance(body, dict) or not body.get("ok"):
+        return body  # Slack's 200 {"ok": false, "error": ...} passes through as the result
+    return shape(body)
+
+
+def _cursor(body: dict[str, Any]) -> str | None:
+    return (body.get("response_metadata") or {}).get("next_cursor") or None
+
+
+def _message(m: Any) -> dict[str, Any]:
+    out = pick(m, "ts", "user", "bot_id", "thread_ts", "reply_count")
+    out["text"] = trim(m.get("text"), 4_000)
+    return out
+
+
+_CHANNEL = (
+    "id",
+    "name",
+    "is_private",
+    "is_archived",
+    "is_member",
+    "num_members",
+    "topic.value",
+    "purpose.value",
+)
+_USER = ("id", "name", "real_name", "profile.email", "profile.title", "tz", "is_bot", "deleted")
+
+
+class _Paged(BaseModel):
+    limit: int = Field(default=100, ge=1, le=1000, description="Items per page")
+    cursor: str | None = Field(default=None, description="Cursor from the previous page (nextCursor)")
+
+
+class SendMessage(BaseModel):
+    channel: str = Field(description="Channel id (C…), DM id (D…) or user id (U…) to DM; '#name' also works")
+    text: str = Field(min_length=1, description="Message text (Slack mrkdwn)")
+    threadTs: str | None = Field(default=None, description="Reply in the thread of this message ts")
+    replyBroadcast: bool | None = Field(default=None, description="Also post a thread reply to the channel")
+    unfurlLinks: bool | None = Field(default=None, description="Show link previews")
+
+
+@tool(
+    "slack_send_message",
+    "Send (post) a message to a Slack channel, DM or thread.",
+    SendMessage,
+)
+async def send_message(args: SendMessage, ctx: Any) -> Any:
+    return await _slack(
+        ctx,
+        "chat.postMessage",
+        lambda b: {"ok": True, "channel": b.get("channel"), "ts": b.get("ts"), **_message(b.get("message"))},
+        json={
+            "channel": args.channel,
+            "text": args.text,
+            "thread_ts": args.threadTs,
+            "reply_broadcast": args.replyBroadcast,
+            "unfurl_links": args.unfurlLinks,
+        },
+    )
+
+
+class ListChannels(_Paged):
+    types: str = Field(
+        default="public_channel,private_channel",
+        description="Comma-separated: public_channel, private_channel, mpim, im",
+    )
+    excludeArchived: bool = Field(default=True, description="Leave out archived channels")
+
+
+@tool("slack_list_channels", "List Slack channels (id, name, topic, member count).", ListChannels)
+async def list_channels(args: ListChannels, ctx: Any) -> Any:
+    return await _slack(
+        ctx,
+        "conversations.list",
+        lambda b: {"channels": pick_many(b.get("channels"), *_CHANNEL), "nextCursor": _cursor(b)},
+        params={
+            "types": args.types,
+            "exclude_archived": str(args.excludeArchived).lower(),
+            "limit": args.limit,
+            "cursor": args.cursor,
+        },
+    )
+
+
+class History(_Paged):
+    channel: str = Field(description="Channel id, e.g. C0123456789")
+    limit: int = Field(default=50, ge=1, le=999, description="Messages per page")
+    oldest: str | None = Field(default=None, description="Only messages after this ts (Unix seconds)")
+    latest: str | None = Field(default=None, description="Only messages before this ts (Unix seconds)")
+
+
+@tool(
+    "slack_get_channel_history",
+    "Read recent messages of a Slack channel, newest first.",
+    History,
+)
+async def get_channel_history(args: History, ctx: Any) -> Any:
+    return await _slack(
+        ctx,
+        "conversations.history",
+        lambda b: {"messages": [_message(m) for m in b.get("messages", [])], "nextCursor": _cursor(b)},
+        params={
+            "channel": args.channel,
+            "limit": args.limit,
+            "cursor": args.cursor,
+            "oldest": args.oldest,
+            "latest": args.latest,
+        },
+    )
+
+
+class Replies(_Paged):
+    channel: str = Field(description="Channel id")
+    ts: str = Field(description="ts of the thread's parent message")
+    limit: int = Field(default=50, ge=1, le=999, description="Messages per page")
+
+
+@tool("slack_get_thread_replies", "Read a Slack thread: the parent message and its replies.", Replies)
+async def get_thread_replies(args: Replies, ctx: Any) -> Any:
+    return await _slack(
+        ctx,
+        "conversations.replies",
+        lambda b: {"messages": [_message(m) for m in b.get("messages", [])], "nextCursor": _cursor(b)},
+        params={"channel": args.channel, "ts": args.ts, "limit": args.limit, "cursor": args.cursor},
+    )
+
+
+class UpdateMessage(BaseModel):
+    channel: str = Field(description="Channel id the message is in")
+    ts: str = Field(description="ts of the message to edit")
+    text: str = Field(min_length=1, description="New text")
+
+
+@tool("slack_update_message", "Edit a Slack message the app posted.", UpdateMessage)
+async def update_message(args: UpdateMessage, ctx: Any) -> Any:
+    return await _slack(
+        ctx,
+        "chat.update",
+        lambda b: pick(b, "ok", "channel", "ts", "text"),
+        json={"channel": args.channel, "ts": args.ts, "text": args.text},
+    )
+
+
+class MessageRef(BaseModel):
+    channel: str = Field(description="Channel id the message is in")
+    ts: str = Field(description="The message's ts")
+
+
+@tool("slack_delete_message", "Delete a Slack message the app posted.", MessageRef)
+async def delete_message(args: MessageRef, ctx: Any) -> Any:
+    return await _slack(
+        ctx,
+        "chat.delete",
+        lambda b: pick(b, "ok", "channel", "ts"),
+        json={"channel": args.channel, "ts": args.ts},
+    )
+
+
+class Reaction(MessageRef):
+    name: str = Field(description="Emoji name without colons, e.g. 'thumbsup'")
+
+
+@tool("slack_add_reaction", "Add an emoji reaction to a Slack message.", Reaction)
+async def add_reaction(args: Reaction, ctx: Any) -> Any:
+    return await _slack(
+        ctx,
+        "reactions.add",
+        lambda b: {"ok": True},
+        json={"channel": args.channel, "timestamp": args.ts, "name": args.name.strip(":")},
+    )
+
+
+@tool("slack_get_permalink", "Get the permanent link (URL) to a Slack message.", MessageRef)
+async def get_permalink(args: MessageRef, ctx: Any) -> Any:
+    return await _slack(
+        ctx,
+        "chat.getPermalink",
+        lambda b: pick(b, "channel", "permalink"),
+        params={"channel": args.channel, "message_ts": args.ts},
+    )
+
+
+@tool("slack_list_users", "List the members of the Slack workspace (id, name, email).", _Paged)
+async def list_users(args: _Paged, ctx: Any) -> Any:
+    return await _slack(
+        ctx,
+        "users.list",
+        lambda b: {"users": pick_many(b.get("members"), *_USER), "nextCursor": _cursor(b)},
+        params={"limit": args.limit, "cursor": args.cursor},
+    )
+
+
+class UserRef(BaseModel):
+    user: str = Field(description="User id, e.g. U0123456789")
+
+
+@tool("slack_get_user", "Get a Slack user's profile by id.", UserRef)
+async def get_user(args: UserRef, ctx: Any) -> Any:
+    return await _slack(ctx, "users.info", lambda b: pick(b.get("user"), *_USER), params={"user": args.user})
+
+
+class ByEmail(BaseModel):
+    email: str = Field(description="Email address of the person")
+
+
+@tool("slack_find_user_by_email", "Find a Slack user by email address (to DM or mention them).", ByEmail)
+async def find_user_by_email(args: ByEmail, ctx: Any) -> Any:
+    return await _slack(
+        ctx, "users.lookupByEmail", lambda b: pick(b.get("user"), *_USER), params={"email": args.email}
+    )
+
+
+class CreateChannel(BaseModel):
+    name: str = Field(description="Channel name: lowercase, no spaces or periods, max 80 characters")
+    isPrivate: bool = Field(default=False, description="Create a private channel")
+
+
+@tool("slack_create_channel", "Create a new Slack channel.", CreateChannel)
+async def create_channel(args: CreateChannel, ctx: Any) -> Any:
+    return await _slack(
+        ctx,
+        "conversations.create",
+        lambda b: pick(b.get("channel"), *_CHANNEL),
+        json={"name": args.name, "is_private": args.isPrivate},
+    )
+
+
+class ChannelRef(BaseModel):
+    channel: str = Field(description="Channel id")
+
+
+@tool("slack_join_channel", "Join a public Slack channel (so the app can read and post there).", ChannelRef)
+async def join_channel(args: ChannelRef, ctx: Any) -> Any:
+    return await _slack(
+        ctx, "conversations.join", lambda b: pick(b.get("channel"), *_CHANNEL), json={"channel": args.channel}
+    )
+
+
+class Invite(ChannelRef):
+    users: list[str] = Field(min_length=1, max_length=1000, description="User ids to invite")
+
+
+@tool("slack_invite_to_channel", "Invite (add) users to a Slack channel.", Invite)
+async def invite_to_channel(args: Invite, ctx: Any) -> Any:
+    return await _slack(
+        ctx,
+        "conversations.invite",
+        lambda b: pick(b.get("channel"), *_CHANNEL),
+        json={"channel": args.channel, "users": ",".join(args.users)},
+    )
+
+
+TOOLS = [
+    send_message,
+    list_channels,
+    get_channel_history,
+    get_thread_replies,
+    update_message,
+    delete_message,
+    add_reaction,
+    get_permalink,
+    list_users,
+    get_user,
+    find_user_by_email,
+    create_channel,
+    join_channel,
+    invite_to_channel,
+]
