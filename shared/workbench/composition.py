@@ -9,7 +9,7 @@ import hashlib
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 
@@ -26,6 +26,9 @@ from workbench.stores import Stores
 from workbench.tokens import FileSigningKeys, SigningKeySource, TokenService
 from workbench.vault import Vault
 from workbench.web.sessions import SessionCodec
+
+if TYPE_CHECKING:
+    from workbench.browser.pool import BrowserPool
 
 __all__ = ["Gateway", "build_gateway", "build_registry"]
 
@@ -153,6 +156,19 @@ class Gateway:
 class _BuiltinServices:
     stores: Stores
     vault: Vault
+    # The engine's browser (built-in browser tools, cookie capture); never handed to plugins.
+    browser: BrowserPool | None = None
+
+
+def build_browser_pool(settings: Settings) -> BrowserPool:
+    """Lazy: no browser starts (or is dialled) until a browser tool or the capture bridge runs."""
+    from workbench.browser.pool import BrowserPool
+
+    return BrowserPool(
+        executable=settings.browser_executable,
+        cdp_url=settings.cdp_url,
+        idle_seconds=settings.browser_idle_seconds,
+    )
 
 
 def build_gateway(
@@ -180,7 +196,7 @@ def build_gateway(
         transport=transport,
         concurrency=settings.execute_concurrency,
         clock=clock,
-        builtin_services=_BuiltinServices(stores, vault),
+        builtin_services=_BuiltinServices(stores, vault, build_browser_pool(settings)),
     )
     return Gateway(
         settings=settings,

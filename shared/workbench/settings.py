@@ -61,6 +61,10 @@ class Settings:
     cdp_url: str | None = None
     browser_executable: str = "/usr/bin/chromium"
     browser_idle_seconds: int = 600
+    # Built-in browser: a remote CDP endpoint (ws://… or http://host:9222) instead of a local chromium.
+    cdp_url: str | None = None
+    browser_executable: str = "/usr/bin/chromium"
+    browser_idle_seconds: int = 600
     # Portal sign-in through a generic OIDC provider (Google, Keycloak, ...): issuer + client.
     oidc_issuer: str | None = None
     oidc_client_id: str | None = None
@@ -121,6 +125,9 @@ class Settings:
             session_secret=env.get("WORKBENCH_SESSION_SECRET") or None,
             extra_plugins=tuple(p.strip() for p in env.get("WORKBENCH_EXTRA_PLUGINS", "").split(",") if p.strip()),
             plugin_env=plugin_env,
+            cdp_url=env.get("WORKBENCH_CDP_URL") or None,
+            browser_executable=env.get("WORKBENCH_BROWSER_EXECUTABLE") or "/usr/bin/chromium",
+            browser_idle_seconds=_env_int(env, "WORKBENCH_BROWSER_IDLE_SECONDS", 600),
             cdp_url=env.get("WORKBENCH_CDP_URL") or None,
             browser_executable=env.get("WORKBENCH_BROWSER_EXECUTABLE") or "/usr/bin/chromium",
             browser_idle_seconds=_env_int(env, "WORKBENCH_BROWSER_IDLE_SECONDS", 600),

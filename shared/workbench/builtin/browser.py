@@ -1,0 +1,181 @@
+"""Browser: a headless Chromium the agent drives, one isolated browser context per user.
+
+The handlers reach the engine's browser pool through `ctx.services`, which only built-in tools
+receive, so no plugin can ever drive a user's browser. `browser_screenshot` returns the `_mcpImage`
+sentinel, which the MCP surface turns into an image content block.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from typing import TYPE_CHECKING, Any, Literal
+from urllib.parse import urlsplit
+
+from pydantic import BaseModel, Field, model_validator
+
+from workbench.registry import Manifest, NoAuth
+from workbench.tools import tool
+
+if TYPE_CHECKING:
+    from workbench.browser.page import BrowserPage
+    from workbench.browser.pool import BrowserPool
+
+__all__ = ["MANIFEST", "TOOLS"]
+
+MANIFEST = Manifest(
+    name="browser",
+    version="1.0.0",
+    display_name="Browser",
+    auth=NoAuth(),
+    description="A headless browser the agent drives: open pages, click, type, read and screenshot them.",
+    builtin=True,
+)
+
+NO_PAGE = "No page is open. Call browser_navigate first."
+# Cloud metadata endpoints: never reachable through the gateway's browser.
+_BLOCKED_HOSTS = {"metadata.google.internal", "metadata", "instance-data"}
+
+
+def _pool(ctx: Any) -> BrowserPool:
+    pool: BrowserPool | None = getattr(ctx.services, "browser", None)
+    if pool is None:
+        raise RuntimeError("The browser is not available on this gateway.")
+    return pool
+
+
+def _existing_page(ctx: Any) -> BrowserPage:
+    page = _pool(ctx).user_page(ctx.user_id)
+    if page is None:
+        raise LookupError(NO_PAGE)
+    page.touch()
+    return page
+
+
+def check_url(url: str) -> str:
+    """Only http(s) pages; link-local (cloud metadata) addresses are refused."""
+    parts = urlsplit(url.strip())
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError("Only http:// and https:// URLs can be opened.")
+    host = parts.hostname.lower()
+    if host in _BLOCKED_HOSTS:
+        raise ValueError(f"{host} cannot be opened from the gateway's browser.")
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return url.strip()
+    if address.is_link_local or str(address) == "fd00:ec2::254":
+        raise ValueError(f"{host} cannot be opened from the gateway's browser.")
+    return url.strip()
+
+
+class NavigateArgs(BaseModel):
+    url: str = Field(min_length=1, max_length=4096, description="The http(s) URL to open")
+
+
+class ClickArgs(BaseModel):
+    selector: str | None = Field(default=None, max_length=1000, description="CSS selector of the element")
+    text: str | None = Field(
+        default=None,
+        max_length=500,
+        description="Visible text of a link or button (when there is no good selector)",
+    )
+
+    @model_validator(mode="after")
+    def _one_target(self) -> ClickArgs:
+        if (self.selector is None) == (self.text is None):
+            raise ValueError("give exactly one of selector or text")
+        return self
+
+
+class TypeArgs(BaseModel):
+    selector: str = Field(min_length=1, max_length=1000, description="CSS selector of the input to type into")
+    text: str = Field(max_length=10_000, description="Text to type")
+    clear: bool = Field(default=True, description="Clear the field first")
+    submit: bool = Field(default=False, description="Press Enter afterwards (submits most forms)")
+
+
+class ReadArgs(BaseModel):
+    mode: Literal["text", "accessibility"] = Field(
+        default="text",
+        description="text: the page's visible text; accessibility: an outline of roles and names",
+    )
+    max_chars: int = Field(
+        default=20_000, ge=100, le=100_000, description="Cut the content after this many characters"
+    )
+
+
+class ScreenshotArgs(BaseModel):
+    full_page: bool = Field(default=False, description="The whole page instead of the visible viewport")
+
+
+class NoArgs(BaseModel):
+    pass
+
+
+@tool("browser_navigate", "Open a URL in your browser page and wait until it has loaded.", NavigateArgs)
+async def browser_navigate(args: NavigateArgs, ctx: Any) -> dict[str, Any]:
+    url = check_url(args.url)
+    page = await _pool(ctx).page_for_user(ctx.user_id)
+    async with page.lock:
+        return await page.navigate(url)
+
+
+@tool(
+    "browser_click",
+    "Click an element of the open page, by CSS selector or by its visible text; waits for any navigation.",
+    ClickArgs,
+)
+async def browser_click(args: ClickArgs, ctx: Any) -> dict[str, Any]:
+    page = _existing_page(ctx)
+    async with page.lock:
+        await page.click(args.selector, args.text)
+        state = await page.state()
+    target = {"selector": args.selector} if args.selector is not None else {"text": args.text}
+    return {"clicked": target, "url": state.url, "title": state.title}
+
+
+@tool("browser_type", "Type text into an input of the open page; optionally press Enter to submit.", TypeArgs)
+async def browser_type(args: TypeArgs, ctx: Any) -> dict[str, Any]:
+    page = _existing_page(ctx)
+    async with page.lock:
+        await page.type(args.selector, args.text, clear=args.clear, submit=args.submit)
+        state = await page.state()
+    # The text itself is not echoed back: it may be a password.
+    return {"typed": len(args.text), "selector": args.selector, "url": state.url, "title": state.title}
+
+
+@tool(
+    "browser_read",
+    "Read the open page: its visible text, or an accessibility outline (roles and names of elements).",
+    ReadArgs,
+)
+async def browser_read(args: ReadArgs, ctx: Any) -> dict[str, Any]:
+    page = _existing_page(ctx)
+    async with page.lock:
+        state = await page.state()
+        content = await (page.read_text() if args.mode == "text" else page.accessibility_outline())
+    truncated = len(content) > args.max_chars
+    return {
+        "url": state.url,
+        "title": state.title,
+        "mode": args.mode,
+        "content": content[: args.max_chars],
+        "truncated": truncated,
+    }
+
+
+@tool("browser_screenshot", "Take a PNG screenshot of the open page (returned as an image).", ScreenshotArgs)
+async def browser_screenshot(args: ScreenshotArgs, ctx: Any) -> dict[str, Any]:
+    page = _existing_page(ctx)
+    async with page.lock:
+        data = await page.screenshot(full_page=args.full_page)
+        state = await page.state()
+    return {"_mcpImage": {"data": data, "mimeType": "image/png"}, "url": state.url, "title": state.title}
+
+
+@tool("browser_close", "Close your browser page and forget its cookies and storage.", NoArgs)
+async def browser_close(args: NoArgs, ctx: Any) -> dict[str, Any]:
+    return {"closed": await _pool(ctx).close_user(ctx.user_id)}
+
+
+TOOLS = [browser_navigate, browser_click, browser_type, browser_read, browser_screenshot, browser_close]
