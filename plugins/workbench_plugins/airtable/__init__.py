@@ -1,0 +1,24 @@
+from workbench.registry import Manifest, OAuth2Auth
+
+manifest = Manifest(
+    name="airtable",
+    version="1.0.0",
+    display_name="Airtable",
+    description="Airtable bases, tables, records and record comments.",
+    # Airtable's OAuth requires PKCE (S256) on the authorization-code flow.
+    auth=OAuth2Auth(
+        authorize_url="https://airtable.com/oauth2/v1/authorize",
+        token_url="https://airtable.com/oauth2/v1/token",
+        scopes=(
+            "data.records:read",
+            "data.records:write",
+            "data.recordComments:read",
+            "data.recordComments:write",
+            "schema.bases:read",
+            "schema.bases:write",
+        ),
+    ),
+    base_url="https://api.airtable.com",
+    tool_prefix="airtable_",
+    curl_proxy=True,
+)
