@@ -45,7 +45,7 @@ def mcp_routes(gateway: Gateway) -> list[Route]:
         raw = await request.body()
         if len(raw) > _MAX_BODY:
             return Response("request body too large", 413)
-        headers = {k.lower(): v for k, v in request.headers.items()}
+        headers = {k.lower(): v.strip(" \t") for k, v in request.headers.items()}  # HTTP trims OWS
         reply = await server.handle(raw, headers)
         if reply.body is None:
             return Response(status_code=reply.status, headers=reply.headers)

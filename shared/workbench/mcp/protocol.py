@@ -167,12 +167,18 @@ class McpServer:
         raw_meta = params.get("_meta")
         meta: dict[str, Any] = raw_meta if isinstance(raw_meta, dict) else {}
         header_version = headers.get("mcp-protocol-version")
-        modern = META_VERSION in meta or (header_version in MODERN_VERSIONS and method != "initialize")
+        modern = (
+            any(k.startswith("io.modelcontextprotocol/") for k in meta)
+            or header_version in MODERN_VERSIONS
+            or method == "server/discover"
+        )
 
-        if method == "initialize":
-            return self._initialize(params)
         if modern:
             self._validate_modern(method, params, meta, headers)
+            if method in ("initialize", "ping"):  # removed in the stateless revision
+                raise _RpcError(METHOD_NOT_FOUND, f"Method not found: {method}", 404)
+        elif method == "initialize":
+            return self._initialize(params)
         elif header_version is not None and header_version not in HANDSHAKE_VERSIONS:
             raise _RpcError(
                 UNSUPPORTED_VERSION,
@@ -219,15 +225,8 @@ class McpServer:
     ) -> None:
         version = meta.get(META_VERSION)
         header_version = headers.get("mcp-protocol-version")
-        if version is None:
-            version = header_version
-        if version not in MODERN_VERSIONS:
-            raise _RpcError(
-                UNSUPPORTED_VERSION,
-                "Unsupported protocol version",
-                400,
-                {"supported": list(SUPPORTED_VERSIONS), "requested": version},
-            )
+        if not isinstance(version, str) or not version:
+            raise _RpcError(INVALID_PARAMS, f"_meta['{META_VERSION}'] is required", 400)
         if header_version is None:
             raise _RpcError(HEADER_MISMATCH, "Header mismatch: MCP-Protocol-Version header is required", 400)
         if header_version != version:
@@ -236,6 +235,13 @@ class McpServer:
                 f"Header mismatch: MCP-Protocol-Version header value '{header_version}' does not match "
                 f"body value '{version}'",
                 400,
+            )
+        if version not in MODERN_VERSIONS:
+            raise _RpcError(
+                UNSUPPORTED_VERSION,
+                "Unsupported protocol version",
+                400,
+                {"supported": list(SUPPORTED_VERSIONS), "requested": version},
             )
         header_method = headers.get("mcp-method")
         if header_method is None:
