@@ -1,0 +1,318 @@
+"""Gmail API v1 tools (https://developers.google.com/gmail/api/reference/rest), for the
+connected user (`users/me`).
+
+Messages are sent as RFC 2822 text, base64url-encoded in `raw`, built with the standard library's
+`email` package. Bodies come back as plain text (the text/plain part, or the HTML part with tags
+stripped), trimmed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import html
+import re
+from email.message import EmailMessage
+from typing import Any
+
+from pydantic import BaseModel, Field
+from workbench.sdk import api, compact, pick, pick_many, trim
+from workbench.tools import tool
+
+ME = "/gmail/v1/users/me"
+_SUMMARY_HEADERS = ["From", "To", "Subject", "Date"]
+_TAG = re.compile(r"<[^>]+>")
+_SPACE = re.compile(r"\n\s*\n\s*")
+
+
+def _headers(payload: Any) -> dict[str, str]:
+    return {h["name"].lower(): h["value"] for h in (payload or {}).get("headers", [])}
+
+
+def _decode(data: str | None) -> str:
+    if not data:
+        return ""
+    return base64.urlsafe_b64decode(data + "=" * (-len(data) % 4)).decode("utf-8", "replace")
+
+
+def _parts(payload: Any) -> list[Any]:
+    found = [payload]
+    for part in payload.get("parts") or []:
+        found.extend(_parts(part))
+    return found
+
+
+def _body_text(payload: Any) -> str:
+    parts = _parts(payload or {})
+    for mime in ("text/plain", "text/html"):
+        for part in parts:
+            if part.get("mimeType") == mime and (part.get("body") or {}).get("data"):
+                text = _decode(part["body"]["data"])
+                if mime == "text/html":
+                    text = _SPACE.sub("\n\n", html.unescape(_TAG.sub("", text))).strip()
+                return text
+    return ""
+
+
+def _summary(msg: Any) -> dict[str, Any]:
+    h = _headers(msg.get("payload"))
+    return {
+        "id": msg.get("id"),
+        "threadId": msg.get("threadId"),
+        "from": h.get("from"),
+        "to": h.get("to"),
+        "subject": h.get("subject"),
+        "date": h.get("date"),
+        "snippet": html.unescape(msg.get("snippet") or ""),
+        "labelIds": msg.get("labelIds") or [],
+    }
+
+
+def _full(msg: Any) -> dict[str, Any]:
+    payload = msg.get("payload") or {}
+    attachments = [
+        {
+            "filename": p.get("filename"),
+            "mimeType": p.get("mimeType"),
+            "size": (p.get("body") or {}).get("size"),
+            "attachmentId": (p.get("body") or {}).get("attachmentId"),
+        }
+        for p in _parts(payload)
+        if p.get("filename")
+    ]
+    return {
+        **_summary(msg),
+        "cc": _headers(payload).get("cc"),
+        "body": trim(_body_text(payload), 20_000),
+        "attachments": attachments,
+    }
+
+
+def _raw(
+    to: list[str],
+    subject: str,
+    body: str,
+    cc: list[str] | None = None,
+    bcc: list[str] | None = None,
+    extra: dict[str, str] | None = None,
+) -> str:
+    msg = EmailMessage()
+    msg["To"] = ", ".join(to)
+    if cc:
+        msg["Cc"] = ", ".join(cc)
+    if bcc:
+        msg["Bcc"] = ", ".join(bcc)
+    msg["Subject"] = subject
+    for name, value in (extra or {}).items():
+        msg[name] = value
+    msg.set_content(body)
+    return base64.urlsafe_b64encode(msg.as_bytes()).decode()
+
+
+class SearchMessages(BaseModel):
+    q: str = Field(
+        default="",
+        description="Gmail search, e.g. 'from:ada@example.com is:unread newer_than:7d' ('' for all)",
+    )
+    labelIds: list[str] | None = Field(default=None, description="Only messages with all these labels")
+    limit: int = Field(default=10, ge=1, le=50, description="Messages per page")
+    pageToken: str | None = Field(default=None, description="Cursor from the previous page")
+
+
+@tool(
+    "gmail_search_messages",
+    "Search (find, list) Gmail emails with Gmail query syntax; returns sender, subject, date, snippet.",
+    SearchMessages,
+)
+async def search_messages(args: SearchMessages, ctx: Any) -> Any:
+    page = await api(
+        ctx,
+        "GET",
+        f"{ME}/messages",
+        params={
+            "q": args.q or None,
+            "labelIds": args.labelIds,
+            "maxResults": args.limit,
+            "pageToken": args.pageToken,
+        },
+    )
+    # The list holds ids only; fetch each one's headers (a handful of small requests, concurrently).
+    details = await asyncio.gather(
+        *(
+            api(
+                ctx,
+                "GET",
+                f"{ME}/messages/{m['id']}",
+                params={"format": "metadata", "metadataHeaders": _SUMMARY_HEADERS},
+            )
+            for m in page.get("messages", [])
+        )
+    )
+    return {
+        "messages": [_summary(m) for m in details],
+        "nextPageToken": page.get("nextPageToken"),
+        "resultSizeEstimate": page.get("resultSizeEstimate"),
+    }
+
+
+class MessageRef(BaseModel):
+    id: str = Field(description="Message id")
+
+
+@tool("gmail_get_message", "Read one Gmail email: headers, plain-text body and attachment list.", MessageRef)
+async def get_message(args: MessageRef, ctx: Any) -> Any:
+    return _full(await api(ctx, "GET", f"{ME}/messages/{args.id}", params={"format": "full"}))
+
+
+class ThreadRef(BaseModel):
+    id: str = Field(description="Thread id")
+
+
+@tool("gmail_get_thread", "Read a whole Gmail conversation (thread), oldest message first.", ThreadRef)
+async def get_thread(args: ThreadRef, ctx: Any) -> Any:
+    thread = await api(ctx, "GET", f"{ME}/threads/{args.id}", params={"format": "full"})
+    return {"id": thread.get("id"), "messages": [_full(m) for m in thread.get("messages", [])]}
+
+
+class Compose(BaseModel):
+    to: list[str] = Field(min_length=1, description="Recipient addresses")
+    subject: str = Field(description="Subject line")
+    body: str = Field(description="Plain-text body")
+    cc: list[str] | None = Field(default=None, description="Cc addresses")
+    bcc: list[str] | None = Field(default=None, description="Bcc addresses")
+
+
+@tool("gmail_send_email", "Send an email (mail, message) from the connected Gmail account.", Compose)
+async def send_email(args: Compose, ctx: Any) -> Any:
+    raw = _raw(args.to, args.subject, args.body, args.cc, args.bcc)
+    sent = await api(ctx, "POST", f"{ME}/messages/send", json={"raw": raw})
+    return pick(sent, "id", "threadId", "labelIds")
+
+
+class Reply(BaseModel):
+    id: str = Field(description="Id of the message to reply to")
+    body: str = Field(description="Plain-text reply")
+    replyAll: bool = Field(default=False, description="Also reply to the other recipients (To and Cc)")
+
+
+@tool(
+    "gmail_reply_to_message",
+    "Reply to a Gmail email in its thread (keeps subject and threading headers).",
+    Reply,
+)
+async def reply_to_message(args: Reply, ctx: Any) -> Any:
+    original = await api(
+        ctx,
+        "GET",
+        f"{ME}/messages/{args.id}",
+        params={
+            "format": "metadata",
+            "metadataHeaders": ["Subject", "From", "Reply-To", "To", "Cc", "Message-ID", "References"],
+        },
+    )
+    h = _headers(original.get("payload"))
+    to = [h.get("reply-to") or h.get("from") or ""]
+    cc = [a for a in (h.get("to"), h.get("cc")) if a] if args.replyAll else None
+    subject = h.get("subject") or ""
+    if not subject.lower().startswith("re:"):
+        subject = f"Re: {subject}"
+    message_id = h.get("message-id", "")
+    threading = {"In-Reply-To": message_id, "References": f"{h.get('references', '')} {message_id}".strip()}
+    raw = _raw(to, subject, args.body, cc, extra=threading if message_id else None)
+    sent = await api(
+        ctx, "POST", f"{ME}/messages/send", json={"raw": raw, "threadId": original.get("threadId")}
+    )
+    return pick(sent, "id", "threadId", "labelIds")
+
+
+@tool("gmail_create_draft", "Save an email as a Gmail draft (to review and send later).", Compose)
+async def create_draft(args: Compose, ctx: Any) -> Any:
+    raw = _raw(args.to, args.subject, args.body, args.cc, args.bcc)
+    draft = await api(ctx, "POST", f"{ME}/drafts", json={"message": {"raw": raw}})
+    return pick(draft, "id", "message.id", "message.threadId")
+
+
+class ListDrafts(BaseModel):
+    limit: int = Field(default=20, ge=1, le=100, description="Drafts per page")
+    pageToken: str | None = Field(default=None, description="Cursor from the previous page")
+
+
+@tool("gmail_list_drafts", "List Gmail drafts (ids, to send with gmail_send_draft).", ListDrafts)
+async def list_drafts(args: ListDrafts, ctx: Any) -> Any:
+    page = await api(
+        ctx, "GET", f"{ME}/drafts", params={"maxResults": args.limit, "pageToken": args.pageToken}
+    )
+    return {
+        "drafts": pick_many(page.get("drafts"), "id", "message.id", "message.threadId"),
+        "nextPageToken": page.get("nextPageToken"),
+    }
+
+
+class DraftRef(BaseModel):
+    id: str = Field(description="Draft id")
+
+
+@tool("gmail_send_draft", "Send an existing Gmail draft.", DraftRef)
+async def send_draft(args: DraftRef, ctx: Any) -> Any:
+    sent = await api(ctx, "POST", f"{ME}/drafts/send", json={"id": args.id})
+    return pick(sent, "id", "threadId", "labelIds")
+
+
+class NoArgs(BaseModel):
+    pass
+
+
+@tool("gmail_list_labels", "List Gmail labels (system and user labels, with ids).", NoArgs)
+async def list_labels(args: NoArgs, ctx: Any) -> Any:
+    page = await api(ctx, "GET", f"{ME}/labels")
+    return {"labels": pick_many(page.get("labels"), "id", "name", "type")}
+
+
+class ModifyLabels(MessageRef):
+    add: list[str] | None = Field(default=None, description="Label ids to add, e.g. ['STARRED']")
+    remove: list[str] | None = Field(
+        default=None, description="Label ids to remove: ['UNREAD'] marks read, ['INBOX'] archives"
+    )
+
+
+@tool(
+    "gmail_modify_labels",
+    "Label, archive, star or mark a Gmail email read/unread by adding or removing label ids.",
+    ModifyLabels,
+)
+async def modify_labels(args: ModifyLabels, ctx: Any) -> Any:
+    msg = await api(
+        ctx,
+        "POST",
+        f"{ME}/messages/{args.id}/modify",
+        json=compact({"addLabelIds": args.add, "removeLabelIds": args.remove}),
+    )
+    return pick(msg, "id", "threadId", "labelIds")
+
+
+@tool("gmail_trash_message", "Move a Gmail email to the trash.", MessageRef)
+async def trash_message(args: MessageRef, ctx: Any) -> Any:
+    msg = await api(ctx, "POST", f"{ME}/messages/{args.id}/trash")
+    return pick(msg, "id", "threadId", "labelIds")
+
+
+@tool("gmail_get_profile", "Get the connected Gmail address and mailbox totals.", NoArgs)
+async def get_profile(args: NoArgs, ctx: Any) -> Any:
+    profile = await api(ctx, "GET", f"{ME}/profile")
+    return pick(profile, "emailAddress", "messagesTotal", "threadsTotal")
+
+
+TOOLS = [
+    search_messages,
+    get_message,
+    get_thread,
+    send_email,
+    reply_to_message,
+    create_draft,
+    list_drafts,
+    send_draft,
+    list_labels,
+    modify_labels,
+    trash_message,
+    get_profile,
+]

@@ -1,0 +1,426 @@
+"""Gmail tools against a fake gmail.googleapis.com answering with bodies shaped like Google's
+documented Message/Thread/Draft resources."""
+
+from __future__ import annotations
+
+import base64
+import json
+from email import message_from_bytes, policy
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.plugins.catalog_support import ANY, Call, Case, run_case, run_tool
+
+ME = "https://gmail.googleapis.com/gmail/v1/users/me"
+
+
+def b64(text: str) -> str:
+    return base64.urlsafe_b64encode(text.encode()).decode().rstrip("=")
+
+
+def sent_mail(request: httpx.Request, key: str = "raw") -> Any:
+    body = json.loads(request.content)
+    raw = body["message"]["raw"] if key == "message" else body["raw"]
+    return message_from_bytes(base64.urlsafe_b64decode(raw), policy=policy.default)
+
+
+def expect_mail(headers: dict[str, str], text: str, key: str = "raw") -> Any:
+    def check(request: httpx.Request) -> None:
+        mail = sent_mail(request, key)
+        for name, value in headers.items():
+            assert mail[name] == value, (name, mail[name])
+        assert mail.get_content() == text + "\n"
+
+    return check
+
+
+HEADERS = [
+    {"name": "From", "value": "Ada Lovelace <ada@example.com>"},
+    {"name": "To", "value": "me@example.com"},
+    {"name": "Subject", "value": "Quarterly numbers"},
+    {"name": "Date", "value": "Tue, 1 Oct 2024 09:30:00 +0000"},
+]
+META = {
+    "id": "18c2f0a1b2c3d4e5",
+    "threadId": "18c2f0a1b2c3d4e5",
+    "labelIds": ["INBOX", "UNREAD"],
+    "snippet": "Here are the Q3 numbers &amp; a summary",
+    "payload": {"mimeType": "multipart/alternative", "headers": HEADERS},
+    "sizeEstimate": 5120,
+    "internalDate": "1727775000000",
+}
+SUMMARY = {
+    "id": "18c2f0a1b2c3d4e5",
+    "threadId": "18c2f0a1b2c3d4e5",
+    "from": "Ada Lovelace <ada@example.com>",
+    "to": "me@example.com",
+    "subject": "Quarterly numbers",
+    "date": "Tue, 1 Oct 2024 09:30:00 +0000",
+    "snippet": "Here are the Q3 numbers & a summary",
+    "labelIds": ["INBOX", "UNREAD"],
+}
+FULL_MSG = {
+    **META,
+    "payload": {
+        "mimeType": "multipart/mixed",
+        "headers": [*HEADERS, {"name": "Cc", "value": "bob@example.com"}],
+        "parts": [
+            {
+                "partId": "0",
+                "mimeType": "multipart/alternative",
+                "filename": "",
+                "body": {"size": 0},
+                "parts": [
+                    {
+                        "partId": "0.0",
+                        "mimeType": "text/plain",
+                        "filename": "",
+                        "body": {"size": 33, "data": b64("Here are the Q3 numbers.\r\n-- Ada")},
+                    },
+                    {
+                        "partId": "0.1",
+                        "mimeType": "text/html",
+                        "filename": "",
+                        "body": {"size": 40, "data": b64("<p>Here are the Q3 numbers.</p>")},
+                    },
+                ],
+            },
+            {
+                "partId": "1",
+                "mimeType": "application/pdf",
+                "filename": "q3.pdf",
+                "body": {"size": 48213, "attachmentId": "ANGjdJ8abc"},
+            },
+        ],
+    },
+}
+FULL = {
+    **SUMMARY,
+    "cc": "bob@example.com",
+    "body": "Here are the Q3 numbers.\r\n-- Ada",
+    "attachments": [
+        {"filename": "q3.pdf", "mimeType": "application/pdf", "size": 48213, "attachmentId": "ANGjdJ8abc"}
+    ],
+}
+SENT = {"id": "18c2f9e8d7c6b5a4", "threadId": "18c2f0a1b2c3d4e5", "labelIds": ["SENT"]}
+METADATA_Q = {"format": "metadata", "metadataHeaders": ["From", "To", "Subject", "Date"]}
+
+CASES = [
+    Case(
+        "gmail_search_messages",
+        {"q": "from:ada@example.com is:unread", "limit": 2},
+        [
+            Call(
+                "GET",
+                f"{ME}/messages",
+                {"q": "from:ada@example.com is:unread", "maxResults": 2},
+                json=None,
+                response={
+                    "messages": [
+                        {"id": "18c2f0a1b2c3d4e5", "threadId": "18c2f0a1b2c3d4e5"},
+                        {"id": "18c2f0a1b2c3d4e6", "threadId": "18c2f0a1b2c3d4e5"},
+                    ],
+                    "nextPageToken": "09876543210",
+                    "resultSizeEstimate": 14,
+                },
+            ),
+            Call("GET", f"{ME}/messages/18c2f0a1b2c3d4e5", METADATA_Q, response=META),
+            Call(
+                "GET",
+                f"{ME}/messages/18c2f0a1b2c3d4e6",
+                METADATA_Q,
+                response={**META, "id": "18c2f0a1b2c3d4e6", "labelIds": ["INBOX"]},
+            ),
+        ],
+        {
+            "messages": [SUMMARY, {**SUMMARY, "id": "18c2f0a1b2c3d4e6", "labelIds": ["INBOX"]}],
+            "nextPageToken": "09876543210",
+            "resultSizeEstimate": 14,
+        },
+    ),
+    Case(
+        "gmail_get_message",
+        {"id": "18c2f0a1b2c3d4e5"},
+        [Call("GET", f"{ME}/messages/18c2f0a1b2c3d4e5", {"format": "full"}, response=FULL_MSG)],
+        FULL,
+    ),
+    Case(
+        "gmail_get_thread",
+        {"id": "18c2f0a1b2c3d4e5"},
+        [
+            Call(
+                "GET",
+                f"{ME}/threads/18c2f0a1b2c3d4e5",
+                {"format": "full"},
+                response={
+                    "id": "18c2f0a1b2c3d4e5",
+                    "historyId": "12345",
+                    "messages": [
+                        FULL_MSG,
+                        {
+                            **META,
+                            "id": "18c2f0a1b2c3d4e6",
+                            "labelIds": ["SENT"],
+                            "snippet": "Thanks",
+                            "payload": {
+                                "mimeType": "text/html",
+                                "headers": HEADERS,
+                                "body": {"size": 30, "data": b64("<div>Thanks &amp; <b>bye</b></div>")},
+                            },
+                        },
+                    ],
+                },
+            )
+        ],
+        {
+            "id": "18c2f0a1b2c3d4e5",
+            "messages": [
+                FULL,
+                {
+                    **SUMMARY,
+                    "id": "18c2f0a1b2c3d4e6",
+                    "labelIds": ["SENT"],
+                    "snippet": "Thanks",
+                    "cc": None,
+                    "body": "Thanks & bye",
+                    "attachments": [],
+                },
+            ],
+        },
+    ),
+    Case(
+        "gmail_send_email",
+        {
+            "to": ["ada@example.com", "bob@example.com"],
+            "subject": "Lunch?",
+            "body": "Noon at the usual place.",
+            "cc": ["carol@example.com"],
+        },
+        [
+            Call(
+                "POST",
+                f"{ME}/messages/send",
+                json=ANY,
+                response=SENT,
+                check=expect_mail(
+                    {
+                        "To": "ada@example.com, bob@example.com",
+                        "Cc": "carol@example.com",
+                        "Subject": "Lunch?",
+                    },
+                    "Noon at the usual place.",
+                ),
+            )
+        ],
+        SENT,
+    ),
+    Case(
+        "gmail_reply_to_message",
+        {"id": "18c2f0a1b2c3d4e5", "body": "Thanks, got them."},
+        [
+            Call(
+                "GET",
+                f"{ME}/messages/18c2f0a1b2c3d4e5",
+                {
+                    "format": "metadata",
+                    "metadataHeaders": [
+                        "Subject",
+                        "From",
+                        "Reply-To",
+                        "To",
+                        "Cc",
+                        "Message-ID",
+                        "References",
+                    ],
+                },
+                response={
+                    **META,
+                    "payload": {
+                        "headers": [*HEADERS, {"name": "Message-ID", "value": "<CAF=abc123@mail.gmail.com>"}]
+                    },
+                },
+            ),
+            Call(
+                "POST",
+                f"{ME}/messages/send",
+                json=ANY,
+                response=SENT,
+                check=lambda r: (
+                    expect_mail(
+                        {
+                            "To": "Ada Lovelace <ada@example.com>",
+                            "Subject": "Re: Quarterly numbers",
+                            "In-Reply-To": "<CAF=abc123@mail.gmail.com>",
+                            "References": "<CAF=abc123@mail.gmail.com>",
+                        },
+                        "Thanks, got them.",
+                    )(r),
+                    json.loads(r.content)["threadId"] == "18c2f0a1b2c3d4e5" or pytest.fail("threadId"),
+                ),
+            ),
+        ],
+        SENT,
+    ),
+    Case(
+        "gmail_create_draft",
+        {"to": ["ada@example.com"], "subject": "Draft", "body": "Not yet."},
+        [
+            Call(
+                "POST",
+                f"{ME}/drafts",
+                json=ANY,
+                response={
+                    "id": "r-5467890123",
+                    "message": {"id": "18c2fa", "threadId": "18c2fa", "labelIds": ["DRAFT"]},
+                },
+                check=expect_mail({"To": "ada@example.com", "Subject": "Draft"}, "Not yet.", key="message"),
+            )
+        ],
+        {"id": "r-5467890123", "message_id": "18c2fa", "message_threadId": "18c2fa"},
+    ),
+    Case(
+        "gmail_list_drafts",
+        {"limit": 1},
+        [
+            Call(
+                "GET",
+                f"{ME}/drafts",
+                {"maxResults": 1},
+                response={
+                    "drafts": [{"id": "r-5467890123", "message": {"id": "18c2fa", "threadId": "18c2fa"}}],
+                    "nextPageToken": "abc",
+                    "resultSizeEstimate": 3,
+                },
+            )
+        ],
+        {
+            "drafts": [{"id": "r-5467890123", "message_id": "18c2fa", "message_threadId": "18c2fa"}],
+            "nextPageToken": "abc",
+        },
+    ),
+    Case(
+        "gmail_send_draft",
+        {"id": "r-5467890123"},
+        [
+            Call(
+                "POST",
+                f"{ME}/drafts/send",
+                json={"id": "r-5467890123"},
+                response={"id": "18c2fa", "threadId": "18c2fa", "labelIds": ["SENT"]},
+            )
+        ],
+        {"id": "18c2fa", "threadId": "18c2fa", "labelIds": ["SENT"]},
+    ),
+    Case(
+        "gmail_list_labels",
+        {},
+        [
+            Call(
+                "GET",
+                f"{ME}/labels",
+                json=None,
+                response={
+                    "labels": [
+                        {"id": "INBOX", "name": "INBOX", "messageListVisibility": "hide", "type": "system"},
+                        {"id": "Label_12", "name": "Receipts", "type": "user"},
+                    ]
+                },
+            )
+        ],
+        {
+            "labels": [
+                {"id": "INBOX", "name": "INBOX", "type": "system"},
+                {"id": "Label_12", "name": "Receipts", "type": "user"},
+            ]
+        },
+    ),
+    Case(
+        "gmail_modify_labels",
+        {"id": "18c2f0a1b2c3d4e5", "add": ["Label_12"], "remove": ["UNREAD", "INBOX"]},
+        [
+            Call(
+                "POST",
+                f"{ME}/messages/18c2f0a1b2c3d4e5/modify",
+                json={"addLabelIds": ["Label_12"], "removeLabelIds": ["UNREAD", "INBOX"]},
+                response={"id": "18c2f0a1b2c3d4e5", "threadId": "18c2f0a1b2c3d4e5", "labelIds": ["Label_12"]},
+            )
+        ],
+        {"id": "18c2f0a1b2c3d4e5", "threadId": "18c2f0a1b2c3d4e5", "labelIds": ["Label_12"]},
+    ),
+    Case(
+        "gmail_trash_message",
+        {"id": "18c2f0a1b2c3d4e5"},
+        [
+            Call(
+                "POST",
+                f"{ME}/messages/18c2f0a1b2c3d4e5/trash",
+                json=None,
+                response={"id": "18c2f0a1b2c3d4e5", "threadId": "18c2f0a1b2c3d4e5", "labelIds": ["TRASH"]},
+            )
+        ],
+        {"id": "18c2f0a1b2c3d4e5", "threadId": "18c2f0a1b2c3d4e5", "labelIds": ["TRASH"]},
+    ),
+    Case(
+        "gmail_get_profile",
+        {},
+        [
+            Call(
+                "GET",
+                f"{ME}/profile",
+                response={
+                    "emailAddress": "me@example.com",
+                    "messagesTotal": 5012,
+                    "threadsTotal": 3201,
+                    "historyId": "987654",
+                },
+            )
+        ],
+        {"emailAddress": "me@example.com", "messagesTotal": 5012, "threadsTotal": 3201},
+    ),
+]
+
+
+def test_every_tool_has_a_case() -> None:
+    from workbench_plugins.google_gmail.tools import TOOLS
+
+    assert sorted(t.name for t in TOOLS) == sorted(c.tool for c in CASES)
+
+
+@pytest.mark.parametrize("case", CASES, ids=str)
+async def test_tool_request_and_result(tmp_path: Path, case: Case) -> None:
+    await run_case(tmp_path, "google-gmail", case)
+
+
+async def test_upstream_404_becomes_tool_error(tmp_path: Path) -> None:
+    out = await run_tool(
+        tmp_path,
+        "google-gmail",
+        "gmail_get_message",
+        {"id": "nope"},
+        [
+            Call(
+                "GET",
+                f"{ME}/messages/nope",
+                {"format": "full"},
+                status=404,
+                response={
+                    "error": {
+                        "code": 404,
+                        "message": "Requested entity was not found.",
+                        "errors": [
+                            {
+                                "message": "Requested entity was not found.",
+                                "domain": "global",
+                                "reason": "notFound",
+                            }
+                        ],
+                        "status": "NOT_FOUND",
+                    }
+                },
+            )
+        ],
+    )
+    assert out == {"results": [{"error": "google-gmail API error 404: Requested entity was not found."}]}
