@@ -37,6 +37,19 @@ def expect_mail(headers: dict[str, str], text: str, key: str = "raw") -> Any:
     return check
 
 
+def check_reply(request: httpx.Request) -> None:
+    expect_mail(
+        {
+            "To": "Ada Lovelace <ada@example.com>",
+            "Subject": "Re: Quarterly numbers",
+            "In-Reply-To": "<CAF=abc123@mail.gmail.com>",
+            "References": "<CAF=abc123@mail.gmail.com>",
+        },
+        "Thanks, got them.",
+    )(request)
+    assert json.loads(request.content)["threadId"] == "18c2f0a1b2c3d4e5"
+
+
 HEADERS = [
     {"name": "From", "value": "Ada Lovelace <ada@example.com>"},
     {"name": "To", "value": "me@example.com"},
@@ -248,18 +261,7 @@ CASES = [
                 f"{ME}/messages/send",
                 json=ANY,
                 response=SENT,
-                check=lambda r: (
-                    expect_mail(
-                        {
-                            "To": "Ada Lovelace <ada@example.com>",
-                            "Subject": "Re: Quarterly numbers",
-                            "In-Reply-To": "<CAF=abc123@mail.gmail.com>",
-                            "References": "<CAF=abc123@mail.gmail.com>",
-                        },
-                        "Thanks, got them.",
-                    )(r),
-                    json.loads(r.content)["threadId"] == "18c2f0a1b2c3d4e5" or pytest.fail("threadId"),
-                ),
+                check=check_reply,
             ),
         ],
         SENT,
