@@ -1,0 +1,373 @@
+"""Linear GraphQL tools (https://developers.linear.app/docs/graphql/working-with-the-graphql-api).
+
+Every call is a POST to /graphql with `{query, variables}`. Linear reports failures as an
+`errors` array — with HTTP 400 for invalid queries, and sometimes with HTTP 200 and partial
+`data` — so both become the tool's error. Connections page Relay-style (`first`/`after`,
+`pageInfo.endCursor`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, Field
+from workbench.sdk import UpstreamError, compact
+from workbench.tools import tool
+
+_ISSUE_FIELDS = """
+      id identifier title priority priorityLabel url createdAt updatedAt dueDate
+      state { name type } assignee { id name } team { key } project { name }
+"""
+_PAGE = "pageInfo { hasNextPage endCursor }"
+
+LIST_ISSUES = f"""query Issues($first: Int, $after: String, $filter: IssueFilter) {{
+  issues(first: $first, after: $after, filter: $filter, orderBy: updatedAt) {{
+    nodes {{ {_ISSUE_FIELDS} }}
+    {_PAGE}
+  }}
+}}"""
+
+SEARCH_ISSUES = f"""query SearchIssues($term: String!, $first: Int, $after: String, $includeComments: Boolean) {{
+  searchIssues(term: $term, first: $first, after: $after, includeComments: $includeComments) {{
+    nodes {{ {_ISSUE_FIELDS} }}
+    {_PAGE}
+  }}
+}}"""
+
+GET_ISSUE = f"""query Issue($id: String!) {{
+  issue(id: $id) {{
+    {_ISSUE_FIELDS}
+    description
+    labels {{ nodes {{ name }} }}
+    comments(first: 50) {{ nodes {{ id body createdAt user {{ name }} }} }}
+  }}
+}}"""
+
+CREATE_ISSUE = """mutation IssueCreate($input: IssueCreateInput!) {
+  issueCreate(input: $input) { success issue { id identifier title url } }
+}"""
+
+UPDATE_ISSUE = """mutation IssueUpdate($id: String!, $input: IssueUpdateInput!) {
+  issueUpdate(id: $id, input: $input) { success issue { id identifier title url state { name } } }
+}"""
+
+CREATE_COMMENT = """mutation CommentCreate($input: CommentCreateInput!) {
+  commentCreate(input: $input) { success comment { id body url createdAt } }
+}"""
+
+LIST_TEAMS = f"""query Teams($first: Int, $after: String) {{
+  teams(first: $first, after: $after) {{ nodes {{ id key name description }} {_PAGE} }}
+}}"""
+
+LIST_PROJECTS = f"""query Projects($first: Int, $after: String) {{
+  projects(first: $first, after: $after) {{ nodes {{ id name state progress targetDate url }} {_PAGE} }}
+}}"""
+
+LIST_USERS = f"""query Users($first: Int, $after: String) {{
+  users(first: $first, after: $after) {{ nodes {{ id name displayName email active }} {_PAGE} }}
+}}"""
+
+LIST_STATES = f"""query WorkflowStates($first: Int, $after: String, $filter: WorkflowStateFilter) {{
+  workflowStates(first: $first, after: $after, filter: $filter) {{
+    nodes {{ id name type position team {{ key }} }}
+    {_PAGE}
+  }}
+}}"""
+
+LIST_LABELS = f"""query IssueLabels($first: Int, $after: String, $filter: IssueLabelFilter) {{
+  issueLabels(first: $first, after: $after, filter: $filter) {{ nodes {{ id name color team {{ key }} }} {_PAGE} }}
+}}"""
+
+VIEWER = """query Viewer {
+  viewer { id name displayName email organization { name urlKey } }
+}"""
+
+
+async def gql(ctx: Any, query: str, variables: dict[str, Any] | None = None) -> Any:
+    resp = await ctx.http.request("POST", "/graphql", json={"query": query, "variables": variables or {}})
+    try:
+        body = resp.json()
+    except ValueError:
+        body = {}
+    errors = body.get("errors") if isinstance(body, dict) else None
+    if resp.status_code >= 400 or errors:
+        detail = errors[0].get("message", "") if errors else resp.text[:500]
+        raise UpstreamError(ctx.integration, resp.status_code, detail)
+    return body.get("data") or {}
+
+
+def _issue(node: dict[str, Any] | None) -> dict[str, Any] | None:
+    if node is None:
+        return None
+    return {
+        "id": node.get("id"),
+        "identifier": node.get("identifier"),
+        "title": node.get("title"),
+        "state": (node.get("state") or {}).get("name"),
+        "priority": node.get("priorityLabel"),
+        "assignee": (node.get("assignee") or {}).get("name"),
+        "team": (node.get("team") or {}).get("key"),
+        "project": (node.get("project") or {}).get("name"),
+        "dueDate": node.get("dueDate"),
+        "url": node.get("url"),
+        "updatedAt": node.get("updatedAt"),
+    }
+
+
+def _conn(conn: dict[str, Any], key: str, shape: Any = None) -> dict[str, Any]:
+    nodes = conn.get("nodes") or []
+    info = conn.get("pageInfo") or {}
+    return {
+        key: [shape(n) for n in nodes] if shape else nodes,
+        "nextCursor": info.get("endCursor") if info.get("hasNextPage") else None,
+    }
+
+
+class Page(BaseModel):
+    perPage: int = Field(default=25, ge=1, le=100, description="Results per page (max 100)")
+    cursor: str | None = Field(default=None, description="nextCursor from the previous call")
+
+
+class ListIssues(Page):
+    team_id: str | None = Field(default=None, description="Only this team's issues (team id)")
+    assigned_to_me: bool = Field(default=False, description="Only issues assigned to the connected user")
+    state: str | None = Field(
+        default=None, description="Only issues in this workflow state, e.g. 'In Progress'"
+    )
+    open_only: bool = Field(default=False, description="Skip completed and canceled issues")
+
+
+@tool(
+    "linear_list_issues",
+    "List Linear issues (tickets), most recently updated first, filtered by team, assignee or state.",
+    ListIssues,
+)
+async def list_issues(args: ListIssues, ctx: Any) -> Any:
+    flt: dict[str, Any] = {}
+    if args.team_id:
+        flt["team"] = {"id": {"eq": args.team_id}}
+    if args.assigned_to_me:
+        flt["assignee"] = {"isMe": {"eq": True}}
+    if args.state:
+        flt["state"] = {"name": {"eqIgnoreCase": args.state}}
+    elif args.open_only:
+        flt["state"] = {"type": {"nin": ["completed", "canceled"]}}
+    variables = compact({"first": args.perPage, "after": args.cursor, "filter": flt or None})
+    data = await gql(ctx, LIST_ISSUES, variables)
+    return _conn(data.get("issues") or {}, "issues", _issue)
+
+
+class SearchIssues(Page):
+    term: str = Field(min_length=1, description="Words to search for in issue titles and descriptions")
+    include_comments: bool = Field(default=False, description="Also search comment text")
+
+
+@tool("linear_search_issues", "Full-text search Linear issues (tickets) by words.", SearchIssues)
+async def search_issues(args: SearchIssues, ctx: Any) -> Any:
+    variables = compact(
+        {
+            "term": args.term,
+            "first": args.perPage,
+            "after": args.cursor,
+            "includeComments": args.include_comments,
+        }
+    )
+    data = await gql(ctx, SEARCH_ISSUES, variables)
+    return _conn(data.get("searchIssues") or {}, "issues", _issue)
+
+
+class IssueId(BaseModel):
+    id: str = Field(description="Issue id or identifier, e.g. ENG-123")
+
+
+@tool("linear_get_issue", "Get a Linear issue with its description, labels and comments.", IssueId)
+async def get_issue(args: IssueId, ctx: Any) -> Any:
+    node = (await gql(ctx, GET_ISSUE, {"id": args.id})).get("issue")
+    out = _issue(node) or {}
+    out["description"] = node.get("description") if node else None
+    out["labels"] = [label.get("name") for label in ((node or {}).get("labels") or {}).get("nodes") or []]
+    out["comments"] = [
+        {
+            "id": c.get("id"),
+            "body": c.get("body"),
+            "author": (c.get("user") or {}).get("name"),
+            "createdAt": c.get("createdAt"),
+        }
+        for c in ((node or {}).get("comments") or {}).get("nodes") or []
+    ]
+    return out
+
+
+class CreateIssue(BaseModel):
+    team_id: str = Field(description="Team id the issue belongs to (see linear_list_teams)")
+    title: str = Field(min_length=1, description="Issue title")
+    description: str | None = Field(default=None, description="Markdown description")
+    priority: int | None = Field(
+        default=None, ge=0, le=4, description="0 none, 1 urgent, 2 high, 3 medium, 4 low"
+    )
+    assignee_id: str | None = Field(default=None, description="User id to assign")
+    state_id: str | None = Field(
+        default=None, description="Workflow state id (see linear_list_workflow_states)"
+    )
+    label_ids: list[str] | None = Field(default=None, description="Label ids")
+    project_id: str | None = Field(default=None, description="Project id")
+    due_date: str | None = Field(default=None, description="Due date, YYYY-MM-DD")
+
+
+@tool("linear_create_issue", "Create a Linear issue (ticket) in a team.", CreateIssue)
+async def create_issue(args: CreateIssue, ctx: Any) -> Any:
+    input_ = compact(
+        {
+            "teamId": args.team_id,
+            "title": args.title,
+            "description": args.description,
+            "priority": args.priority,
+            "assigneeId": args.assignee_id,
+            "stateId": args.state_id,
+            "labelIds": args.label_ids,
+            "projectId": args.project_id,
+            "dueDate": args.due_date,
+        }
+    )
+    res = (await gql(ctx, CREATE_ISSUE, {"input": input_})).get("issueCreate") or {}
+    return {"success": res.get("success"), **((res.get("issue")) or {})}
+
+
+class UpdateIssue(IssueId):
+    title: str | None = None
+    description: str | None = Field(default=None, description="New Markdown description")
+    priority: int | None = Field(
+        default=None, ge=0, le=4, description="0 none, 1 urgent, 2 high, 3 medium, 4 low"
+    )
+    assignee_id: str | None = Field(default=None, description="User id to assign")
+    state_id: str | None = Field(default=None, description="Workflow state id to move the issue to")
+    label_ids: list[str] | None = Field(default=None, description="Replace the labels with these label ids")
+    due_date: str | None = Field(default=None, description="Due date, YYYY-MM-DD")
+
+
+@tool(
+    "linear_update_issue",
+    "Update a Linear issue: change state (e.g. close it), assignee, priority, title, labels.",
+    UpdateIssue,
+)
+async def update_issue(args: UpdateIssue, ctx: Any) -> Any:
+    input_ = compact(
+        {
+            "title": args.title,
+            "description": args.description,
+            "priority": args.priority,
+            "assigneeId": args.assignee_id,
+            "stateId": args.state_id,
+            "labelIds": args.label_ids,
+            "dueDate": args.due_date,
+        }
+    )
+    if not input_:
+        raise ValueError("Nothing to update: give at least one field to change")
+    res = (await gql(ctx, UPDATE_ISSUE, {"id": args.id, "input": input_})).get("issueUpdate") or {}
+    issue = res.get("issue") or {}
+    return {
+        "success": res.get("success"),
+        **{k: issue.get(k) for k in ("id", "identifier", "title", "url")},
+        "state": (issue.get("state") or {}).get("name"),
+    }
+
+
+class AddComment(BaseModel):
+    issue_id: str = Field(description="Issue id or identifier, e.g. ENG-123")
+    body: str = Field(min_length=1, description="Comment text (Markdown)")
+
+
+@tool("linear_add_comment", "Comment on a Linear issue.", AddComment)
+async def add_comment(args: AddComment, ctx: Any) -> Any:
+    res = (await gql(ctx, CREATE_COMMENT, {"input": {"issueId": args.issue_id, "body": args.body}})).get(
+        "commentCreate"
+    ) or {}
+    return {"success": res.get("success"), **(res.get("comment") or {})}
+
+
+def _page_vars(args: Page) -> dict[str, Any]:
+    return compact({"first": args.perPage, "after": args.cursor}) or {}
+
+
+@tool("linear_list_teams", "List the Linear teams (with ids and keys) the user belongs to.", Page)
+async def list_teams(args: Page, ctx: Any) -> Any:
+    return _conn((await gql(ctx, LIST_TEAMS, _page_vars(args))).get("teams") or {}, "teams")
+
+
+@tool("linear_list_projects", "List Linear projects with state, progress and target date.", Page)
+async def list_projects(args: Page, ctx: Any) -> Any:
+    return _conn((await gql(ctx, LIST_PROJECTS, _page_vars(args))).get("projects") or {}, "projects")
+
+
+@tool("linear_list_users", "List the people in the Linear workspace (ids for assigning issues).", Page)
+async def list_users(args: Page, ctx: Any) -> Any:
+    return _conn((await gql(ctx, LIST_USERS, _page_vars(args))).get("users") or {}, "users")
+
+
+class TeamPage(Page):
+    team_id: str | None = Field(default=None, description="Only this team's (team id)")
+
+
+def _team_vars(args: TeamPage) -> dict[str, Any]:
+    return {
+        **_page_vars(args),
+        **({"filter": {"team": {"id": {"eq": args.team_id}}}} if args.team_id else {}),
+    }
+
+
+def _state(node: dict[str, Any]) -> dict[str, Any]:
+    return {
+        **{k: node.get(k) for k in ("id", "name", "type", "position")},
+        "team": (node.get("team") or {}).get("key"),
+    }
+
+
+@tool(
+    "linear_list_workflow_states",
+    "List Linear workflow states (Backlog, Todo, In Progress, Done...) with ids, per team.",
+    TeamPage,
+)
+async def list_workflow_states(args: TeamPage, ctx: Any) -> Any:
+    data = await gql(ctx, LIST_STATES, _team_vars(args))
+    return _conn(data.get("workflowStates") or {}, "states", _state)
+
+
+def _label(node: dict[str, Any]) -> dict[str, Any]:
+    return {**{k: node.get(k) for k in ("id", "name", "color")}, "team": (node.get("team") or {}).get("key")}
+
+
+@tool("linear_list_labels", "List Linear issue labels with their ids.", TeamPage)
+async def list_labels(args: TeamPage, ctx: Any) -> Any:
+    return _conn((await gql(ctx, LIST_LABELS, _team_vars(args))).get("issueLabels") or {}, "labels", _label)
+
+
+class NoArgs(BaseModel):
+    pass
+
+
+@tool("linear_get_viewer", "Get the connected Linear user (who am I) and their organization.", NoArgs)
+async def get_viewer(args: NoArgs, ctx: Any) -> Any:
+    viewer = (await gql(ctx, VIEWER)).get("viewer") or {}
+    org = viewer.get("organization") or {}
+    return {
+        **{k: viewer.get(k) for k in ("id", "name", "displayName", "email")},
+        "organization": org.get("name"),
+        "organizationKey": org.get("urlKey"),
+    }
+
+
+TOOLS = [
+    list_issues,
+    search_issues,
+    get_issue,
+    create_issue,
+    update_issue,
+    add_comment,
+    list_teams,
+    list_projects,
+    list_users,
+    list_workflow_states,
+    list_labels,
+    get_viewer,
+]
