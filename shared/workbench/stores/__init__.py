@@ -18,6 +18,8 @@ __all__ = [
     "AuditStore",
     "Connection",
     "ConnectionStore",
+    "ExternalServer",
+    "ExternalServerStore",
     "Jot",
     "JotStore",
     "OAuthState",
@@ -95,6 +97,27 @@ class Jot:
     share_token: str | None = None  # set when the owner made a share link
 
 
+@dataclass(frozen=True, slots=True)
+class ExternalServer:
+    """A user's registered external MCP tool server (a custom app), keyed by (user, name).
+
+    `config` is an encrypted blob (crypto.Cipher, bound to user + name) holding the URL template and
+    the auth value; either may carry a literal secret or `{{vault:NAME}}` references.
+    """
+
+    user_id: str
+    name: str
+    tool_prefix: str
+    config: bytes
+    auth_type: str = "none"  # none | bearer | header
+    header_name: str = ""
+    enabled: bool = True
+    timeout_ms: int = 30_000
+    status: str = "ok"  # or "reconnect_required" after the server answered 401/403
+    created_at: float = 0.0
+    updated_at: float = 0.0
+
+
 class UserStore(Protocol):
     def get(self, user_id: str) -> User | None: ...
     def by_email(self, email: str) -> User | None: ...
@@ -153,6 +176,13 @@ class JotStore(Protocol):
     def delete(self, user_id: str, jot_id: str) -> bool: ...
 
 
+class ExternalServerStore(Protocol):
+    def put(self, server: ExternalServer) -> None: ...
+    def get(self, user_id: str, name: str) -> ExternalServer | None: ...
+    def list_for(self, user_id: str) -> list[ExternalServer]: ...
+    def delete(self, user_id: str, name: str) -> bool: ...
+
+
 @dataclass(slots=True)
 class Stores:
     users: UserStore
@@ -163,3 +193,5 @@ class Stores:
     vault: VaultStore
     jots: JotStore
     extra: dict[str, Any] = field(default_factory=dict)
+    # Custom apps (external MCP servers). None on a backend without an adapter yet: registration is refused.
+    external_servers: ExternalServerStore | None = None

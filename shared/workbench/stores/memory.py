@@ -11,6 +11,7 @@ from typing import Any
 from workbench.stores import (
     ApiKeyRecord,
     Connection,
+    ExternalServer,
     Jot,
     OAuthState,
     PendingConnect,
@@ -184,6 +185,23 @@ class MemoryJots:
         return True
 
 
+class MemoryExternalServers:
+    def __init__(self) -> None:
+        self._rows: dict[tuple[str, str], ExternalServer] = {}
+
+    def put(self, server: ExternalServer) -> None:
+        self._rows[(server.user_id, server.name)] = server
+
+    def get(self, user_id: str, name: str) -> ExternalServer | None:
+        return self._rows.get((user_id, name))
+
+    def list_for(self, user_id: str) -> list[ExternalServer]:
+        return sorted((s for (u, _), s in self._rows.items() if u == user_id), key=lambda s: s.name)
+
+    def delete(self, user_id: str, name: str) -> bool:
+        return self._rows.pop((user_id, name), None) is not None
+
+
 def memory_stores() -> Stores:
     return Stores(
         users=MemoryUsers(),
@@ -193,4 +211,5 @@ def memory_stores() -> Stores:
         audit=MemoryAudit(),
         vault=MemoryVault(),
         jots=MemoryJots(),
+        external_servers=MemoryExternalServers(),
     )
