@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -18,6 +18,7 @@ from workbench.connections import ConnectFlow
 from workbench.credentials import Credentials
 from workbench.crypto import Cipher, KeyProvider, LocalKeyProvider, load_or_create_local_key
 from workbench.executor import Engine
+from workbench.external import ExternalServers
 from workbench.observability import Metrics
 from workbench.registry import Registry
 from workbench.search import SearchDoc, SearchIndex
@@ -87,6 +88,8 @@ class Gateway:
     clock: Callable[[], float] = time.time
     token_verifiers: list[Callable[[str], Principal | None]] = field(default_factory=list)
     _search: SearchIndex | None = field(default=None, repr=False)
+    # Each user's custom apps (external MCP tool servers), searchable by their owner only.
+    external: ExternalServers | None = None
 
     # -- queries used by several surfaces -----------------------------------------------------
 
@@ -103,18 +106,33 @@ class Gateway:
             )
         return self._search
 
-    def search(self, principal: Principal, query: str, limit: int) -> list[dict[str, Any]]:
+    def search(
+        self, principal: Principal, query: str, limit: int, extra: Sequence[SearchDoc] = ()
+    ) -> list[dict[str, Any]]:
         status = self.connection_status(principal.user.id)
+        hits = self.search_index().search(query, limit)
+        if extra:  # the caller's own custom-app tools, ranked alongside the shared catalog
+            hits = sorted([*hits, *SearchIndex(extra).search(query, limit)], key=lambda h: -h.score)[:limit]
         return [
             {
                 "name": hit.doc.name,
                 "description": hit.doc.description,
                 "integration": hit.doc.integration,
                 "score": hit.score,
-                "connected": status.get(hit.doc.integration, False),
+                "connected": status.get(hit.doc.integration, True),
             }
-            for hit in self.search_index().search(query, limit)
+            for hit in hits
         ]
+
+    async def search_tools(self, principal: Principal, query: str, limit: int) -> list[dict[str, Any]]:
+        """search_tools: built-in and plugin tools plus this caller's custom apps (never another user's)."""
+        extra: list[SearchDoc] = []
+        if self.external is not None:
+            extra = [
+                SearchDoc(t.name, t.description, t.server)
+                for t in await self.external.catalog(principal.user.id)
+            ]
+        return self.search(principal, query, limit, extra)
 
     def authenticate(self, token: str) -> Principal:
         """The principal behind a bearer token (API key, or an OAuth access token once enabled)."""
@@ -158,6 +176,9 @@ class _BuiltinServices:
     vault: Vault
     # The engine's browser (built-in browser tools, cookie capture); never handed to plugins.
     browser: BrowserPool | None = None
+    # Custom apps (external MCP servers), and the public URL jot links are built from.
+    external: ExternalServers | None = None
+    public_url: str = ""
 
 
 def build_browser_pool(settings: Settings) -> BrowserPool:
@@ -198,6 +219,10 @@ def build_gateway(
         clock=clock,
         builtin_services=_BuiltinServices(stores, vault, build_browser_pool(settings)),
     )
+    external = ExternalServers(stores.external_servers, cipher, vault, registry, clock=clock)
+    engine.extra_lookups.append(external.lookup)
+    engine.builtin_services.external = external
+    engine.builtin_services.public_url = settings.public_url
     return Gateway(
         settings=settings,
         stores=stores,
@@ -208,6 +233,7 @@ def build_gateway(
         api_keys=ApiKeys(stores.users, stores.api_keys),
         vault=vault,
         connections=ConnectFlow(settings, registry, stores.pending, clock=clock),
+        external=external,
         metrics=metrics,
         tokens=TokenService(
             signing_keys or FileSigningKeys(settings.data_dir / "keys"), settings.public_url, clock=clock

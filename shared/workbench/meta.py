@@ -18,7 +18,8 @@ if TYPE_CHECKING:
 
 __all__ = ["META_TOOLS", "MetaTools", "meta_tool_names", "parse_executions", "run_compose", "run_plain"]
 
-LITERAL_TOOL_PREFIX = "vault_"
+# vault_* take names literally; apps_* store {{vault:NAME}} references unresolved (resolved per call).
+LITERAL_TOOL_PREFIX = ("vault_", "apps_")
 
 CURL_SESSION_DESCRIPTION = (
     "HIGH RISK — do not call without explicit user approval. Mints a short-lived proxy token (15 min by "
@@ -246,7 +247,7 @@ class MetaTools:
     async def _search_tools(self, principal: Principal, args: dict[str, Any]) -> Any:
         query = _require_str(args, "query")
         limit = _opt_int(args, "limit", 10, 1, 50) or 10
-        return {"tools": self.gw.search(principal, query, limit)}
+        return {"tools": await self.gw.search_tools(principal, query, limit)}
 
     async def _get_tool_schema(self, principal: Principal, args: dict[str, Any]) -> Any:
         name = _require_str(args, "tool")

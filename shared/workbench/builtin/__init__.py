@@ -9,8 +9,9 @@ __all__ = ["register_builtins"]
 
 
 def register_builtins(registry: Registry) -> None:
-    from workbench.builtin import browser, jots, vault
+    from workbench.builtin import apps, browser, jots, vault
 
     registry.add(jots.MANIFEST, lambda: jots.TOOLS, allow_reserved=True)
     registry.add(vault.MANIFEST, lambda: vault.TOOLS, allow_reserved=True)
+    registry.add(apps.MANIFEST, lambda: apps.TOOLS, allow_reserved=True)
     registry.add(browser.MANIFEST, lambda: browser.TOOLS, allow_reserved=True)

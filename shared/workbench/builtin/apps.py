@@ -1,0 +1,121 @@
+"""apps_* tools: register, list, refresh and remove your own external MCP tool servers (custom apps).
+
+Their arguments are taken literally (like vault_*): a `{{vault:NAME}}` in a URL or token is stored
+as a reference and resolved at each call, so the secret itself is never written into the
+registration and never passes through the agent.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from workbench.registry import Manifest, NoAuth
+from workbench.tools import tool
+
+__all__ = ["MANIFEST", "TOOLS"]
+
+MANIFEST = Manifest(
+    name="apps",
+    version="1.0.0",
+    display_name="Custom apps",
+    auth=NoAuth(),
+    description="Your own external MCP tool servers, merged into your tool catalog under a prefix.",
+    builtin=True,
+)
+
+
+class NoAuthSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    type: Literal["none"] = "none"
+
+
+class BearerSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    type: Literal["bearer"]
+    token: str = Field(min_length=1, max_length=4096, description="Token, best as {{vault:NAME}}")
+
+
+class HeaderSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    type: Literal["header"]
+    headerName: str = Field(min_length=1, max_length=64, description="e.g. X-Api-Key")
+    value: str = Field(min_length=1, max_length=4096, description="Header value, best as {{vault:NAME}}")
+
+
+class RegisterServer(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: str = Field(description="Short id, lowercase (a-z, 0-9, '_', '-'); tools appear as <name>_<tool>")
+    url: str = Field(
+        description=(
+            "The server's MCP endpoint (Streamable HTTP). May contain {workspaceCode} (replaced by your "
+            "Workbench user id) and {{vault:NAME}} references."
+        )
+    )
+    auth: NoAuthSpec | BearerSpec | HeaderSpec | None = Field(
+        default=None, discriminator="type", description="none (default), bearer or header"
+    )
+    enabled: bool = True
+    toolPrefix: str | None = Field(
+        default=None, description='Prefix for the merged tool names; default "<name>_"'
+    )
+    timeout: int = Field(
+        default=30_000, ge=100, le=120_000, description="Milliseconds per call (default 30000)"
+    )
+
+
+class AppName(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: str = Field(description="The custom app's name")
+
+
+class NoArgs(BaseModel):
+    pass
+
+
+@tool(
+    "apps_register_server",
+    "Register (or replace) one of your own external MCP tool servers as a custom app. Its tools then "
+    "appear in your search_tools under the prefix and run through execute_tools. Use {{vault:NAME}} for "
+    "tokens; names that collide with built-in or plugin tools are refused.",
+    RegisterServer,
+)
+async def apps_register_server(args: RegisterServer, ctx: Any) -> dict[str, Any]:
+    external = ctx.services.external
+    view = external.register(
+        ctx.user_id,
+        name=args.name,
+        url=args.url,
+        auth=args.auth.model_dump() if args.auth is not None else None,
+        enabled=args.enabled,
+        tool_prefix=args.toolPrefix,
+        timeout_ms=args.timeout,
+    )
+    if not args.enabled:
+        return dict(view)
+    return dict(await external.reconnect(ctx.user_id, args.name))
+
+
+@tool("apps_list", "List your custom apps (external MCP tool servers) and their status.", NoArgs)
+def apps_list(args: NoArgs, ctx: Any) -> dict[str, Any]:
+    return {"apps": ctx.services.external.list_for(ctx.user_id)}
+
+
+@tool(
+    "apps_refresh",
+    "Reconnect a custom app: forget its cached tool list (and any reconnect-required flag) and discover "
+    "its tools again now.",
+    AppName,
+)
+async def apps_refresh(args: AppName, ctx: Any) -> dict[str, Any]:
+    return dict(await ctx.services.external.reconnect(ctx.user_id, args.name))
+
+
+@tool("apps_remove", "Remove one of your custom apps by name.", AppName)
+def apps_remove(args: AppName, ctx: Any) -> dict[str, Any]:
+    ctx.services.external.remove(ctx.user_id, args.name)
+    return {"removed": args.name}
+
+
+TOOLS = [apps_register_server, apps_list, apps_refresh, apps_remove]

@@ -1,0 +1,274 @@
+"""Real MCP servers built with the official `mcp` SDK, served over HTTP on loopback for the tests.
+
+One uvicorn server in a background thread hosts several independent MCP servers under their own
+paths (each with its own session manager):
+
+- /plain/mcp      MCPServer, plain JSON answers (json_response=True): echo, add, whoami_headers
+- /sse/mcp        MCPServer answering with SSE streams: echo, add
+- /bearer/mcp     MCPServer behind the SDK's bearer-token auth (401 without the right token)
+- /w/{code}/mcp   a per-workspace server: its tool list depends on the code in the URL
+- /odd/mcp        low-level Server with scripted tools: a mutable tool list (cache tests), one tool
+                  with a malformed schema, a slow tool, an image-only result, an erroring tool
+
+Every server sits behind a `Recorder`, which logs each request (JSON-RPC method, headers, body)
+and can be told to answer the next requests with a given HTTP status (500 once, 401, ...).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+import time
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import mcp_types as types
+import uvicorn
+from mcp.server.auth.provider import AccessToken
+from mcp.server.auth.settings import AuthSettings
+from mcp.server.lowlevel import Server
+from mcp.server.mcpserver import MCPServer
+from starlette.applications import Starlette
+from starlette.routing import Mount
+
+from tests.support.processes import free_port
+
+BEARER_TOKEN = "upstream-bearer-7f3a9c"  # what the bearer server accepts
+
+
+@dataclass
+class Seen:
+    path: str
+    method: str | None
+    headers: dict[str, str]
+    body: Any
+
+
+@dataclass
+class Recorder:
+    """ASGI wrapper: records requests; `fail_next` holds statuses to answer with before the app runs."""
+
+    app: Any
+    seen: list[Seen] = field(default_factory=list)
+    fail_next: list[int] = field(default_factory=list)
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        chunks = []
+        more = True
+        while more:
+            message = await receive()
+            chunks.append(message.get("body", b""))
+            more = message.get("more_body", False)
+        body = b"".join(chunks)
+        try:
+            payload = json.loads(body) if body else None
+        except ValueError:
+            payload = None
+        headers = {k.decode().lower(): v.decode() for k, v in scope["headers"]}
+        method = payload.get("method") if isinstance(payload, dict) else None
+        self.seen.append(Seen(scope["path"], method, headers, payload))
+        if self.fail_next and scope["method"] == "POST":
+            status = self.fail_next.pop(0)
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": status,
+                    "headers": [(b"content-type", b"text/plain")],
+                }
+            )
+            await send({"type": "http.response.body", "body": b"injected failure"})
+            return
+        replayed = False
+
+        async def replay() -> Any:
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()
+
+        await self.app(scope, replay, send)
+
+    def methods(self) -> list[str | None]:
+        return [s.method for s in self.seen]
+
+    def reset(self) -> None:
+        self.seen.clear()
+        self.fail_next.clear()
+
+
+class _Verifier:
+    async def verify_token(self, token: str) -> AccessToken | None:
+        return AccessToken(token=token, client_id="workbench", scopes=[]) if token == BEARER_TOKEN else None
+
+
+def _plain(name: str) -> MCPServer:
+    server = MCPServer(name)
+
+    @server.tool()
+    def echo(text: str) -> str:
+        """Echo the text back unchanged."""
+        return text
+
+    @server.tool()
+    def add(a: int, b: int) -> int:
+        """Add two integers."""
+        return a + b
+
+    return server
+
+
+def _bearer() -> MCPServer:
+    server = MCPServer(
+        "bearer",
+        token_verifier=_Verifier(),
+        auth=AuthSettings(issuer_url="http://127.0.0.1/issuer", resource_server_url=None),
+    )
+
+    @server.tool()
+    def secret_report(topic: str) -> str:
+        """Report on a topic (needs the bearer token)."""
+        return f"report on {topic}"
+
+    return server
+
+
+@dataclass
+class Scripted:
+    """Tools of the low-level servers, editable while the server runs."""
+
+    tools: dict[str, dict[str, Any]] = field(default_factory=dict)
+    by_code: dict[str, list[str]] = field(default_factory=dict)
+    slow_seconds: float = 2.0
+
+
+def _odd(script: Scripted) -> Server[Any]:
+    async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
+        return types.ListToolsResult(
+            tools=[
+                types.Tool(name=name, description=t.get("description", ""), input_schema=t["schema"])
+                for name, t in script.tools.items()
+            ]
+        )
+
+    async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        args = params.arguments or {}
+        if params.name == "slow":
+            await asyncio.sleep(script.slow_seconds)
+            return types.CallToolResult(content=[types.TextContent(type="text", text="finally")])
+        if params.name == "picture":
+            return types.CallToolResult(
+                content=[types.ImageContent(type="image", data="aGk=", mime_type="image/png")]
+            )
+        if params.name == "explode":
+            return types.CallToolResult(
+                content=[types.TextContent(type="text", text="it broke")], is_error=True
+            )
+        return types.CallToolResult(content=[types.TextContent(type="text", text=json.dumps({"got": args}))])
+
+    return Server("odd", on_list_tools=list_tools, on_call_tool=call_tool)
+
+
+def _workspace(script: Scripted) -> Server[Any]:
+    def code_of(ctx: Any) -> str:
+        return str(ctx.request.path_params.get("code", "")) if ctx.request is not None else ""
+
+    async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
+        names = script.by_code.get(code_of(ctx), [])
+        schema = {"type": "object", "properties": {}}
+        return types.ListToolsResult(
+            tools=[types.Tool(name=n, description=f"workspace tool {n}", input_schema=schema) for n in names]
+        )
+
+    async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        return types.CallToolResult(
+            content=[types.TextContent(type="text", text=f"{params.name} for {code_of(ctx)}")]
+        )
+
+    return Server("workspace", on_list_tools=list_tools, on_call_tool=call_tool)
+
+
+GOOD_SCHEMA = {"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]}
+
+
+def default_odd_tools() -> dict[str, dict[str, Any]]:
+    return {
+        "lookup": {"description": "Look something up in the odd server", "schema": GOOD_SCHEMA},
+        # Malformed in ways the SDK still sends (its own models check only the root shape):
+        "broken_props": {
+            "description": "Malformed: a property type that does not exist",
+            "schema": {"type": "object", "properties": {"q": {"type": 42}}},
+        },
+        "broken_extra": {
+            "description": "Malformed: additionalProperties is neither a boolean nor a schema",
+            "schema": {"type": "object", "properties": {}, "additionalProperties": "nope"},
+        },
+        "bad name!": {
+            "description": "Malformed: not a tool name",
+            "schema": {"type": "object", "properties": {}},
+        },
+        "slow": {"description": "Takes its time", "schema": {"type": "object", "properties": {}}},
+        "picture": {"description": "Returns an image only", "schema": {"type": "object", "properties": {}}},
+        "explode": {"description": "Reports a tool error", "schema": {"type": "object", "properties": {}}},
+    }
+
+
+@dataclass
+class Upstreams:
+    base: str
+    recorders: dict[str, Recorder]
+    script: Scripted
+
+    def url(self, name: str) -> str:
+        return f"{self.base}/{name}/mcp"
+
+    def reset(self) -> None:
+        for r in self.recorders.values():
+            r.reset()
+        self.script.tools = default_odd_tools()
+        self.script.by_code.clear()
+
+
+@asynccontextmanager
+async def _lifespan(managers: list[Any]) -> AsyncIterator[None]:
+    async with AsyncExitStack() as stack:
+        for manager in managers:
+            await stack.enter_async_context(manager.run())
+        yield
+
+
+def start_upstreams() -> tuple[Upstreams, uvicorn.Server, threading.Thread]:
+    script = Scripted(tools=default_odd_tools())
+    plain, sse, bearer = _plain("plain"), _plain("sse"), _bearer()
+    odd, workspace = _odd(script), _workspace(script)
+    apps = {
+        "plain": plain.streamable_http_app(json_response=True),
+        "sse": sse.streamable_http_app(json_response=False),
+        "bearer": bearer.streamable_http_app(json_response=True),
+        "odd": odd.streamable_http_app(json_response=True),
+        "w": workspace.streamable_http_app(json_response=True),
+    }
+    managers = [plain.session_manager, sse.session_manager, bearer.session_manager]
+    managers += [odd.session_manager, workspace.session_manager]
+    recorders = {name: Recorder(app) for name, app in apps.items()}
+    routes = [Mount(f"/{n}", app=r) for n, r in recorders.items() if n != "w"]
+    routes.append(Mount("/w/{code}", app=recorders["w"]))
+    root = Starlette(routes=routes, lifespan=lambda app: _lifespan(managers))
+    port = free_port()
+    server = uvicorn.Server(
+        uvicorn.Config(root, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
+    )
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 20
+    while not server.started:
+        if time.monotonic() > deadline or not thread.is_alive():
+            raise RuntimeError("the test MCP servers did not start")
+        time.sleep(0.02)
+    return Upstreams(f"http://127.0.0.1:{port}", recorders, script), server, thread
