@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urljoin, urlsplit
 
 import httpx
+import jwt
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response
@@ -79,6 +80,8 @@ _RETURN_RESPONSE = frozenset(
     }
 )
 _RETURN_RESPONSE_PATTERN = re.compile(r"^(x-[a-z0-9-]+|ratelimit-[a-z-]+)$")
+_JWT = re.compile(r"eyJ[A-Za-z0-9_-]+\.eyJ[A-Za-z0-9_-]*\.[A-Za-z0-9_-]*")
+_API_KEY = re.compile(r"wb_[A-Za-z0-9]{12}_[A-Za-z0-9_-]{43}")
 _MIN_SECRET_LEN = 8
 _NOT_SECRET_KEYS = frozenset(
     {"token_type", "scope", "expires_in", "expires_at", "name", "domain", "path", "expires", "sameSite"}
@@ -232,12 +235,12 @@ class CurlProxy:
 
         body = await _read_body(request)
         query = request.scope.get("query_string", b"").decode("latin-1")
-        if token in query or token.encode() in body:
-            raise _Denied(400, {"error": "Refused: the curl session token must not be sent upstream"})
+        if self._carries_workbench_secret(query) or self._carries_workbench_secret(body.decode("latin-1")):
+            raise _Denied(400, {"error": "Refused: Workbench tokens and API keys must not be sent upstream"})
         headers = {
             name: value
             for name, value in request.headers.items()
-            if _forwardable(name) and token not in value
+            if _forwardable(name) and token not in value and not self._carries_workbench_secret(value)
         }
         lowered = {k.lower() for k in injected}
         headers = {k: v for k, v in headers.items() if k.lower() not in lowered}
@@ -260,6 +263,19 @@ class CurlProxy:
         except httpx.HTTPError as exc:
             raise _Denied(502, {"error": f"Upstream unreachable ({type(exc).__name__})"}) from exc
         return self._response(upstream, manifest, integration, str(target), secrets)
+
+    def _carries_workbench_secret(self, text: str) -> bool:
+        """A Workbench API key, or a JWT signed by one of Workbench's keys, anywhere in `text`."""
+        if _API_KEY.search(text):
+            return True
+        kids = {k.kid for k in self.gw.tokens.source.signing_keys()}
+        for match in _JWT.finditer(text):
+            try:
+                if jwt.get_unverified_header(match.group(0)).get("kid") in kids:
+                    return True
+            except jwt.PyJWTError:
+                continue
+        return False
 
     def _base(self, manifest: Manifest) -> httpx.URL:
         base = httpx.URL(manifest.base_url)

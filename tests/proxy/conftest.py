@@ -1,0 +1,365 @@
+"""A real curl proxy (uvicorn on loopback, in a thread) in front of real upstream HTTP servers that
+record every request they receive. DNS answers come from an injectable resolver."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+import uvicorn
+
+from tests.support.gateways import make_gateway
+from tests.support.processes import free_port
+from workbench.auth import Principal
+from workbench.composition import Gateway, build_registry
+from workbench.proxy.app import create_proxy_app
+from workbench.registry import ApiKeyAuth, ApiKeyField, Manifest
+
+CREDENTIAL = "upstream-secret-CRED-7f3a9c1e5b"
+OTHER_CREDENTIAL = "other-secret-CRED-0b1c2d3e4f"
+UPSTREAM_HOST = "upstream.test"
+EVIL_HOST = "evil.test"
+ALLOWED_EXTRA_HOST = "downloads.upstream.test"
+
+
+@dataclass
+class Seen:
+    method: str
+    target: str
+    headers: dict[str, str]
+    body: bytes
+
+    def text(self) -> str:
+        return json.dumps(self.headers) + self.target + self.body.decode("latin-1")
+
+
+class Recorder(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self) -> None:
+        super().__init__(("127.0.0.1", 0), _Handler)
+        self.seen: list[Seen] = []
+        self.lock = threading.Lock()
+
+    @property
+    def port(self) -> int:
+        return int(self.server_address[1])
+
+    def requests(self) -> list[Seen]:
+        with self.lock:
+            return list(self.seen)
+
+    def saw_credential(self) -> bool:
+        return any(CREDENTIAL in s.text() or OTHER_CREDENTIAL in s.text() for s in self.requests())
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: Recorder
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+    def _handle(self) -> None:
+        length = int(self.headers.get("content-length") or 0)
+        body = self.rfile.read(length) if length else b""
+        seen = Seen(self.command, self.path, {k.lower(): v for k, v in self.headers.items()}, body)
+        with self.server.lock:
+            self.server.seen.append(seen)
+        status, headers, payload = _route(self.server, seen)
+        self.send_response(status)
+        for name, value in headers:
+            self.send_header(name, value)
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(payload)
+
+    do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = do_HEAD = do_OPTIONS = _handle
+
+
+def _route(server: Recorder, seen: Seen) -> tuple[int, list[tuple[str, str]], bytes]:
+    path = seen.target.split("?", 1)[0]
+    own = f"http://{UPSTREAM_HOST}:{server.port}"
+    evil = getattr(server, "evil_port", 0)
+    redirects = {
+        "/api/redirect/inside": f"{own}/api/echo?from=redirect",
+        "/api/redirect/relative": "echo?from=relative",
+        "/api/redirect/evil": f"http://{EVIL_HOST}:{evil}/steal",
+        "/api/redirect/evil-https": f"https://{EVIL_HOST}/steal",
+        "/api/redirect/scheme-relative": f"//{EVIL_HOST}:{evil}/steal",
+        "/api/redirect/outside-base": "/elsewhere/secret",
+        "/api/redirect/userinfo": f"http://{UPSTREAM_HOST}:{server.port}@{EVIL_HOST}:{evil}/steal",
+        "/api/redirect/allowed": f"https://{ALLOWED_EXTRA_HOST}/archive.tar.gz",
+    }
+    if path in redirects:
+        return 302, [("Location", redirects[path])], b""
+    if path == "/api/leak":
+        auth = seen.headers.get("authorization", "")
+        body = json.dumps({"you_sent": auth}).encode()
+        return 200, [("Content-Type", "application/json"), ("X-Echo-Auth", auth)], body
+    if path == "/api/gzip":
+        return (
+            200,
+            [("Content-Type", "application/json"), ("Content-Encoding", "gzip")],
+            gzip.compress(b'{"compressed": true}'),
+        )
+    if path == "/api/headers":
+        return (
+            200,
+            [
+                ("Content-Type", "application/json"),
+                ("Set-Cookie", "session=upstream-session-cookie; Path=/"),
+                ("X-RateLimit-Remaining", "4999"),
+                ("Link", f'<{own}/api/items?page=2>; rel="next"'),
+                ("Server", "recorder"),
+            ],
+            b"{}",
+        )
+    if path == "/api/status/418":
+        return 418, [("Content-Type", "text/plain")], b"teapot"
+    body = json.dumps({"method": seen.method, "target": seen.target, "body": seen.body.decode("latin-1")})
+    return 200, [("Content-Type", "application/json"), ("X-Upstream", "yes")], body.encode()
+
+
+@pytest.fixture
+def upstream() -> Iterator[Recorder]:
+    with _serving(Recorder()) as server:
+        yield server
+
+
+@pytest.fixture
+def evil(upstream: Recorder) -> Iterator[Recorder]:
+    with _serving(Recorder()) as server:
+        upstream.evil_port = server.port  # type: ignore[attr-defined]
+        yield server
+
+
+class _serving:
+    def __init__(self, server: Recorder) -> None:
+        self.server = server
+
+    def __enter__(self) -> Recorder:
+        threading.Thread(
+            target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        ).start()
+        return self.server
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@dataclass
+class FakeDns:
+    """Answers per host name; records every question. Unknown names do not resolve."""
+
+    answers: dict[str, list[str]] = field(default_factory=dict)
+    asked: list[str] = field(default_factory=list)
+    # When set, successive questions get these answers in turn (a rebinding name server).
+    sequence: list[list[str]] = field(default_factory=list)
+
+    async def __call__(self, host: str, port: int) -> list[str]:
+        self.asked.append(host)
+        if self.sequence:
+            return self.sequence.pop(0)
+        if host not in self.answers:
+            raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+        return list(self.answers[host])
+
+
+def manifests(upstream_port: int, scheme: str = "http") -> list[Manifest]:
+    auth = ApiKeyAuth(fields=(ApiKeyField("token", "Token"),), header="Authorization", scheme="Bearer")
+    base = f"{scheme}://{UPSTREAM_HOST}:{upstream_port}/api"
+    return [
+        Manifest(
+            name="acme",
+            version="1.0.0",
+            display_name="Acme",
+            auth=auth,
+            base_url=base,
+            tool_prefix="acme_",
+            curl_proxy=True,
+            allowed_hosts=(ALLOWED_EXTRA_HOST,),
+        ),
+        Manifest(
+            name="other",
+            version="1.0.0",
+            display_name="Other",
+            auth=auth,
+            base_url=base,
+            tool_prefix="other_",
+            curl_proxy=True,
+        ),
+        Manifest(
+            name="noproxy",
+            version="1.0.0",
+            display_name="No proxy",
+            auth=auth,
+            base_url=base,
+            tool_prefix="noproxy_",
+        ),
+    ]
+
+
+def proxy_gateway(tmp_path: Path, upstream_port: int, scheme: str = "http", **settings: Any) -> Gateway:
+    registry = build_registry(plugins=False)
+    for manifest in manifests(upstream_port, scheme):
+        registry.add(manifest, lambda: [])
+    return make_gateway(tmp_path, registry=registry, **settings)
+
+
+@dataclass
+class Proxy:
+    gateway: Gateway
+    principal: Principal
+    dns: FakeDns
+    port: int
+    base: str
+
+    def token(self, *integrations: str, expires: int = 900) -> str:
+        minted = self.gateway.curl_session(self.principal, list(integrations or ("acme",)), expires)
+        assert "token" in minted, minted
+        return str(minted["token"])
+
+    def audit(self, action: str) -> list[dict[str, Any]]:
+        return [
+            e
+            for e in self.gateway.stores.audit.list_for(self.principal.user.id, limit=1000)
+            if e["action"] == action
+        ]
+
+
+class ServerThread:
+    def __init__(self, app: Any, port: int) -> None:
+        self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+
+    def __enter__(self) -> ServerThread:
+        self.thread.start()
+        deadline = time.monotonic() + 10
+        while not self.server.started:
+            if time.monotonic() > deadline:
+                raise TimeoutError("proxy did not start")
+            time.sleep(0.01)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.should_exit = True
+        self.thread.join(10)
+
+
+def start_proxy(
+    tmp_path: Path, upstream_port: int, *, allow_loopback: bool = True, scheme: str = "http"
+) -> tuple[Proxy, ServerThread]:
+    port = free_port()
+    gw = proxy_gateway(
+        tmp_path,
+        upstream_port,
+        scheme,
+        proxy_allow_loopback=allow_loopback,
+        public_url=f"http://127.0.0.1:{port}",
+    )
+    user = gw.stores.users.get_or_create("ada@example.com")
+    gw.credentials.save(user.id, "acme", {"token": CREDENTIAL})
+    gw.credentials.save(user.id, "other", {"token": OTHER_CREDENTIAL})
+    gw.credentials.save(user.id, "noproxy", {"token": OTHER_CREDENTIAL})
+    dns = FakeDns({UPSTREAM_HOST: ["127.0.0.1"], EVIL_HOST: ["127.0.0.1"], ALLOWED_EXTRA_HOST: ["127.0.0.1"]})
+    app = create_proxy_app(gw, resolver=dns)
+    proxy = Proxy(gw, Principal(user, "api_key"), dns, port, f"http://127.0.0.1:{port}")
+    return proxy, ServerThread(app, port)
+
+
+@pytest.fixture
+def proxy(tmp_path: Path, upstream: Recorder, evil: Recorder) -> Iterator[Proxy]:
+    p, server = start_proxy(tmp_path, upstream.port)
+    with server:
+        yield p
+
+
+@dataclass
+class Stack:
+    proxy: Proxy
+    upstream: Recorder
+    evil: Recorder
+
+    def reset(self) -> None:
+        for server in (self.upstream, self.evil):
+            with server.lock:
+                server.seen.clear()
+        self.proxy.dns.asked.clear()
+        self.proxy.dns.sequence.clear()
+        self.proxy.dns.answers.clear()
+        self.proxy.dns.answers.update(
+            {UPSTREAM_HOST: ["127.0.0.1"], EVIL_HOST: ["127.0.0.1"], ALLOWED_EXTRA_HOST: ["127.0.0.1"]}
+        )
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    """One proxy and its upstreams for a whole table of cases (reset between cases)."""
+    with _serving(Recorder()) as up, _serving(Recorder()) as bad:
+        up.evil_port = bad.port  # type: ignore[attr-defined]
+        p, server = start_proxy(tmp_path_factory.mktemp("proxy"), up.port)
+        with server:
+            yield Stack(p, up, bad)
+
+
+@dataclass
+class RawResponse:
+    status: int
+    headers: dict[str, str]
+    body: bytes
+
+    def json(self) -> Any:
+        return json.loads(self.body)
+
+
+def raw_request(
+    port: int, method: str, target: str, headers: dict[str, str] | None = None, body: bytes = b""
+) -> RawResponse:
+    """Send the request line byte for byte (no client-side normalisation) and read the answer."""
+    lines = [f"{method} {target} HTTP/1.1", f"Host: 127.0.0.1:{port}", "Connection: close"]
+    lines += [f"{k}: {v}" for k, v in (headers or {}).items()]
+    if body:
+        lines.append(f"Content-Length: {len(body)}")
+    data = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        sock.sendall(data)
+        chunks = []
+        while True:
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            chunks.append(chunk)
+    raw = b"".join(chunks)
+    head, _, rest = raw.partition(b"\r\n\r\n")
+    status_line, *header_lines = head.decode("latin-1").split("\r\n")
+    parsed = {}
+    for line in header_lines:
+        name, _, value = line.partition(":")
+        parsed[name.strip().lower()] = value.strip()
+    if parsed.get("transfer-encoding") == "chunked":
+        rest = _dechunk(rest)
+    return RawResponse(int(status_line.split()[1]), parsed, rest)
+
+
+def _dechunk(data: bytes) -> bytes:
+    out = b""
+    while data:
+        size_line, _, data = data.partition(b"\r\n")
+        size = int(size_line.split(b";")[0], 16)
+        if size == 0:
+            break
+        out += data[:size]
+        data = data[size + 2 :]
+    return out
