@@ -98,9 +98,9 @@ async def _run(plugin: Plugin, tmp_path: Path, tool: str, args: dict[str, Any], 
             want["json"] = call.json
         if call.form is not None:
             want["form"] = [(k, str(v)) for k, v in call.form]
-        assert got == want
+        assert got == want, f"\n got: {got}\nwant: {want}"
         auth = plugin.auth_header if call.auth == "default" else call.auth
-        assert request.headers.get("authorization") == auth
+        assert request.headers.get("authorization") == auth, request.headers.get("authorization")
         for name, value in call.expect_headers.items():
             assert request.headers.get(name) == value, name
         if isinstance(call.response, str):
