@@ -23,15 +23,20 @@ def free_port() -> int:
 
 
 def wait_http(url: str, proc: subprocess.Popen[bytes] | None = None, timeout: float = 30.0) -> None:
+    """Wait until `url` answers any HTTP response (or, for tcp://host:port, accepts a connection)."""
     deadline = time.monotonic() + timeout
     last: Exception | None = None
     while time.monotonic() < deadline:
         if proc is not None and proc.poll() is not None:
             raise RuntimeError(f"process exited with {proc.returncode} before {url} answered")
         try:
-            httpx.get(url, timeout=1.0)
+            if url.startswith("tcp://"):
+                host, _, port = url.removeprefix("tcp://").partition(":")
+                socket.create_connection((host, int(port)), timeout=1.0).close()
+            else:
+                httpx.get(url, timeout=1.0)
             return
-        except httpx.HTTPError as exc:
+        except (httpx.HTTPError, OSError) as exc:
             last = exc
             time.sleep(0.1)
     raise TimeoutError(f"{url} did not answer within {timeout}s: {last}")

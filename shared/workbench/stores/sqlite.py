@@ -71,6 +71,7 @@ class SqliteDatabase:
             conn = sqlite3.connect(self.path, timeout=10, isolation_level=None)
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA busy_timeout=10000")
+            conn.execute("PRAGMA synchronous=NORMAL")  # WAL + NORMAL: durable at checkpoints, never corrupt
             conn.row_factory = sqlite3.Row
             self._local.conn = conn
         return conn
