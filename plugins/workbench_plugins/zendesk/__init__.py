@@ -1,0 +1,34 @@
+from workbench.registry import ApiKeyAuth, ApiKeyField, Manifest
+
+manifest = Manifest(
+    name="zendesk",
+    version="1.0.0",
+    display_name="Zendesk",
+    description="Zendesk Support: tickets, comments, users, organizations and groups.",
+    # Zendesk API tokens use HTTP Basic with the username "{email}/token" on the account's own host
+    # (https://{subdomain}.zendesk.com). The tools build that header and URL from the stored fields
+    # per request, so there is no fixed base URL and no curl proxy.
+    auth=ApiKeyAuth(
+        fields=(
+            ApiKeyField(
+                "email", "Agent email address", secret=False, help="The email you sign in to Zendesk with."
+            ),
+            ApiKeyField(
+                "api_token",
+                "API token",
+                help="Admin Center → Apps and integrations → APIs → Zendesk API → Add API token.",
+            ),
+            ApiKeyField(
+                "subdomain",
+                "Zendesk subdomain",
+                secret=False,
+                help="The 'acme' in https://acme.zendesk.com.",
+            ),
+        ),
+        header="Authorization",
+        scheme="Basic",
+    ),
+    base_url="",
+    tool_prefix="zendesk_",
+    curl_proxy=False,
+)

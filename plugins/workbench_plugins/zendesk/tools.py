@@ -1,0 +1,297 @@
+"""Zendesk Support API tools (https://developer.zendesk.com/api-reference/ticketing/introduction/).
+
+Each account has its own host, so requests go to https://{subdomain}.zendesk.com/api/v2 with
+Basic auth `{email}/token:{api_token}`, both built here from the stored credential. Lists use
+cursor pagination (`page[size]`, `page[after]` → `meta.after_cursor`); search is offset-paged.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Literal
+
+import httpx
+from pydantic import BaseModel, Field
+from workbench.sdk import UpstreamError, compact, pick
+from workbench.tools import tool
+
+_SUBDOMAIN = re.compile(r"^[a-z0-9][a-z0-9-]{0,62}$")
+
+_TICKET = (
+    "id",
+    "subject",
+    "description",
+    "status",
+    "priority",
+    "type",
+    "requester_id",
+    "assignee_id",
+    "group_id",
+    "organization_id",
+    "tags",
+    "created_at",
+    "updated_at",
+)
+_USER = ("id", "name", "email", "role", "organization_id", "active", "created_at")
+
+
+async def _site(ctx: Any) -> tuple[str, httpx.Auth]:
+    cred = await ctx.credential()
+    sub = str(cred.get("subdomain") or "").strip().lower().removeprefix("https://")
+    sub = sub.removesuffix("/").removesuffix(".zendesk.com")
+    if not _SUBDOMAIN.match(sub):
+        raise ValueError(
+            "The Zendesk connection has no valid subdomain (the 'acme' in acme.zendesk.com); reconnect."
+        )
+    email = str(cred.get("email") or "")
+    user = email if email.endswith("/token") else f"{email}/token"
+    return f"https://{sub}.zendesk.com/api/v2", httpx.BasicAuth(user, str(cred.get("api_token") or ""))
+
+
+def _detail(resp: httpx.Response) -> str:
+    try:
+        body = resp.json()
+    except ValueError:
+        return resp.text[:500].strip()
+    if not isinstance(body, dict):
+        return str(body)[:500]
+    err = body.get("error")
+    if isinstance(err, dict):  # {"error": {"title", "message"}}
+        return str(err.get("message") or err.get("title") or err)[:500]
+    parts = [str(p) for p in (err, body.get("description")) if p]
+    for problems in (body.get("details") or {}).values():  # validation errors, per field
+        parts.extend(
+            str(p.get("description")) for p in problems if isinstance(p, dict) and p.get("description")
+        )
+    return ": ".join(parts)[:500] if parts else str(body)[:500]
+
+
+async def zd(ctx: Any, method: str, path: str, *, params: Any = None, json: Any = None) -> Any:
+    base, auth = await _site(ctx)
+    resp = await ctx.http.request(method, base + path, params=compact(params), json=json, auth=auth)
+    if resp.status_code >= 400:
+        raise UpstreamError(ctx.integration, resp.status_code, _detail(resp))
+    return resp.json() if resp.content else None
+
+
+def _cursor_params(args: Any) -> dict[str, Any]:
+    return {"page[size]": args.perPage, "page[after]": args.cursor}
+
+
+def _next(body: dict[str, Any]) -> str | None:
+    meta = body.get("meta") or {}
+    return meta.get("after_cursor") if meta.get("has_more") else None
+
+
+class Page(BaseModel):
+    perPage: int = Field(default=25, ge=1, le=100, description="Results per page (max 100)")
+    cursor: str | None = Field(default=None, description="nextCursor from the previous call")
+
+
+class ListTickets(Page):
+    sort: Literal[
+        "updated_at", "-updated_at", "created_at", "-created_at", "id", "-id", "status", "-status"
+    ] = Field(default="-updated_at", description="Sort field; a leading '-' sorts descending")
+
+
+@tool("zendesk_list_tickets", "List Zendesk support tickets, most recently updated first.", ListTickets)
+async def list_tickets(args: ListTickets, ctx: Any) -> Any:
+    body = await zd(ctx, "GET", "/tickets", params={**_cursor_params(args), "sort": args.sort})
+    return {"tickets": [pick(t, *_TICKET) for t in body.get("tickets") or []], "nextCursor": _next(body)}
+
+
+class TicketId(BaseModel):
+    ticket_id: int = Field(description="Ticket number")
+
+
+@tool("zendesk_get_ticket", "Get one Zendesk ticket (subject, status, priority, requester, tags).", TicketId)
+async def get_ticket(args: TicketId, ctx: Any) -> Any:
+    return pick((await zd(ctx, "GET", f"/tickets/{args.ticket_id}")).get("ticket"), *_TICKET)
+
+
+class SearchTickets(BaseModel):
+    query: str = Field(
+        description="Zendesk search terms, e.g. 'status:open priority:urgent', 'requester:jdoe@example.com refund'"
+    )
+    perPage: int = Field(default=25, ge=1, le=100, description="Results per page (max 100)")
+    cursor: str | None = Field(default=None, description="nextCursor (page number) from the previous call")
+    sort_by: Literal["updated_at", "created_at", "priority", "status", "ticket_type"] | None = None
+    sort_order: Literal["asc", "desc"] = "desc"
+
+
+@tool(
+    "zendesk_search_tickets",
+    "Search Zendesk tickets with Zendesk's query syntax (status, priority, requester, words).",
+    SearchTickets,
+)
+async def search_tickets(args: SearchTickets, ctx: Any) -> Any:
+    page = int(args.cursor) if args.cursor and args.cursor.isdigit() else 1
+    body = await zd(
+        ctx,
+        "GET",
+        "/search",
+        params={
+            "query": f"type:ticket {args.query}",
+            "per_page": args.perPage,
+            "page": page,
+            "sort_by": args.sort_by,
+            "sort_order": args.sort_order if args.sort_by else None,
+        },
+    )
+    return {
+        "tickets": [pick(t, *_TICKET) for t in body.get("results") or []],
+        "count": body.get("count"),
+        "nextCursor": str(page + 1) if body.get("next_page") else None,
+    }
+
+
+class CreateTicket(BaseModel):
+    subject: str = Field(min_length=1, description="Ticket subject")
+    body: str = Field(min_length=1, description="First comment (the problem description)")
+    requester_email: str | None = Field(default=None, description="Requester's email (created if unknown)")
+    requester_name: str | None = Field(default=None, description="Requester's name, for a new requester")
+    priority: Literal["urgent", "high", "normal", "low"] | None = None
+    type: Literal["problem", "incident", "question", "task"] | None = None
+    tags: list[str] | None = None
+    assignee_id: int | None = Field(default=None, description="Agent to assign")
+    group_id: int | None = Field(default=None, description="Group to assign")
+
+
+@tool("zendesk_create_ticket", "Create a Zendesk support ticket.", CreateTicket)
+async def create_ticket(args: CreateTicket, ctx: Any) -> Any:
+    ticket: dict[str, Any] = (
+        compact(
+            {
+                "subject": args.subject,
+                "comment": {"body": args.body},
+                "priority": args.priority,
+                "type": args.type,
+                "tags": args.tags,
+                "assignee_id": args.assignee_id,
+                "group_id": args.group_id,
+            }
+        )
+        or {}
+    )
+    if args.requester_email:
+        ticket["requester"] = compact({"email": args.requester_email, "name": args.requester_name})
+    body = await zd(ctx, "POST", "/tickets", json={"ticket": ticket})
+    return pick(body.get("ticket"), *_TICKET)
+
+
+class UpdateTicket(TicketId):
+    status: Literal["new", "open", "pending", "hold", "solved", "closed"] | None = None
+    priority: Literal["urgent", "high", "normal", "low"] | None = None
+    assignee_id: int | None = None
+    group_id: int | None = None
+    subject: str | None = None
+    tags: list[str] | None = Field(default=None, description="Replace the ticket's tags")
+
+
+@tool(
+    "zendesk_update_ticket",
+    "Update a Zendesk ticket: status (solve/close), priority, assignee, tags.",
+    UpdateTicket,
+)
+async def update_ticket(args: UpdateTicket, ctx: Any) -> Any:
+    changes = compact(args.model_dump(exclude={"ticket_id"})) or {}
+    if not changes:
+        raise ValueError("Nothing to update: give at least one field to change")
+    body = await zd(ctx, "PUT", f"/tickets/{args.ticket_id}", json={"ticket": changes})
+    return pick(body.get("ticket"), *_TICKET)
+
+
+class AddComment(TicketId):
+    body: str = Field(min_length=1, description="Comment text")
+    public: bool = Field(default=True, description="Public reply to the requester (false: internal note)")
+
+
+@tool("zendesk_add_comment", "Reply to a Zendesk ticket, publicly or as an internal note.", AddComment)
+async def add_comment(args: AddComment, ctx: Any) -> Any:
+    body = await zd(
+        ctx,
+        "PUT",
+        f"/tickets/{args.ticket_id}",
+        json={"ticket": {"comment": {"body": args.body, "public": args.public}}},
+    )
+    return pick(body.get("ticket"), "id", "status", "updated_at")
+
+
+class ListComments(TicketId, Page):
+    pass
+
+
+@tool("zendesk_list_ticket_comments", "List the conversation (comments) on a Zendesk ticket.", ListComments)
+async def list_ticket_comments(args: ListComments, ctx: Any) -> Any:
+    body = await zd(ctx, "GET", f"/tickets/{args.ticket_id}/comments", params=_cursor_params(args))
+    comments = [
+        pick(c, "id", "author_id", "body", "public", "created_at") for c in body.get("comments") or []
+    ]
+    return {"comments": comments, "nextCursor": _next(body)}
+
+
+class ListUsers(Page):
+    role: Literal["end-user", "agent", "admin"] | None = Field(
+        default=None, description="Only users with this role"
+    )
+
+
+@tool("zendesk_list_users", "List Zendesk users (end users, agents, admins).", ListUsers)
+async def list_users(args: ListUsers, ctx: Any) -> Any:
+    body = await zd(ctx, "GET", "/users", params={**_cursor_params(args), "role": args.role})
+    return {"users": [pick(u, *_USER) for u in body.get("users") or []], "nextCursor": _next(body)}
+
+
+class SearchUsers(BaseModel):
+    query: str = Field(min_length=1, description="Name, email or part of it")
+
+
+@tool("zendesk_search_users", "Find Zendesk users by name or email.", SearchUsers)
+async def search_users(args: SearchUsers, ctx: Any) -> Any:
+    body = await zd(ctx, "GET", "/users/search", params={"query": args.query})
+    return {"users": [pick(u, *_USER) for u in body.get("users") or []]}
+
+
+class CreateUser(BaseModel):
+    name: str = Field(min_length=1)
+    email: str | None = None
+    role: Literal["end-user", "agent", "admin"] = "end-user"
+    organization_id: int | None = None
+
+
+@tool("zendesk_create_user", "Create a Zendesk user (an end user/customer by default).", CreateUser)
+async def create_user(args: CreateUser, ctx: Any) -> Any:
+    body = await zd(ctx, "POST", "/users", json={"user": compact(args.model_dump())})
+    return pick(body.get("user"), *_USER)
+
+
+@tool("zendesk_list_organizations", "List Zendesk organizations (customer companies).", Page)
+async def list_organizations(args: Page, ctx: Any) -> Any:
+    body = await zd(ctx, "GET", "/organizations", params=_cursor_params(args))
+    orgs = [
+        pick(o, "id", "name", "domain_names", "tags", "created_at") for o in body.get("organizations") or []
+    ]
+    return {"organizations": orgs, "nextCursor": _next(body)}
+
+
+@tool("zendesk_list_groups", "List Zendesk agent groups (for assigning tickets).", Page)
+async def list_groups(args: Page, ctx: Any) -> Any:
+    body = await zd(ctx, "GET", "/groups", params=_cursor_params(args))
+    groups = [pick(g, "id", "name", "description", "default") for g in body.get("groups") or []]
+    return {"groups": groups, "nextCursor": _next(body)}
+
+
+TOOLS = [
+    list_tickets,
+    get_ticket,
+    search_tickets,
+    create_ticket,
+    update_ticket,
+    add_comment,
+    list_ticket_comments,
+    list_users,
+    search_users,
+    create_user,
+    list_organizations,
+    list_groups,
+]
