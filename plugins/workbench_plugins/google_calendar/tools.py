@@ -1,0 +1,320 @@
+"""Google Calendar API v3 tools (https://developers.google.com/calendar/api/v3/reference).
+
+Times are RFC 3339 ("2024-10-01T09:00:00-07:00", or with a separate `timeZone`); a plain date
+("2024-10-01") makes an all-day event. `calendarId` defaults to "primary", the user's own calendar.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from typing import Any, Literal
+from urllib.parse import quote
+
+from pydantic import BaseModel, Field
+from workbench.sdk import ToolError, api, compact, pick, pick_many, trim
+from workbench.tools import tool
+
+_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+SendUpdates = Literal["all", "externalOnly", "none"]
+
+
+def _events(calendar_id: str) -> str:
+    return f"/calendar/v3/calendars/{quote(calendar_id, safe='@')}/events"
+
+
+def _when(value: str, tz: str | None) -> dict[str, str]:
+    if _DATE.match(value):
+        return {"date": value}
+    return {"dateTime": value, "timeZone": tz} if tz else {"dateTime": value}
+
+
+def _time(t: Any) -> Any:
+    return (t or {}).get("dateTime") or (t or {}).get("date")
+
+
+def _event(e: Any) -> dict[str, Any]:
+    return {
+        **pick(e, "id", "summary", "status", "location", "htmlLink", "hangoutLink", "organizer.email"),
+        "start": _time(e.get("start")),
+        "end": _time(e.get("end")),
+        "allDay": "date" in (e.get("start") or {}),
+        "description": trim(e.get("description"), 4_000),
+        "attendees": pick_many(e.get("attendees"), "email", "responseStatus"),
+    }
+
+
+class _Cal(BaseModel):
+    calendarId: str = Field(default="primary", description="Calendar id or 'primary' (the user's calendar)")
+
+
+class ListCalendars(BaseModel):
+    limit: int = Field(default=100, ge=1, le=250, description="Calendars per page")
+    pageToken: str | None = Field(default=None, description="Cursor from the previous page")
+
+
+@tool(
+    "calendar_list_calendars",
+    "List the Google calendars the user has (own, shared, subscribed).",
+    ListCalendars,
+)
+async def list_calendars(args: ListCalendars, ctx: Any) -> Any:
+    page = await api(
+        ctx,
+        "GET",
+        "/calendar/v3/users/me/calendarList",
+        params={"maxResults": args.limit, "pageToken": args.pageToken},
+    )
+    return {
+        "calendars": pick_many(page.get("items"), "id", "summary", "primary", "accessRole", "timeZone"),
+        "nextPageToken": page.get("nextPageToken"),
+    }
+
+
+class ListEvents(_Cal):
+    timeMin: str | None = Field(default=None, description="Events ending after this RFC 3339 time")
+    timeMax: str | None = Field(default=None, description="Events starting before this RFC 3339 time")
+    q: str | None = Field(default=None, description="Free-text search in summary, description, attendees")
+    limit: int = Field(default=25, ge=1, le=2500, description="Events per page")
+    pageToken: str | None = Field(default=None, description="Cursor from the previous page")
+
+
+@tool(
+    "calendar_list_events",
+    "List (find, search) Google Calendar events in a time window, soonest first; recurring ones expanded.",
+    ListEvents,
+)
+async def list_events(args: ListEvents, ctx: Any) -> Any:
+    page = await api(
+        ctx,
+        "GET",
+        _events(args.calendarId),
+        params={
+            "timeMin": args.timeMin,
+            "timeMax": args.timeMax,
+            "q": args.q,
+            "maxResults": args.limit,
+            "pageToken": args.pageToken,
+            "singleEvents": "true",
+            "orderBy": "startTime",
+        },
+    )
+    return {"events": [_event(e) for e in page.get("items", [])], "nextPageToken": page.get("nextPageToken")}
+
+
+class EventRef(_Cal):
+    eventId: str = Field(description="Event id")
+
+
+@tool("calendar_get_event", "Get one Google Calendar event with attendees and description.", EventRef)
+async def get_event(args: EventRef, ctx: Any) -> Any:
+    return _event(await api(ctx, "GET", f"{_events(args.calendarId)}/{args.eventId}"))
+
+
+class CreateEvent(_Cal):
+    summary: str = Field(min_length=1, description="Event title")
+    start: str = Field(description="Start: RFC 3339 time, or YYYY-MM-DD for an all-day event")
+    end: str = Field(description="End (exclusive for all-day events: the day after)")
+    timeZone: str | None = Field(default=None, description="IANA zone for start/end, e.g. 'Europe/Paris'")
+    description: str | None = Field(default=None, description="Event description")
+    location: str | None = Field(default=None, description="Place or address")
+    attendees: list[str] | None = Field(default=None, description="Guest email addresses")
+    addMeet: bool = Field(default=False, description="Attach a new Google Meet video link")
+    sendUpdates: SendUpdates = Field(default="all", description="Email invitations to guests")
+
+
+@tool(
+    "calendar_create_event",
+    "Create (schedule, book) a Google Calendar event or meeting and invite guests.",
+    CreateEvent,
+)
+async def create_event(args: CreateEvent, ctx: Any) -> Any:
+    body = compact(
+        {
+            "summary": args.summary,
+            "start": _when(args.start, args.timeZone),
+            "end": _when(args.end, args.timeZone),
+            "description": args.description,
+            "location": args.location,
+            "attendees": [{"email": a} for a in args.attendees] if args.attendees else None,
+            "conferenceData": (
+                {
+                    "createRequest": {
+                        "requestId": uuid.uuid4().hex,
+                        "conferenceSolutionKey": {"type": "hangoutsMeet"},
+                    }
+                }
+                if args.addMeet
+                else None
+            ),
+        }
+    )
+    created = await api(
+        ctx,
+        "POST",
+        _events(args.calendarId),
+        params={"sendUpdates": args.sendUpdates, "conferenceDataVersion": 1 if args.addMeet else None},
+        json=body,
+    )
+    return _event(created)
+
+
+class UpdateEvent(EventRef):
+    summary: str | None = Field(default=None, description="New title")
+    start: str | None = Field(default=None, description="New start (RFC 3339 or YYYY-MM-DD)")
+    end: str | None = Field(default=None, description="New end")
+    timeZone: str | None = Field(default=None, description="IANA zone for start/end")
+    description: str | None = Field(default=None, description="New description")
+    location: str | None = Field(default=None, description="New location")
+    attendees: list[str] | None = Field(default=None, description="Replace the guest list with these emails")
+    sendUpdates: SendUpdates = Field(default="all", description="Email guests about the change")
+
+
+@tool(
+    "calendar_update_event",
+    "Change a Google Calendar event: reschedule, rename, move place, change guests.",
+    UpdateEvent,
+)
+async def update_event(args: UpdateEvent, ctx: Any) -> Any:
+    body = compact(
+        {
+            "summary": args.summary,
+            "start": _when(args.start, args.timeZone) if args.start else None,
+            "end": _when(args.end, args.timeZone) if args.end else None,
+            "description": args.description,
+            "location": args.location,
+            "attendees": [{"email": a} for a in args.attendees] if args.attendees is not None else None,
+        }
+    )
+    if not body:
+        raise ToolError("Nothing to change: give summary, start, end, description, location or attendees.")
+    updated = await api(
+        ctx,
+        "PATCH",
+        f"{_events(args.calendarId)}/{args.eventId}",
+        params={"sendUpdates": args.sendUpdates},
+        json=body,
+    )
+    return _event(updated)
+
+
+class DeleteEvent(EventRef):
+    sendUpdates: SendUpdates = Field(default="all", description="Email guests a cancellation")
+
+
+@tool("calendar_delete_event", "Delete (cancel) a Google Calendar event.", DeleteEvent)
+async def delete_event(args: DeleteEvent, ctx: Any) -> Any:
+    await api(
+        ctx, "DELETE", f"{_events(args.calendarId)}/{args.eventId}", params={"sendUpdates": args.sendUpdates}
+    )
+    return {"eventId": args.eventId, "deleted": True}
+
+
+class QuickAdd(_Cal):
+    text: str = Field(min_length=1, description="e.g. 'Lunch with Ada at Noma tomorrow 12pm-1pm'")
+    sendUpdates: SendUpdates = Field(default="none", description="Email guests")
+
+
+@tool(
+    "calendar_quick_add",
+    "Create a Google Calendar event from a plain sentence, e.g. 'Dinner with Ada Friday 7pm'.",
+    QuickAdd,
+)
+async def quick_add(args: QuickAdd, ctx: Any) -> Any:
+    created = await api(
+        ctx,
+        "POST",
+        f"{_events(args.calendarId)}/quickAdd",
+        params={"text": args.text, "sendUpdates": args.sendUpdates},
+    )
+    return _event(created)
+
+
+class FreeBusy(BaseModel):
+    timeMin: str = Field(description="Window start (RFC 3339)")
+    timeMax: str = Field(description="Window end (RFC 3339)")
+    calendars: list[str] = Field(
+        default_factory=lambda: ["primary"], description="Calendar ids or people's emails to check"
+    )
+    timeZone: str | None = Field(default=None, description="Zone of the answer, e.g. 'UTC'")
+
+
+@tool(
+    "calendar_find_free_busy",
+    "Find when calendars (people) are busy or free in a time window, to pick a meeting slot.",
+    FreeBusy,
+)
+async def find_free_busy(args: FreeBusy, ctx: Any) -> Any:
+    found = await api(
+        ctx,
+        "POST",
+        "/calendar/v3/freeBusy",
+        json=compact(
+            {
+                "timeMin": args.timeMin,
+                "timeMax": args.timeMax,
+                "timeZone": args.timeZone,
+                "items": [{"id": c} for c in args.calendars],
+            }
+        ),
+    )
+    return {
+        "calendars": {
+            cid: {"busy": cal.get("busy", []), "errors": [e.get("reason") for e in cal.get("errors", [])]}
+            for cid, cal in (found.get("calendars") or {}).items()
+        }
+    }
+
+
+class Respond(EventRef):
+    response: Literal["accepted", "declined", "tentative"] = Field(
+        description="Your answer to the invitation"
+    )
+    sendUpdates: SendUpdates = Field(default="all", description="Tell the organizer")
+
+
+@tool(
+    "calendar_respond_to_event",
+    "Accept, decline or tentatively accept (RSVP) a Google Calendar invitation.",
+    Respond,
+)
+async def respond_to_event(args: Respond, ctx: Any) -> Any:
+    path = f"{_events(args.calendarId)}/{args.eventId}"
+    event = await api(ctx, "GET", path)
+    attendees = event.get("attendees") or []
+    if not any(a.get("self") for a in attendees):
+        raise ToolError("You are not a guest of this event, so there is no invitation to answer.")
+    updated = [{**a, "responseStatus": args.response} if a.get("self") else a for a in attendees]
+    done = await api(
+        ctx, "PATCH", path, params={"sendUpdates": args.sendUpdates}, json={"attendees": updated}
+    )
+    return _event(done)
+
+
+class MoveEvent(EventRef):
+    destination: str = Field(description="Id of the calendar to move the event to")
+
+
+@tool("calendar_move_event", "Move a Google Calendar event to another calendar.", MoveEvent)
+async def move_event(args: MoveEvent, ctx: Any) -> Any:
+    moved = await api(
+        ctx,
+        "POST",
+        f"{_events(args.calendarId)}/{args.eventId}/move",
+        params={"destination": args.destination},
+    )
+    return _event(moved)
+
+
+TOOLS = [
+    list_calendars,
+    list_events,
+    get_event,
+    create_event,
+    update_event,
+    delete_event,
+    quick_add,
+    find_free_busy,
+    respond_to_event,
+    move_event,
+]
