@@ -19,6 +19,7 @@ from workbench.credentials import Credentials
 from workbench.crypto import Cipher, KeyProvider, LocalKeyProvider, load_or_create_local_key
 from workbench.executor import Engine
 from workbench.external import ExternalServers
+from workbench.oauth_client import ProviderOAuth
 from workbench.observability import Metrics
 from workbench.registry import Registry
 from workbench.search import SearchDoc, SearchIndex
@@ -88,6 +89,8 @@ class Gateway:
     clock: Callable[[], float] = time.time
     token_verifiers: list[Callable[[str], Principal | None]] = field(default_factory=list)
     _search: SearchIndex | None = field(default=None, repr=False)
+    # Workbench as an OAuth client of plugin providers (connect callback, lazy refresh).
+    provider_oauth: ProviderOAuth | None = None
     # Each user's custom apps (external MCP tool servers), searchable by their owner only.
     external: ExternalServers | None = None
 
@@ -207,7 +210,8 @@ def build_gateway(
     provider = key_provider or build_key_provider(settings)
     cipher = Cipher(provider)
     metrics = Metrics()
-    credentials = Credentials(stores.connections, cipher, clock=clock)
+    provider_oauth = ProviderOAuth(settings, transport=transport)
+    credentials = Credentials(stores.connections, cipher, clock=clock, refresh=provider_oauth.refresh)
     vault = Vault(stores.vault, cipher)
     engine = Engine(
         registry,
@@ -232,7 +236,10 @@ def build_gateway(
         engine=engine,
         api_keys=ApiKeys(stores.users, stores.api_keys),
         vault=vault,
-        connections=ConnectFlow(settings, registry, stores.pending, clock=clock),
+        connections=ConnectFlow(
+            settings, registry, stores.pending, clock=clock, oauth=provider_oauth, credentials=credentials
+        ),
+        provider_oauth=provider_oauth,
         external=external,
         metrics=metrics,
         tokens=TokenService(

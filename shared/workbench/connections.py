@@ -2,7 +2,10 @@
 
 A link minted by `connect` is a claim, not a capability: it names the user it was minted for and
 carries no PKCE verifier; nothing is sent to the provider until the same user redeems it from a
-portal session (see portal/ and oauth_client.py).
+portal session (`redeem`, behind POST /api/connect/redeem). Only then are the PKCE verifier and the
+single-use `state` created (kept server-side in the TTL store) and the provider consent URL built;
+the provider's redirect lands on `complete`, which exchanges the code with the verifier, stores the
+tokens encrypted and marks the pending record CONNECTED.
 """
 
 from __future__ import annotations
@@ -11,15 +14,36 @@ import asyncio
 import secrets
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from workbench.registry import Registry
 from workbench.settings import Settings
-from workbench.stores import PendingConnect, PendingStore, User
+from workbench.stores import OAuthState, PendingConnect, PendingStore, User
 
-__all__ = ["ConnectFlow"]
+if TYPE_CHECKING:
+    from workbench.credentials import Credentials
+    from workbench.oauth_client import ProviderOAuth
+
+__all__ = ["BROWSER_PAGE", "STATE_TTL_SECONDS", "CallbackError", "ConnectFlow", "Redeemed"]
 
 UNKNOWN = {"error": "Unknown connectionId"}
+# How long a provider-consent `state` (and the PKCE verifier it holds) stays usable.
+STATE_TTL_SECONDS = 600
+# The portal's live-browser page for cookie integrations (built by the browser surface).
+BROWSER_PAGE = "/portal/browser/{connection_id}"
+
+
+@dataclass(frozen=True, slots=True)
+class Redeemed:
+    """The answer to POST /api/connect/redeem: an HTTP status and its JSON body."""
+
+    status: int
+    body: dict[str, Any]
+
+
+class CallbackError(Exception):
+    """A provider callback that cannot complete; the message is shown to the person (HTTP 400)."""
 
 
 class ConnectFlow:
@@ -31,12 +55,16 @@ class ConnectFlow:
         *,
         clock: Callable[[], float] = time.time,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        oauth: ProviderOAuth | None = None,
+        credentials: Credentials | None = None,
     ) -> None:
         self.settings = settings
         self.registry = registry
         self.pending = pending
         self.clock = clock
         self.sleep = sleep
+        self.oauth = oauth
+        self.credentials = credentials
 
     def link(self, connection_id: str) -> str:
         return f"{self.settings.public_url.rstrip('/')}/connect/{connection_id}"
@@ -93,3 +121,89 @@ class ConnectFlow:
                     "retryAfterSec": 0,
                 }
             await self.sleep(1.0)
+
+    # -- redeem and callback (browser side) -----------------------------------------------------
+
+    def redeem(self, user: User, connection_id: str) -> Redeemed:
+        """Turn a connect link into the next step, for the user it was minted for only."""
+        now = self.clock()
+        rec = self.pending.get(connection_id, now=now) if connection_id else None
+        if rec is None or rec.user_id != user.id:
+            # An unknown id and another user's id answer alike: no existence oracle.
+            return Redeemed(403, {"error": "ACCOUNT_MISMATCH"})
+        if rec.status == "EXPIRED":
+            return Redeemed(410, {"error": "EXPIRED"})
+        if rec.status == "CONNECTED":
+            return Redeemed(409, {"error": "ALREADY_CONNECTED"})
+        manifest = self.registry.manifest(rec.integration)
+        if manifest is None:
+            return Redeemed(404, {"error": f"Unknown integration: {rec.integration}"})
+        base = self.settings.public_url.rstrip("/")
+        if rec.auth_type == "cookie":
+            return Redeemed(200, {"type": "cookie", "url": base + BROWSER_PAGE.format(connection_id=rec.id)})
+        if rec.auth_type != "oauth2" or self.oauth is None:
+            return Redeemed(400, {"error": f"{rec.integration} cannot be connected through a link"})
+        from workbench.oauth_client import ProviderError, pkce_verifier
+
+        verifier = pkce_verifier()
+        state = secrets.token_urlsafe(32)
+        try:
+            url = self.oauth.consent_url(manifest, state=state, verifier=verifier)
+        except ProviderError as exc:
+            return Redeemed(503, {"error": "NOT_CONFIGURED", "message": exc.description or str(exc)})
+        self.pending.put_state(
+            OAuthState(
+                state=state,
+                user_id=user.id,
+                integration=rec.integration,
+                connection_id=rec.id,
+                code_verifier=verifier,
+                redirect_uri=self.oauth.redirect_uri(rec.integration),
+                expires_at=now + STATE_TTL_SECONDS,
+            )
+        )
+        return Redeemed(200, {"type": "oauth2", "url": url})
+
+    async def complete(
+        self,
+        user: User | None,
+        integration: str,
+        *,
+        state: str | None,
+        code: str | None,
+        error: str | None = None,
+    ) -> str:
+        """Finish a provider consent; returns the integration name. Raises CallbackError, storing nothing."""
+        from workbench.oauth_client import ProviderError
+
+        now = self.clock()
+        # Take the state first: it is single-use whatever happens next.
+        taken = self.pending.take_state(state, now=now) if state else None
+        if taken is None or taken.integration != integration:
+            raise CallbackError(
+                "This sign-in response is not valid: it was already used, has expired, or was not started "
+                "here. Open the connect link again to start over."
+            )
+        if user is None or user.id != taken.user_id:
+            raise CallbackError(
+                "You are not signed in to Workbench as the account that started this connection."
+            )
+        if error:
+            raise CallbackError(f"The provider did not grant access ({error}). Nothing was stored.")
+        if not code:
+            raise CallbackError("The provider's answer has no authorization code. Nothing was stored.")
+        manifest = self.registry.manifest(integration)
+        if manifest is None or self.oauth is None or self.credentials is None:
+            raise CallbackError(f"{integration} cannot be connected on this gateway.")
+        try:
+            tokens = await self.oauth.exchange_code(manifest, code=code, verifier=taken.code_verifier)
+        except ProviderError as exc:
+            raise CallbackError(
+                f"The provider refused the authorization code ({exc.error}). Nothing was stored; "
+                "open the connect link again to retry."
+            ) from exc
+        self.credentials.save(
+            user.id, integration, tokens.credential, expires_at=tokens.expires_at(self.clock())
+        )
+        self.pending.mark_connected(taken.connection_id)
+        return integration

@@ -12,27 +12,43 @@ from __future__ import annotations
 import asyncio
 import base64
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 
 from workbench.crypto import Cipher
-from workbench.errors import NotConnected, ReconnectRequired
+from workbench.errors import CredentialError, NotConnected, ReconnectRequired
 from workbench.registry import ApiKeyAuth, CookieAuth, Manifest, NoAuth, OAuth2Auth
 from workbench.stores import Connection, ConnectionStore
 
-__all__ = ["REFRESH_MARGIN_SECONDS", "Credentials", "credential_context"]
+if TYPE_CHECKING:
+    from workbench.oauth_client import TokenSet
+
+__all__ = [
+    "LEASE_SECONDS",
+    "LEASE_SUFFIX",
+    "REFRESH_MARGIN_SECONDS",
+    "Credentials",
+    "Refresher",
+    "credential_context",
+]
 
 REFRESH_MARGIN_SECONDS = 30
+# The refresh lease is a row of its own in the ConnectionStore, next to the connection it guards:
+# (user, "<integration>#refresh-lease"). Taking it is a conditional write on that row's version, so
+# exactly one instance (process, Lambda) wins; the lease expires by itself if its holder dies.
+LEASE_SUFFIX = "#refresh-lease"
+LEASE_SECONDS = 30.0
+_POLL_SECONDS = 0.05
+
+# (manifest, refresh token) -> the provider's token response; raises ProviderError when refused.
+Refresher = Callable[[Manifest, str], Awaitable["TokenSet"]]
 
 
 def credential_context(user_id: str, integration: str) -> dict[str, str]:
     return {"user": user_id, "integration": integration, "field": "credential"}
-
-
-Refresher = Callable[[Manifest, dict[str, Any]], "asyncio.Future[dict[str, Any]] | Any"]
 
 
 class Credentials:
@@ -44,13 +60,19 @@ class Credentials:
         cipher: Cipher,
         *,
         clock: Callable[[], float] = time.time,
-        refresh: Callable[[Manifest, dict[str, Any]], Any] | None = None,
+        refresh: Refresher | None = None,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     ) -> None:
         self.store = store
         self.cipher = cipher
         self.clock = clock
         self._refresh = refresh
-        self._locks: dict[tuple[str, str], asyncio.Lock] = {}
+        self._sleep = sleep
+        # In-process single flight: concurrent callers on one event loop share one refresh task.
+        self._inflight: dict[tuple[int, str, str], asyncio.Task[dict[str, Any]]] = {}
+
+    def set_refresher(self, refresh: Refresher) -> None:
+        self._refresh = refresh
 
     # -- storage -------------------------------------------------------------------------------
 
@@ -78,57 +100,124 @@ class Credentials:
 
     # -- use -----------------------------------------------------------------------------------
 
+    def _stale(self, conn: Connection) -> bool:
+        return conn.expires_at is not None and conn.expires_at - self.clock() <= REFRESH_MARGIN_SECONDS
+
     async def access(self, manifest: Manifest, user_id: str, conn: Connection | None) -> dict[str, Any]:
         """The usable credential, refreshed first if it expires within the margin."""
         if conn is None:
             raise NotConnected(manifest.name)
         if conn.status == "reconnect_required":
             raise ReconnectRequired(manifest.name)
-        cred = self.load(conn)
-        if (
-            isinstance(manifest.auth, OAuth2Auth)
-            and conn.expires_at is not None
-            and conn.expires_at - self.clock() <= REFRESH_MARGIN_SECONDS
-        ):
-            cred = await self._refresh_once(manifest, user_id, conn)
-        return cred
+        if isinstance(manifest.auth, OAuth2Auth) and self._stale(conn):
+            return await self._refresh_shared(manifest, user_id)
+        return self.load(conn)
 
-    async def _refresh_once(self, manifest: Manifest, user_id: str, seen: Connection) -> dict[str, Any]:
-        lock = self._locks.setdefault((user_id, manifest.name), asyncio.Lock())
-        async with lock:
+    async def _refresh_shared(self, manifest: Manifest, user_id: str) -> dict[str, Any]:
+        loop = asyncio.get_running_loop()
+        key = (id(loop), user_id, manifest.name)
+        task = self._inflight.get(key)
+        if task is None:
+            task = loop.create_task(self._refresh_across_instances(manifest, user_id))
+            self._inflight[key] = task
+            task.add_done_callback(lambda _t: self._inflight.pop(key, None))
+        return await asyncio.shield(task)
+
+    async def _refresh_across_instances(self, manifest: Manifest, user_id: str) -> dict[str, Any]:
+        """Exactly one instance calls the provider; the others wait for its result and re-read."""
+        give_up = time.monotonic() + LEASE_SECONDS + 5
+        while True:
             latest = self.store.get(user_id, manifest.name)
             if latest is None:
                 raise NotConnected(manifest.name)
-            if (
-                latest.version != seen.version
-                and (latest.expires_at or 0) - self.clock() > REFRESH_MARGIN_SECONDS
-            ):
-                return self.load(latest)  # someone else refreshed meanwhile
-            cred = self.load(latest)
-            if not cred.get("refresh_token") or self._refresh is None:
-                raise ReconnectRequired(
-                    manifest.name, "the access token expired and no refresh token is stored"
+            if latest.status == "reconnect_required":
+                raise ReconnectRequired(manifest.name)
+            if not self._stale(latest):
+                return self.load(latest)  # another instance refreshed meanwhile
+            lease = self._take_lease(user_id, manifest.name)
+            if lease is not None:
+                try:
+                    return await self._refresh_holding_lease(manifest, user_id)
+                finally:
+                    self._release_lease(lease)
+            if time.monotonic() > give_up:
+                raise CredentialError(
+                    manifest.name,
+                    f"{manifest.name} token refresh is taking too long elsewhere; try the call again.",
                 )
-            result = self._refresh(manifest, cred)
-            if asyncio.iscoroutine(result) or isinstance(result, asyncio.Future):
-                result = await result
-            fresh: dict[str, Any] = dict(result)
-            if fresh.get("error"):
-                self.store.put(
-                    replace(latest, status="reconnect_required", version=latest.version + 1),
-                    expected_version=latest.version,
-                )
-                raise ReconnectRequired(manifest.name, str(fresh["error"]))
-            new_cred = {**cred, **{k: v for k, v in fresh.items() if k != "expires_in"}}
-            expires_at = self.clock() + float(fresh["expires_in"]) if fresh.get("expires_in") else None
-            blob = self.cipher.encrypt_json(new_cred, credential_context(user_id, manifest.name))
+            await self._sleep(_POLL_SECONDS)
+
+    async def _refresh_holding_lease(self, manifest: Manifest, user_id: str) -> dict[str, Any]:
+        from workbench.oauth_client import ProviderError
+
+        latest = self.store.get(user_id, manifest.name)
+        if latest is None:
+            raise NotConnected(manifest.name)
+        if latest.status == "reconnect_required":
+            raise ReconnectRequired(manifest.name)
+        cred = self.load(latest)
+        if not self._stale(latest):
+            return cred  # refreshed between our read and taking the lease
+        refresh_token = cred.get("refresh_token")
+        if not refresh_token:
+            raise CredentialError(
+                manifest.name,
+                f"{manifest.name} access token has expired and no refresh token is stored. "
+                f"Use connect('{manifest.name}') to reconnect.",
+            )
+        if self._refresh is None:
+            raise CredentialError(
+                manifest.name, f"{manifest.name} tokens cannot be refreshed on this gateway."
+            )
+        try:
+            tokens = await self._refresh(manifest, str(refresh_token))
+        except ProviderError as exc:
+            if not exc.permanent:
+                raise CredentialError(
+                    manifest.name,
+                    f"{manifest.name} token refresh failed ({exc}); try the call again shortly.",
+                ) from exc
+            # The provider refused the refresh token (revoked, replayed, expired): only the user can fix it.
             self.store.put(
-                Connection(
-                    user_id, manifest.name, blob, "connected", expires_at, self.clock(), latest.version + 1
+                replace(
+                    latest, status="reconnect_required", updated_at=self.clock(), version=latest.version + 1
                 ),
                 expected_version=latest.version,
             )
-            return new_cred
+            raise ReconnectRequired(manifest.name, exc.error) from exc
+        new_cred = {
+            **cred,
+            **tokens.credential,
+        }  # a provider that does not rotate keeps the old refresh token
+        blob = self.cipher.encrypt_json(new_cred, credential_context(user_id, manifest.name))
+        now = self.clock()
+        written = self.store.put(
+            Connection(
+                user_id, manifest.name, blob, "connected", tokens.expires_at(now), now, latest.version + 1
+            ),
+            expected_version=latest.version,
+        )
+        if not written:  # the user reconnected or disconnected meanwhile: theirs wins
+            current = self.store.get(user_id, manifest.name)
+            if current is None:
+                raise NotConnected(manifest.name)
+            return self.load(current)
+        return new_cred
+
+    def _take_lease(self, user_id: str, integration: str) -> Connection | None:
+        key = integration + LEASE_SUFFIX
+        now = self.clock()
+        current = self.store.get(user_id, key)
+        if current is not None and (current.expires_at or 0) > now:
+            return None  # held by someone else
+        version = current.version if current else 0
+        lease = Connection(user_id, key, b"lease", "lease", now + LEASE_SECONDS, now, version + 1)
+        return lease if self.store.put(lease, expected_version=version) else None
+
+    def _release_lease(self, lease: Connection) -> None:
+        self.store.put(
+            replace(lease, expires_at=0.0, version=lease.version + 1), expected_version=lease.version
+        )
 
     @staticmethod
     def headers_for(manifest: Manifest, cred: dict[str, Any]) -> dict[str, str]:

@@ -11,6 +11,7 @@ from workbench.composition import Gateway
 from workbench.mcp.app import mcp_routes
 from workbench.proxy.app import proxy_routes
 from workbench.rest.app import rest_routes
+from workbench.web.app import web_routes
 from workbench.web.browser_bridge import browser_bridge_routes
 
 __all__ = ["create_local_app", "first_run"]
@@ -29,6 +30,7 @@ def create_local_app(gateway: Gateway) -> Starlette:
         *mcp_routes(gateway),
         *rest_routes(gateway),
         *proxy_routes(gateway),
+        *web_routes(gateway),
         *browser_bridge_routes(gateway),
         Route("/healthz", healthz),
         Route("/metrics", prometheus),

@@ -31,7 +31,12 @@ class SessionCodec:
         self._key = hashlib.sha256(b"workbench-session\x00" + secret).digest()
         self._csrf_key = hashlib.sha256(b"workbench-csrf\x00" + secret).digest()
         self.clock = clock
-        self.secure = secure
+        # A `__Host-` cookie is refused by browsers unless it is Secure, so it always is. Browsers
+        # accept Secure cookies from http://localhost and http://127.0.0.1 (loopback counts as a
+        # secure context), which keeps the local gateway working; `secure=False` is only recorded
+        # for callers that want to know whether the public URL is https.
+        self.public_https = secure
+        self.secure = True
 
     def _mac(self, body: str) -> str:
         return hmac.new(self._key, body.encode(), hashlib.sha256).hexdigest()

@@ -1,0 +1,151 @@
+"""The browser half of `connect` (seed 003, "Connecting an integration").
+
+GET  /connect/{connectionId}                     the link the agent handed out: sign in, then continue
+POST /api/connect/redeem {token}                 same user only (else 403 ACCOUNT_MISMATCH); builds the
+                                                 PKCE verifier + state and answers the consent URL.
+                                                 JSON in -> JSON out; a form post (the link page, no
+                                                 script needed) -> redirect to that URL.
+GET  /api/auth/plugin/{integration}/callback     exchange the code with the verifier, store, redirect
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import BaseRoute, Route
+
+from workbench.connections import CallbackError
+from workbench.web.context import MAX_FORM_BYTES, WebContext
+from workbench.web.html import csrf_field, e, html_page, json_response, notices, redirect
+
+if TYPE_CHECKING:
+    from workbench.stores import User
+
+__all__ = ["connect_routes"]
+
+_REDEEM_TEXT = {
+    "ACCOUNT_MISMATCH": (
+        "This link is not valid for the account you are signed in as. It was created for a different "
+        "Workbench account, or it does not exist. Sign in with the account your agent uses, or ask the "
+        "agent for a new link."
+    ),
+    "EXPIRED": "This link has expired. Ask your agent to call connect again for a new link.",
+    "ALREADY_CONNECTED": "This link was already used to connect. You can close this page.",
+}
+
+
+def connect_routes(web: WebContext) -> list[BaseRoute]:
+    gw = web.gw
+
+    def link_page(request: Request, user: User, title: str, body: str, status: int = 200) -> Response:
+        return html_page(title, body, status=status, email=user.email, csrf=web.csrf(request))
+
+    async def link(request: Request) -> Response:
+        user = web.user(request)
+        if user is None:
+            return web.signin_redirect(request)
+        connection_id = str(request.path_params["connection_id"])
+        rec = gw.stores.pending.get(connection_id, now=gw.clock())
+        if rec is None or rec.user_id != user.id:
+            return link_page(
+                request, user, "Link not valid", notices(("error", _REDEEM_TEXT["ACCOUNT_MISMATCH"])), 403
+            )
+        if rec.status == "EXPIRED":
+            return link_page(request, user, "Link expired", notices(("error", _REDEEM_TEXT["EXPIRED"])), 410)
+        manifest = gw.registry.manifest(rec.integration)
+        display = manifest.display_name if manifest else rec.integration
+        if rec.status == "CONNECTED":
+            return link_page(
+                request, user, f"{display} is connected", notices(("ok", _REDEEM_TEXT["ALREADY_CONNECTED"]))
+            )
+        what = (
+            "sign in to it in a live browser session, so Workbench can keep that session for your agent"
+            if rec.auth_type == "cookie"
+            else f"approve access at {display}; Workbench stores the resulting token encrypted"
+        )
+        body = (
+            '<section class="card">'
+            f"<p>Your agent asked to connect <strong>{e(display)}</strong> to your Workbench account "
+            f"<strong>{e(user.email)}</strong>. Continuing will {e(what)}. Your agent never sees the credential.</p>"
+            f'<form method="post" action="/api/connect/redeem">{csrf_field(web.csrf(request))}'
+            f'<input type="hidden" name="token" value="{e(rec.id)}">'
+            f'<button type="submit">Continue to {e(display)}</button></form>'
+            f'<p class="help">This link expires at {_clock(rec.expires_at)}.</p></section>'
+        )
+        return link_page(request, user, f"Connect {display}", body)
+
+    async def redeem(request: Request) -> Response:
+        content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
+        is_json = content_type == "application/json"
+        user = web.user(request)
+        if is_json:
+            token = await _json_token(request)
+            if not web.same_origin(request):
+                return json_response({"error": "ACCOUNT_MISMATCH"}, 403)
+            if token is None:
+                return json_response({"error": 'Body must be JSON: {"token": "<connectionId>"}'}, 400)
+            if user is None:  # no portal session is not the same user either
+                return json_response({"error": "ACCOUNT_MISMATCH"}, 403)
+            result = gw.connections.redeem(user, token)
+            return json_response(result.body, result.status)
+        # The link page's form post: CSRF-checked, answers with a redirect or a page.
+        if user is None:
+            return redirect("/portal/signin")
+        form = await web.checked_form(request, user)
+        if isinstance(form, Response):
+            return form
+        result = gw.connections.redeem(user, form.get("token", ""))
+        if result.status == 200:
+            return redirect(str(result.body["url"]))
+        code = str(result.body.get("error", ""))
+        message = _REDEEM_TEXT.get(code) or str(result.body.get("message") or code)
+        return link_page(request, user, "Cannot connect", notices(("error", message)), result.status)
+
+    async def callback(request: Request) -> Response:
+        user = web.user(request)
+        integration = str(request.path_params["integration"])
+        q = request.query_params
+        try:
+            name = await gw.connections.complete(
+                user, integration, state=q.get("state"), code=q.get("code"), error=q.get("error")
+            )
+        except CallbackError as exc:
+            body = (
+                notices(("error", str(exc)))
+                + '<p><a href="/portal/integrations">Go to your integrations</a></p>'
+            )
+            return html_page(
+                "Connection failed",
+                body,
+                status=400,
+                email=user.email if user else None,
+                csrf=web.csrf(request),
+            )
+        return redirect(f"/portal/integrations?connected={name}")
+
+    return [
+        Route("/connect/{connection_id}", link, methods=["GET"]),
+        Route("/api/connect/redeem", redeem, methods=["POST"]),
+        Route("/api/auth/plugin/{integration}/callback", callback, methods=["GET"]),
+    ]
+
+
+async def _json_token(request: Request) -> str | None:
+    raw = await request.body()
+    if len(raw) > MAX_FORM_BYTES:
+        return None
+    try:
+        body: Any = json.loads(raw)
+    except ValueError:
+        return None
+    token = body.get("token") if isinstance(body, dict) else None
+    return token if isinstance(token, str) else None
+
+
+def _clock(ts: float) -> str:
+    import time
+
+    return time.strftime("%H:%M UTC", time.gmtime(ts))

@@ -1,0 +1,82 @@
+"""What every browser-facing handler needs: the signed-in user, CSRF checks, form parsing."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+from urllib.parse import quote, urlsplit
+
+from starlette.requests import Request
+from starlette.responses import Response
+
+from workbench.web.html import html_page, notices, redirect
+
+if TYPE_CHECKING:
+    from workbench.composition import Gateway
+    from workbench.stores import User
+
+__all__ = ["MAX_FORM_BYTES", "WebContext", "safe_next"]
+
+MAX_FORM_BYTES = 64 * 1024
+
+
+def safe_next(value: str | None, default: str = "/portal/integrations") -> str:
+    """Only same-site paths: "/x?y" yes; "//evil", "https://evil", "/\\evil" no (open redirect)."""
+    if not value or not value.startswith("/") or value.startswith(("//", "/\\")):
+        return default
+    if any(ch in value for ch in "\r\n\t"):
+        return default
+    return value
+
+
+@dataclass(slots=True)
+class WebContext:
+    gw: Gateway
+
+    def user(self, request: Request) -> User | None:
+        return self.gw.sessions.current_user(request, self.gw.stores.users)
+
+    def csrf(self, request: Request) -> str:
+        return self.gw.sessions.csrf_token(request)
+
+    def same_origin(self, request: Request) -> bool:
+        """A browser's Origin header, when sent, must be ours (a second line behind the CSRF token)."""
+        origin = request.headers.get("origin")
+        if not origin or origin == "null":
+            return origin is None
+        own = urlsplit(self.gw.settings.public_url)
+        got = urlsplit(origin)
+        return (got.scheme, got.netloc) == (own.scheme, own.netloc) or got.netloc == request.url.netloc
+
+    async def form(self, request: Request) -> dict[str, str] | None:
+        """The posted form as str -> str, or None when it is too large or not a form."""
+        if int(request.headers.get("content-length") or 0) > MAX_FORM_BYTES:
+            return None
+        try:
+            data = await request.form()
+        except Exception:  # malformed multipart/urlencoded body
+            return None
+        return {k: v for k, v in data.items() if isinstance(v, str)}
+
+    def signin_redirect(self, request: Request) -> Response:
+        target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
+        return redirect("/portal/signin?next=" + quote(target, safe=""))
+
+    def forbidden(self, request: Request, user: User | None) -> Response:
+        return html_page(
+            "Form expired",
+            notices(("error", "This form has expired or did not come from this page. Reload and try again."))
+            + '<p><a href="/portal/integrations">Back to the portal</a></p>',
+            status=403,
+            email=user.email if user else None,
+            csrf=self.csrf(request),
+        )
+
+    async def checked_form(self, request: Request, user: User) -> dict[str, str] | Response:
+        """The form of a state-changing post, after the CSRF token and Origin checks."""
+        form = await self.form(request)
+        if form is None:
+            return html_page("Bad request", notices(("error", "The form could not be read.")), status=400)
+        if not self.same_origin(request) or not self.gw.sessions.check_csrf(request, form.get("csrf")):
+            return self.forbidden(request, user)
+        return form

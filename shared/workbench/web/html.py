@@ -1,0 +1,148 @@
+"""Server-rendered HTML for the portal: one layout, escaping by default, security headers on every page.
+
+No build step and no script: every action is a plain form post, so the pages work with a keyboard,
+a screen reader, or JavaScript disabled.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from html import escape
+from typing import Any
+
+from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+
+__all__ = [
+    "SECURITY_HEADERS",
+    "csrf_field",
+    "e",
+    "html_page",
+    "json_response",
+    "notices",
+    "redirect",
+    "rows",
+]
+
+# frame-ancestors 'none' on every portal page: nothing may frame the portal (clickjacking).
+SECURITY_HEADERS = {
+    "Content-Security-Policy": (
+        "default-src 'none'; style-src 'unsafe-inline'; img-src 'self' data:; "
+        "frame-ancestors 'none'; base-uri 'none'"
+    ),
+    "X-Frame-Options": "DENY",
+    "X-Content-Type-Options": "nosniff",
+    # Connect links and OAuth states in URLs must not leak to the next site through Referer.
+    "Referrer-Policy": "same-origin",
+    "Cache-Control": "no-store",
+}
+
+_STYLE = """
+:root { color-scheme: light; --fg:#1d2330; --muted:#5b6475; --line:#d9dde5; --accent:#2f5bd3; --bad:#b42318;
+  --ok:#067647; --warn:#b54708; }
+* { box-sizing: border-box; }
+body { margin:0; font: 16px/1.5 system-ui, -apple-system, "Segoe UI", sans-serif; color: var(--fg);
+  background:#f6f7f9; }
+header { background:#fff; border-bottom:1px solid var(--line); }
+header .bar { max-width: 60rem; margin: 0 auto; padding: .75rem 1rem; display:flex; gap:1.5rem;
+  align-items:center; flex-wrap: wrap; }
+header .brand { font-weight: 700; }
+nav ul { list-style:none; display:flex; gap:1rem; margin:0; padding:0; }
+nav a { color: var(--accent); }
+nav a[aria-current="page"] { font-weight: 700; color: var(--fg); }
+header form { margin-left:auto; }
+main { max-width: 60rem; margin: 1.5rem auto; padding: 0 1rem; }
+h1 { font-size: 1.6rem; margin: 0 0 1rem; }
+h2 { font-size: 1.15rem; margin: 0 0 .5rem; }
+.card { background:#fff; border:1px solid var(--line); border-radius: 8px; padding: 1rem 1.25rem;
+  margin-bottom: 1rem; }
+.row { display:flex; gap: 1rem; align-items: center; justify-content: space-between; flex-wrap: wrap; }
+.muted { color: var(--muted); }
+.status { font-weight: 600; }
+.status.ok { color: var(--ok); } .status.off { color: var(--muted); } .status.warn { color: var(--warn); }
+.notice { padding: .75rem 1rem; border-radius: 6px; margin-bottom: 1rem; border:1px solid; }
+.notice.ok { background:#ecfdf3; border-color:#abefc6; }
+.notice.error { background:#fef3f2; border-color:#fecdca; color: var(--bad); }
+.notice.dev { background:#fffaeb; border-color:#fedf89; }
+label { display:block; font-weight:600; margin: .5rem 0 .25rem; }
+input[type=text], input[type=email], input[type=password] { width: 100%; max-width: 28rem; padding: .5rem;
+  font: inherit; border:1px solid #98a2b3; border-radius: 6px; }
+button { font: inherit; padding: .45rem 1rem; border-radius: 6px; border: 1px solid var(--accent);
+  background: var(--accent); color: #fff; cursor: pointer; }
+button.secondary { background:#fff; color: var(--accent); }
+button.danger { background:#fff; color: var(--bad); border-color: var(--bad); }
+:focus-visible { outline: 3px solid #f79009; outline-offset: 2px; }
+table { border-collapse: collapse; width: 100%; }
+th, td { text-align:left; padding: .5rem; border-bottom: 1px solid var(--line); vertical-align: top; }
+code.secret { display:block; padding:.75rem; background:#101828; color:#fff; border-radius:6px;
+  word-break: break-all; font-size: .95rem; }
+.inline { display:inline; }
+.help { font-size: .9rem; color: var(--muted); margin: .25rem 0 0; }
+"""
+
+_NAV = (
+    ("integrations", "/portal/integrations", "Integrations"),
+    ("api-keys", "/portal/api-keys", "API key"),
+    ("clients", "/portal/clients", "MCP clients"),
+)
+
+
+def e(value: Any) -> str:
+    """HTML-escape anything for text or a double-quoted attribute."""
+    return escape(str(value), quote=True)
+
+
+def csrf_field(token: str) -> str:
+    return f'<input type="hidden" name="csrf" value="{e(token)}">'
+
+
+def html_page(
+    title: str,
+    body: str,
+    *,
+    status: int = 200,
+    email: str | None = None,
+    csrf: str | None = None,
+    active: str | None = None,
+    headers: dict[str, str] | None = None,
+) -> HTMLResponse:
+    nav = ""
+    if email is not None:
+        items = "".join(
+            f'<li><a href="{href}"{" aria-current=page" if key == active else ""}>{label}</a></li>'
+            for key, href, label in _NAV
+        )
+        signout = (
+            f'<form method="post" action="/portal/signout">{csrf_field(csrf or "")}'
+            f'<span class="muted">{e(email)}</span> <button class="secondary" type="submit">Sign out</button></form>'
+        )
+        nav = f'<nav aria-label="Portal"><ul>{items}</ul></nav>{signout}'
+    doc = (
+        '<!doctype html><html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>{e(title)} · Workbench</title><style>{_STYLE}</style></head><body>"
+        f'<header><div class="bar"><span class="brand">Workbench</span>{nav}</div></header>'
+        f'<main id="main"><h1>{e(title)}</h1>{body}</main></body></html>'
+    )
+    return HTMLResponse(doc, status, headers={**SECURITY_HEADERS, **(headers or {})})
+
+
+def notices(*pairs: tuple[str, str | None]) -> str:
+    """Render (kind, message) notices; errors are announced to screen readers."""
+    out = []
+    for kind, message in pairs:
+        if message:
+            role = ' role="alert"' if kind == "error" else ' role="status"'
+            out.append(f'<div class="notice {kind}"{role}>{e(message)}</div>')
+    return "".join(out)
+
+
+def rows(cells: Iterable[Iterable[str]]) -> str:
+    return "".join("<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in cells)
+
+
+def redirect(url: str, *, status: int = 303) -> Response:
+    return RedirectResponse(url, status, headers=SECURITY_HEADERS)
+
+
+def json_response(body: dict[str, Any], status: int = 200) -> Response:
+    return JSONResponse(body, status, headers=SECURITY_HEADERS)

@@ -1,0 +1,390 @@
+"""The portal: the human half of Workbench (seed 003, "What the portal is for").
+
+  GET  /portal                                   -> /portal/integrations
+  GET  /portal/integrations                      status of every integration, connect/disconnect
+  POST /portal/integrations/{name}/connect       OAuth2/cookie: start + redeem, go to the consent page
+  POST /portal/integrations/{name}/api-key       API-key integrations: the manifest's declared fields
+  POST /portal/integrations/{name}/disconnect    delete the stored credential
+  GET  /portal/api-keys                          list; POST mint / rotate / revoke (a new key shown once)
+  GET  /portal/clients                           MCP clients holding live refresh tokens; POST revoke
+
+Every page needs a portal session (else: to the sign-in page and back); every post is CSRF-checked.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
+
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import BaseRoute, Route
+
+from workbench.credentials import LEASE_SUFFIX
+from workbench.registry import ApiKeyAuth, CookieAuth, Manifest, NoAuth, OAuth2Auth
+from workbench.web.context import WebContext
+from workbench.web.html import csrf_field, e, html_page, notices, redirect
+
+if TYPE_CHECKING:
+    from workbench.stores import User
+
+__all__ = ["portal_routes"]
+
+_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
+_MAX_FIELD = 4096
+_AUTH_LABEL = {"oauth2": "OAuth", "api_key": "API key", "cookie": "Browser session", "none": "No sign-in"}
+
+
+def _when(ts: float | None) -> str:
+    if not ts:
+        return "—"
+    return time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(ts))
+
+
+def portal_routes(web: WebContext) -> list[BaseRoute]:
+    gw = web.gw
+
+    def page(request: Request, user: User, title: str, body: str, active: str, status: int = 200) -> Response:
+        return html_page(title, body, status=status, email=user.email, csrf=web.csrf(request), active=active)
+
+    # -- integrations ------------------------------------------------------------------------------
+
+    def integration_card(request: Request, user: User, m: Manifest, errors: dict[str, str]) -> str:
+        conn = gw.stores.connections.get(user.id, m.name)
+        connected = gw.credentials.is_connected(m, conn)
+        if conn is not None and conn.status == "reconnect_required":
+            status = '<span class="status warn">Needs reconnecting</span>'
+        elif connected:
+            status = '<span class="status ok">Connected</span>'
+        elif conn is not None and isinstance(m.auth, CookieAuth):
+            status = '<span class="status warn">Session expired</span>'
+        else:
+            status = '<span class="status off">Not connected</span>'
+        csrf = csrf_field(web.csrf(request))
+        name = e(m.name)
+        actions = []
+        if isinstance(m.auth, OAuth2Auth | CookieAuth):
+            label = "Reconnect" if conn is not None else "Connect"
+            actions.append(
+                f'<form class="inline" method="post" action="/portal/integrations/{name}/connect">{csrf}'
+                f'<button type="submit" aria-label="{label} {e(m.display_name)}">{label}</button></form>'
+            )
+        if conn is not None:
+            actions.append(
+                f'<form class="inline" method="post" action="/portal/integrations/{name}/disconnect">{csrf}'
+                f'<button class="danger" type="submit" aria-label="Disconnect {e(m.display_name)}">'
+                "Disconnect</button></form>"
+            )
+        form = ""
+        if isinstance(m.auth, ApiKeyAuth):
+            error = errors.get(m.name)
+            fields = []
+            for f in m.auth.fields:
+                fid = f"{name}-{e(f.name)}"
+                help_id = f"{fid}-help"
+                described = f' aria-describedby="{help_id}"' if f.help else ""
+                invalid = ' aria-invalid="true"' if error else ""
+                fields.append(
+                    f'<label for="{fid}">{e(f.label)}</label>'
+                    f'<input id="{fid}" name="{e(f.name)}" type="{"password" if f.secret else "text"}" '
+                    f'required autocomplete="off" maxlength="{_MAX_FIELD}"{described}{invalid}>'
+                    + (f'<p class="help" id="{help_id}">{e(f.help)}</p>' if f.help else "")
+                )
+            verb = "Replace key" if conn is not None else "Connect"
+            form = (
+                f'<form method="post" action="/portal/integrations/{name}/api-key" '
+                f'aria-label="Connect {e(m.display_name)} with an API key">{csrf}'
+                + (notices(("error", error)) if error else "")
+                + "".join(fields)
+                + f'<p><button type="submit">{verb}</button></p></form>'
+            )
+        desc = f'<p class="muted">{e(m.description)}</p>' if m.description else ""
+        return (
+            f'<section class="card" aria-labelledby="int-{name}" id="integration-{name}">'
+            f'<div class="row"><div><h2 id="int-{name}">{e(m.display_name)}</h2>'
+            f'<span class="muted">{e(_AUTH_LABEL.get(m.auth.type, m.auth.type))} · </span>{status}</div>'
+            f"<div>{' '.join(actions)}</div></div>{desc}{form}</section>"
+        )
+
+    def integrations_page(
+        request: Request, user: User, *, errors: dict[str, str] | None = None, status: int = 200
+    ) -> Response:
+        q = request.query_params
+        flash = notices(
+            ("ok", f"{q['connected']} is connected." if _NAME_RE.match(q.get("connected", "")) else None),
+            (
+                "ok",
+                f"{q['disconnected']} was disconnected."
+                if _NAME_RE.match(q.get("disconnected", ""))
+                else None,
+            ),
+            ("error", q.get("error", "")[:300] or None),
+        )
+        manifests = [m for m in gw.registry.manifests() if not m.builtin and not isinstance(m.auth, NoAuth)]
+        cards = "".join(integration_card(request, user, m, errors or {}) for m in manifests)
+        body = flash + (cards or '<p class="muted">No integrations are installed on this gateway.</p>')
+        return page(request, user, "Integrations", body, "integrations", status)
+
+    async def integrations(request: Request) -> Response:
+        user = web.user(request)
+        if user is None:
+            return web.signin_redirect(request)
+        return integrations_page(request, user)
+
+    def manifest_for(request: Request) -> Manifest | None:
+        name = str(request.path_params["name"])
+        m = gw.registry.manifest(name) if _NAME_RE.match(name) else None
+        return m if m is not None and not m.builtin else None
+
+    async def connect(request: Request) -> Response:
+        user = web.user(request)
+        if user is None:
+            return redirect("/portal/signin")
+        form = await web.checked_form(request, user)
+        if isinstance(form, Response):
+            return form
+        m = manifest_for(request)
+        if m is None or not isinstance(m.auth, OAuth2Auth | CookieAuth):
+            return redirect(
+                "/portal/integrations?error=" + quote("That integration cannot be connected here.")
+            )
+        started = gw.connections.start(user, m.name)
+        if "error" in started:
+            return redirect("/portal/integrations?error=" + quote(str(started["error"])[:300]))
+        redeemed = gw.connections.redeem(user, str(started["connectionId"]))
+        if redeemed.status != 200:
+            message = str(redeemed.body.get("message") or redeemed.body.get("error"))
+            return redirect("/portal/integrations?error=" + quote(f"{m.display_name}: {message}"[:300]))
+        return redirect(str(redeemed.body["url"]))
+
+    async def api_key(request: Request) -> Response:
+        user = web.user(request)
+        if user is None:
+            return redirect("/portal/signin")
+        form = await web.checked_form(request, user)
+        if isinstance(form, Response):
+            return form
+        m = manifest_for(request)
+        if m is None or not isinstance(m.auth, ApiKeyAuth):
+            return redirect(
+                "/portal/integrations?error=" + quote("That integration does not use an API key.")
+            )
+        values: dict[str, Any] = {}
+        missing = []
+        for f in m.auth.fields:
+            value = (form.get(f.name) or "").strip()
+            if not value or len(value) > _MAX_FIELD:
+                missing.append(f.label)
+            values[f.name] = value
+        if missing:
+            error = "Enter " + ", ".join(missing) + "."
+            return integrations_page(request, user, errors={m.name: error}, status=400)
+        gw.credentials.save(user.id, m.name, values)  # encrypted under (user, integration)
+        return redirect(f"/portal/integrations?connected={m.name}")
+
+    async def disconnect(request: Request) -> Response:
+        user = web.user(request)
+        if user is None:
+            return redirect("/portal/signin")
+        form = await web.checked_form(request, user)
+        if isinstance(form, Response):
+            return form
+        m = manifest_for(request)
+        if m is None:
+            return redirect("/portal/integrations?error=" + quote("Unknown integration."))
+        gw.stores.connections.delete(user.id, m.name)
+        gw.stores.connections.delete(user.id, m.name + LEASE_SUFFIX)
+        return redirect(f"/portal/integrations?disconnected={m.name}")
+
+    # -- API keys ------------------------------------------------------------------------------------
+
+    def keys_page(request: Request, user: User, *, revealed: str | None = None, flash: str = "") -> Response:
+        keys = gw.stores.api_keys.list_for(user.id)
+        csrf = csrf_field(web.csrf(request))
+        reveal = ""
+        if revealed:
+            reveal = (
+                '<section class="card" aria-labelledby="new-key"><h2 id="new-key">Your new API key</h2>'
+                '<p role="status"><strong>Copy it now: it is shown only once.</strong> Workbench keeps only a '
+                "hash of it. Use it as <code>Authorization: Bearer &lt;key&gt;</code> on "
+                f"<code>{e(gw.settings.mcp_url)}</code>.</p>"
+                f'<code class="secret" id="revealed-key" tabindex="0">{e(revealed)}</code></section>'
+            )
+        rows = []
+        for k in reversed(keys):
+            state = (
+                '<span class="status off">Revoked</span>'
+                if k.revoked
+                else '<span class="status ok">Active</span>'
+            )
+            actions = ""
+            if not k.revoked:
+                kid = e(k.key_id)
+                actions = (
+                    f'<form class="inline" method="post" action="/portal/api-keys/{kid}/rotate">{csrf}'
+                    f'<button class="secondary" type="submit" aria-label="Rotate key wb_{kid}">Rotate</button>'
+                    "</form> "
+                    f'<form class="inline" method="post" action="/portal/api-keys/{kid}/revoke">{csrf}'
+                    f'<button class="danger" type="submit" aria-label="Revoke key wb_{kid}">Revoke</button></form>'
+                )
+            rows.append(
+                f"<tr><td><code>wb_{e(k.key_id)}_…</code></td><td>{e(k.label) or '—'}</td>"
+                f"<td>{_when(k.created_at)}</td><td>{state}</td><td>{actions}</td></tr>"
+            )
+        table = (
+            '<table><caption class="muted" style="text-align:left">Your keys</caption><thead><tr>'
+            '<th scope="col">Key</th><th scope="col">Label</th><th scope="col">Created</th>'
+            '<th scope="col">Status</th><th scope="col">Actions</th></tr></thead><tbody>'
+            + "".join(rows)
+            + "</tbody></table>"
+            if rows
+            else '<p class="muted">You have no API keys yet.</p>'
+        )
+        mint = (
+            '<section class="card" aria-labelledby="mint"><h2 id="mint">Create a key</h2>'
+            f'<form method="post" action="/portal/api-keys">{csrf}'
+            '<label for="key-label">Label (optional)</label>'
+            '<input id="key-label" name="label" type="text" maxlength="100" placeholder="e.g. laptop">'
+            '<p><button type="submit">Create key</button></p></form></section>'
+        )
+        body = flash + reveal + f'<section class="card">{table}</section>' + mint
+        return page(request, user, "API key", body, "api-keys")
+
+    async def keys(request: Request) -> Response:
+        user = web.user(request)
+        if user is None:
+            return web.signin_redirect(request)
+        return keys_page(request, user)
+
+    async def mint(request: Request) -> Response:
+        user = web.user(request)
+        if user is None:
+            return redirect("/portal/signin")
+        form = await web.checked_form(request, user)
+        if isinstance(form, Response):
+            return form
+        label = (form.get("label") or "").strip()[:100]
+        key = gw.api_keys.mint(user, label=label)
+        return keys_page(request, user, revealed=key)
+
+    def own_active_key(user: User, key_id: str) -> Any:
+        rec = gw.stores.api_keys.get(key_id)
+        return rec if rec is not None and rec.user_id == user.id and not rec.revoked else None
+
+    async def rotate(request: Request) -> Response:
+        user = web.user(request)
+        if user is None:
+            return redirect("/portal/signin")
+        form = await web.checked_form(request, user)
+        if isinstance(form, Response):
+            return form
+        rec = own_active_key(user, str(request.path_params["key_id"]))
+        if rec is None:
+            return keys_page(
+                request, user, flash=notices(("error", "That key does not exist or is revoked."))
+            )
+        key = gw.api_keys.mint(user, label=rec.label)
+        gw.stores.api_keys.revoke(user.id, rec.key_id)
+        flash = notices(("ok", f"Key wb_{rec.key_id}_… was revoked and replaced."))
+        return keys_page(request, user, revealed=key, flash=flash)
+
+    async def revoke(request: Request) -> Response:
+        user = web.user(request)
+        if user is None:
+            return redirect("/portal/signin")
+        form = await web.checked_form(request, user)
+        if isinstance(form, Response):
+            return form
+        key_id = str(request.path_params["key_id"])
+        if own_active_key(user, key_id) is None or not gw.stores.api_keys.revoke(user.id, key_id):
+            return keys_page(
+                request, user, flash=notices(("error", "That key does not exist or is revoked."))
+            )
+        return keys_page(request, user, flash=notices(("ok", f"Key wb_{key_id}_… was revoked.")))
+
+    # -- MCP clients -------------------------------------------------------------------------------
+
+    def clients_port() -> Any:
+        """The OAuth authorization server's view of clients per user (see workbench.oauth)."""
+        port = getattr(gw, "oauth_clients", None)
+        if port is None:
+            port = gw.stores.extra.get("oauth_clients")
+        return port
+
+    def clients_page(request: Request, user: User, flash: str = "") -> Response:
+        port = clients_port()
+        csrf = csrf_field(web.csrf(request))
+        if port is None:
+            body = flash + (
+                '<section class="card"><p>No MCP client has signed in with OAuth on this gateway.</p>'
+                '<p class="muted">Clients that connect with OAuth appear here while they hold a live '
+                "refresh token; revoking one deletes its refresh tokens and outstanding codes.</p></section>"
+            )
+            return page(request, user, "MCP clients", body, "clients")
+        rows = []
+        for c in port.list_for_user(user.id):
+            cid = e(c.client_id)
+            name = e(getattr(c, "client_name", "") or c.client_id)
+            rows.append(
+                f"<tr><td>{name}<br><code class=muted>{cid}</code></td>"
+                f"<td>{_when(getattr(c, 'created_at', None))}</td>"
+                f"<td>{_when(getattr(c, 'last_used_at', None))}</td>"
+                f'<td><form method="post" action="/portal/clients/{quote(c.client_id, safe="")}/revoke">{csrf}'
+                f'<button class="danger" type="submit" aria-label="Revoke {name}">Revoke</button></form></td></tr>'
+            )
+        table = (
+            '<table><thead><tr><th scope="col">Client</th><th scope="col">Authorized</th>'
+            '<th scope="col">Last used</th><th scope="col">Actions</th></tr></thead><tbody>'
+            + "".join(rows)
+            + "</tbody></table>"
+            if rows
+            else '<p class="muted">No MCP client holds a live refresh token on your account.</p>'
+        )
+        body = (
+            flash
+            + '<section class="card"><p>These clients signed in to Workbench with OAuth and can keep working '
+            "until you revoke them. Revoking deletes their refresh tokens and outstanding authorization codes; "
+            "access tokens already issued lapse at their expiry.</p>" + table + "</section>"
+        )
+        return page(request, user, "MCP clients", body, "clients")
+
+    async def clients(request: Request) -> Response:
+        user = web.user(request)
+        if user is None:
+            return web.signin_redirect(request)
+        return clients_page(request, user)
+
+    async def revoke_client(request: Request) -> Response:
+        user = web.user(request)
+        if user is None:
+            return redirect("/portal/signin")
+        form = await web.checked_form(request, user)
+        if isinstance(form, Response):
+            return form
+        port = clients_port()
+        client_id = str(request.path_params["client_id"])
+        if port is None or not port.revoke_for_user(user.id, client_id):
+            return clients_page(
+                request, user, notices(("error", "That client has no live tokens on your account."))
+            )
+        return clients_page(request, user, notices(("ok", "The client was revoked.")))
+
+    async def home(request: Request) -> Response:
+        return redirect("/portal/integrations")
+
+    return [
+        Route("/portal", home, methods=["GET"]),
+        Route("/portal/", home, methods=["GET"]),
+        Route("/portal/integrations", integrations, methods=["GET"]),
+        Route("/portal/integrations/{name}/connect", connect, methods=["POST"]),
+        Route("/portal/integrations/{name}/api-key", api_key, methods=["POST"]),
+        Route("/portal/integrations/{name}/disconnect", disconnect, methods=["POST"]),
+        Route("/portal/api-keys", keys, methods=["GET"]),
+        Route("/portal/api-keys", mint, methods=["POST"]),
+        Route("/portal/api-keys/{key_id}/rotate", rotate, methods=["POST"]),
+        Route("/portal/api-keys/{key_id}/revoke", revoke, methods=["POST"]),
+        Route("/portal/clients", clients, methods=["GET"]),
+        Route("/portal/clients/{client_id}/revoke", revoke_client, methods=["POST"]),
+    ]

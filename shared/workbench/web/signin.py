@@ -1,0 +1,195 @@
+"""Portal sign-in and sign-out: OIDC SSO, and a clearly marked development sign-in on the local gateway.
+
+There is no password login. Routes:
+  GET  /portal/signin              the sign-in page (`next` = where to go afterwards)
+  GET  /api/auth/oidc/login        start OIDC: state + PKCE + nonce, redirect to the provider
+  GET  /api/auth/oidc/callback     finish OIDC: verify, find or create the user by email, set the session
+  POST /api/auth/dev-login         development sign-in by email (only when WORKBENCH_DEV_LOGIN=1)
+  POST /portal/signout             clear the session (CSRF-checked)
+"""
+
+from __future__ import annotations
+
+import hmac
+import secrets
+from typing import TYPE_CHECKING
+from urllib.parse import urlencode
+
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import BaseRoute, Route
+
+from workbench.oauth_client import pkce_verifier
+from workbench.stores import OAuthState
+from workbench.web.context import WebContext, safe_next
+from workbench.web.html import e, html_page, notices, redirect
+from workbench.web.oidc import OidcClient, OidcError
+
+if TYPE_CHECKING:
+    from workbench.composition import Gateway
+
+__all__ = ["SSO_COOKIE", "SSO_STATE_MARKER", "signin_routes"]
+
+SSO_COOKIE = "__Host-wb_sso"
+# OAuthState.integration value for portal sign-ins (connection_id then holds the `next` path).
+SSO_STATE_MARKER = "portal-sso"
+SSO_STATE_SECONDS = 600
+
+
+def _oidc(gw: Gateway) -> OidcClient | None:
+    s = gw.settings
+    if not (s.oidc_issuer and s.oidc_client_id):
+        return None
+    return OidcClient(
+        s.oidc_issuer,
+        s.oidc_client_id,
+        s.oidc_client_secret,
+        s.public_url.rstrip("/") + "/api/auth/oidc/callback",
+        clock=gw.clock,
+    )
+
+
+def signin_routes(web: WebContext) -> list[BaseRoute]:
+    gw = web.gw
+    oidc = _oidc(gw)  # built once per warm instance: discovery and JWKS stay cached
+
+    async def signin_page(request: Request) -> Response:
+        next_path = safe_next(request.query_params.get("next"))
+        user = web.user(request)
+        if user is not None:
+            return redirect(next_path)
+        parts = []
+        error = request.query_params.get("error")
+        if error:
+            parts.append(notices(("error", error[:300])))
+        if oidc is not None:
+            parts.append(
+                '<section class="card" aria-labelledby="sso"><h2 id="sso">Single sign-on</h2>'
+                "<p>Sign in with your organisation's account.</p>"
+                '<form method="get" action="/api/auth/oidc/login">'
+                f'<input type="hidden" name="next" value="{e(next_path)}">'
+                '<button type="submit">Sign in with SSO</button></form></section>'
+            )
+        if gw.settings.dev_login:
+            parts.append(
+                '<section class="card" aria-labelledby="dev"><h2 id="dev">Development sign-in</h2>'
+                '<div class="notice dev" role="note"><strong>Local gateway only.</strong> This signs you in as '
+                "any email address without a password. It exists because WORKBENCH_DEV_LOGIN=1 is set; "
+                "never enable it on a shared or production gateway.</div>"
+                '<form method="post" action="/api/auth/dev-login">'
+                f'<input type="hidden" name="next" value="{e(next_path)}">'
+                '<label for="dev-email">Email address</label>'
+                '<input id="dev-email" name="email" type="email" required autocomplete="email">'
+                '<p><button type="submit">Sign in (development)</button></p></form></section>'
+            )
+        if not parts or (oidc is None and not gw.settings.dev_login):
+            parts.append(
+                notices(
+                    (
+                        "error",
+                        "Sign-in is not configured on this gateway. Set WORKBENCH_OIDC_ISSUER, "
+                        "WORKBENCH_OIDC_CLIENT_ID and WORKBENCH_OIDC_CLIENT_SECRET.",
+                    )
+                )
+            )
+        return html_page("Sign in", "".join(parts))
+
+    async def oidc_login(request: Request) -> Response:
+        if oidc is None:
+            return html_page("Sign in", notices(("error", "Single sign-on is not configured.")), status=404)
+        next_path = safe_next(request.query_params.get("next"))
+        verifier = pkce_verifier()
+        state = secrets.token_urlsafe(32)
+        try:
+            url = await oidc.authorize_url(state=state, verifier=verifier)
+        except OidcError as exc:
+            return html_page("Sign in", notices(("error", str(exc))), status=502)
+        gw.stores.pending.put_state(
+            OAuthState(
+                state=state,
+                user_id="",
+                integration=SSO_STATE_MARKER,
+                connection_id=next_path,
+                code_verifier=verifier,
+                redirect_uri=oidc.redirect_uri,
+                expires_at=gw.clock() + SSO_STATE_SECONDS,
+            )
+        )
+        response = redirect(url)
+        response.set_cookie(
+            SSO_COOKIE,
+            state,
+            max_age=SSO_STATE_SECONDS,
+            path="/",
+            secure=gw.sessions.secure,
+            httponly=True,
+            samesite="lax",
+        )
+        return response
+
+    def failed(message: str) -> Response:
+        body = notices(("error", message)) + '<p><a href="/portal/signin">Try signing in again</a></p>'
+        response = html_page("Sign-in failed", body, status=400)
+        response.delete_cookie(SSO_COOKIE, path="/", secure=gw.sessions.secure, httponly=True, samesite="lax")
+        return response
+
+    async def oidc_callback(request: Request) -> Response:
+        if oidc is None:
+            return failed("Single sign-on is not configured.")
+        q = request.query_params
+        state = q.get("state") or ""
+        bound = request.cookies.get(SSO_COOKIE, "")
+        if not state or not bound or not hmac.compare_digest(state, bound):
+            return failed("This sign-in did not start in this browser, or it expired. Start again.")
+        taken = gw.stores.pending.take_state(state, now=gw.clock())
+        if taken is None or taken.integration != SSO_STATE_MARKER:
+            return failed("This sign-in response was already used or has expired. Start again.")
+        if q.get("error"):
+            return failed(f"The sign-in provider did not sign you in ({q.get('error')}).")
+        code = q.get("code")
+        if not code:
+            return failed("The sign-in provider's answer has no authorization code.")
+        try:
+            who = await oidc.finish(code=code, verifier=taken.code_verifier)
+        except OidcError as exc:
+            return failed(str(exc))
+        user = gw.stores.users.get_or_create(who.email)
+        response = redirect(safe_next(taken.connection_id))
+        response.delete_cookie(SSO_COOKIE, path="/", secure=gw.sessions.secure, httponly=True, samesite="lax")
+        gw.sessions.set_cookie(response, user.id)
+        return response
+
+    async def dev_login(request: Request) -> Response:
+        if not gw.settings.dev_login:
+            return html_page("Not found", notices(("error", "Development sign-in is disabled.")), status=404)
+        form = await web.form(request)
+        if form is None or not web.same_origin(request):
+            return html_page("Bad request", notices(("error", "The form could not be read.")), status=400)
+        email = (form.get("email") or "").strip()
+        next_path = safe_next(form.get("next"))
+        if "@" not in email or len(email) > 254:
+            query = urlencode({"error": "Enter an email address.", "next": next_path})
+            return redirect(f"/portal/signin?{query}")
+        user = gw.stores.users.get_or_create(email)
+        response = redirect(next_path)
+        gw.sessions.set_cookie(response, user.id)
+        return response
+
+    async def signout(request: Request) -> Response:
+        user = web.user(request)
+        if user is None:
+            return redirect("/portal/signin")
+        form = await web.checked_form(request, user)
+        if isinstance(form, Response):
+            return form
+        response = redirect("/portal/signin")
+        gw.sessions.clear_cookie(response)
+        return response
+
+    return [
+        Route("/portal/signin", signin_page, methods=["GET"]),
+        Route("/api/auth/oidc/login", oidc_login, methods=["GET"]),
+        Route("/api/auth/oidc/callback", oidc_callback, methods=["GET"]),
+        Route("/api/auth/dev-login", dev_login, methods=["POST"]),
+        Route("/portal/signout", signout, methods=["POST"]),
+    ]

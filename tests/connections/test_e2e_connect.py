@@ -1,0 +1,175 @@
+"""The whole connect path with real parts: an agent (official `mcp` SDK) on a real `workbench serve`,
+a real OIDC IdP (oidc-provider) for portal sign-in, a real OAuth provider (oidc-provider, PKCE,
+rotating refresh tokens) for the plugin, and Debian Chromium driven by Playwright as the person.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sqlite3
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx2
+import pytest
+from mcp import ClientSession
+from mcp.client.streamable_http import streamable_http_client
+
+from tests.connections.support import chromium, oauth_server, provider_stats, screenshot
+from tests.support.processes import free_port, local_gateway
+
+pytestmark = pytest.mark.e2e
+
+IDP_CLIENT = ("workbench-portal", "portal-secret-123")
+PLUGIN_CLIENT = ("workbench-testoauth", "plugin-secret-456")
+PLUGINS = "tests.connections.plugins.testoauth,tests.connections.plugins.testkey"
+
+
+@dataclass
+class Stack:
+    base: str
+    key: str
+    idp: str
+    provider: str
+    data: Path
+
+
+@contextmanager
+def stack(data: Path, *, extra_env: dict[str, str] | None = None) -> Iterator[Stack]:
+    idp_port, provider_port = free_port(), free_port()
+    idp_url, provider_url = f"http://127.0.0.1:{idp_port}", f"http://127.0.0.1:{provider_port}"
+    env = {
+        "WORKBENCH_OIDC_ISSUER": idp_url,
+        "WORKBENCH_OIDC_CLIENT_ID": IDP_CLIENT[0],
+        "WORKBENCH_OIDC_CLIENT_SECRET": IDP_CLIENT[1],
+        "WORKBENCH_EXTRA_PLUGINS": PLUGINS,
+        "WB_TEST_PROVIDER_URL": provider_url,
+        "TESTOAUTH_CLIENT_ID": PLUGIN_CLIENT[0],
+        "TESTOAUTH_CLIENT_SECRET": PLUGIN_CLIENT[1],
+        "WORKBENCH_WAIT_BLOCK_SECONDS": "5",
+        **(extra_env or {}),
+    }
+    with local_gateway(data, extra_env=env) as (base, key):
+        with (
+            oauth_server(
+                "idp",
+                client_id=IDP_CLIENT[0],
+                client_secret=IDP_CLIENT[1],
+                redirect_uris=[f"{base}/api/auth/oidc/callback"],
+                port=idp_port,
+                log=data / "idp.log",
+            ) as idp,
+            oauth_server(
+                "provider",
+                client_id=PLUGIN_CLIENT[0],
+                client_secret=PLUGIN_CLIENT[1],
+                redirect_uris=[f"{base}/api/auth/plugin/testoauth/callback"],
+                port=provider_port,
+                log=data / "provider.log",
+            ) as provider,
+        ):
+            yield Stack(base, key, idp, provider, data)
+
+
+@asynccontextmanager
+async def agent(base: str, key: str) -> AsyncIterator[ClientSession]:
+    async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {key}"}, timeout=60) as http:
+        async with streamable_http_client(f"{base}/mcp", http_client=http) as (read, write):
+            async with ClientSession(read, write) as session:
+                await session.initialize()
+                yield session
+
+
+async def call(session: ClientSession, tool: str, args: dict[str, Any]) -> Any:
+    result = await session.call_tool(tool, args)
+    assert result.is_error is False, result
+    return json.loads(result.content[0].text)  # type: ignore[union-attr]
+
+
+async def wait_connected(session: ClientSession, connection_id: str) -> dict[str, Any]:
+    """Call wait_for_connection until it answers something other than PENDING."""
+    while True:
+        answer: dict[str, Any] = await call(
+            session, "wait_for_connection", {"connectionId": connection_id, "timeoutSec": 120}
+        )
+        if answer.get("status") != "PENDING":
+            return answer
+
+
+def sign_in_at(page: Any, login: str) -> None:
+    """oidc-provider's development login and consent screens."""
+    page.wait_for_selector("input[name=login]")
+    page.fill("input[name=login]", login)
+    page.fill("input[name=password]", "any-password")
+    page.click("button[type=submit]")
+    page.wait_for_load_state("domcontentloaded")
+    if page.locator("button:has-text('Continue')").count() and "/interaction/" in page.url:
+        page.click("button:has-text('Continue')")
+
+
+def person_connects(link: str, login: str, shots: bool) -> str:
+    with chromium() as browser:
+        page = browser.new_context().new_page()
+        page.goto(link)
+        assert "/portal/signin" in page.url
+        if shots:
+            screenshot(page, "01-portal-signin")
+        page.click("text=Sign in with SSO")
+        sign_in_at(page, login)  # at the IdP
+        page.wait_for_url("**/connect/**")
+        if shots:
+            screenshot(page, "02-connect-link")
+        page.click("button:has-text('Continue to Test OAuth Provider')")
+        sign_in_at(page, login)  # at the plugin's provider
+        page.wait_for_url("**/portal/integrations?connected=testoauth")
+        assert page.locator("text=testoauth is connected.").count() == 1
+        if shots:
+            screenshot(page, "03-portal-integrations")
+            page.goto(link.split("/connect/")[0] + "/portal/api-keys")
+            page.fill("#key-label", "laptop")
+            page.keyboard.press("Enter")
+            page.wait_for_selector("#revealed-key")
+            screenshot(page, "04-portal-api-key-revealed")
+            page.goto(link.split("/connect/")[0] + "/portal/clients")
+            screenshot(page, "05-portal-mcp-clients")
+        return str(page.url)
+
+
+async def test_agent_connect_browser_consent_then_tool_call_carries_provider_token(tmp_path: Path) -> None:
+    with stack(tmp_path) as s:
+        async with agent(s.base, s.key) as session:
+            before = await call(
+                session, "execute_tools", {"executions": [{"tool": "testoauth_whoami", "args": {}}]}
+            )
+            assert before["results"][0]["error"] == "NOT_CONNECTED"
+
+            started = await call(session, "connect", {"integration": "testoauth"})
+            assert started["type"] == "oauth2"
+            assert started["url"] == f"{s.base}/connect/{started['connectionId']}"
+            assert provider_stats(s.provider)["code_grants"] == 0  # minting contacted no provider
+
+            waiting = asyncio.create_task(wait_connected(session, started["connectionId"]))
+            # The local user of `workbench serve` is you@localhost: sign in at the IdP as that account.
+            await asyncio.to_thread(person_connects, started["url"], "you@localhost", True)
+            assert await asyncio.wait_for(waiting, 60) == {"status": "CONNECTED"}
+
+            listed = await call(session, "list_integrations", {})
+            assert {"name": "testoauth", "version": "1.0.0", "connected": True} in listed["integrations"]
+
+            ran = await call(
+                session, "execute_tools", {"executions": [{"tool": "testoauth_whoami", "args": {}}]}
+            )
+        who = ran["results"][0]["result"]
+        assert who["sub"] == "you@localhost" and who["client_id"] == PLUGIN_CLIENT[0]
+        stats = provider_stats(s.provider)
+        assert stats["code_grants"] == 1 and stats["api_calls"] == 1 and stats["api_rejected"] == 0
+
+        # What was stored is encrypted: no token text in the SQLite file.
+        db = sqlite3.connect(s.data / "workbench.sqlite3")
+        (blob,) = db.execute("SELECT credential FROM connections WHERE integration = 'testoauth'").fetchone()
+        db.close()
+        assert b"access_token" not in bytes(blob)
