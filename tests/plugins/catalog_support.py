@@ -117,3 +117,25 @@ async def run_tool(
 async def run_case(tmp_path: Path, integration: str, case: Case) -> None:
     out = await run_tool(tmp_path, integration, case.tool, case.args, case.calls)
     assert out == {"results": [{"result": case.result}]}
+
+
+def check_catalog(package: str) -> None:
+    """Every tool of a plugin package: prefixed by its manifest's tool_prefix, name under 64
+    characters, a description that says what it does, and a JSON Schema (from the pydantic model)
+    in which every argument is described."""
+    import importlib
+
+    from jsonschema import Draft202012Validator
+
+    manifest = importlib.import_module(package).manifest
+    tools = importlib.import_module(f"{package}.tools").TOOLS
+    names = [t.name for t in tools]
+    assert len(names) == len(set(names))
+    for t in tools:
+        assert t.name.startswith(manifest.prefix) and len(t.name) < 64, t.name
+        assert t.description.endswith(".") and len(t.description.split()) >= 4, t.name
+        schema = t.json_schema()
+        Draft202012Validator.check_schema(schema)
+        assert schema["type"] == "object", t.name
+        for prop, spec in schema.get("properties", {}).items():
+            assert spec.get("description"), f"{t.name}.{prop} has no description"

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.plugins.catalog_support import Call, Case, run_case, run_tool
+from tests.plugins.catalog_support import Call, Case, check_catalog, run_case, run_tool
 
 GW = "https://api.atlassian.com"
 CLOUD = "1324a887-45db-1bf4-1e99-ef0ff456d421"
@@ -321,6 +321,10 @@ def test_every_tool_has_a_case() -> None:
     from workbench_plugins.atlassian_confluence.tools import TOOLS
 
     assert sorted(t.name for t in TOOLS) == sorted(c.tool for c in CASES)
+
+
+def test_catalog_entries_are_well_formed() -> None:
+    check_catalog("workbench_plugins.atlassian_confluence")
 
 
 @pytest.mark.parametrize("case", CASES, ids=str)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.plugins.catalog_support import Call, Case, run_case, run_tool
+from tests.plugins.catalog_support import Call, Case, check_catalog, run_case, run_tool
 
 API = "https://api.github.com"
 REPO = f"{API}/repos/octocat/Hello-World"
@@ -535,6 +535,10 @@ def test_every_tool_has_a_case() -> None:
     from workbench_plugins.github.tools import TOOLS
 
     assert sorted(t.name for t in TOOLS) == sorted(c.tool for c in CASES)
+
+
+def test_catalog_entries_are_well_formed() -> None:
+    check_catalog("workbench_plugins.github")
 
 
 @pytest.mark.parametrize("case", CASES, ids=str)

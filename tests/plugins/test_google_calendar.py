@@ -9,7 +9,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.plugins.catalog_support import ANY, Call, Case, run_case, run_tool
+from tests.plugins.catalog_support import ANY, Call, Case, check_catalog, run_case, run_tool
 
 CAL = "https://www.googleapis.com/calendar/v3"
 EV = f"{CAL}/calendars/primary/events"
@@ -340,6 +340,10 @@ def test_every_tool_has_a_case() -> None:
     from workbench_plugins.google_calendar.tools import TOOLS
 
     assert sorted(t.name for t in TOOLS) == sorted(c.tool for c in CASES)
+
+
+def test_catalog_entries_are_well_formed() -> None:
+    check_catalog("workbench_plugins.google_calendar")
 
 
 @pytest.mark.parametrize("case", CASES, ids=str)

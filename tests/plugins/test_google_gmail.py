@@ -12,7 +12,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.plugins.catalog_support import ANY, Call, Case, run_case, run_tool
+from tests.plugins.catalog_support import ANY, Call, Case, check_catalog, run_case, run_tool
 
 ME = "https://gmail.googleapis.com/gmail/v1/users/me"
 
@@ -389,6 +389,10 @@ def test_every_tool_has_a_case() -> None:
     from workbench_plugins.google_gmail.tools import TOOLS
 
     assert sorted(t.name for t in TOOLS) == sorted(c.tool for c in CASES)
+
+
+def test_catalog_entries_are_well_formed() -> None:
+    check_catalog("workbench_plugins.google_gmail")
 
 
 @pytest.mark.parametrize("case", CASES, ids=str)

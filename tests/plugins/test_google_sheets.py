@@ -8,7 +8,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.plugins.catalog_support import Call, Case, run_case, run_tool
+from tests.plugins.catalog_support import Call, Case, check_catalog, run_case, run_tool
 
 SID = "1BxiMVs0XRA5nFMdKvBdBZjgmUUqptlbs74OgvE2upms"
 S = f"https://sheets.googleapis.com/v4/spreadsheets/{SID}"
@@ -299,6 +299,10 @@ def test_every_tool_has_a_case() -> None:
     from workbench_plugins.google_sheets.tools import TOOLS
 
     assert sorted(t.name for t in TOOLS) == sorted(c.tool for c in CASES)
+
+
+def test_catalog_entries_are_well_formed() -> None:
+    check_catalog("workbench_plugins.google_sheets")
 
 
 @pytest.mark.parametrize("case", CASES, ids=str)
