@@ -13,6 +13,7 @@ from workbench.proxy.app import proxy_routes
 from workbench.rest.app import rest_routes
 from workbench.web.app import web_routes
 from workbench.web.browser_bridge import browser_bridge_routes
+from workbench.web.jots_host import jots_routes
 
 __all__ = ["create_local_app", "first_run"]
 
@@ -28,6 +29,7 @@ def create_local_app(gateway: Gateway) -> Starlette:
 
     routes: list[BaseRoute] = [
         *mcp_routes(gateway),
+        *jots_routes(gateway),
         *rest_routes(gateway),
         *proxy_routes(gateway),
         *web_routes(gateway),

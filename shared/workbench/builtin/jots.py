@@ -1,4 +1,9 @@
-"""Jots: the user's own notes. Another user's jot is indistinguishable from one that never existed."""
+"""Jots: the user's own notes. Another user's jot is indistinguishable from one that never existed.
+
+Each jot is also a web page on the jots host (`url`, for its owner signed in to the portal). Setting
+`shared: true` (on create_jot or update_jot) mints a share link (`shareUrl`) anyone can open;
+`shared: false` revokes it, and sharing again mints a new link. That keeps the jots tools at six.
+"""
 
 from __future__ import annotations
 
@@ -24,17 +29,32 @@ MANIFEST = Manifest(
 NOT_FOUND = "Jot not found"
 
 
-def _view(jot: Jot, *, body: bool = True) -> dict[str, Any]:
+def _view(jot: Jot, ctx: Any, *, body: bool = True) -> dict[str, Any]:
     out: dict[str, Any] = {"id": jot.id, "title": jot.title, "updatedAt": jot.updated_at}
     if body:
         out["body"] = jot.body
+    base = str(getattr(ctx.services, "public_url", "") or "").rstrip("/")
+    out["url"] = f"{base}/jots/{jot.id}"
     out["shared"] = jot.share_token is not None
+    if jot.share_token is not None:
+        out["shareUrl"] = f"{base}/jots/s/{jot.share_token}"
     return out
+
+
+def _share_token(current: str | None, shared: bool | None) -> str | None:
+    if shared is None:
+        return current
+    if not shared:
+        return None
+    from workbench.web.jots_host import new_share_token
+
+    return current or new_share_token()
 
 
 class CreateJot(BaseModel):
     title: str = Field(min_length=1, max_length=200, description="Short title")
     body: str = Field(default="", max_length=100_000, description="Markdown text")
+    shared: bool = Field(default=False, description="Also create a share link anyone can open")
 
 
 class JotId(BaseModel):
@@ -49,6 +69,9 @@ class UpdateJot(BaseModel):
     id: str
     title: str | None = Field(default=None, min_length=1, max_length=200)
     body: str | None = Field(default=None, max_length=100_000)
+    shared: bool | None = Field(
+        default=None, description="true: make (or keep) a share link; false: revoke it"
+    )
 
 
 class SearchJots(BaseModel):
@@ -59,9 +82,10 @@ class SearchJots(BaseModel):
 @tool("create_jot", "Create a note (jot) with a title and a markdown body.", CreateJot)
 def create_jot(args: CreateJot, ctx: Any) -> dict[str, Any]:
     now = time.time()
-    jot = Jot("jot_" + secrets.token_urlsafe(12), ctx.user_id, args.title, args.body, now, now)
+    token = _share_token(None, args.shared)
+    jot = Jot("jot_" + secrets.token_urlsafe(12), ctx.user_id, args.title, args.body, now, now, token)
     ctx.services.stores.jots.put(jot)
-    return _view(jot)
+    return _view(jot, ctx)
 
 
 @tool("get_jot", "Get one jot (note) by id, with its full body.", JotId)
@@ -69,16 +93,20 @@ def get_jot(args: JotId, ctx: Any) -> dict[str, Any]:
     jot = ctx.services.stores.jots.get(ctx.user_id, args.id)
     if jot is None:
         raise LookupError(NOT_FOUND)
-    return _view(jot)
+    return _view(jot, ctx)
 
 
 @tool("list_jots", "List your jots (notes), most recently updated first, without bodies.", ListJots)
 def list_jots(args: ListJots, ctx: Any) -> dict[str, Any]:
     jots = ctx.services.stores.jots.list_for(ctx.user_id)[: args.limit]
-    return {"jots": [_view(j, body=False) for j in jots]}
+    return {"jots": [_view(j, ctx, body=False) for j in jots]}
 
 
-@tool("update_jot", "Update a jot's (note's) title and/or body.", UpdateJot)
+@tool(
+    "update_jot",
+    "Update a jot's (note's) title and/or body; shared true/false makes or revokes its share link.",
+    UpdateJot,
+)
 def update_jot(args: UpdateJot, ctx: Any) -> dict[str, Any]:
     store = ctx.services.stores.jots
     jot = store.get(ctx.user_id, args.id)
@@ -91,10 +119,10 @@ def update_jot(args: UpdateJot, ctx: Any) -> dict[str, Any]:
         args.body if args.body is not None else jot.body,
         jot.created_at,
         time.time(),
-        jot.share_token,
+        _share_token(jot.share_token, args.shared),
     )
     store.put(updated)
-    return _view(updated)
+    return _view(updated, ctx)
 
 
 @tool("delete_jot", "Delete a jot (note) by id.", JotId)
@@ -114,7 +142,7 @@ def search_jots(args: SearchJots, ctx: Any) -> dict[str, Any]:
         if score and all(w in text for w in words):
             hits.append((score, jot))
     hits.sort(key=lambda h: -h[0])
-    return {"jots": [_view(j, body=False) for _, j in hits[: args.limit]]}
+    return {"jots": [_view(j, ctx, body=False) for _, j in hits[: args.limit]]}
 
 
 TOOLS = [create_jot, get_jot, list_jots, update_jot, delete_jot, search_jots]
