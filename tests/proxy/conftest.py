@@ -16,13 +16,13 @@ from typing import Any
 
 import pytest
 import uvicorn
-
-from tests.support.gateways import make_gateway
-from tests.support.processes import free_port
 from workbench.auth import Principal
 from workbench.composition import Gateway, build_registry
 from workbench.proxy.app import create_proxy_app
 from workbench.registry import ApiKeyAuth, ApiKeyField, Manifest
+
+from tests.support.gateways import make_gateway
+from tests.support.processes import free_port
 
 CREDENTIAL = "upstream-secret-CRED-7f3a9c1e5b"
 OTHER_CREDENTIAL = "other-secret-CRED-0b1c2d3e4f"

@@ -15,6 +15,7 @@ import jwt
 import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
+from workbench.tokens import TokenService
 
 from tests.proxy.conftest import (
     CREDENTIAL,
@@ -25,7 +26,6 @@ from tests.proxy.conftest import (
     Stack,
     raw_request,
 )
-from workbench.tokens import TokenService
 
 
 def _claims(p: Proxy, **over: object) -> dict[str, object]:
