@@ -61,10 +61,6 @@ class Settings:
     cdp_url: str | None = None
     browser_executable: str = "/usr/bin/chromium"
     browser_idle_seconds: int = 600
-    # Built-in browser: a remote CDP endpoint (ws://… or http://host:9222) instead of a local chromium.
-    cdp_url: str | None = None
-    browser_executable: str = "/usr/bin/chromium"
-    browser_idle_seconds: int = 600
     # Portal sign-in through a generic OIDC provider (Google, Keycloak, ...): issuer + client.
     oidc_issuer: str | None = None
     oidc_client_id: str | None = None
@@ -128,9 +124,6 @@ class Settings:
             cdp_url=env.get("WORKBENCH_CDP_URL") or None,
             browser_executable=env.get("WORKBENCH_BROWSER_EXECUTABLE") or "/usr/bin/chromium",
             browser_idle_seconds=_env_int(env, "WORKBENCH_BROWSER_IDLE_SECONDS", 600),
-            cdp_url=env.get("WORKBENCH_CDP_URL") or None,
-            browser_executable=env.get("WORKBENCH_BROWSER_EXECUTABLE") or "/usr/bin/chromium",
-            browser_idle_seconds=_env_int(env, "WORKBENCH_BROWSER_IDLE_SECONDS", 600),
             oidc_issuer=env.get("WORKBENCH_OIDC_ISSUER") or None,
             oidc_client_id=env.get("WORKBENCH_OIDC_CLIENT_ID") or None,
             oidc_client_secret=env.get("WORKBENCH_OIDC_CLIENT_SECRET") or None,
@@ -140,4 +133,5 @@ class Settings:
                 if k.startswith("WORKBENCH_TABLE_") and k != "WORKBENCH_TABLE_PREFIX" and v
             },
             data_key_cache_seconds=_env_int(env, "WORKBENCH_DATA_KEY_CACHE_SECONDS", 300),
+            audit_retention_days=_env_int(env, "WORKBENCH_AUDIT_RETENTION_DAYS", 90),
         )
