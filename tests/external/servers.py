@@ -166,6 +166,18 @@ def _odd(script: Scripted) -> Server[Any]:
             return types.CallToolResult(
                 content=[types.ImageContent(type="image", data="aGk=", mime_type="image/png")]
             )
+        if params.name == "headers":  # reports what reached the server, auth included
+            headers = dict(ctx.request.headers) if ctx.request is not None else {}
+            return types.CallToolResult(content=[types.TextContent(type="text", text=json.dumps(headers))])
+        if params.name == "fail_echo":
+            return types.CallToolResult(
+                content=[types.TextContent(type="text", text=f"rejected input: {json.dumps(args)}")],
+                is_error=True,
+            )
+        if params.name == "title":  # tool output that happens to contain ref-like text
+            return types.CallToolResult(
+                content=[types.TextContent(type="text", text="PR mentions {{vault:x}}")]
+            )
         if params.name == "explode":
             return types.CallToolResult(
                 content=[types.TextContent(type="text", text="it broke")], is_error=True
@@ -216,6 +228,15 @@ def default_odd_tools() -> dict[str, dict[str, Any]]:
         "slow": {"description": "Takes its time", "schema": {"type": "object", "properties": {}}},
         "picture": {"description": "Returns an image only", "schema": {"type": "object", "properties": {}}},
         "explode": {"description": "Reports a tool error", "schema": {"type": "object", "properties": {}}},
+        "headers": {
+            "description": "Echo the request headers",
+            "schema": {"type": "object", "properties": {}},
+        },
+        "fail_echo": {
+            "description": "Fail, quoting the input",
+            "schema": {"type": "object", "properties": {}},
+        },
+        "title": {"description": "A PR title", "schema": {"type": "object", "properties": {}}},
     }
 
 

@@ -253,7 +253,15 @@ async def test_malformed_schema_dropped_with_warning_others_load(
         out = await register(agent, name="odd", url=ups.url("odd"))
     finally:
         wb.removeHandler(caplog.handler)
-    assert out["result"]["tools"] == ["odd_explode", "odd_lookup", "odd_picture", "odd_slow"]
+    assert out["result"]["tools"] == [
+        "odd_explode",
+        "odd_fail_echo",
+        "odd_headers",
+        "odd_lookup",
+        "odd_picture",
+        "odd_slow",
+        "odd_title",
+    ]
     warnings = [json.loads(r.getMessage()) for r in caplog.records if r.levelno == logging.WARNING]
     assert {(w["event"], w["tool"]) for w in warnings} == {
         ("external_tool_dropped", "broken_props"),
