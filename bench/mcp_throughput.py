@@ -23,12 +23,14 @@ from pathlib import Path
 import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench scripts run from a checkout
-from tests.support.processes import free_port, local_gateway, running  # noqa: E402
+from tests.support.processes import free_port, local_gateway, running
 
 HEADERS = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
 
 
-async def drive(url: str, headers: dict[str, str], body: dict, requests: int, concurrency: int) -> dict[str, float]:
+async def drive(
+    url: str, headers: dict[str, str], body: dict, requests: int, concurrency: int
+) -> dict[str, float]:
     latencies: list[float] = []
     remaining = iter(range(requests))
     limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
@@ -67,17 +69,26 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as data:
         env = {"WORKBENCH_EXTRA_PLUGINS": "tests.support.slow_plugin"}
         with local_gateway(Path(data), extra_env=env) as (base, key):
-            body = {**call, "params": {"name": "execute_tools",
-                                       "arguments": {"executions": [{"tool": "probe_noop", "args": {}}]}}}
+            body = {
+                **call,
+                "params": {
+                    "name": "execute_tools",
+                    "arguments": {"executions": [{"tool": "probe_noop", "args": {}}]},
+                },
+            }
             headers = {**HEADERS, "Authorization": f"Bearer {key}", "MCP-Protocol-Version": "2025-11-25"}
-            results["workbench"] = asyncio.run(drive(f"{base}/mcp", headers, body, args.requests, args.concurrency))
+            results["workbench"] = asyncio.run(
+                drive(f"{base}/mcp", headers, body, args.requests, args.concurrency)
+            )
 
     port = free_port()
     script = Path(__file__).with_name("sdk_reference_server.py")
     with running([sys.executable, str(script), str(port)], ready_url=f"tcp://127.0.0.1:{port}"):
         body = {**call, "params": {"name": "noop", "arguments": {}}}
         headers = {**HEADERS, "MCP-Protocol-Version": "2025-11-25"}
-        results["mcp-sdk"] = asyncio.run(drive(f"http://127.0.0.1:{port}/mcp", headers, body, args.requests, args.concurrency))
+        results["mcp-sdk"] = asyncio.run(
+            drive(f"http://127.0.0.1:{port}/mcp", headers, body, args.requests, args.concurrency)
+        )
 
     print(f"tools/call, {args.requests} requests, concurrency {args.concurrency}, one uvicorn process each")
     for name, r in results.items():

@@ -8,6 +8,7 @@ not grow with the vocabulary).
 
 from __future__ import annotations
 
+import bisect
 import math
 import re
 from collections import defaultdict
@@ -130,17 +131,19 @@ def _deletes(word: str, distance: int) -> set[str]:
 
 
 def _edit_distance(a: str, b: str, limit: int) -> int:
+    """Optimal string alignment distance (insert, delete, substitute, swap adjacent letters)."""
     if abs(len(a) - len(b)) > limit:
         return limit + 1
+    before: list[int] = []
     prev = list(range(len(b) + 1))
-    for i, ca in enumerate(a, 1):
-        cur = [i]
-        for j, cb in enumerate(b, 1):
-            cost = 0 if ca == cb else 1
-            cur.append(min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + cost))
-            if i > 1 and j > 1 and ca == b[j - 2] and a[i - 2] == cb:
-                cur[j] = min(cur[j], prev[j - 2] + 1 if j >= 2 else cur[j])
-        prev = cur
+    for i in range(1, len(a) + 1):
+        cur = [i] + [0] * len(b)
+        for j in range(1, len(b) + 1):
+            cost = 0 if a[i - 1] == b[j - 1] else 1
+            cur[j] = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + cost)
+            if i > 1 and j > 1 and a[i - 1] == b[j - 2] and a[i - 2] == b[j - 1]:
+                cur[j] = min(cur[j], before[j - 2] + 1)
+        before, prev = prev, cur
     return prev[-1]
 
 
@@ -177,9 +180,11 @@ class SearchIndex:
                     weight = _FIELD_WEIGHT[field_name]
                     posting = self._postings[term]
                     posting[i] = max(posting.get(i, 0.0), weight)
+        self._vocab = sorted(self._postings)  # for prefix lookups
         n = max(len(self.docs), 1)
         self._idf = {t: math.log(1 + n / len(p)) for t, p in self._postings.items()}
-        for term in self._postings:
+        # Fuzzy lookup covers index terms and the synonym vocabulary ("inbx" → "inbox" → email).
+        for term in set(self._postings) | {_stem(w) for w in _SYN}:
             for d in _deletes(term, 1 if len(term) < 8 else 2):
                 self._deletes[d].add(term)
 
@@ -194,9 +199,10 @@ class SearchIndex:
             if s in self._postings:
                 found.setdefault(s, 0.8)
         if len(stem) >= 3 and not found:
-            for term in self._postings:
-                if term.startswith(stem) and len(term) > len(stem):
-                    found.setdefault(term, 0.7)
+            at = bisect.bisect_right(self._vocab, stem)
+            while at < len(self._vocab) and self._vocab[at].startswith(stem):
+                found.setdefault(self._vocab[at], 0.7)
+                at += 1
         if len(stem) >= 4:
             limit = 1 if len(stem) < 8 else 2
             candidates: set[str] = set()
@@ -204,8 +210,9 @@ class SearchIndex:
                 candidates |= self._deletes.get(d, set())
             for term in candidates:
                 if term not in found and _edit_distance(stem, term, limit) <= limit:
-                    found[term] = 0.6
-                    for syn in _SYN.get(term, ()):
+                    if term in self._postings:
+                        found[term] = 0.6
+                    for syn in _SYN.get(term, set()) | _SYN.get(term + "s", set()):
                         s = _stem(syn)
                         if s in self._postings:
                             found.setdefault(s, 0.5)
@@ -219,16 +226,21 @@ class SearchIndex:
         best_possible = 0.0
         for word in words:
             expansions = self._expand(word)
+            if not expansions:
+                continue
+            # One weight per query word: a synonym or typo match must not outscore the exact word
+            # merely because the synonym is rarer in the catalog.
+            exact = _stem(word)
+            idf = self._idf[exact] if exact in self._idf else max(self._idf[t] for t in expansions)
             per_doc: dict[int, float] = {}
             for term, quality in expansions.items():
-                idf = self._idf[term]
                 for doc, weight in self._postings[term].items():
                     value = quality * weight * idf
                     if value > per_doc.get(doc, 0.0):
                         per_doc[doc] = value
             for doc, value in per_doc.items():
                 scores[doc] += value
-            best_possible += _FIELD_WEIGHT["name"] * max((self._idf[t] for t in expansions), default=1.0)
+            best_possible += _FIELD_WEIGHT["name"] * idf
         ranked = sorted(scores.items(), key=lambda kv: (-kv[1], len(self.docs[kv[0]].name), kv[0]))
         norm = best_possible or 1.0
         return [SearchHit(self.docs[i], round(min(s / norm, 1.0), 4)) for i, s in ranked[:limit]]
