@@ -87,6 +87,9 @@ class _Context:
     @property
     def services(self) -> Any:
         """Engine-side services for built-in tools only (jots, vault, browser)."""
+        if not self.manifest.builtin:
+            # A plugin must never reach the user's stores or logged-in browser.
+            raise AttributeError("services are only available to built-in tools")
         return self._engine.builtin_services
 
 

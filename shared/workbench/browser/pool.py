@@ -10,13 +10,15 @@ from __future__ import annotations
 import asyncio
 import atexit
 import contextlib
+import ctypes
 import os
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -51,31 +53,34 @@ class _LocalChromium:
         self.proc: subprocess.Popen[bytes] | None = None
         self.profile: str | None = None
 
-    def start(self) -> str:
-        """Start chromium and return its browser websocket URL."""
+    def launch(self) -> None:
         if not Path(self.executable).exists():
             raise BrowserUnavailable(
                 f"No browser at {self.executable}: install chromium or set WORKBENCH_CDP_URL (see docs/browser.md)"
             )
-        self.profile = tempfile.mkdtemp(prefix="workbench-chromium-")
+        self.profile = _fresh_profile_dir()
         self.proc = subprocess.Popen(  # noqa: S603 - fixed executable and flags
             [self.executable, *CHROMIUM_FLAGS, f"--user-data-dir={self.profile}", "about:blank"],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
             start_new_session=True,  # its own process group, so stop() reaches the renderers too
+            preexec_fn=_die_with_parent_hook(),  # only prctl runs between fork and exec
         )
+
+    async def ws_url(self) -> str:
+        """Wait for chromium to write its DevTools port, and return the browser websocket URL."""
+        assert self.proc is not None and self.profile is not None
         port_file = Path(self.profile) / "DevToolsActivePort"
         deadline = time.monotonic() + _START_TIMEOUT
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
                 self.stop()
                 raise BrowserUnavailable(f"{self.executable} exited during start-up")
-            with contextlib.suppress(OSError):
+            with contextlib.suppress(OSError, ValueError, IndexError):
                 lines = port_file.read_text().split()
-                if len(lines) >= 2:
-                    return f"ws://127.0.0.1:{int(lines[0])}{lines[1]}"
-            time.sleep(0.05)
+                return f"ws://127.0.0.1:{int(lines[0])}{lines[1]}"
+            await asyncio.sleep(0.05)
         self.stop()
         raise BrowserUnavailable(f"{self.executable} did not open its DevTools port in {_START_TIMEOUT:g}s")
 
@@ -218,12 +223,11 @@ class BrowserPool:
             if self._local is not None:
                 self._local.stop()
             self._local = _LocalChromium(self.executable)
-            atexit.register(self.stop_local)  # the gateway's exit takes chromium with it
-            return await asyncio.to_thread(self._local.start)
-        # Running but disconnected (e.g. a new event loop): reuse the process.
-        assert self._local.profile is not None
-        lines = (Path(self._local.profile) / "DevToolsActivePort").read_text().split()
-        return f"ws://127.0.0.1:{int(lines[0])}{lines[1]}"
+            # Launched from the event loop's thread: the parent-death signal is tied to that thread.
+            self._local.launch()
+            atexit.register(self.stop_local)  # a clean exit takes chromium (and its profile) with it
+        # Also when it runs but we were disconnected (e.g. a new event loop): reuse the process.
+        return await self._local.ws_url()
 
     async def aclose(self) -> None:
         for key in list(self._pages):
@@ -239,6 +243,46 @@ class BrowserPool:
             self._local.stop()
             self._local = None
             atexit.unregister(self.stop_local)
+
+
+def _fresh_profile_dir() -> str:
+    """A throwaway profile under <tmp>/workbench-chromium/<gateway pid>-…; profiles left behind by
+    gateways that died without cleaning up (killed by a signal) are removed first."""
+    root = Path(tempfile.gettempdir()) / "workbench-chromium"
+    root.mkdir(mode=0o700, exist_ok=True)
+    for old in root.iterdir():
+        owner = old.name.split("-", 1)[0]
+        if owner.isdigit() and int(owner) != os.getpid() and not _alive(int(owner)):
+            shutil.rmtree(old, ignore_errors=True)
+    return tempfile.mkdtemp(prefix=f"{os.getpid()}-", dir=root)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _die_with_parent_hook() -> Callable[[], None] | None:
+    """On Linux, have the kernel SIGTERM chromium when the gateway dies, however it dies (uvicorn
+    re-raises SIGTERM after shutdown, which skips atexit). Resolved before fork: the hook only calls
+    prctl(PR_SET_PDEATHSIG)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    pr_set_pdeathsig = 1
+
+    def hook() -> None:
+        prctl(pr_set_pdeathsig, signal.SIGTERM)
+
+    return hook
 
 
 async def _resolve_remote(cdp_url: str) -> str:
