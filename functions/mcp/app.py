@@ -1,6 +1,5 @@
-"""MCP Lambda entry: build the app once per instance, hand each event to it."""
+"""MCP Lambda entry (POST /mcp): the gateway and app are built once per instance, on the first event."""
 
 from workbench.lambda_runtime import lambda_handler_for
-from workbench.mcp.app import create_mcp_app
 
-handler = lambda_handler_for(create_mcp_app)
+handler = lambda_handler_for("workbench.mcp.app:create_mcp_app", surface="mcp")

@@ -16,8 +16,8 @@ __all__ = ["LazyClient", "client_error_code", "make_client"]
 
 
 def make_client(service: str, settings: Settings) -> Any:
-    import boto3
-    from botocore.config import Config
+    import boto3  # type: ignore[import-untyped]
+    from botocore.config import Config  # type: ignore[import-untyped]
 
     config = Config(
         retries={"mode": "standard", "max_attempts": 3},

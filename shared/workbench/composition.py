@@ -89,10 +89,10 @@ class Gateway:
     clock: Callable[[], float] = time.time
     token_verifiers: list[Callable[[str], Principal | None]] = field(default_factory=list)
     _search: SearchIndex | None = field(default=None, repr=False)
-    # Workbench as an OAuth client of plugin providers (connect callback, lazy refresh).
-    provider_oauth: ProviderOAuth | None = None
     # Each user's custom apps (external MCP tool servers), searchable by their owner only.
     external: ExternalServers | None = None
+    # Workbench as an OAuth client of plugin providers (connect callback, lazy refresh).
+    provider_oauth: ProviderOAuth | None = None
 
     # -- queries used by several surfaces -----------------------------------------------------
 
@@ -208,7 +208,7 @@ def build_gateway(
     stores = stores or build_stores(settings)
     registry = registry or build_registry(extra=settings.extra_plugins)
     provider = key_provider or build_key_provider(settings)
-    cipher = Cipher(provider)
+    cipher = Cipher(provider, cache_seconds=settings.data_key_cache_seconds)
     metrics = Metrics()
     provider_oauth = ProviderOAuth(settings, transport=transport)
     credentials = Credentials(stores.connections, cipher, clock=clock, refresh=provider_oauth.refresh)
@@ -243,13 +243,22 @@ def build_gateway(
         external=external,
         metrics=metrics,
         tokens=TokenService(
-            signing_keys or FileSigningKeys(settings.data_dir / "keys"), settings.public_url, clock=clock
+            signing_keys or _signing_keys(settings, cipher, stores), settings.public_url, clock=clock
         ),
         sessions=SessionCodec(
             _session_secret(settings), clock=clock, secure=settings.public_url.startswith("https://")
         ),
         clock=clock,
     )
+
+
+def _signing_keys(settings: Settings, cipher: Cipher, stores: Stores) -> SigningKeySource:
+    if settings.store == "dynamodb":
+        # Every Lambda instance must sign with the same key: it lives, encrypted, in DynamoDB.
+        from workbench.aws_signing import DynamoSigningKeys
+
+        return DynamoSigningKeys.from_settings(settings, cipher, stores=stores)
+    return FileSigningKeys(settings.data_dir / "keys")
 
 
 def _session_secret(settings: Settings) -> bytes:

@@ -1,34 +1,177 @@
 """Adapts a surface's ASGI app to an AWS Lambda handler (API Gateway HTTP API v2 events).
 
-The gateway is built once per instance, on the first event, from the environment.
+Cold start is a feature: importing this module (and a functions/*/app.py entry) imports neither
+boto3, mangum nor powertools. The gateway (the composition root) is built once per instance, on
+the first event, and shared by every surface the instance serves; boto3 clients are created when
+the first store/KMS call needs them.
+
+Observability (aws-lambda-powertools, imported on the first event):
+- Logger: structured JSON on stdout; the API Gateway request id is the correlation id, and the
+  engine's own `workbench` logger is routed through the same JSON formatter.
+- Metrics: every tool execution is flushed as CloudWatch EMF — `workbench_tool_executions_total`
+  (Count) and `workbench_tool_execution_duration_seconds` (Seconds), dimensions integration, tool,
+  success — via the engine's Metrics listener hook.
+- Tracer: X-Ray, with botocore/httpx calls patched and one subsegment per request.
 """
 
 from __future__ import annotations
 
+import importlib
+import logging
+import os
+import sys
+import threading
+import time
 from collections.abc import Callable
-from typing import Any
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
 
-from starlette.applications import Starlette
+if TYPE_CHECKING:
+    from workbench.composition import Gateway
 
-__all__ = ["lambda_handler_for"]
+__all__ = ["Handler", "instance_gateway", "lambda_handler_for", "reset_instance"]
+
+Handler = Callable[[dict[str, Any], Any], dict[str, Any]]
+AppFactory = Callable[["Gateway"], Any]
+
+_EMF_UNITS = {
+    "workbench_tool_executions_total": "Count",
+    "workbench_tool_execution_duration_seconds": "Seconds",
+}
+_DIMENSIONS = ("integration", "tool", "success")
+
+# The one cached root of a Lambda instance: gateway + powertools objects, built on first use.
+_instance: dict[str, Any] = {}
+_instance_lock = threading.Lock()
 
 
-def lambda_handler_for(
-    factory: Callable[[Any], Starlette],
-) -> Callable[[dict[str, Any], Any], dict[str, Any]]:
-    state: dict[str, Any] = {}
+class _CurrentStdout(logging.StreamHandler):  # type: ignore[type-arg]
+    """Writes to whatever sys.stdout is now (Lambda: the log stream; tests: their capture)."""
 
-    def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
-        adapter = state.get("adapter")
-        if adapter is None:
-            from mangum import Mangum
+    @property
+    def stream(self) -> Any:
+        return sys.stdout
 
+    @stream.setter
+    def stream(self, value: Any) -> None:
+        pass
+
+
+class _Observability:
+    def __init__(self) -> None:
+        from aws_lambda_powertools import Logger, Tracer
+
+        service = os.environ.get("POWERTOOLS_SERVICE_NAME", "workbench")
+        self.namespace = os.environ.get("POWERTOOLS_METRICS_NAMESPACE", "Workbench")
+        self.logger = Logger(service=service, logger_handler=_CurrentStdout())
+        # Lambda's runtime puts a plain-text handler on the root logger: one JSON line, not two.
+        logging.getLogger(service).propagate = False
+        if service != "workbench":
+            from aws_lambda_powertools.logging.utils import copy_config_to_registered_loggers
+
+            # The engine logs to the `workbench` logger: same JSON lines, same correlation id.
+            copy_config_to_registered_loggers(source_logger=self.logger, include={"workbench"})
+        self.tracer = Tracer(service=service)
+
+    def emit_metric(self, name: str, labels: dict[str, str], value: float) -> None:
+        unit = _EMF_UNITS.get(name)
+        if unit is None:
+            return
+        from aws_lambda_powertools.metrics import MetricUnit, single_metric
+
+        with single_metric(name=name, unit=MetricUnit(unit), value=value, namespace=self.namespace) as metric:
+            for dim in _DIMENSIONS:
+                metric.add_dimension(name=dim, value=labels.get(dim) or "none")
+
+
+def _observability() -> _Observability:
+    obs = _instance.get("observability")
+    if obs is None:
+        with _instance_lock:
+            obs = _instance.get("observability")
+            if obs is None:
+                obs = _instance["observability"] = _Observability()
+    return obs
+
+
+def instance_gateway(event: dict[str, Any] | None = None) -> Gateway:
+    """The gateway of this instance, built once from the environment (on the first event).
+
+    Without WORKBENCH_PUBLIC_URL, the public URL is the API Gateway domain the first request came
+    in on (requestContext.domainName is set by API Gateway, not by the client).
+    """
+    gateway = _instance.get("gateway")
+    if gateway is not None:
+        return gateway  # type: ignore[no-any-return]
+    with _instance_lock:
+        gateway = _instance.get("gateway")
+        if gateway is None:
             from workbench.composition import build_gateway
             from workbench.settings import Settings
 
-            gateway = build_gateway(Settings.from_env())
-            adapter = state["adapter"] = Mangum(factory(gateway), lifespan="off")
-        result: dict[str, Any] = adapter(event, context)
+            settings = Settings.from_env()
+            domain = ((event or {}).get("requestContext") or {}).get("domainName")
+            if not os.environ.get("WORKBENCH_PUBLIC_URL") and domain:
+                settings = replace(settings, public_url=f"https://{domain}")
+            gateway = build_gateway(settings)
+            _instance["gateway"] = gateway
+    obs = _observability()
+    if obs.emit_metric not in gateway.metrics.listeners:
+        gateway.metrics.listeners.append(obs.emit_metric)
+    return gateway
+
+
+def reset_instance() -> None:
+    """Forget the cached gateway (tests: a fresh 'cold start' in the same process). The powertools
+    objects stay: like the process's logging configuration, they are made once per process."""
+    with _instance_lock:
+        _instance.pop("gateway", None)
+
+
+def _resolve(factory: AppFactory | str) -> AppFactory:
+    if callable(factory):
+        return factory
+    module, _, name = factory.partition(":")
+    resolved: AppFactory = getattr(importlib.import_module(module), name)
+    return resolved
+
+
+def lambda_handler_for(factory: AppFactory | str, *, surface: str | None = None) -> Handler:
+    """A Lambda handler serving the ASGI app `factory(gateway)` builds.
+
+    `factory` may be a "module:function" string, so the entry file imports nothing heavy.
+    """
+    state: dict[str, Any] = {}
+    name = surface or (factory if isinstance(factory, str) else getattr(factory, "__module__", "app"))
+
+    def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+        adapter = state.get("adapter")
+        cold = adapter is None
+        if adapter is None:
+            from mangum import Mangum
+
+            gateway = instance_gateway(event)
+            adapter = state["adapter"] = Mangum(_resolve(factory)(gateway), lifespan="off")
+        obs = _observability()
+        ctx = event.get("requestContext") or {}
+        obs.logger.set_correlation_id(ctx.get("requestId"))
+        http = ctx.get("http") or {}
+        started = time.perf_counter()
+        with obs.tracer.provider.in_subsegment(f"## {name}") as subsegment:
+            subsegment.put_annotation("ColdStart", cold)
+            subsegment.put_annotation("surface", str(name))
+            result: dict[str, Any] = adapter(event, context)
+        obs.logger.info(
+            "request",
+            extra={
+                "surface": name,
+                "method": http.get("method"),
+                "path": event.get("rawPath"),
+                "status": result.get("statusCode"),
+                "duration_ms": round((time.perf_counter() - started) * 1000, 3),
+                "cold_start": cold,
+            },
+        )
         return result
 
     return handler

@@ -252,3 +252,30 @@ def test_time_is_not_cached(stores: Stores) -> None:
     stores.pending.put(_pending(id="conn_t", expires_at=now + 0.2, created_at=now))
     assert stores.pending.get("conn_t", now=now).status == "PENDING"  # type: ignore[union-attr]
     assert stores.pending.get("conn_t", now=now + 0.3).status == "EXPIRED"  # type: ignore[union-attr]
+
+
+# -- external MCP servers (custom apps) ------------------------------------------------------------------
+
+
+def test_external_servers_roundtrip_and_isolation(stores: Stores) -> None:
+    from workbench.stores import ExternalServer
+
+    servers = stores.external_servers
+    assert servers is not None
+    linear = ExternalServer("usr_a", "linear", "lin", b"\x00cfg", "bearer", "", True, 15_000, "ok", NOW, NOW)
+    acme = ExternalServer(
+        "usr_a", "acme", "acme", b"cfg2", "header", "X-Api-Key", False, 30_000, "ok", NOW, NOW
+    )
+    theirs = replace(linear, user_id="usr_b", config=b"theirs")
+    for s in (linear, acme, theirs):
+        servers.put(s)
+    assert servers.get("usr_a", "linear") == linear
+    assert servers.get("usr_a", "nope") is None
+    assert servers.list_for("usr_a") == [acme, linear]
+    flagged = replace(linear, status="reconnect_required", updated_at=NOW + 5)
+    servers.put(flagged)
+    assert servers.get("usr_a", "linear") == flagged
+    assert servers.delete("usr_a", "linear") is True
+    assert servers.delete("usr_a", "linear") is False
+    assert servers.list_for("usr_a") == [acme]
+    assert servers.get("usr_b", "linear") == theirs

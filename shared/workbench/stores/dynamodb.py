@@ -10,6 +10,7 @@
 | vault        | VaultTable         | user_id + name                       |                                |
 | jots         | JotsTable          | user_id + id; GSI by_share_token     | sparse index                   |
 | signing_keys | SigningKeysTable   | pk + sk (see aws_signing.py)         |                                |
+| external_servers | ExternalServersTable | user_id + name                 | custom apps (external MCP)     |
 
 TTL deletion is lazy (up to days late), so every read of an expiring record checks `expires_at`
 itself. Wherever two Lambda instances may race, the write is conditional. The boto3 client is
@@ -31,6 +32,7 @@ from workbench.settings import Settings
 from workbench.stores import (
     ApiKeyRecord,
     Connection,
+    ExternalServer,
     Jot,
     OAuthState,
     PendingConnect,
@@ -50,6 +52,7 @@ TABLES: dict[str, str] = {
     "vault": "VaultTable",
     "jots": "JotsTable",
     "signing_keys": "SigningKeysTable",
+    "external_servers": "ExternalServersTable",
 }
 
 Item = dict[str, dict[str, Any]]
@@ -530,6 +533,68 @@ class DynamoJots:
         return bool(got.get("Attributes"))
 
 
+class DynamoExternalServers:
+    def __init__(self, t: DynamoTables) -> None:
+        self.t = t
+        self.table = t.name("external_servers")
+
+    @staticmethod
+    def _server(item: Item) -> ExternalServer:
+        return ExternalServer(
+            user_id=_get_s(item, "user_id"),
+            name=_get_s(item, "name"),
+            tool_prefix=_get_s(item, "tool_prefix"),
+            config=bytes(item["config"]["B"]),
+            auth_type=_get_s(item, "auth_type"),
+            header_name=_get_s(item, "header_name", ""),
+            enabled=bool(item["enabled"]["BOOL"]),
+            timeout_ms=int(_get_n(item, "timeout_ms")),
+            status=_get_s(item, "status"),
+            created_at=_get_n(item, "created_at"),
+            updated_at=_get_n(item, "updated_at"),
+        )
+
+    def put(self, server: ExternalServer) -> None:
+        self.t.client.put_item(
+            TableName=self.table,
+            Item={
+                "user_id": _s(server.user_id),
+                "name": _s(server.name),
+                "tool_prefix": _s(server.tool_prefix),
+                "config": _b(server.config),
+                "auth_type": _s(server.auth_type),
+                "header_name": _s(server.header_name),
+                "enabled": _bool(server.enabled),
+                "timeout_ms": _n(server.timeout_ms),
+                "status": _s(server.status),
+                "created_at": _n(server.created_at),
+                "updated_at": _n(server.updated_at),
+            },
+        )
+
+    def get(self, user_id: str, name: str) -> ExternalServer | None:
+        got = self.t.client.get_item(
+            TableName=self.table, Key={"user_id": _s(user_id), "name": _s(name)}, ConsistentRead=True
+        )
+        item = got.get("Item")
+        return self._server(item) if item else None
+
+    def list_for(self, user_id: str) -> list[ExternalServer]:
+        items = self.t.query(
+            TableName=self.table,
+            KeyConditionExpression="user_id = :u",
+            ExpressionAttributeValues={":u": _s(user_id)},
+            ConsistentRead=True,
+        )
+        return [self._server(i) for i in items]  # sorted by name: it is the sort key
+
+    def delete(self, user_id: str, name: str) -> bool:
+        got = self.t.client.delete_item(
+            TableName=self.table, Key={"user_id": _s(user_id), "name": _s(name)}, ReturnValues="ALL_OLD"
+        )
+        return bool(got.get("Attributes"))
+
+
 def dynamodb_stores(settings: Settings, *, client: Any | None = None) -> Stores:
     """Every store over DynamoDB; one (lazily created) client shared by all of them."""
     tables = DynamoTables(settings, client)
@@ -542,4 +607,5 @@ def dynamodb_stores(settings: Settings, *, client: Any | None = None) -> Stores:
         vault=DynamoVault(tables),
         jots=DynamoJots(tables),
         extra={"dynamodb": tables},
+        external_servers=DynamoExternalServers(tables),
     )

@@ -1,0 +1,183 @@
+"""Each Lambda entry file invoked with API Gateway HTTP API v2 events, over moto DynamoDB + KMS."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from workbench.composition import build_gateway
+from workbench.settings import Settings
+
+from tests.support.apigw import header, http_api_event, load_entry, response_json
+
+pytestmark = pytest.mark.e2e
+
+RESOURCE_METADATA = (
+    'Bearer resource_metadata="https://gw.example.test/.well-known/oauth-protected-resource/mcp"'
+)
+
+
+def _rpc(method: str, params: dict[str, Any] | None = None, req_id: int = 1) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": req_id, "method": method, "params": params or {}}
+
+
+def _mcp_event(body: Any, token: str | None = None, **kw: Any) -> dict[str, Any]:
+    headers = {"accept": "application/json, text/event-stream", "mcp-protocol-version": "2025-06-18"}
+    if token:
+        headers["authorization"] = f"Bearer {token}"
+    return http_api_event("POST", "/mcp", route_key="ANY /mcp", headers=headers, body=body, **kw)
+
+
+def _mint_key(settings: Settings, email: str = "ada@example.com") -> str:
+    gw = build_gateway(settings)
+    return gw.api_keys.mint(gw.stores.users.get_or_create(email), label="handler test")
+
+
+def test_mcp_without_token_is_401_with_www_authenticate(lambda_env: Settings) -> None:
+    handler = load_entry("mcp").handler
+    result = handler(_mcp_event(_rpc("initialize")), None)
+    assert result["statusCode"] == 401
+    assert header(result, "www-authenticate") == RESOURCE_METADATA
+    body = response_json(result)
+    assert body["id"] == 1
+    assert body["error"]["code"] == -32001
+
+
+def test_mcp_with_unknown_api_key_is_401(lambda_env: Settings) -> None:
+    handler = load_entry("mcp").handler
+    fake = "wb_AAAAAAAAAAAA_" + "x" * 43
+    result = handler(_mcp_event(_rpc("tools/list"), token=fake), None)
+    assert result["statusCode"] == 401
+    assert header(result, "www-authenticate") == RESOURCE_METADATA
+    assert response_json(result)["error"]["code"] == -32001
+
+
+def test_mcp_session_over_dynamodb_and_kms(lambda_env: Settings, capsys: pytest.CaptureFixture[str]) -> None:
+    key = _mint_key(lambda_env)
+    handler = load_entry("mcp").handler
+
+    init = handler(
+        _mcp_event(
+            _rpc(
+                "initialize",
+                {
+                    "protocolVersion": "2025-06-18",
+                    "capabilities": {},
+                    "clientInfo": {"name": "handler-test", "version": "1"},
+                },
+            ),
+            token=key,
+        ),
+        None,
+    )
+    assert init["statusCode"] == 200, init
+    assert response_json(init)["result"]["serverInfo"]["name"]
+
+    listed = handler(_mcp_event(_rpc("tools/list", req_id=2), token=key), None)
+    names = {t["name"] for t in response_json(listed)["result"]["tools"]}
+    assert {"search_tools", "execute_tools", "connect", "wait_for_connection"} <= names
+
+    call = handler(
+        _mcp_event(
+            _rpc(
+                "tools/call",
+                {
+                    "name": "execute_tools",
+                    "arguments": {
+                        "executions": [
+                            {
+                                "tool": "create_jot",
+                                "args": {"title": "From Lambda", "body": "stored in DynamoDB"},
+                            }
+                        ]
+                    },
+                },
+                req_id=3,
+            ),
+            token=key,
+        ),
+        None,
+    )
+    assert call["statusCode"] == 200, call
+    payload = json.loads(response_json(call)["result"]["content"][0]["text"])
+    assert "error" not in payload["results"][0], payload
+
+    # The jot is in the DynamoDB table named by the environment, and the audit record too.
+    gw = build_gateway(lambda_env)
+    user = gw.stores.users.by_email("ada@example.com")
+    assert user is not None
+    assert [j.title for j in gw.stores.jots.list_for(user.id)] == ["From Lambda"]
+    audit = gw.stores.audit.list_for(user.id)
+    assert audit[0]["tool"] == "create_jot" and audit[0]["success"] is True
+
+    # Powertools: JSON log lines with the request id as correlation id, and EMF metrics per execution.
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.startswith("{")]
+    emf = [line for line in lines if "_aws" in line]
+    counters = [m for m in emf if "workbench_tool_executions_total" in m]
+    assert counters, lines
+    metric = counters[0]
+    assert metric["_aws"]["CloudWatchMetrics"][0]["Namespace"] == "Workbench"
+    assert set(metric["_aws"]["CloudWatchMetrics"][0]["Dimensions"][0]) >= {"integration", "tool", "success"}
+    assert metric["tool"] == "create_jot" and metric["success"] == "true"
+    assert metric["workbench_tool_executions_total"] in (1.0, [1.0])
+    assert any("workbench_tool_execution_duration_seconds" in m for m in emf)
+    requests = [line for line in lines if line.get("message") == "request"]
+    assert [r["status"] for r in requests] == [200, 200, 200]
+    assert all(r.get("correlation_id", "").startswith("req-") for r in requests)
+    assert requests[0]["cold_start"] is True and requests[1]["cold_start"] is False
+
+
+def test_mcp_get_is_405(lambda_env: Settings) -> None:
+    handler = load_entry("mcp").handler
+    result = handler(http_api_event("GET", "/mcp", route_key="ANY /mcp"), None)
+    assert result["statusCode"] == 405
+    assert header(result, "allow") == "POST"
+
+
+def test_public_url_defaults_to_the_api_domain(lambda_env: Settings, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("WORKBENCH_PUBLIC_URL")
+    handler = load_entry("mcp").handler
+    result = handler(
+        _mcp_event(_rpc("initialize"), domain="xyz789.execute-api.eu-west-1.amazonaws.com"), None
+    )
+    assert result["statusCode"] == 401
+    assert header(result, "www-authenticate") == (
+        'Bearer resource_metadata="https://xyz789.execute-api.eu-west-1.amazonaws.com'
+        '/.well-known/oauth-protected-resource/mcp"'
+    )
+
+
+def test_rest_without_key_is_401(lambda_env: Settings) -> None:
+    handler = load_entry("rest").handler
+    event = http_api_event(
+        "POST",
+        "/rest/github",
+        route_key="ANY /rest/{integration}",
+        path_parameters={"integration": "github"},
+        body={"tool": "github_get_user", "args": {}},
+    )
+    result = handler(event, None)
+    assert result["statusCode"] == 401
+
+
+def test_proxy_without_token_is_401(lambda_env: Settings) -> None:
+    handler = load_entry("proxy").handler
+    event = http_api_event(
+        "GET",
+        "/c/github/user",
+        route_key="ANY /c/{integration}/{proxy+}",
+        path_parameters={"integration": "github", "proxy": "user"},
+    )
+    result = handler(event, None)
+    assert result["statusCode"] == 401
+
+
+def test_web_portal_without_session_goes_to_sign_in(lambda_env: Settings) -> None:
+    handler = load_entry("web").handler
+    result = handler(http_api_event("GET", "/portal/integrations", route_key="ANY /portal/{proxy+}"), None)
+    assert result["statusCode"] in (302, 303, 307)
+    assert "/portal/signin" in (header(result, "location") or "")
+    signin = handler(http_api_event("GET", "/portal/signin", route_key="ANY /portal/{proxy+}"), None)
+    assert signin["statusCode"] == 200
+    assert "text/html" in (header(signin, "content-type") or "")
