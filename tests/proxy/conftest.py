@@ -133,18 +133,18 @@ def _route(server: Recorder, seen: Seen) -> tuple[int, list[tuple[str, str]], by
 
 @pytest.fixture
 def upstream() -> Iterator[Recorder]:
-    with _serving(Recorder()) as server:
+    with serving(Recorder()) as server:
         yield server
 
 
 @pytest.fixture
 def evil(upstream: Recorder) -> Iterator[Recorder]:
-    with _serving(Recorder()) as server:
+    with serving(Recorder()) as server:
         upstream.evil_port = server.port  # type: ignore[attr-defined]
         yield server
 
 
-class _serving:
+class serving:
     def __init__(self, server: Recorder) -> None:
         self.server = server
 
@@ -307,7 +307,7 @@ class Stack:
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     """One proxy and its upstreams for a whole table of cases (reset between cases)."""
-    with _serving(Recorder()) as up, _serving(Recorder()) as bad:
+    with serving(Recorder()) as up, serving(Recorder()) as bad:
         up.evil_port = bad.port  # type: ignore[attr-defined]
         p, server = start_proxy(tmp_path_factory.mktemp("proxy"), up.port)
         with server:
