@@ -388,6 +388,42 @@ async def test_upload_can_convert_to_a_google_sheet(tmp_path: Path) -> None:
     assert (result["id"], result["webViewLink"]) == ("1SheetId", sheet["webViewLink"])
 
 
+async def test_sharing_with_anyone_sends_no_notification_fields(tmp_path: Path) -> None:
+    out = await run_tool(
+        tmp_path,
+        "google-drive",
+        "google_drive_share_file",
+        {"fileId": DOC_ID, "type": "anyone", "message": "ignored"},
+        [
+            Call(
+                "POST",
+                f"{FILES}/{DOC_ID}/permissions",
+                {"fields": "id,type,role,emailAddress,domain", **ALL},
+                json={"role": "reader", "type": "anyone"},
+                response={"id": "anyoneWithLink", "type": "anyone", "role": "reader"},
+            )
+        ],
+    )
+    assert out == {
+        "results": [
+            {
+                "result": {
+                    "id": "anyoneWithLink",
+                    "type": "anyone",
+                    "role": "reader",
+                    "emailAddress": None,
+                    "domain": None,
+                }
+            }
+        ]
+    }
+
+
+async def test_sharing_with_a_user_needs_an_email(tmp_path: Path) -> None:
+    out = await run_tool(tmp_path, "google-drive", "google_drive_share_file", {"fileId": DOC_ID}, [])
+    assert out == {"results": [{"error": "emailAddress is required to share with a user."}]}
+
+
 async def test_reading_a_binary_file_is_refused_clearly(tmp_path: Path) -> None:
     out = await run_tool(
         tmp_path,

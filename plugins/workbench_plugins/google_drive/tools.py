@@ -298,13 +298,15 @@ async def share_file(args: Share, ctx: Any) -> Any:
         raise ToolError(f"emailAddress is required to share with a {args.type}.")
     if args.type == "domain" and not args.domain:
         raise ToolError("domain is required to share with a domain.")
+    personal = args.type in ("user", "group")
     perm = await api(
         ctx,
         "POST",
         f"{FILES}/{args.fileId}/permissions",
         params={
-            "sendNotificationEmail": str(args.notify).lower() if args.type in ("user", "group") else None,
-            "emailMessage": args.message if args.notify else None,
+            # Drive only notifies people and groups; for domain/anyone these must be left out.
+            "sendNotificationEmail": str(args.notify).lower() if personal else None,
+            "emailMessage": args.message if personal and args.notify else None,
             "fields": "id,type,role,emailAddress,domain",
             **_ALL,
         },
