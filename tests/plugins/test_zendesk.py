@@ -62,7 +62,7 @@ CASES = [
             Call(
                 "GET",
                 f"{API}/tickets",
-                [("page[size]", "2"), ("sort", "-updated_at")],
+                [("page[size]", "2")],
                 response={
                     "tickets": [TICKET],
                     "meta": META_MORE,

@@ -88,15 +88,13 @@ class Page(BaseModel):
     cursor: str | None = Field(default=None, description="nextCursor from the previous call")
 
 
-class ListTickets(Page):
-    sort: Literal[
-        "updated_at", "-updated_at", "created_at", "-created_at", "id", "-id", "status", "-status"
-    ] = Field(default="-updated_at", description="Sort field; a leading '-' sorts descending")
-
-
-@tool("zendesk_list_tickets", "List Zendesk support tickets, most recently updated first.", ListTickets)
-async def list_tickets(args: ListTickets, ctx: Any) -> Any:
-    body = await zd(ctx, "GET", "/tickets", params={**_cursor_params(args), "sort": args.sort})
+@tool(
+    "zendesk_list_tickets",
+    "List Zendesk support tickets in id order (use zendesk_search_tickets to filter or sort by date).",
+    Page,
+)
+async def list_tickets(args: Page, ctx: Any) -> Any:
+    body = await zd(ctx, "GET", "/tickets", params=_cursor_params(args))
     return {"tickets": [pick(t, *_TICKET) for t in body.get("tickets") or []], "nextCursor": _next(body)}
 
 
