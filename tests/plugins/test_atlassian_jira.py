@@ -414,3 +414,33 @@ async def test_field_errors_are_named(tmp_path: Path) -> None:
     assert out == {
         "results": [{"error": "atlassian-jira API error 400: issuetype: Specify a valid issue type"}]
     }
+
+
+async def test_discovery_keeps_only_sites_granted_for_jira(tmp_path: Path) -> None:
+    wiki_only = {**SITE, "id": "c0ffee00-0000-4000-8000-000000000001", "scopes": ["read:page:confluence"]}
+    out = await run_tool(
+        tmp_path,
+        "atlassian-jira",
+        "jira_list_transitions",
+        {"issueKey": "ED-1"},
+        [
+            Call("GET", f"{GW}/oauth/token/accessible-resources", response=[wiki_only, SITE]),
+            Call("GET", f"{J}/issue/ED-1/transitions", response={"transitions": []}),
+        ],
+    )
+    assert out == {"results": [{"result": {"transitions": []}}]}
+
+
+async def test_no_jira_site_is_explained(tmp_path: Path) -> None:
+    out = await run_tool(
+        tmp_path,
+        "atlassian-jira",
+        "jira_list_projects",
+        {},
+        [Call("GET", f"{GW}/oauth/token/accessible-resources", response=[])],
+    )
+    assert out == {
+        "results": [
+            {"error": "This Atlassian connection cannot reach any jira site; reconnect and grant one."}
+        ]
+    }
