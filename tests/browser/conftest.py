@@ -5,10 +5,10 @@ from pathlib import Path
 
 import pytest
 import pytest_asyncio
+from workbench.composition import Gateway
 
 from tests.browser.site import Site, serve_site
 from tests.support.gateways import make_gateway
-from workbench.composition import Gateway
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [

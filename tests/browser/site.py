@@ -31,7 +31,9 @@ def center(box: tuple[int, int, int, int]) -> tuple[float, float]:
 
 def _pos(box: tuple[int, int, int, int]) -> str:
     left, top, width, height = box
-    return f"position:absolute;left:{left}px;top:{top}px;width:{width}px;height:{height}px;box-sizing:border-box"
+    return (
+        f"position:absolute;left:{left}px;top:{top}px;width:{width}px;height:{height}px;box-sizing:border-box"
+    )
 
 
 PAGES = {
@@ -69,7 +71,9 @@ def _handler(site: Site) -> type[BaseHTTPRequestHandler]:
         def log_message(self, *args: Any) -> None:
             pass
 
-        def _send(self, status: int, body: str, ctype: str = "text/html", headers: dict[str, str] | None = None) -> None:
+        def _send(
+            self, status: int, body: str, ctype: str = "text/html", headers: dict[str, str] | None = None
+        ) -> None:
             raw = body.encode()
             self.send_response(status)
             self.send_header("Content-Type", f"{ctype}; charset=utf-8")
@@ -79,7 +83,9 @@ def _handler(site: Site) -> type[BaseHTTPRequestHandler]:
             self.end_headers()
             self.wfile.write(raw)
 
-        def _page(self, title: str, body: str, status: int = 200, headers: dict[str, str] | None = None) -> None:
+        def _page(
+            self, title: str, body: str, status: int = 200, headers: dict[str, str] | None = None
+        ) -> None:
             doc = f"<!doctype html><html><head><title>{html.escape(title)}</title></head><body>{body}</body></html>"
             self._send(status, doc, headers=headers)
 
@@ -99,7 +105,9 @@ def _handler(site: Site) -> type[BaseHTTPRequestHandler]:
             if parts.path == "/set-cookie":
                 return self._page("Cookie set", "<p>ok</p>", headers={"Set-Cookie": "mark=user-a; Path=/"})
             if parts.path == "/cookies":
-                return self._page("Cookies", f"<pre id=cookies>{html.escape(self.headers.get('Cookie', ''))}</pre>")
+                return self._page(
+                    "Cookies", f"<pre id=cookies>{html.escape(self.headers.get('Cookie', ''))}</pre>"
+                )
             if parts.path == "/account":
                 user = site.sessions.get(self._cookies().get("sid", ""))
                 return self._page("Account", f"<p id=who>Signed in as {html.escape(user or 'nobody')}</p>")

@@ -19,13 +19,13 @@ import httpx2
 import pytest
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
+from workbench.composition import build_gateway
+from workbench.settings import Settings
+from workbench.web.sessions import SESSION_COOKIE
 
 from tests.browser.conftest import CHROMIUM, CHROMIUM_ARGS
 from tests.browser.site import PASSWORD, PASSWORD_BOX, SIGNIN_BOX, USER, USER_BOX, Site, center
 from tests.support.processes import local_gateway
-from workbench.composition import build_gateway
-from workbench.settings import Settings
-from workbench.web.sessions import SESSION_COOKIE
 
 pytestmark = [pytest.mark.e2e, pytest.mark.asyncio(loop_scope="module")]
 
@@ -222,7 +222,9 @@ async def test_cookie_integration_connects_in_a_live_browser_and_the_tool_carrie
                 assert screen is not None
 
                 async def click_at(x: float, y: float) -> None:
-                    await page.mouse.click(screen["x"] + screen["width"] * x / 1280, screen["y"] + screen["height"] * y / 800)
+                    await page.mouse.click(
+                        screen["x"] + screen["width"] * x / 1280, screen["y"] + screen["height"] * y / 800
+                    )
 
                 # Input goes up over REST: click the remote fields through the picture and type.
                 await click_at(*center(USER_BOX))

@@ -7,10 +7,10 @@ import struct
 from typing import Any
 
 import pytest
+from workbench.composition import Gateway
 
 from tests.browser.site import Site
 from tests.support.gateways import principal_for
-from workbench.composition import Gateway
 
 pytestmark = [pytest.mark.e2e, pytest.mark.asyncio(loop_scope="module")]
 
@@ -49,9 +49,22 @@ async def test_navigate_reports_final_url_title_and_status(browser_gateway: Gate
 
 
 async def test_navigate_refuses_non_http_and_metadata_addresses(browser_gateway: Gateway) -> None:
-    for url in ("file:///etc/passwd", "javascript:alert(1)", "chrome://settings", "http://169.254.169.254/latest/"):
-        answer = await run(browser_gateway, "nav@example.com", "browser_navigate", url=url)
-        assert "error" in answer and "cannot be opened" in answer["error"] or "Only http" in answer["error"]
+    only_http = "Only http:// and https:// URLs can be opened."
+    for url, error in (
+        ("file:///etc/passwd", only_http),
+        ("javascript:alert(1)", only_http),
+        ("chrome://settings", only_http),
+        (
+            "http://169.254.169.254/latest/meta-data/",
+            "169.254.169.254 cannot be opened from the gateway's browser.",
+        ),
+        ("http://[fd00:ec2::254]/", "fd00:ec2::254 cannot be opened from the gateway's browser."),
+        (
+            "http://metadata.google.internal/",
+            "metadata.google.internal cannot be opened from the gateway's browser.",
+        ),
+    ):
+        assert await run(browser_gateway, "nav@example.com", "browser_navigate", url=url) == {"error": error}
 
 
 async def test_tools_before_navigate_say_to_navigate_first(browser_gateway: Gateway) -> None:
@@ -72,7 +85,9 @@ async def test_click_by_text_follows_the_link_and_by_selector_runs_the_handler(
     email = "click@example.com"
     await run(browser_gateway, email, "browser_navigate", url=site.url + "/")
     clicked = await run(browser_gateway, email, "browser_click", selector="#retitle")
-    assert clicked == {"result": {"clicked": {"selector": "#retitle"}, "url": site.url + "/", "title": "Changed"}}
+    assert clicked == {
+        "result": {"clicked": {"selector": "#retitle"}, "url": site.url + "/", "title": "Changed"}
+    }
     followed = await run(browser_gateway, email, "browser_click", text="form page")
     assert followed["result"]["url"] == site.url + "/form" and followed["result"]["title"] == "Form"
 
@@ -92,7 +107,9 @@ async def test_click_errors_name_the_problem(browser_gateway: Gateway, site: Sit
 async def test_type_clears_submits_and_does_not_echo_the_text(browser_gateway: Gateway, site: Site) -> None:
     email = "type@example.com"
     await run(browser_gateway, email, "browser_navigate", url=site.url + "/form")
-    typed = await run(browser_gateway, email, "browser_type", selector="#name", text="Grace Hopper", submit=True)
+    typed = await run(
+        browser_gateway, email, "browser_type", selector="#name", text="Grace Hopper", submit=True
+    )
     assert typed == {
         "result": {
             "typed": 12,

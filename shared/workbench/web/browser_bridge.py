@@ -85,8 +85,11 @@ def cookies_for_domain(cookies: list[dict[str, Any]], domain: str) -> list[dict[
     want = domain.lstrip(".").lower()
     out = []
     for c in cookies:
-        host = str(c.get("domain", "")).lstrip(".").lower()
-        if host == want or host.endswith("." + want) or want.endswith("." + host):
+        raw = str(c.get("domain", "")).lower()
+        host = raw.lstrip(".")
+        # A leading dot marks a domain cookie (sent to subdomains too); without it, host-only.
+        sent_to_want = host == want or (raw.startswith(".") and want.endswith("." + host))
+        if sent_to_want or host.endswith("." + want):
             out.append(
                 {
                     "name": c["name"],

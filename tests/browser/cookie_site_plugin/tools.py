@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 from pydantic import BaseModel
-
 from workbench.sdk import api
 from workbench.tools import tool
 
