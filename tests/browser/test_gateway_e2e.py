@@ -179,7 +179,9 @@ async def test_cookie_integration_connects_in_a_live_browser_and_the_tool_carrie
             "integration": "cookie-site",
             "message": "cookie-site not connected. Use connect('cookie-site') to connect.",
         }
-        cid = (await start_connect(s))["connectionId"]
+        started = await start_connect(s)
+        cid = started["connectionId"]
+        assert started["url"] == f"{run.base}/connect/{cid}"
 
         async with async_playwright() as pw:
             browser = await pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
@@ -199,8 +201,10 @@ async def test_cookie_integration_connects_in_a_live_browser_and_the_tool_carrie
                     ]
                 )
                 page = await ctx.new_page()
-                response = await page.goto(f"{run.base}/portal/browser/{cid}")
-                assert response is not None and response.status == 200
+                # The person opens the agent's link, confirms, and lands on the live browser page.
+                await page.goto(started["url"])
+                await page.get_by_role("button", name="Continue to Cookie Test Site").click()
+                await page.wait_for_url(f"{run.base}/portal/browser/{cid}")
 
                 # A page of another origin (the test site) cannot drive the bridge with the user's cookie.
                 other = await ctx.new_page()
