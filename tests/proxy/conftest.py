@@ -19,7 +19,7 @@ import uvicorn
 from workbench.auth import Principal
 from workbench.composition import Gateway, build_registry
 from workbench.proxy.app import create_proxy_app
-from workbench.registry import ApiKeyAuth, ApiKeyField, Manifest
+from workbench.registry import ApiKeyAuth, ApiKeyField, Manifest, OAuth2Auth
 
 from tests.support.gateways import make_gateway
 from tests.support.processes import free_port
@@ -29,6 +29,9 @@ OTHER_CREDENTIAL = "other-secret-CRED-0b1c2d3e4f"
 UPSTREAM_HOST = "upstream.test"
 EVIL_HOST = "evil.test"
 ALLOWED_EXTRA_HOST = "downloads.upstream.test"
+STALE_ACCESS_TOKEN = "stale-access-token-0000000000"
+FRESH_ACCESS_TOKEN = "fresh-access-token-1111111111"
+REFRESH_TOKEN = "refresh-token-2222222222"
 
 
 @dataclass
@@ -125,6 +128,9 @@ def _route(server: Recorder, seen: Seen) -> tuple[int, list[tuple[str, str]], by
             ],
             b"{}",
         )
+    if path == "/token":  # the OAuth provider's token endpoint (refresh_token grant)
+        fresh = {"access_token": FRESH_ACCESS_TOKEN, "expires_in": 3600, "token_type": "bearer"}
+        return 200, [("Content-Type", "application/json")], json.dumps(fresh).encode()
     if path == "/api/status/418":
         return 418, [("Content-Type", "text/plain")], b"teapot"
     body = json.dumps({"method": seen.method, "target": seen.target, "body": seen.body.decode("latin-1")})
@@ -201,6 +207,18 @@ def manifests(upstream_port: int, scheme: str = "http") -> list[Manifest]:
             curl_proxy=True,
         ),
         Manifest(
+            name="oauthy",
+            version="1.0.0",
+            display_name="OAuth upstream",
+            auth=OAuth2Auth(
+                authorize_url=f"http://127.0.0.1:{upstream_port}/authorize",
+                token_url=f"http://127.0.0.1:{upstream_port}/token",
+            ),
+            base_url=base,
+            tool_prefix="oauthy_",
+            curl_proxy=True,
+        ),
+        Manifest(
             name="noproxy",
             version="1.0.0",
             display_name="No proxy",
@@ -267,12 +285,19 @@ def start_proxy(
         upstream_port,
         scheme,
         proxy_allow_loopback=allow_loopback,
+        plugin_env={"OAUTHY_CLIENT_ID": "workbench-test-client"},
         public_url=f"http://127.0.0.1:{port}",
     )
     user = gw.stores.users.get_or_create("ada@example.com")
     gw.credentials.save(user.id, "acme", {"token": CREDENTIAL})
     gw.credentials.save(user.id, "other", {"token": OTHER_CREDENTIAL})
     gw.credentials.save(user.id, "noproxy", {"token": OTHER_CREDENTIAL})
+    gw.credentials.save(
+        user.id,
+        "oauthy",
+        {"access_token": STALE_ACCESS_TOKEN, "refresh_token": REFRESH_TOKEN, "token_type": "bearer"},
+        expires_at=time.time() - 60,
+    )
     dns = FakeDns({UPSTREAM_HOST: ["127.0.0.1"], EVIL_HOST: ["127.0.0.1"], ALLOWED_EXTRA_HOST: ["127.0.0.1"]})
     app = create_proxy_app(gw, resolver=dns)
     proxy = Proxy(gw, Principal(user, "api_key"), dns, port, f"http://127.0.0.1:{port}")

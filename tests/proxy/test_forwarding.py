@@ -9,6 +9,9 @@ import httpx
 from tests.proxy.conftest import (
     ALLOWED_EXTRA_HOST,
     CREDENTIAL,
+    FRESH_ACCESS_TOKEN,
+    REFRESH_TOKEN,
+    STALE_ACCESS_TOKEN,
     UPSTREAM_HOST,
     Proxy,
     Recorder,
@@ -193,3 +196,26 @@ def test_every_proxied_call_is_audited_without_secrets(proxy: Proxy) -> None:
     )
     dumped = json.dumps(events)
     assert token not in dumped and CREDENTIAL not in dumped and "secret_param" not in dumped
+
+
+def test_a_stale_oauth_credential_is_refreshed_before_it_is_injected(
+    proxy: Proxy, upstream: Recorder
+) -> None:
+    r = httpx.get(
+        f"{proxy.base}/c/oauthy/items", headers={"Authorization": f"Bearer {proxy.token('oauthy')}"}
+    )
+    assert r.status_code == 200
+    token_call, api_call = upstream.requests()
+    assert token_call.target == "/token"
+    assert f"refresh_token={REFRESH_TOKEN}" in token_call.body.decode()
+    assert api_call.headers["authorization"] == f"Bearer {FRESH_ACCESS_TOKEN}"
+    assert STALE_ACCESS_TOKEN not in api_call.text()
+    again = httpx.get(
+        f"{proxy.base}/c/oauthy/items", headers={"Authorization": f"Bearer {proxy.token('oauthy')}"}
+    )
+    assert again.status_code == 200
+    assert [s.target for s in upstream.requests()] == [
+        "/token",
+        "/api/items",
+        "/api/items",
+    ]  # stored, not re-refreshed
