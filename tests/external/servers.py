@@ -20,6 +20,7 @@ import asyncio
 import json
 import threading
 import time
+import warnings
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
@@ -30,7 +31,7 @@ import uvicorn
 from mcp.server.auth.provider import AccessToken
 from mcp.server.auth.settings import AuthSettings
 from mcp.server.lowlevel import Server
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 from starlette.applications import Starlette
 from starlette.routing import Mount
 
@@ -120,6 +121,15 @@ def _plain(name: str) -> MCPServer:
     def add(a: int, b: int) -> int:
         """Add two integers."""
         return a + b
+
+    @server.tool()
+    async def chatty(steps: int, ctx: Context) -> str:
+        """Log a few notifications on the response stream before answering."""
+        with warnings.catch_warnings():  # logging is deprecated in 2026-07-28; still what servers send today
+            warnings.simplefilter("ignore")
+            for i in range(steps):
+                await ctx.info(f"step {i}")
+        return f"done after {steps}"
 
     return server
 

@@ -27,7 +27,7 @@ async def register(agent: Agent, **args: Any) -> dict[str, Any]:
 
 async def test_handshake_order_and_session_id_kept_across_calls(agent: Agent, ups: Upstreams) -> None:
     out = await register(agent, name="plain", url=ups.url("plain"))
-    assert out["result"]["tools"] == ["plain_add", "plain_echo"]
+    assert out["result"]["tools"] == ["plain_add", "plain_chatty", "plain_echo"]
     assert out["result"]["status"] == "ok"
 
     assert await agent.run("plain_echo", text="hello") == {"result": "hello"}
@@ -59,14 +59,27 @@ async def test_tools_merge_into_search_and_schema_for_their_owner_only(
 
 async def test_sse_answers_are_read(agent: Agent, ups: Upstreams) -> None:
     out = await register(agent, name="streamy", url=ups.url("sse"))
-    assert out["result"]["tools"] == ["streamy_add", "streamy_echo"]
+    assert out["result"]["tools"] == ["streamy_add", "streamy_chatty", "streamy_echo"]
     assert await agent.run("streamy_add", a=2, b=3) == {"result": "5"}
     assert ups.recorders["sse"].methods()[-1] == "tools/call"
+    # log notifications sent on the stream before the response are skipped
+    assert await agent.run("streamy_chatty", steps=3) == {"result": "done after 3"}
+
+
+async def test_one_handshake_for_a_concurrent_batch(agent: Agent, ups: Upstreams, gw: Gateway) -> None:
+    await register(agent, name="plain", url=ups.url("plain"))
+    assert gw.external is not None
+    gw.external.clear_cache()
+    out = await agent.call(
+        "execute_tools", executions=[{"tool": "plain_echo", "args": {"text": str(i)}} for i in range(6)]
+    )
+    assert out == {"results": [{"result": str(i)} for i in range(6)]}
+    assert ups.recorders["plain"].methods().count("initialize") == 2  # registration + one after the clear
 
 
 async def test_custom_prefix_and_execution_audit(gw: Gateway, agent: Agent, ups: Upstreams) -> None:
     out = await register(agent, name="plain", url=ups.url("plain"), toolPrefix="px.")
-    assert out["result"]["tools"] == ["px.add", "px.echo"]
+    assert out["result"]["tools"] == ["px.add", "px.chatty", "px.echo"]
     assert await agent.run("px.add", a=1, b=1) == {"result": "2"}
     event = gw.stores.audit.list_for(agent.principal.user.id, limit=1)[0]
     assert (event["tool"], event["integration"], event["success"]) == ("px.add", "plain", True)
