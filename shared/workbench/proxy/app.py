@@ -101,7 +101,8 @@ def _json(status: int, body: dict[str, Any], headers: dict[str, str] | None = No
     return Response(json.dumps(body), status, headers=headers, media_type="application/json")
 
 
-def _unauthorized(detail: str) -> Response:
+def _unauthorized(detail: str, integration: str = "") -> Response:
+    log_event("proxy_refused", integration=integration, reason=detail)
     return _json(
         401,
         {"error": "Unauthorized", "message": detail},
@@ -156,16 +157,17 @@ class CurlProxy:
         integration, raw_rest = match.group(1), match.group(2) or ""
         token = _bearer(request)
         if token is None:
-            return _unauthorized("a curl_session token is required (Authorization: Bearer <token>)")
+            return _unauthorized(
+                "a curl_session token is required (Authorization: Bearer <token>)", integration
+            )
         try:
             claims = self.gw.tokens.verify(token, audience=proxy_audience(self.gw))
         except AuthError as exc:
-            log_event("proxy_refused", integration=integration, reason=str(exc))
-            return _unauthorized(str(exc))
+            return _unauthorized(str(exc), integration)
         granted = claims.get("integrations")
         user = self.gw.stores.users.get(str(claims.get("sub")))
         if claims.get("typ") != TOKEN_TYPE or not isinstance(granted, list) or user is None:
-            return _unauthorized("not a curl_session token")
+            return _unauthorized("not a curl_session token", integration)
         audit: dict[str, Any] = {
             "action": "PROXY",
             "user": user.id,
@@ -186,7 +188,7 @@ class CurlProxy:
             return _json(exc.status, exc.body)
 
     def _audit(self, event: dict[str, Any], started: float, status: int, error: str | None) -> None:
-        success = error is None and status < 500
+        success = error is None and status < 400
         duration = time.perf_counter() - started
         self.gw.stores.audit.append(
             {
@@ -304,7 +306,7 @@ class CurlProxy:
                 f"<{manifest.base_url.rstrip('/')}/", f"<{proxy_prefix}/"
             )
         location = upstream.headers.get("location")
-        if location is not None and 300 <= upstream.status_code < 400:
+        if location is not None:
             absolute = urljoin(target, location)
             inside = location_inside(absolute, manifest.base_url)
             dest = urlsplit(absolute)
@@ -314,7 +316,7 @@ class CurlProxy:
                 manifest.base_url, manifest.allowed_hosts
             ):
                 headers["location"] = absolute
-            else:
+            elif 300 <= upstream.status_code < 400:
                 raise _Denied(
                     502,
                     {
