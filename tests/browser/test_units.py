@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from starlette.requests import Request
 from workbench.browser.page import _outline
@@ -106,3 +108,35 @@ def test_outline_folds_ignored_nodes_and_repeated_text() -> None:
     assert _outline(nodes) == "\n".join(
         ['RootWebArea "Page"', '  button "Go"', '  textbox "Name" value="Ada"', '    text "hint"']
     )
+
+
+async def test_a_cookie_connection_is_connected_only_while_its_session_cookie_lives(tmp_path: Path) -> None:
+    from workbench.composition import build_registry
+
+    from tests.browser.cookie_site_plugin import make_manifest
+    from tests.browser.cookie_site_plugin.tools import TOOLS
+    from tests.support.gateways import make_gateway, principal_for
+
+    registry = build_registry(plugins=False)
+    registry.add(make_manifest("http://127.0.0.1:9"), lambda: TOOLS)
+    gw = make_gateway(tmp_path, registry=registry)
+    user = principal_for(gw).user
+    now = 1_900_000_000.0
+    gw.credentials.clock = lambda: now
+
+    def save(*cookies: dict[str, object]) -> None:
+        gw.credentials.save(user.id, "cookie-site", {"cookies": list(cookies)})
+
+    theme = {"name": "theme", "value": "dark", "domain": "127.0.0.1", "path": "/", "expires": -1}
+    save(theme)  # signed out: the declared session cookie is missing
+    assert gw.connection_status(user.id)["cookie-site"] is False
+    save(theme, {"name": "sid", "value": "s", "domain": "127.0.0.1", "path": "/", "expires": now + 10})
+    assert gw.connection_status(user.id)["cookie-site"] is True
+    now += 11  # the session cookie has expired
+    assert gw.connection_status(user.id)["cookie-site"] is False
+    out = await gw.execute(principal_for(gw), [{"tool": "cookie_site_whoami", "args": {}, "ref_id": None}])
+    assert out["results"][0]["error"] == "NOT_CONNECTED"
+    save(
+        {"name": "sid", "value": "s", "domain": "127.0.0.1", "path": "/", "expires": -1}
+    )  # a browser-session cookie
+    assert gw.connection_status(user.id)["cookie-site"] is True

@@ -173,8 +173,13 @@ class BrowserPool:
                 fresh = True
         page.touch()
         if fresh and start_url != "about:blank":
-            async with page.lock:
-                await page.navigate(start_url)
+            try:
+                async with page.lock:
+                    await page.navigate(start_url)
+            except BaseException:
+                if self._pages.get(key) is page:  # the next attempt starts over at start_url
+                    await self._close(key)
+                raise
         return page
 
     async def _close(self, key: str) -> bool:
