@@ -19,6 +19,7 @@ from workbench.credentials import Credentials
 from workbench.crypto import Cipher, KeyProvider, LocalKeyProvider, load_or_create_local_key
 from workbench.executor import Engine
 from workbench.external import ExternalServers
+from workbench.oauth.service import OAuthServer
 from workbench.oauth_client import ProviderOAuth
 from workbench.observability import Metrics
 from workbench.registry import Registry
@@ -93,6 +94,13 @@ class Gateway:
     external: ExternalServers | None = None
     # Workbench as an OAuth client of plugin providers (connect callback, lazy refresh).
     provider_oauth: ProviderOAuth | None = None
+    # The OAuth 2.1 authorization server for MCP clients (None when the store backend lacks its ports).
+    oauth: OAuthServer | None = None
+
+    @property
+    def oauth_clients(self) -> OAuthServer | None:
+        """What the portal's MCP clients page reads (list_for_user / revoke_for_user)."""
+        return self.oauth
 
     # -- queries used by several surfaces -----------------------------------------------------
 
@@ -227,7 +235,7 @@ def build_gateway(
     engine.extra_lookups.append(external.lookup)
     engine.builtin_services.external = external
     engine.builtin_services.public_url = settings.public_url
-    return Gateway(
+    gateway = Gateway(
         settings=settings,
         stores=stores,
         registry=registry,
@@ -250,6 +258,18 @@ def build_gateway(
         ),
         clock=clock,
     )
+    if stores.oauth_clients and stores.oauth_codes and stores.oauth_refresh:
+        gateway.oauth = OAuthServer(
+            settings,
+            clients=stores.oauth_clients,
+            codes=stores.oauth_codes,
+            refresh=stores.oauth_refresh,
+            users=stores.users,
+            tokens=gateway.tokens,
+            clock=clock,
+        )
+        gateway.token_verifiers.append(gateway.oauth.verify_access_token)
+    return gateway
 
 
 def _signing_keys(settings: Settings, cipher: Cipher, stores: Stores) -> SigningKeySource:

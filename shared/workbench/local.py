@@ -9,6 +9,7 @@ from starlette.routing import BaseRoute, Route
 
 from workbench.composition import Gateway
 from workbench.mcp.app import mcp_routes
+from workbench.oauth.routes import oauth_routes
 from workbench.proxy.app import proxy_routes
 from workbench.rest.app import rest_routes
 from workbench.web.app import web_routes
@@ -29,6 +30,7 @@ def create_local_app(gateway: Gateway) -> Starlette:
 
     routes: list[BaseRoute] = [
         *mcp_routes(gateway),
+        *oauth_routes(gateway),
         *jots_routes(gateway),
         *rest_routes(gateway),
         *proxy_routes(gateway),

@@ -69,6 +69,11 @@ class Settings:
     tables: Mapping[str, str] = field(default_factory=dict)
     # How long a warm instance keeps decrypted data keys (KMS calls at most once per key per window).
     data_key_cache_seconds: int = 300
+    # OAuth authorization server for MCP clients: access-token and refresh-token lifetimes (seconds).
+    oauth_access_token_ttl: int = 900
+    oauth_refresh_token_ttl: int = 30 * 86400
+    # Tests only: also accept client ID metadata documents served over http://127.0.0.1.
+    oauth_cimd_allow_loopback_http: bool = False
 
     @property
     def mcp_url(self) -> str:
@@ -133,5 +138,8 @@ class Settings:
                 if k.startswith("WORKBENCH_TABLE_") and k != "WORKBENCH_TABLE_PREFIX" and v
             },
             data_key_cache_seconds=_env_int(env, "WORKBENCH_DATA_KEY_CACHE_SECONDS", 300),
+            oauth_access_token_ttl=_env_int(env, "WORKBENCH_OAUTH_ACCESS_TOKEN_TTL", 900),
+            oauth_refresh_token_ttl=_env_int(env, "WORKBENCH_OAUTH_REFRESH_TOKEN_TTL", 30 * 86400),
+            oauth_cimd_allow_loopback_http=env.get("WORKBENCH_OAUTH_CIMD_ALLOW_LOOPBACK_HTTP", "") == "1",
             audit_retention_days=_env_int(env, "WORKBENCH_AUDIT_RETENTION_DAYS", 90),
         )

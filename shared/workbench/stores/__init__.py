@@ -16,15 +16,21 @@ __all__ = [
     "ApiKeyRecord",
     "ApiKeyStore",
     "AuditStore",
+    "AuthorizationCode",
+    "AuthorizationCodeStore",
     "Connection",
     "ConnectionStore",
     "ExternalServer",
     "ExternalServerStore",
     "Jot",
     "JotStore",
+    "OAuthClient",
+    "OAuthClientStore",
     "OAuthState",
     "PendingConnect",
     "PendingStore",
+    "RefreshToken",
+    "RefreshTokenStore",
     "Stores",
     "User",
     "UserStore",
@@ -118,6 +124,62 @@ class ExternalServer:
     updated_at: float = 0.0
 
 
+@dataclass(frozen=True, slots=True)
+class OAuthClient:
+    """An MCP client registered through dynamic client registration (RFC 7591).
+
+    Clients identified by a metadata-document URL (CIMD) are never stored: their document is
+    fetched and cached instead. `metadata` is the registered RFC 7591 metadata as echoed back.
+    """
+
+    client_id: str
+    client_name: str
+    redirect_uris: tuple[str, ...]
+    token_endpoint_auth_method: str  # "none" | "client_secret_post" | "client_secret_basic"
+    grant_types: tuple[str, ...]
+    created_at: float
+    client_secret_hash: str | None = None  # sha256 hex; the secret itself is shown once
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class AuthorizationCode:
+    """An issued authorization code, stored by the SHA-256 of the code. Single-use: `consume`
+    marks it used; a record that comes back already used is a replay."""
+
+    code_hash: str
+    client_id: str
+    client_name: str
+    user_id: str
+    redirect_uri: str
+    code_challenge: str  # S256 only
+    resource: str  # the audience the tokens will carry (RFC 8707)
+    scope: str
+    family_id: str  # the refresh-token family this code starts (revoked if the code is replayed)
+    offline: bool  # whether a refresh token is issued with the access token
+    expires_at: float
+    created_at: float
+    used: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class RefreshToken:
+    """One refresh token, stored by the SHA-256 of its value. Rotation marks it `rotated` and
+    adds its successor in the same `family_id`; presenting a rotated token revokes the family."""
+
+    token_hash: str
+    family_id: str
+    user_id: str
+    client_id: str
+    client_name: str
+    resource: str
+    scope: str
+    created_at: float  # when this token was issued (last use of the family)
+    granted_at: float  # when the user consented (start of the family)
+    expires_at: float
+    rotated: bool = False
+
+
 class UserStore(Protocol):
     def get(self, user_id: str) -> User | None: ...
     def by_email(self, email: str) -> User | None: ...
@@ -183,6 +245,42 @@ class ExternalServerStore(Protocol):
     def delete(self, user_id: str, name: str) -> bool: ...
 
 
+class OAuthClientStore(Protocol):
+    def put(self, client: OAuthClient) -> None: ...
+    def get(self, client_id: str) -> OAuthClient | None: ...
+
+
+class AuthorizationCodeStore(Protocol):
+    def put(self, code: AuthorizationCode) -> None: ...
+    def consume(self, code_hash: str) -> AuthorizationCode | None:
+        """Atomically mark the code used and return it as it was before (so `used` is True on a
+        replay); None for an unknown code. Expiry is the caller's check."""
+        ...
+
+    def delete_for(self, user_id: str, client_id: str) -> int:
+        """Delete every code of this user for this client; how many were deleted."""
+        ...
+
+
+class RefreshTokenStore(Protocol):
+    def put(self, token: RefreshToken) -> None: ...
+    def get(self, token_hash: str) -> RefreshToken | None: ...
+    def rotate(self, token_hash: str) -> RefreshToken | None:
+        """Atomically mark the token rotated and return it as it was before (so `rotated` is
+        True when it had already been used); None for an unknown token."""
+        ...
+
+    def revoke_family(self, family_id: str) -> int:
+        """Delete every token of the family (rotated ones too); how many were deleted."""
+        ...
+
+    def list_for(self, user_id: str) -> list[RefreshToken]:
+        """Every stored token of the user, rotated and expired ones included."""
+        ...
+
+    def delete_for(self, user_id: str, client_id: str) -> int: ...
+
+
 @dataclass(slots=True)
 class Stores:
     users: UserStore
@@ -195,3 +293,7 @@ class Stores:
     extra: dict[str, Any] = field(default_factory=dict)
     # Custom apps (external MCP servers). None on a backend without an adapter yet: registration is refused.
     external_servers: ExternalServerStore | None = None
+    # OAuth authorization server for MCP clients (workbench.oauth). None: the AS is unavailable.
+    oauth_clients: OAuthClientStore | None = None
+    oauth_codes: AuthorizationCodeStore | None = None
+    oauth_refresh: RefreshTokenStore | None = None

@@ -10,11 +10,14 @@ from typing import Any
 
 from workbench.stores import (
     ApiKeyRecord,
+    AuthorizationCode,
     Connection,
     ExternalServer,
     Jot,
+    OAuthClient,
     OAuthState,
     PendingConnect,
+    RefreshToken,
     Stores,
     User,
 )
@@ -202,6 +205,77 @@ class MemoryExternalServers:
         return self._rows.pop((user_id, name), None) is not None
 
 
+class MemoryOAuthClients:
+    def __init__(self) -> None:
+        self._rows: dict[str, OAuthClient] = {}
+
+    def put(self, client: OAuthClient) -> None:
+        self._rows[client.client_id] = client
+
+    def get(self, client_id: str) -> OAuthClient | None:
+        return self._rows.get(client_id)
+
+
+class MemoryAuthorizationCodes:
+    def __init__(self) -> None:
+        self._rows: dict[str, AuthorizationCode] = {}
+        self._lock = threading.Lock()
+
+    def put(self, code: AuthorizationCode) -> None:
+        with self._lock:
+            self._rows[code.code_hash] = code
+
+    def consume(self, code_hash: str) -> AuthorizationCode | None:
+        with self._lock:
+            rec = self._rows.get(code_hash)
+            if rec is not None:
+                self._rows[code_hash] = replace(rec, used=True)
+            return rec
+
+    def delete_for(self, user_id: str, client_id: str) -> int:
+        with self._lock:
+            doomed = [h for h, c in self._rows.items() if c.user_id == user_id and c.client_id == client_id]
+            for h in doomed:
+                del self._rows[h]
+            return len(doomed)
+
+
+class MemoryRefreshTokens:
+    def __init__(self) -> None:
+        self._rows: dict[str, RefreshToken] = {}
+        self._lock = threading.Lock()
+
+    def put(self, token: RefreshToken) -> None:
+        with self._lock:
+            self._rows[token.token_hash] = token
+
+    def get(self, token_hash: str) -> RefreshToken | None:
+        return self._rows.get(token_hash)
+
+    def rotate(self, token_hash: str) -> RefreshToken | None:
+        with self._lock:
+            rec = self._rows.get(token_hash)
+            if rec is not None:
+                self._rows[token_hash] = replace(rec, rotated=True)
+            return rec
+
+    def _delete_where(self, keep: Any) -> int:
+        with self._lock:
+            doomed = [h for h, t in self._rows.items() if not keep(t)]
+            for h in doomed:
+                del self._rows[h]
+            return len(doomed)
+
+    def revoke_family(self, family_id: str) -> int:
+        return self._delete_where(lambda t: t.family_id != family_id)
+
+    def list_for(self, user_id: str) -> list[RefreshToken]:
+        return sorted((t for t in self._rows.values() if t.user_id == user_id), key=lambda t: t.created_at)
+
+    def delete_for(self, user_id: str, client_id: str) -> int:
+        return self._delete_where(lambda t: not (t.user_id == user_id and t.client_id == client_id))
+
+
 def memory_stores() -> Stores:
     return Stores(
         users=MemoryUsers(),
@@ -212,4 +286,7 @@ def memory_stores() -> Stores:
         vault=MemoryVault(),
         jots=MemoryJots(),
         external_servers=MemoryExternalServers(),
+        oauth_clients=MemoryOAuthClients(),
+        oauth_codes=MemoryAuthorizationCodes(),
+        oauth_refresh=MemoryRefreshTokens(),
     )

@@ -14,11 +14,14 @@ from typing import Any
 
 from workbench.stores import (
     ApiKeyRecord,
+    AuthorizationCode,
     Connection,
     ExternalServer,
     Jot,
+    OAuthClient,
     OAuthState,
     PendingConnect,
+    RefreshToken,
     Stores,
     User,
 )
@@ -54,6 +57,16 @@ CREATE TABLE IF NOT EXISTS external_servers (
     status TEXT NOT NULL, created_at REAL NOT NULL, updated_at REAL NOT NULL, PRIMARY KEY (user_id, name));
 CREATE TABLE IF NOT EXISTS vault (
     user_id TEXT NOT NULL, name TEXT NOT NULL, blob BLOB NOT NULL, PRIMARY KEY (user_id, name));
+CREATE TABLE IF NOT EXISTS oauth_clients (client_id TEXT PRIMARY KEY, body TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS oauth_codes (
+    code_hash TEXT PRIMARY KEY, user_id TEXT NOT NULL, client_id TEXT NOT NULL,
+    expires_at REAL NOT NULL, used INTEGER NOT NULL, body TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS oauth_codes_user ON oauth_codes(user_id, client_id);
+CREATE TABLE IF NOT EXISTS oauth_refresh (
+    token_hash TEXT PRIMARY KEY, family_id TEXT NOT NULL, user_id TEXT NOT NULL, client_id TEXT NOT NULL,
+    expires_at REAL NOT NULL, rotated INTEGER NOT NULL, body TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS oauth_refresh_family ON oauth_refresh(family_id);
+CREATE INDEX IF NOT EXISTS oauth_refresh_user ON oauth_refresh(user_id, client_id);
 """
 
 
@@ -406,6 +419,130 @@ class SqliteExternalServers:
             return cur.rowcount == 1
 
 
+def _record_json(record: Any) -> str:
+    return json.dumps({k: getattr(record, k) for k in record.__dataclass_fields__})
+
+
+class SqliteOAuthClients:
+    def __init__(self, db: SqliteDatabase) -> None:
+        self.db = db
+
+    def put(self, client: OAuthClient) -> None:
+        with self.db.tx() as db:
+            db.execute(
+                "INSERT OR REPLACE INTO oauth_clients VALUES (?, ?)", (client.client_id, _record_json(client))
+            )
+
+    def get(self, client_id: str) -> OAuthClient | None:
+        rows = self.db.query("SELECT body FROM oauth_clients WHERE client_id = ?", (client_id,))
+        if not rows:
+            return None
+        raw = json.loads(rows[0]["body"])
+        raw["redirect_uris"] = tuple(raw["redirect_uris"])
+        raw["grant_types"] = tuple(raw["grant_types"])
+        return OAuthClient(**raw)
+
+
+# Used codes are kept this long past their expiry so that a replay can still be recognised.
+_CODE_KEEP_SECONDS = 3600
+
+
+class SqliteAuthorizationCodes:
+    def __init__(self, db: SqliteDatabase) -> None:
+        self.db = db
+
+    def put(self, code: AuthorizationCode) -> None:
+        with self.db.tx() as db:
+            db.execute(
+                "DELETE FROM oauth_codes WHERE expires_at < ?", (code.created_at - _CODE_KEEP_SECONDS,)
+            )
+            db.execute(
+                "INSERT INTO oauth_codes VALUES (?, ?, ?, ?, ?, ?)",
+                (
+                    code.code_hash,
+                    code.user_id,
+                    code.client_id,
+                    code.expires_at,
+                    int(code.used),
+                    _record_json(code),
+                ),
+            )
+
+    def consume(self, code_hash: str) -> AuthorizationCode | None:
+        with self.db.tx() as db:
+            row = db.execute(
+                "SELECT used, body FROM oauth_codes WHERE code_hash = ?", (code_hash,)
+            ).fetchone()
+            if row is None:
+                return None
+            db.execute("UPDATE oauth_codes SET used = 1 WHERE code_hash = ?", (code_hash,))
+        return AuthorizationCode(**{**json.loads(row["body"]), "used": bool(row["used"])})
+
+    def delete_for(self, user_id: str, client_id: str) -> int:
+        with self.db.tx() as db:
+            cur = db.execute(
+                "DELETE FROM oauth_codes WHERE user_id = ? AND client_id = ?", (user_id, client_id)
+            )
+            return cur.rowcount
+
+
+class SqliteRefreshTokens:
+    def __init__(self, db: SqliteDatabase) -> None:
+        self.db = db
+
+    @staticmethod
+    def _token(row: sqlite3.Row) -> RefreshToken:
+        return RefreshToken(**{**json.loads(row["body"]), "rotated": bool(row["rotated"])})
+
+    def put(self, token: RefreshToken) -> None:
+        with self.db.tx() as db:
+            db.execute("DELETE FROM oauth_refresh WHERE expires_at < ?", (token.created_at,))
+            db.execute(
+                "INSERT INTO oauth_refresh VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (
+                    token.token_hash,
+                    token.family_id,
+                    token.user_id,
+                    token.client_id,
+                    token.expires_at,
+                    int(token.rotated),
+                    _record_json(token),
+                ),
+            )
+
+    def get(self, token_hash: str) -> RefreshToken | None:
+        rows = self.db.query("SELECT rotated, body FROM oauth_refresh WHERE token_hash = ?", (token_hash,))
+        return self._token(rows[0]) if rows else None
+
+    def rotate(self, token_hash: str) -> RefreshToken | None:
+        with self.db.tx() as db:
+            row = db.execute(
+                "SELECT rotated, body FROM oauth_refresh WHERE token_hash = ?", (token_hash,)
+            ).fetchone()
+            if row is None:
+                return None
+            db.execute("UPDATE oauth_refresh SET rotated = 1 WHERE token_hash = ?", (token_hash,))
+        return self._token(row)
+
+    def revoke_family(self, family_id: str) -> int:
+        with self.db.tx() as db:
+            return db.execute("DELETE FROM oauth_refresh WHERE family_id = ?", (family_id,)).rowcount
+
+    def list_for(self, user_id: str) -> list[RefreshToken]:
+        rows = self.db.query(
+            "SELECT rotated, body FROM oauth_refresh WHERE user_id = ? ORDER BY json_extract(body, '$.created_at')",
+            (user_id,),
+        )
+        return [self._token(r) for r in rows]
+
+    def delete_for(self, user_id: str, client_id: str) -> int:
+        with self.db.tx() as db:
+            cur = db.execute(
+                "DELETE FROM oauth_refresh WHERE user_id = ? AND client_id = ?", (user_id, client_id)
+            )
+            return cur.rowcount
+
+
 def sqlite_stores(path: Path | str) -> Stores:
     db = SqliteDatabase(path)
     return Stores(
@@ -418,4 +555,7 @@ def sqlite_stores(path: Path | str) -> Stores:
         jots=SqliteJots(db),
         extra={"sqlite": db},
         external_servers=SqliteExternalServers(db),
+        oauth_clients=SqliteOAuthClients(db),
+        oauth_codes=SqliteAuthorizationCodes(db),
+        oauth_refresh=SqliteRefreshTokens(db),
     )
