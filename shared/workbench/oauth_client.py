@@ -170,7 +170,9 @@ class ProviderOAuth:
         if not isinstance(access, str) or not access:
             raise ProviderError("invalid_response", "the token response has no access_token")
         credential = {
-            k: body[k] for k in ("access_token", "refresh_token", "token_type", "scope") if body.get(k)
+            k: body[k]
+            for k in ("access_token", "refresh_token", "token_type", "scope", *auth.token_fields)
+            if body.get(k)
         }
         expires_in: float | None
         try:

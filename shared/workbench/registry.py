@@ -66,6 +66,9 @@ class OAuth2Auth:
     scopes: tuple[str, ...] = ()
     scope_separator: str = " "
     extra_authorize_params: tuple[tuple[str, str], ...] = ()
+    # Extra token-response fields stored with the credential (e.g. Salesforce's `instance_url`,
+    # the org's API host, which tools read back with `ctx.credential()`).
+    token_fields: tuple[str, ...] = ()
     type: Literal["oauth2"] = "oauth2"
 
 

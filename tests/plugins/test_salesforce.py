@@ -4,7 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import httpx
 import pytest
+import workbench_plugins.salesforce as sf_pkg
+from workbench.oauth_client import ProviderOAuth
+from workbench.registry import Registry
+from workbench.settings import Settings
 from workbench_plugins.salesforce import tools as sf_tools
 
 from tests.plugins.harness_b import Call, Case, Plugin, run_case, run_error, tool_names
@@ -467,3 +472,45 @@ async def test_upstream_error_becomes_tool_error(tmp_path: Path) -> None:
         ],
         "salesforce API error 400: \nSELECT Nope FROM Account\n       ^\nERROR at Row:1:Column:8\nNo such column 'Nope' on entity 'Account'.",
     )
+
+
+async def test_connecting_keeps_instance_url_from_the_token_response(tmp_path: Path) -> None:
+    """The documented token response carries the org's host; the stored credential must keep it."""
+    sent: list[httpx.Request] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        sent.append(request)
+        return httpx.Response(
+            200,
+            json={
+                "access_token": TOKEN,
+                "refresh_token": "5Aep861KIwKdekr90I4iHdtDgWwRoG7O_6uHrgJ.yVtMS0UaGxRYypdqsxbg_AVPoU7jAqm0Uqi0hZXmn1lHlWWCW",
+                "signature": "d/SxeYBxH0GSVko0HMgcUxuZy0PA2cDDz1u7g7JtDHw=",
+                "scope": "refresh_token api",
+                "instance_url": INSTANCE,
+                "id": "https://login.salesforce.com/id/00Dxx0000001gPLEAY/005xx000001SwiUAAS",
+                "token_type": "Bearer",
+                "issued_at": "1278448384422",
+            },
+        )
+
+    registry = Registry()
+    registry.add(sf_pkg.manifest, lambda: [])
+    settings = Settings(store="memory", data_dir=tmp_path, public_url="http://127.0.0.1:8787")
+    object.__setattr__(
+        settings, "plugin_env", {"SALESFORCE_CLIENT_ID": "3MVG9", "SALESFORCE_CLIENT_SECRET": "s"}
+    )
+    oauth = ProviderOAuth(settings, transport=httpx.MockTransport(handler))
+    tokens = await oauth.exchange_code(
+        sf_pkg.manifest,
+        code="aPrx4sgoM2Nd1zWeFVlOWveD0HhYmiDiLmlLnXEBgX01tpVOQMWVSUuafFPHu3kCSjzk4CUTZg==",
+        verifier="v" * 43,
+    )
+    assert str(sent[0].url) == "https://login.salesforce.com/services/oauth2/token"
+    assert tokens.credential == {
+        "access_token": TOKEN,
+        "refresh_token": "5Aep861KIwKdekr90I4iHdtDgWwRoG7O_6uHrgJ.yVtMS0UaGxRYypdqsxbg_AVPoU7jAqm0Uqi0hZXmn1lHlWWCW",
+        "token_type": "Bearer",
+        "scope": "refresh_token api",
+        "instance_url": INSTANCE,
+    }
