@@ -7,7 +7,7 @@
 //
 // Configuration is one JSON argument (--config '{...}'):
 //   { "port": 0, "clientId": "...", "clientSecret": "..." | null, "redirectUris": ["..."],
-//     "accessTokenTtl": 3600, "maxLifetime": 900 }
+//     "accessTokenTtl": 3600, "maxLifetime": 900, "tokenDelayMs": 0 }
 // It listens on 127.0.0.1 only, prints `READY <issuer>` once listening, and exits by itself when
 // its stdin closes (the test process that started it ended) or after maxLifetime seconds.
 //
@@ -99,6 +99,10 @@ server.listen(port, '127.0.0.1', () => {
 
   if (role === 'provider') {
     provider.use(async (ctx, next) => {
+      // A slow token endpoint widens the window in which concurrent refreshes would collide.
+      if (ctx.path === '/token' && ctx.method === 'POST' && cfg.tokenDelayMs) {
+        await new Promise((resolve) => { setTimeout(resolve, Number(cfg.tokenDelayMs)); });
+      }
       if (ctx.path === '/test/stats' && ctx.method === 'GET') {
         ctx.body = stats;
         return;

@@ -38,6 +38,7 @@ def oauth_server(
     port: int = 0,
     log: Path | None = None,
     access_token_ttl: int = 3600,
+    token_delay_ms: int = 0,
 ) -> Iterator[str]:
     """Run infra/oidc/server.mjs in `role` ("idp" or "provider"); yields its issuer URL."""
     config = {
@@ -47,6 +48,7 @@ def oauth_server(
         "redirectUris": redirect_uris,
         "accessTokenTtl": access_token_ttl,
         "maxLifetime": 600,
+        "tokenDelayMs": token_delay_ms,
     }
     err = open(log, "wb") if log else subprocess.DEVNULL  # noqa: SIM115
     proc = subprocess.Popen(

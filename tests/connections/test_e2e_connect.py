@@ -39,7 +39,7 @@ class Stack:
 
 
 @contextmanager
-def stack(data: Path, *, extra_env: dict[str, str] | None = None) -> Iterator[Stack]:
+def stack(data: Path, *, extra_env: dict[str, str] | None = None, token_delay_ms: int = 0) -> Iterator[Stack]:
     idp_port, provider_port = free_port(), free_port()
     idp_url, provider_url = f"http://127.0.0.1:{idp_port}", f"http://127.0.0.1:{provider_port}"
     env = {
@@ -70,6 +70,7 @@ def stack(data: Path, *, extra_env: dict[str, str] | None = None) -> Iterator[St
                 redirect_uris=[f"{base}/api/auth/plugin/testoauth/callback"],
                 port=provider_port,
                 log=data / "provider.log",
+                token_delay_ms=token_delay_ms,
             ) as provider,
         ):
             yield Stack(base, key, idp, provider, data)
@@ -173,3 +174,60 @@ async def test_agent_connect_browser_consent_then_tool_call_carries_provider_tok
         (blob,) = db.execute("SELECT credential FROM connections WHERE integration = 'testoauth'").fetchone()
         db.close()
         assert b"access_token" not in bytes(blob)
+
+
+async def test_twenty_concurrent_calls_across_two_processes_refresh_once_at_the_provider(
+    tmp_path: Path,
+) -> None:
+    with stack(tmp_path, token_delay_ms=400) as s:
+        async with agent(s.base, s.key) as session:
+            started = await call(session, "connect", {"integration": "testoauth"})
+            waiting = asyncio.create_task(wait_connected(session, started["connectionId"]))
+            await asyncio.to_thread(person_connects, started["url"], "you@localhost", False)
+            assert await asyncio.wait_for(waiting, 60) == {"status": "CONNECTED"}
+            before = await call(
+                session, "execute_tools", {"executions": [{"tool": "testoauth_whoami", "args": {}}]}
+            )
+        old_suffix = before["results"][0]["result"]["token_suffix"]
+
+        # A second gateway process on the same SQLite file and key: another "instance".
+        with local_gateway(s.data, extra_env=_env_of(s)) as (second, _):
+            async with agent(s.base, s.key) as one, agent(second, s.key) as two:
+                warm = await call(
+                    two, "execute_tools", {"executions": [{"tool": "testoauth_whoami", "args": {}}]}
+                )
+                assert warm["results"][0]["result"]["token_suffix"] == old_suffix
+                # The stored access token now expires within the 30 s margin: every call wants a refresh.
+                db = sqlite3.connect(s.data / "workbench.sqlite3")
+                db.execute(
+                    "UPDATE connections SET expires_at = strftime('%s','now') + 10 WHERE integration = 'testoauth'"
+                )
+                db.commit()
+                db.close()
+                assert provider_stats(s.provider)["refresh_grants"] == 0
+                calls = [
+                    call(sess, "execute_tools", {"executions": [{"tool": "testoauth_whoami", "args": {}}]})
+                    for sess in (one, two)
+                    for _ in range(10)
+                ]
+                answers = await asyncio.gather(*calls)
+
+        results = [a["results"][0] for a in answers]
+        assert all("result" in r for r in results), results
+        suffixes = {r["result"]["token_suffix"] for r in results}
+        assert len(suffixes) == 1 and old_suffix not in suffixes  # everyone used the one new token
+        stats = provider_stats(s.provider)
+        assert stats["refresh_grants"] == 1, stats
+        assert stats["refresh_errors"] == 0 and stats["api_rejected"] == 0
+
+
+def _env_of(s: Stack) -> dict[str, str]:
+    return {
+        "WORKBENCH_OIDC_ISSUER": s.idp,
+        "WORKBENCH_OIDC_CLIENT_ID": IDP_CLIENT[0],
+        "WORKBENCH_OIDC_CLIENT_SECRET": IDP_CLIENT[1],
+        "WORKBENCH_EXTRA_PLUGINS": PLUGINS,
+        "WB_TEST_PROVIDER_URL": s.provider,
+        "TESTOAUTH_CLIENT_ID": PLUGIN_CLIENT[0],
+        "TESTOAUTH_CLIENT_SECRET": PLUGIN_CLIENT[1],
+    }
