@@ -215,6 +215,7 @@ PATH_CASES = [
     Case("raw DEL", "/c/acme/items\x7f", 400),  # refused by the HTTP server itself
     Case("overlong UTF-8 dots", "/c/acme/%c0%ae%c0%ae/secret", 400),
     Case("fullwidth dots (NFKC)", "/c/acme/%ef%bc%8e%ef%bc%8e/secret", 400),
+    Case("IIS %u dots", "/c/acme/%u002e%u002e/secret", 400),
     Case("encoded fragment", "/c/acme/items%23/../x", 400),
     Case("encoded question mark", "/c/acme/%3f/../x", 400),
     Case("integration with userinfo", "/c/acme@evil.test/x", 400),

@@ -29,6 +29,7 @@ __all__ = [
 
 _MAX_DECODE_ROUNDS = 4
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*:")
+_PERCENT_U = re.compile(r"%u[0-9A-Fa-f]{4}")
 # Characters that end or re-route a URL, or that some stack treats as a separator.
 _FORBIDDEN_CHARS = {"\\": "backslash", "@": "'@'", "#": "'#'", "?": "an encoded '?'"}
 
@@ -79,6 +80,8 @@ def _check_decoded(path: str) -> None:
     for char, name in _FORBIDDEN_CHARS.items():
         if char in path:
             raise Refused(f"path contains {name}", 400)
+    if _PERCENT_U.search(path):  # IIS-style %uXXXX, which some servers decode
+        raise Refused("path contains a non-standard %u escape", 400)
     if "//" in path:
         raise Refused("path contains an empty segment ('//')", 400)
     segments = path.split("/")[1:]
