@@ -122,8 +122,8 @@ class BrowserPage:
             if response.done() and not response.cancelled() and response.exception() is None:
                 status = response.result().get("response", {}).get("status")
         finally:
-            loaded.cancel()
-            response.cancel()
+            _discard(loaded)
+            _discard(response)
         state = await self.state()
         out: dict[str, Any] = {"url": state.url, "title": state.title}
         if status is not None:
@@ -144,8 +144,8 @@ class BrowserPage:
                 return
             await _wait(loaded, NAV_TIMEOUT, "The page did not finish loading after the action")
         finally:
-            started.cancel()
-            loaded.cancel()
+            _discard(started)
+            _discard(loaded)
 
     async def state(self) -> PageState:
         value = await self.evaluate("[location.href, document.title]")
@@ -293,6 +293,14 @@ class BrowserPage:
 
     async def ack_frame(self, frame_session: int) -> None:
         await self._send("Page.screencastFrameAck", {"sessionId": frame_session})
+
+
+def _discard(future: asyncio.Future[Any]) -> None:
+    """Drop a waiter: cancel it, or retrieve its exception so asyncio does not log it."""
+    if not future.done():
+        future.cancel()
+    elif not future.cancelled():
+        future.exception()
 
 
 async def _wait(future: asyncio.Future[Any], seconds: float, message: str) -> Any:

@@ -214,6 +214,7 @@ class _Bridge:
                 task = asyncio.ensure_future(page.ack_frame(int(params["sessionId"])))
                 acks.add(task)
                 task.add_done_callback(acks.discard)
+                task.add_done_callback(_quiet)
                 event = {"event": "frame", "data": params["data"]}
             elif method == "Page.frameNavigated" and not (params.get("frame") or {}).get("parentId"):
                 event = {"event": "url", "url": str(params["frame"].get("url", ""))}
@@ -246,16 +247,20 @@ class _Bridge:
                 name = event.pop("event")
                 yield _sse(name, event)
         finally:
+            # No awaits here: when the viewer disconnects this generator is being cancelled.
             remove()
+            for task in list(acks):
+                task.cancel()
             left = self._viewers.get(connection_id, 1) - 1
             if left <= 0:
                 self._viewers.pop(connection_id, None)
-                with contextlib.suppress(Exception):
-                    await page.conn.send("Page.stopScreencast", session_id=page.session_id)
+                if not page.conn.closed:  # the last viewer left: stop rendering frames for nobody
+                    stop = asyncio.ensure_future(
+                        page.conn.send("Page.stopScreencast", session_id=page.session_id)
+                    )
+                    stop.add_done_callback(_quiet)
             else:
                 self._viewers[connection_id] = left
-            for task in acks:
-                task.cancel()
 
     async def input(self, request: Request) -> Response:
         claim = self.claim(request, check_origin=True)
@@ -319,6 +324,11 @@ class _Bridge:
         claim = self.claim(request, check_origin=True)
         closed = await self.pool.close_capture(claim.record.id)
         return _json({"closed": closed}, 200)
+
+
+def _quiet(task: asyncio.Future[Any]) -> None:
+    if not task.cancelled():
+        task.exception()  # retrieved: a failed stop of a closed page is not worth a log line
 
 
 def _sse(event: str, data: dict[str, Any]) -> str:
