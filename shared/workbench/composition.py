@@ -231,7 +231,15 @@ def build_gateway(
         clock=clock,
         builtin_services=_BuiltinServices(stores, vault, build_browser_pool(settings)),
     )
-    external = ExternalServers(stores.external_servers, cipher, vault, registry, clock=clock)
+    external = ExternalServers(
+        stores.external_servers,
+        cipher,
+        vault,
+        registry,
+        clock=clock,
+        # On a laptop a user's MCP servers often run on localhost or the LAN; on AWS they must not.
+        allow_private_hosts=settings.store != "dynamodb",
+    )
     engine.extra_lookups.append(external.lookup)
     engine.builtin_services.external = external
     engine.builtin_services.public_url = settings.public_url

@@ -15,6 +15,7 @@ registration, and a discovered tool whose merged name exists in the registry is 
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import json
 import re
 import time
@@ -104,6 +105,7 @@ class ExternalServers:
         clock: Callable[[], float] = time.time,
         client: McpClient | None = None,
         ttl: float = CACHE_TTL_SECONDS,
+        allow_private_hosts: bool = True,
     ) -> None:
         self.store = store
         self.cipher = cipher
@@ -112,6 +114,9 @@ class ExternalServers:
         self.clock = clock
         self.client = client or McpClient()
         self.ttl = ttl
+        # False in production: a user's URL must not reach loopback (the Lambda runtime API listens
+        # there), link-local or private addresses of the gateway's own network.
+        self.allow_private_hosts = allow_private_hosts
         self._cache: dict[tuple[str, str], _Entry] = {}
         # Bumped on every invalidation, so a handshake that started before it cannot repopulate.
         self._generation: dict[tuple[str, str], int] = {}
@@ -182,6 +187,26 @@ class ExternalServers:
             raise InvalidInput("url must use https (plain http is allowed only for localhost)")
         if parts.username or parts.password:
             raise InvalidInput("url must not carry user:password; use auth or a {{vault:NAME}} in the query")
+        refused = self._refused_host(parts.hostname)
+        if refused:
+            raise InvalidInput(refused)
+
+    def _refused_host(self, host: str) -> str | None:
+        """Why this host may not be called from this gateway, or None."""
+        if self.allow_private_hosts:
+            return None
+        name = host.strip("[]").lower().rstrip(".")
+        if name == "localhost" or name.endswith(".localhost"):
+            return "url must not point at this gateway's own host"
+        try:
+            ip = ipaddress.ip_address(name)
+        except ValueError:
+            return None  # a DNS name (see docs: resolution is not pinned)
+        if ip.is_loopback or ip.is_private or ip.is_link_local or ip.is_reserved or ip.is_unspecified:
+            return "url must not point at a loopback, private or link-local address"
+        if ip.is_multicast:
+            return "url must not point at a multicast address"
+        return None
 
     def _template_probe(self, user_id: str, template: str, what: str) -> str:
         """The template with refs checked (syntax, and that each vault name exists) and filled in."""
@@ -481,6 +506,10 @@ class ExternalServers:
         except (BadRef, VaultMissing) as exc:
             raise ExternalError(server.name, f"Custom app '{server.name}' is misconfigured: {exc}.") from None
         secrets.extend(url_res.secrets)
+        # Checked again per call: a {{vault:...}} in the host can change after registration.
+        refused = self._refused_host(urlsplit(str(url_res.value)).hostname or "")
+        if refused:
+            raise ExternalError(server.name, f"Custom app '{server.name}' is misconfigured: {refused}.")
         endpoint = Endpoint(server.name, str(url_res.value), headers, server.timeout_ms / 1000)
         return endpoint, [s for s in secrets if s]
 

@@ -1,0 +1,59 @@
+"""Registration rules that need no upstream: where a production gateway may not send requests."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from workbench.errors import InvalidInput
+
+from tests.support.demo_plugins import demo_registry
+from tests.support.gateways import make_gateway, principal_for
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://127.0.0.1:9001/2018-06-01/runtime/invocation/next",  # the Lambda runtime API
+        "https://localhost/mcp",
+        "https://api.localhost/mcp",
+        "https://[::1]/mcp",
+        "https://10.1.2.3/mcp",
+        "https://192.168.0.10/mcp",
+        "https://169.254.169.254/latest/meta-data",
+        "https://0.0.0.0/mcp",
+    ],
+)
+def test_production_refuses_loopback_private_and_link_local_targets(tmp_path: Path, url: str) -> None:
+    gw = make_gateway(tmp_path, registry=demo_registry())
+    assert gw.external is not None
+    gw.external.allow_private_hosts = False  # what build_gateway sets for the dynamodb backend
+    me = principal_for(gw)
+    with pytest.raises(InvalidInput, match="must not point at"):
+        gw.external.register(me.user.id, name="x", url=url, enabled=False)
+    assert gw.external.list_for(me.user.id) == []
+
+
+def test_public_https_targets_are_accepted(tmp_path: Path) -> None:
+    gw = make_gateway(tmp_path, registry=demo_registry())
+    assert gw.external is not None
+    gw.external.allow_private_hosts = False
+    me = principal_for(gw)
+    view = gw.external.register(
+        me.user.id, name="x", url="https://mcp.example.com/{workspaceCode}", enabled=False
+    )
+    assert view["url"] == "https://mcp.example.com/{workspaceCode}" and view["timeout"] == 30_000
+
+
+async def test_vault_host_that_turns_private_is_refused_at_call_time(tmp_path: Path) -> None:
+    gw = make_gateway(tmp_path, registry=demo_registry())
+    assert gw.external is not None
+    gw.external.allow_private_hosts = False
+    me = principal_for(gw)
+    gw.vault.set(me.user.id, "HOST", "mcp.example.com")
+    gw.external.register(me.user.id, name="x", url="https://{{vault:HOST}}/mcp", enabled=True, timeout_ms=500)
+    gw.vault.set(me.user.id, "HOST", "127.0.0.1")
+    gw.external.invalidate(me.user.id, "x")
+    assert await gw.external.catalog(me.user.id) == []
+    with pytest.raises(RuntimeError, match="must not point at a loopback"):
+        await gw.external.call(me.user.id, "x", "x_tool", {})
