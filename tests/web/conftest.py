@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 from starlette.testclient import TestClient
-
-from tests.support.gateways import make_gateway
 from workbench.composition import Gateway, build_registry
 from workbench.web.app import create_web_app
+
+from tests.support.gateways import make_gateway
 
 TEST_PLUGINS = ("tests.connections.plugins.testkey", "tests.connections.plugins.testoauth")
 

@@ -8,14 +8,14 @@ from pathlib import Path
 
 import pytest
 from starlette.testclient import TestClient
-
-from tests.support.gateways import make_gateway
-from tests.web.conftest import csrf_of
 from workbench.composition import Gateway
 from workbench.errors import AuthError
 from workbench.web.app import create_web_app
 from workbench.web.context import safe_next
 from workbench.web.sessions import SESSION_COOKIE
+
+from tests.support.gateways import make_gateway
+from tests.web.conftest import csrf_of
 
 PAGES = ["/portal/integrations", "/portal/api-keys", "/portal/clients"]
 
