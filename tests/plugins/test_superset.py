@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import base64
+import json
+import time
 from pathlib import Path
 
+import httpx
 import pytest
 from workbench_plugins.superset import tools as st
 
 from tests.plugins.harness_b import Call, Case, Plugin, run_case, run_error, tool_names
+from tests.support.gateways import make_gateway, principal_for
 
 JWT = "eyJ0eXAiOiJKV1QiLCJhbGciOiJIUzI1NiJ9.eyJmcmVzaCI6dHJ1ZSwidHlwZSI6ImFjY2VzcyJ9.c2ln"
 CRED = {"username": "analyst", "password": "s3cret!", "base_url": "https://bi.example.com/"}
@@ -65,6 +70,8 @@ SQLLAB_DBS = "(page:0,page_size:100,filters:!((col:expose_in_sqllab,opr:eq,value
 @pytest.fixture(autouse=True)
 def fixed_client_id(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(st, "new_client_id", lambda: CLIENT_ID)
+    st._TOKENS.clear()  # each test starts logged out
+    st._LOCKS.clear()
 
 
 CASES = [
@@ -631,3 +638,86 @@ async def test_connection_without_base_url_is_a_clear_error(tmp_path: Path) -> N
         [],
         "The Superset connection has no valid base URL (e.g. https://superset.example.com); reconnect.",
     )
+
+
+def _jwt(exp: float) -> str:
+    claims = (
+        base64.urlsafe_b64encode(json.dumps({"type": "access", "exp": int(exp)}).encode())
+        .decode()
+        .rstrip("=")
+    )
+    return f"eyJhbGciOiJIUzI1NiJ9.{claims}.c2ln"
+
+
+def _fake_superset(tokens: list[str], revoked: set[str]) -> tuple[httpx.MockTransport, list[str]]:
+    """A deployment that hands out `tokens` in order and rejects any token in `revoked`."""
+    log: list[str] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        if request.url.path == "/api/v1/security/login":
+            log.append("login")
+            return httpx.Response(
+                200, json={"access_token": tokens[len([x for x in log if x == "login"]) - 1]}
+            )
+        bearer = request.headers.get("authorization", "").removeprefix("Bearer ")
+        log.append(f"{request.url.path} {bearer[-12:]}")
+        if bearer in revoked:
+            return httpx.Response(401, json={"msg": "Token has been revoked"})
+        return httpx.Response(200, json={"result": ["public"]})
+
+    return httpx.MockTransport(handler), log
+
+
+async def test_a_batch_logs_in_once_and_reuses_the_token(tmp_path: Path) -> None:
+    token = _jwt(time.time() + 900)
+    transport, log = _fake_superset([token], set())
+    gw = make_gateway(tmp_path, transport=transport)
+    p = principal_for(gw)
+    gw.credentials.save(p.user.id, "superset", CRED)
+    calls = [{"tool": "superset_list_schemas", "args": {"database_id": i}, "ref_id": None} for i in (1, 2, 3)]
+    out = await gw.execute(p, calls)
+    assert out == {"results": [{"result": {"schemas": ["public"]}}] * 3}
+    assert log.count("login") == 1
+    out = await gw.execute(p, calls[:1])  # a later call still reuses it
+    assert log.count("login") == 1
+
+
+async def test_a_token_near_expiry_is_not_reused(tmp_path: Path) -> None:
+    transport, log = _fake_superset([_jwt(time.time() + 30), _jwt(time.time() + 900)], set())
+    gw = make_gateway(tmp_path, transport=transport)
+    p = principal_for(gw)
+    gw.credentials.save(p.user.id, "superset", CRED)
+    for _ in range(2):
+        await gw.execute(p, [{"tool": "superset_list_schemas", "args": {"database_id": 1}, "ref_id": None}])
+    assert log.count("login") == 2
+
+
+async def test_a_revoked_reused_token_logs_in_again_once(tmp_path: Path) -> None:
+    old, new = _jwt(time.time() + 900), _jwt(time.time() + 901)
+    revoked: set[str] = set()
+    transport, log = _fake_superset([old, new], revoked)
+    gw = make_gateway(tmp_path, transport=transport)
+    p = principal_for(gw)
+    gw.credentials.save(p.user.id, "superset", CRED)
+    call = [{"tool": "superset_list_schemas", "args": {"database_id": 1}, "ref_id": None}]
+    await gw.execute(p, call)
+    revoked.add(old)  # e.g. the user logged out everywhere
+    out = await gw.execute(p, call)
+    assert out == {"results": [{"result": {"schemas": ["public"]}}]}
+    assert log == [
+        "login",
+        f"/api/v1/database/1/schemas/ {old[-12:]}",
+        f"/api/v1/database/1/schemas/ {old[-12:]}",
+        "login",
+        f"/api/v1/database/1/schemas/ {new[-12:]}",
+    ]
+
+
+async def test_another_users_token_is_never_reused(tmp_path: Path) -> None:
+    transport, log = _fake_superset([_jwt(time.time() + 900), _jwt(time.time() + 901)], set())
+    gw = make_gateway(tmp_path, transport=transport)
+    for email in ("ada@example.com", "bob@example.com"):
+        p = principal_for(gw, email)
+        gw.credentials.save(p.user.id, "superset", CRED)  # same Superset login, different workbench users
+        await gw.execute(p, [{"tool": "superset_list_schemas", "args": {"database_id": 1}, "ref_id": None}])
+    assert log.count("login") == 2

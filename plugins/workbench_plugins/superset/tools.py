@@ -1,7 +1,8 @@
 """Apache Superset REST API tools (https://superset.apache.org/docs/api).
 
-Per tool call: POST /api/v1/security/login {username, password, provider: "db"} gives a JWT
-access token, sent as `Authorization: Bearer` to the connection's own base URL. Writes (SQL Lab
+Auth: POST /api/v1/security/login {username, password, provider: "db"} gives a JWT access token,
+sent as `Authorization: Bearer` to the connection's own base URL; it is reused (per process) until
+a minute before its `exp`, so a batch of tools logs in once. Writes (SQL Lab
 execute) also need a CSRF token: GET /api/v1/security/csrf_token/ returns it and sets the session
 cookie it is bound to; the POST carries both plus a Referer (Flask-WTF checks it over HTTPS).
 
@@ -15,10 +16,15 @@ List endpoints take a Rison-encoded `q` (page is 0-based) and answer `{count, re
 
 from __future__ import annotations
 
+import asyncio
+import base64
 import csv
+import hashlib
 import io
+import json as json_lib
 import re
 import secrets
+import time
 from collections.abc import Generator
 from typing import Any
 from urllib.parse import unquote, urlsplit
@@ -85,19 +91,84 @@ def _detail(resp: httpx.Response) -> str:
     return str(body)[:500]
 
 
-class Session:
-    """One logged-in conversation with a Superset deployment, for the length of a tool call."""
+# Access tokens by (deployment, user, password digest), reused until a minute before they expire:
+# Superset rate-limits its login endpoint, and an agent's batch may run several tools at once.
+# Process memory only; a 401 on a reused token drops it and logs in again once.
+_TOKENS: dict[str, tuple[str, float]] = {}
+_LOCKS: dict[tuple[int, str], asyncio.Lock] = {}
+_REUSE_MARGIN = 60.0
+_DEFAULT_TTL = 300.0
 
-    def __init__(self, ctx: Any, base: str, token: str) -> None:
-        self.ctx, self.base, self._auth = ctx, base, _Bearer(token)
+
+def _cache_key(user_id: str, base: str, cred: dict[str, Any]) -> str:
+    raw = "\0".join((user_id, base, str(cred.get("username")), str(cred.get("password"))))
+    return hashlib.sha256(raw.encode()).hexdigest()
+
+
+def _jwt_exp(token: str) -> float | None:
+    try:
+        payload = token.split(".")[1]
+        claims = json_lib.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
+        return float(claims["exp"])
+    except (IndexError, ValueError, KeyError, TypeError):
+        return None
+
+
+class Session:
+    """A logged-in conversation with a Superset deployment, for the length of a tool call."""
+
+    def __init__(self, ctx: Any, base: str, cred: dict[str, Any]) -> None:
+        self.ctx, self.base, self._cred = ctx, base, cred
+        self._key = _cache_key(str(getattr(ctx, "user_id", "")), base, cred)
+        self._auth: _Bearer | None = None
+        self._reused = False
         self._csrf: str | None = None
+
+    async def login(self, *, fresh: bool = False) -> None:
+        lock = _LOCKS.setdefault((id(asyncio.get_running_loop()), self._key), asyncio.Lock())
+        async with lock:  # one login per deployment/user however many tools run at once
+            hit = _TOKENS.get(self._key)
+            if hit and not fresh and hit[1] - time.time() > _REUSE_MARGIN:
+                self._auth, self._reused = _Bearer(hit[0]), True
+                return
+            token = await self._login_request()
+            _TOKENS[self._key] = (token, _jwt_exp(token) or time.time() + _DEFAULT_TTL)
+            self._auth, self._reused, self._csrf = _Bearer(token), False, None
+
+    async def _login_request(self) -> str:
+        resp = await self.ctx.http.request(
+            "POST",
+            self.base + "/api/v1/security/login",
+            json={
+                "username": self._cred.get("username"),
+                "password": self._cred.get("password"),
+                "provider": "db",
+                "refresh": False,
+            },
+            auth=None,  # the login itself carries the credentials in its body
+        )
+        if resp.status_code >= 400:
+            raise UpstreamError(self.ctx.integration, resp.status_code, _detail(resp))
+        token = resp.json().get("access_token")
+        if not token:
+            raise UpstreamError(self.ctx.integration, resp.status_code, "login returned no access_token")
+        return str(token)
+
+    async def _send(self, method: str, path: str, params: Any, json: Any, headers: Any) -> httpx.Response:
+        resp: httpx.Response = await self.ctx.http.request(
+            method, self.base + path, params=compact(params), json=json, headers=headers, auth=self._auth
+        )
+        return resp
 
     async def request(
         self, method: str, path: str, *, params: Any = None, json: Any = None, headers: Any = None
     ) -> httpx.Response:
-        resp: httpx.Response = await self.ctx.http.request(
-            method, self.base + path, params=compact(params), json=json, headers=headers, auth=self._auth
-        )
+        resp = await self._send(method, path, params, json, headers)
+        if resp.status_code == 401 and self._reused:  # the reused token was revoked or expired early
+            await self.login(fresh=True)
+            if headers and "X-CSRFToken" in headers:
+                headers = {**headers, "X-CSRFToken": await self._csrf_token()}
+            resp = await self._send(method, path, params, json, headers)
         if resp.status_code >= 400:
             raise UpstreamError(self.ctx.integration, resp.status_code, _detail(resp))
         return resp
@@ -105,10 +176,13 @@ class Session:
     async def get(self, path: str, params: Any = None) -> Any:
         return (await self.request("GET", path, params=params)).json()
 
-    async def post(self, path: str, json: Any) -> Any:
+    async def _csrf_token(self) -> str:
         if self._csrf is None:
-            self._csrf = (await self.get("/api/v1/security/csrf_token/")).get("result") or ""
-        headers = {"X-CSRFToken": self._csrf, "Referer": self.base + "/sqllab/"}
+            self._csrf = str((await self.get("/api/v1/security/csrf_token/")).get("result") or "")
+        return self._csrf
+
+    async def post(self, path: str, json: Any) -> Any:
+        headers = {"X-CSRFToken": await self._csrf_token(), "Referer": self.base + "/sqllab/"}
         return (await self.request("POST", path, json=json, headers=headers)).json()
 
 
@@ -120,23 +194,9 @@ async def login(ctx: Any) -> Session:
         raise ValueError(
             "The Superset connection has no valid base URL (e.g. https://superset.example.com); reconnect."
         )
-    resp = await ctx.http.request(
-        "POST",
-        base + "/api/v1/security/login",
-        json={
-            "username": cred.get("username"),
-            "password": cred.get("password"),
-            "provider": "db",
-            "refresh": False,
-        },
-        auth=None,  # the login itself carries the credentials in its body
-    )
-    if resp.status_code >= 400:
-        raise UpstreamError(ctx.integration, resp.status_code, _detail(resp))
-    token = resp.json().get("access_token")
-    if not token:
-        raise UpstreamError(ctx.integration, resp.status_code, "login returned no access_token")
-    return Session(ctx, base, token)
+    session = Session(ctx, base, cred)
+    await session.login()
+    return session
 
 
 def _list_q(
