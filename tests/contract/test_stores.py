@@ -279,3 +279,133 @@ def test_external_servers_roundtrip_and_isolation(stores: Stores) -> None:
     assert servers.delete("usr_a", "linear") is False
     assert servers.list_for("usr_a") == [acme]
     assert servers.get("usr_b", "linear") == theirs
+
+
+# -- OAuth authorization server: clients, codes, refresh tokens -------------------------------------------
+
+
+def test_oauth_clients_roundtrip(stores: Stores) -> None:
+    from workbench.stores import OAuthClient
+
+    assert stores.oauth_clients is not None
+    client = OAuthClient(
+        "cl_1",
+        "Claude Code",
+        ("http://127.0.0.1:33418/callback", "https://app.example/cb"),
+        "none",
+        ("authorization_code", "refresh_token"),
+        NOW,
+        None,
+        {"client_name": "Claude Code", "scope": "mcp", "nested": {"a": [1, 2]}},
+    )
+    stores.oauth_clients.put(client)
+    assert stores.oauth_clients.get("cl_1") == client
+    assert stores.oauth_clients.get("cl_nope") is None
+    confidential = replace(
+        client,
+        client_id="cl_2",
+        token_endpoint_auth_method="client_secret_post",
+        client_secret_hash="ab" * 32,
+    )
+    stores.oauth_clients.put(confidential)
+    assert stores.oauth_clients.get("cl_2") == confidential
+
+
+def _code(code_hash: str = "h1", user: str = "usr_a", client: str = "cl_1") -> Any:
+    from workbench.stores import AuthorizationCode
+
+    return AuthorizationCode(
+        code_hash,
+        client,
+        "Claude",
+        user,
+        "http://127.0.0.1/cb",
+        "chal",
+        "https://gw/mcp",
+        "mcp",
+        "fam_1",
+        True,
+        NOW + 60,
+        NOW,
+    )
+
+
+def test_authorization_codes_are_single_use(stores: Stores) -> None:
+    codes = stores.oauth_codes
+    assert codes is not None
+    codes.put(_code())
+    first = codes.consume("h1")
+    assert first == _code()  # as it was: unused
+    replay = codes.consume("h1")
+    assert replay == replace(_code(), used=True)  # a replay is recognisable
+    assert codes.consume("h_unknown") is None
+
+
+def test_concurrent_code_consume_has_one_unused_winner(stores: Stores) -> None:
+    codes = stores.oauth_codes
+    assert codes is not None
+    codes.put(_code("h_race"))
+    got = _race(5, lambda _: codes.consume("h_race"))
+    assert [g.used for g in got].count(False) == 1
+
+
+def test_authorization_codes_delete_for_user_and_client(stores: Stores) -> None:
+    codes = stores.oauth_codes
+    assert codes is not None
+    for c in (_code("h1"), _code("h2"), _code("h3", client="cl_other"), _code("h4", user="usr_b")):
+        codes.put(c)
+    assert codes.delete_for("usr_a", "cl_1") == 2
+    assert codes.consume("h1") is None and codes.consume("h2") is None
+    assert codes.consume("h3") is not None and codes.consume("h4") is not None
+    assert codes.delete_for("usr_a", "cl_1") == 0
+
+
+def _token(
+    token_hash: str, family: str = "fam_1", user: str = "usr_a", client: str = "cl_1", at: float = NOW
+) -> Any:
+    from workbench.stores import RefreshToken
+
+    return RefreshToken(
+        token_hash, family, user, client, "Claude", "https://gw/mcp", "mcp", at, NOW, NOW + 86_400
+    )
+
+
+def test_refresh_tokens_rotate_once(stores: Stores) -> None:
+    tokens = stores.oauth_refresh
+    assert tokens is not None
+    tokens.put(_token("t1"))
+    assert tokens.get("t1") == _token("t1")
+    assert tokens.rotate("t1") == _token("t1")
+    assert tokens.rotate("t1") == replace(_token("t1"), rotated=True)  # reuse detected
+    assert tokens.get("t1") == replace(_token("t1"), rotated=True)
+    assert tokens.rotate("t_unknown") is None
+    assert tokens.get("t_unknown") is None
+
+
+def test_concurrent_refresh_rotation_has_one_winner(stores: Stores) -> None:
+    tokens = stores.oauth_refresh
+    assert tokens is not None
+    tokens.put(_token("t_race"))
+    got = _race(5, lambda _: tokens.rotate("t_race"))
+    assert [g.rotated for g in got].count(False) == 1
+
+
+def test_refresh_token_family_revocation_and_listing(stores: Stores) -> None:
+    tokens = stores.oauth_refresh
+    assert tokens is not None
+    tokens.put(_token("t1", at=NOW))
+    tokens.rotate("t1")
+    tokens.put(_token("t2", at=NOW + 10))  # successor in the same family
+    tokens.put(_token("t3", family="fam_2", at=NOW + 5))
+    tokens.put(_token("t4", family="fam_3", client="cl_2", at=NOW + 1))
+    tokens.put(_token("t5", family="fam_4", user="usr_b"))
+    assert [t.token_hash for t in tokens.list_for("usr_a")] == ["t1", "t4", "t3", "t2"]
+    assert tokens.list_for("usr_a")[0].rotated is True
+    assert tokens.revoke_family("fam_1") == 2
+    assert tokens.get("t1") is None and tokens.get("t2") is None
+    assert tokens.revoke_family("fam_1") == 0
+    assert [t.token_hash for t in tokens.list_for("usr_a")] == ["t4", "t3"]
+    assert tokens.delete_for("usr_a", "cl_2") == 1
+    assert [t.token_hash for t in tokens.list_for("usr_a")] == ["t3"]
+    assert [t.token_hash for t in tokens.list_for("usr_b")] == ["t5"]
+    assert tokens.delete_for("usr_a", "cl_nope") == 0

@@ -11,6 +11,7 @@
 | jots         | JotsTable          | user_id + id; GSI by_share_token     | sparse index                   |
 | signing_keys | SigningKeysTable   | pk + sk (see aws_signing.py)         |                                |
 | external_servers | ExternalServersTable | user_id + name                 | custom apps (external MCP)     |
+| oauth_*      | OAuthTable         | pk + sk (clients, codes, refresh tokens, and their index items) | TTL `ttl` |
 
 TTL deletion is lazy (up to days late), so every read of an expiring record checks `expires_at`
 itself. Wherever two Lambda instances may race, the write is conditional. The boto3 client is
@@ -31,11 +32,14 @@ from workbench.errors import ConflictError
 from workbench.settings import Settings
 from workbench.stores import (
     ApiKeyRecord,
+    AuthorizationCode,
     Connection,
     ExternalServer,
     Jot,
+    OAuthClient,
     OAuthState,
     PendingConnect,
+    RefreshToken,
     Stores,
     User,
 )
@@ -53,6 +57,7 @@ TABLES: dict[str, str] = {
     "jots": "JotsTable",
     "signing_keys": "SigningKeysTable",
     "external_servers": "ExternalServersTable",
+    "oauth": "OAuthTable",
 }
 
 Item = dict[str, dict[str, Any]]
@@ -595,6 +600,210 @@ class DynamoExternalServers:
         return bool(got.get("Attributes"))
 
 
+# -- OAuth authorization server (one table, pk + sk) --------------------------------------------------
+#
+#   client        pk "client#<client_id>"          sk "-"       body (JSON)
+#   code          pk "code#<code_hash>"            sk "-"       body, used (BOOL), ttl
+#   code link     pk "codes#<user>#<client_id>"    sk <hash>    ttl            (delete_for)
+#   token         pk "token#<token_hash>"          sk "-"       body, rotated (BOOL), ttl
+#   family link   pk "family#<family_id>"          sk <hash>    ttl            (revoke_family)
+#   user link     pk "tokens#<user>"               sk <hash>    client_id, ttl (list_for, delete_for)
+#
+# Links are strongly consistent (a Query on the base table, not a GSI), so revoking a family right
+# after a rotation cannot miss the successor. Links are written before the record they point to;
+# a link whose record is gone is skipped and removed. TTL keeps expired codes and tokens for a
+# grace week, so a replay is still recognised (and its family revoked) after expiry.
+
+_OAUTH_GRACE_SECONDS = 7 * 86_400
+_ONE = {"sk": _s("-")}
+
+
+def _record_body(record: Any, *, drop: str) -> str:
+    fields = {k: getattr(record, k) for k in record.__dataclass_fields__ if k != drop}
+    return json.dumps(fields, default=list)
+
+
+class _OAuthTable:
+    def __init__(self, t: DynamoTables) -> None:
+        self.t = t
+        self.table = t.name("oauth")
+
+    def put(self, item: Item) -> None:
+        self.t.client.put_item(TableName=self.table, Item=item)
+
+    def get(self, pk: str) -> Item | None:
+        got = self.t.client.get_item(TableName=self.table, Key={"pk": _s(pk), **_ONE}, ConsistentRead=True)
+        item: Item | None = got.get("Item")
+        return item
+
+    def links(self, pk: str) -> list[Item]:
+        return list(
+            self.t.query(
+                TableName=self.table,
+                KeyConditionExpression="pk = :pk",
+                ExpressionAttributeValues={":pk": _s(pk)},
+                ConsistentRead=True,
+            )
+        )
+
+    def delete(self, pk: str, sk: str = "-") -> Item | None:
+        got = self.t.client.delete_item(
+            TableName=self.table, Key={"pk": _s(pk), "sk": _s(sk)}, ReturnValues="ALL_OLD"
+        )
+        old: Item | None = got.get("Attributes") or None
+        return old
+
+    def set_flag(self, pk: str, flag: str) -> Item | None:
+        """Atomically set a BOOL flag on an existing record; the record as it was, or None."""
+        got = self.t.conditional(
+            "update_item",
+            TableName=self.table,
+            Key={"pk": _s(pk), **_ONE},
+            UpdateExpression="SET #f = :t",
+            ConditionExpression="attribute_exists(pk)",
+            ExpressionAttributeNames={"#f": flag},
+            ExpressionAttributeValues={":t": _bool(True)},
+            ReturnValues="ALL_OLD",
+        )
+        old: Item | None = got.get("Attributes") if got else None
+        return old
+
+
+class DynamoOAuthClients:
+    def __init__(self, t: DynamoTables) -> None:
+        self.o = _OAuthTable(t)
+
+    def put(self, client: OAuthClient) -> None:
+        body = {k: getattr(client, k) for k in client.__dataclass_fields__}
+        self.o.put(
+            {"pk": _s(f"client#{client.client_id}"), **_ONE, "body": _s(json.dumps(body, default=list))}
+        )
+
+    def get(self, client_id: str) -> OAuthClient | None:
+        item = self.o.get(f"client#{client_id}")
+        if item is None:
+            return None
+        body = json.loads(_get_s(item, "body"))
+        body["redirect_uris"] = tuple(body["redirect_uris"])
+        body["grant_types"] = tuple(body["grant_types"])
+        return OAuthClient(**body)
+
+
+class DynamoAuthorizationCodes:
+    def __init__(self, t: DynamoTables) -> None:
+        self.o = _OAuthTable(t)
+
+    @staticmethod
+    def _code(item: Item) -> AuthorizationCode:
+        body = json.loads(_get_s(item, "body"))
+        return AuthorizationCode(**body, used=bool(item["used"]["BOOL"]))
+
+    def put(self, code: AuthorizationCode) -> None:
+        ttl = _ttl(code.expires_at + _OAUTH_GRACE_SECONDS)
+        self.o.put({"pk": _s(f"codes#{code.user_id}#{code.client_id}"), "sk": _s(code.code_hash), "ttl": ttl})
+        self.o.put(
+            {
+                "pk": _s(f"code#{code.code_hash}"),
+                **_ONE,
+                "body": _s(_record_body(code, drop="used")),
+                "used": _bool(code.used),
+                "ttl": ttl,
+            }
+        )
+
+    def consume(self, code_hash: str) -> AuthorizationCode | None:
+        old = self.o.set_flag(f"code#{code_hash}", "used")
+        return self._code(old) if old else None
+
+    def delete_for(self, user_id: str, client_id: str) -> int:
+        link_pk = f"codes#{user_id}#{client_id}"
+        deleted = 0
+        for link in self.o.links(link_pk):
+            code_hash = _get_s(link, "sk")
+            if self.o.delete(f"code#{code_hash}") is not None:
+                deleted += 1
+            self.o.delete(link_pk, code_hash)
+        return deleted
+
+
+class DynamoRefreshTokens:
+    def __init__(self, t: DynamoTables) -> None:
+        self.o = _OAuthTable(t)
+
+    @staticmethod
+    def _token(item: Item) -> RefreshToken:
+        body = json.loads(_get_s(item, "body"))
+        return RefreshToken(**body, rotated=bool(item["rotated"]["BOOL"]))
+
+    def put(self, token: RefreshToken) -> None:
+        ttl = _ttl(token.expires_at + _OAUTH_GRACE_SECONDS)
+        self.o.put({"pk": _s(f"family#{token.family_id}"), "sk": _s(token.token_hash), "ttl": ttl})
+        self.o.put(
+            {
+                "pk": _s(f"tokens#{token.user_id}"),
+                "sk": _s(token.token_hash),
+                "client_id": _s(token.client_id),
+                "ttl": ttl,
+            }
+        )
+        self.o.put(
+            {
+                "pk": _s(f"token#{token.token_hash}"),
+                **_ONE,
+                "body": _s(_record_body(token, drop="rotated")),
+                "rotated": _bool(token.rotated),
+                "ttl": ttl,
+            }
+        )
+
+    def get(self, token_hash: str) -> RefreshToken | None:
+        item = self.o.get(f"token#{token_hash}")
+        return self._token(item) if item else None
+
+    def rotate(self, token_hash: str) -> RefreshToken | None:
+        old = self.o.set_flag(f"token#{token_hash}", "rotated")
+        return self._token(old) if old else None
+
+    def _delete_token(self, token_hash: str) -> RefreshToken | None:
+        old = self.o.delete(f"token#{token_hash}")
+        if old is None:
+            return None
+        token = self._token(old)
+        self.o.delete(f"family#{token.family_id}", token_hash)
+        self.o.delete(f"tokens#{token.user_id}", token_hash)
+        return token
+
+    def revoke_family(self, family_id: str) -> int:
+        deleted = 0
+        for link in self.o.links(f"family#{family_id}"):
+            token_hash = _get_s(link, "sk")
+            if self._delete_token(token_hash) is not None:
+                deleted += 1
+            self.o.delete(f"family#{family_id}", token_hash)
+        return deleted
+
+    def list_for(self, user_id: str) -> list[RefreshToken]:
+        tokens = []
+        for link in self.o.links(f"tokens#{user_id}"):
+            token = self.get(_get_s(link, "sk"))
+            if token is None:
+                self.o.delete(f"tokens#{user_id}", _get_s(link, "sk"))  # a dangling link
+            else:
+                tokens.append(token)
+        return sorted(tokens, key=lambda t: t.created_at)
+
+    def delete_for(self, user_id: str, client_id: str) -> int:
+        deleted = 0
+        for link in self.o.links(f"tokens#{user_id}"):
+            if _get_s(link, "client_id") != client_id:
+                continue
+            token_hash = _get_s(link, "sk")
+            if self._delete_token(token_hash) is not None:
+                deleted += 1
+            self.o.delete(f"tokens#{user_id}", token_hash)
+        return deleted
+
+
 def dynamodb_stores(settings: Settings, *, client: Any | None = None) -> Stores:
     """Every store over DynamoDB; one (lazily created) client shared by all of them."""
     tables = DynamoTables(settings, client)
@@ -608,4 +817,7 @@ def dynamodb_stores(settings: Settings, *, client: Any | None = None) -> Stores:
         jots=DynamoJots(tables),
         extra={"dynamodb": tables},
         external_servers=DynamoExternalServers(tables),
+        oauth_clients=DynamoOAuthClients(tables),
+        oauth_codes=DynamoAuthorizationCodes(tables),
+        oauth_refresh=DynamoRefreshTokens(tables),
     )

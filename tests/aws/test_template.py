@@ -1,0 +1,306 @@
+"""template.yaml invariants, and `sam validate --lint` / `sam build` (aws-sam-cli from its own venv)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+from workbench.stores.dynamodb import TABLES
+
+from tests.support.aws import load_template
+from tests.support.processes import REPO
+
+T = load_template()
+RESOURCES: dict[str, Any] = T["Resources"]
+FUNCTIONS = {k: v for k, v in RESOURCES.items() if v["Type"] == "AWS::Serverless::Function"}
+TABLE_IDS = {k for k, v in RESOURCES.items() if v["Type"] == "AWS::DynamoDB::Table"}
+
+# Which tables each function may touch at all (least privilege), and which only read.
+ALLOWED = {
+    "McpFunction": {
+        "UsersTable",
+        "ApiKeysTable",
+        "ConnectionsTable",
+        "PendingTable",
+        "AuditTable",
+        "VaultTable",
+        "JotsTable",
+        "SigningKeysTable",
+        "ExternalServersTable",
+    },
+    "RestFunction": {
+        "UsersTable",
+        "ApiKeysTable",
+        "ConnectionsTable",
+        "AuditTable",
+        "VaultTable",
+        "JotsTable",
+        "SigningKeysTable",
+        "ExternalServersTable",
+    },
+    "WebFunction": TABLE_IDS,
+    "ProxyFunction": {"UsersTable", "ConnectionsTable", "AuditTable", "SigningKeysTable"},
+}
+READ_ONLY = {("McpFunction", "UsersTable"), ("McpFunction", "ApiKeysTable"), ("ProxyFunction", "UsersTable")}
+USER_DATA = {
+    "UsersTable",
+    "ApiKeysTable",
+    "ConnectionsTable",
+    "AuditTable",
+    "VaultTable",
+    "JotsTable",
+    "ExternalServersTable",
+    "OAuthTable",
+    "SigningKeysTable",
+}
+
+
+def _refs(value: Any) -> set[str]:
+    """Every logical id a (parsed) template value refers to."""
+    found: set[str] = set()
+    if isinstance(value, dict):
+        for key, inner in value.items():
+            if key == "Ref" and isinstance(inner, str):
+                found.add(inner)
+            elif key == "Fn::GetAtt":
+                found.add(inner[0] if isinstance(inner, list) else inner.split(".")[0])
+            else:
+                found |= _refs(inner)
+    elif isinstance(value, list):
+        for inner in value:
+            found |= _refs(inner)
+    return found
+
+
+def _policy_tables(fn: dict[str, Any]) -> dict[str, str]:
+    """table logical id -> "read" | "crud" from the function's SAM policy templates."""
+    out: dict[str, str] = {}
+    for policy in fn["Properties"].get("Policies", []):
+        for name, args in policy.items():
+            if name in ("DynamoDBReadPolicy", "DynamoDBCrudPolicy"):
+                (table,) = _refs(args)
+                out[table] = "read" if name == "DynamoDBReadPolicy" else "crud"
+            elif name == "Statement":
+                for stmt in args:
+                    assert not (_refs(stmt.get("Resource")) & TABLE_IDS), "tables only via policy templates"
+            else:
+                pytest.fail(f"unexpected policy {name}")
+    return out
+
+
+def test_every_store_table_is_declared_and_passed_to_the_functions() -> None:
+    assert set(TABLES.values()) == TABLE_IDS
+    env = T["Globals"]["Function"]["Environment"]["Variables"]
+    for store, logical in TABLES.items():
+        assert env[f"WORKBENCH_TABLE_{store.upper()}"] == {"Ref": logical}
+        assert any(o["Value"] == {"Ref": logical} for o in T["Outputs"].values()), f"{logical} not an output"
+    assert "ApiUrl" in T["Outputs"]
+
+
+@pytest.mark.parametrize("name", sorted(FUNCTIONS))
+def test_function_has_layer_log_retention_timeout_and_only_its_tables(name: str) -> None:
+    fn = FUNCTIONS[name]
+    props = fn["Properties"]
+    layers = props.get("Layers", T["Globals"]["Function"]["Layers"])
+    assert {"Ref": "EngineLayer"} in layers
+    log_group = RESOURCES[props["LoggingConfig"]["LogGroup"]["Ref"]]
+    assert log_group["Type"] == "AWS::Logs::LogGroup"
+    assert log_group["Properties"]["RetentionInDays"] == {"Ref": "LogRetentionDays"}
+    assert T["Globals"]["Function"]["Timeout"] < 30  # API Gateway's integration limit
+    assert props["Handler"] == "app.handler"
+    assert (REPO / props["CodeUri"] / "app.py").exists()
+    tables = _policy_tables(fn)
+    assert set(tables) <= ALLOWED[name], f"{name} may not touch {set(tables) - ALLOWED[name]}"
+    for table, access in tables.items():
+        if (name, table) in READ_ONLY:
+            assert access == "read", f"{name} should only read {table}"
+
+
+def test_only_the_web_function_reads_oauth_and_the_proxy_is_narrow() -> None:
+    for name, fn in FUNCTIONS.items():
+        tables = _policy_tables(fn)
+        assert ("OAuthTable" in tables) == (name == "WebFunction")
+    proxy = _policy_tables(FUNCTIONS["ProxyFunction"])
+    assert not {"PendingTable", "VaultTable", "JotsTable", "ApiKeysTable", "OAuthTable"} & set(proxy)
+
+
+def test_kms_is_symmetric_rotating_and_only_encrypt_decrypt_is_granted() -> None:
+    key = RESOURCES["DataKey"]["Properties"]
+    assert key["KeySpec"] == "SYMMETRIC_DEFAULT" and key["EnableKeyRotation"] is True
+    for fn in FUNCTIONS.values():
+        kms = [
+            s
+            for p in fn["Properties"]["Policies"]
+            for s in p.get("Statement", [])
+            if any(a.startswith("kms:") for a in s["Action"])
+        ]
+        assert len(kms) == 1
+        assert sorted(kms[0]["Action"]) == ["kms:Decrypt", "kms:GenerateDataKey"]
+        assert kms[0]["Resource"] == {"Fn::GetAtt": "DataKey.Arn"}
+
+
+def test_user_data_tables_have_pitr_and_expiring_tables_have_ttl_on_the_adapters_attribute() -> None:
+    for logical in TABLE_IDS:
+        props = RESOURCES[logical]["Properties"]
+        pitr = props.get("PointInTimeRecoverySpecification", {}).get("PointInTimeRecoveryEnabled")
+        assert bool(pitr) == (logical in USER_DATA), logical
+        if logical in USER_DATA:
+            assert RESOURCES[logical]["DeletionPolicy"] == "Retain"
+    for logical in ("PendingTable", "AuditTable", "OAuthTable"):
+        spec = RESOURCES[logical]["Properties"]["TimeToLiveSpecification"]
+        assert spec == {"AttributeName": "ttl", "Enabled": True}
+
+
+def test_no_secret_is_written_in_the_template() -> None:
+    env = T["Globals"]["Function"]["Environment"]["Variables"]
+    secret_vars = {
+        k: v
+        for k, v in env.items()
+        if "SECRET" in k or (k.endswith("_CLIENT_ID") and k != "WORKBENCH_OIDC_CLIENT_ID")
+    }
+    assert "WORKBENCH_SESSION_SECRET" in secret_vars and "WORKBENCH_OIDC_CLIENT_SECRET" in secret_vars
+    for name, value in secret_vars.items():
+        text = value["Fn::Sub"]
+        assert text.startswith("{{resolve:secretsmanager:${SecretName}:SecretString:"), name
+    for name in T["Parameters"]:
+        assert "secret" not in name.lower() or name == "SecretName", f"parameter {name} would hold a secret"
+
+
+def _routes(fn: dict[str, Any]) -> set[tuple[str, str]]:
+    return {
+        (e["Properties"]["Path"], e["Properties"]["Method"])
+        for e in fn["Properties"]["Events"].values()
+        if e["Type"] == "HttpApi"
+    }
+
+
+def test_routes_per_surface() -> None:
+    assert _routes(FUNCTIONS["McpFunction"]) == {("/mcp", "ANY")}
+    assert _routes(FUNCTIONS["RestFunction"]) == {("/rest/{integration}", "ANY")}
+    assert _routes(FUNCTIONS["ProxyFunction"]) == {
+        ("/c/{integration}", "ANY"),
+        ("/c/{integration}/{proxy+}", "ANY"),
+    }
+    web = {path for path, _ in _routes(FUNCTIONS["WebFunction"])}
+    assert {
+        "/.well-known/{proxy+}",
+        "/oauth/{proxy+}",
+        "/authorize",
+        "/token",
+        "/register",
+        "/revoke",
+        "/api/auth/plugin/{integration}/callback",
+        "/api/connect/redeem",
+        "/connect/{id}",
+        "/portal",
+        "/portal/{proxy+}",
+        "/jots/{proxy+}",
+        "/api/auth/oidc/{proxy+}",
+    } == web
+    for fn in FUNCTIONS.values():
+        for event in fn["Properties"]["Events"].values():
+            assert event["Properties"]["ApiId"] == {"Ref": "HttpApi"}
+
+
+def test_nightly_schedule_invokes_rest_with_a_schedule_event() -> None:
+    schedule = RESOURCES["NightlyExportSchedule"]
+    assert schedule["Condition"] == "HasScheduleUser"
+    target = schedule["Properties"]["Target"]
+    assert target["Arn"] == {"Fn::GetAtt": "RestFunction.Arn"}
+    payload = json.loads(target["Input"]["Fn::Sub"].replace("${ScheduleUser}", "svc@example.com"))
+    assert payload["source"] == "workbench.schedule"
+    assert payload["user"] == "svc@example.com"
+    assert payload["integration"] == "superset"
+    assert payload["executions"][0]["tool"] == "superset_export_csv"
+    role = RESOURCES["NightlyExportRole"]["Properties"]["Policies"][0]["PolicyDocument"]["Statement"]
+    assert role == [
+        {"Effect": "Allow", "Action": "lambda:InvokeFunction", "Resource": {"Fn::GetAtt": "RestFunction.Arn"}}
+    ]
+
+
+# -- the real CLI ---------------------------------------------------------------------------------------
+
+
+def _sam() -> str:
+    found = REPO / ".venv-sam" / "bin" / "sam"
+    if found.exists():
+        return str(found)
+    if shutil.which("sam"):
+        return str(shutil.which("sam"))
+    message = "aws-sam-cli is not installed: run `make setup-test` (infra/install-test-deps.sh)"
+    if os.environ.get("CI"):
+        pytest.fail(message)
+    pytest.skip(message)
+
+
+def _sam_env() -> dict[str, str]:
+    """sam build needs python3.12 (the functions' runtime) on PATH; with pyenv, add it alongside."""
+    env = {**os.environ, "SAM_CLI_TELEMETRY": "0", "AWS_DEFAULT_REGION": "us-east-1"}
+    pyenv = shutil.which("pyenv")
+    if pyenv and not shutil.which("python3.12", path=env.get("PATH")):
+        versions = subprocess.run(
+            [pyenv, "versions", "--bare"], capture_output=True, text=True
+        ).stdout.split()
+        current = subprocess.run([pyenv, "version-name"], capture_output=True, text=True).stdout.strip()
+        py312 = next((v for v in versions if v.startswith("3.12")), None)
+        if py312:
+            env["PYENV_VERSION"] = ":".join(dict.fromkeys([*current.split(":"), py312]))
+    return env
+
+
+@pytest.mark.e2e
+def test_sam_validate_lint() -> None:
+    done = subprocess.run(
+        [_sam(), "validate", "--lint", "--template-file", str(REPO / "template.yaml")],
+        cwd=REPO,
+        env=_sam_env(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "is a valid SAM Template" in done.stdout + done.stderr
+
+
+@pytest.mark.e2e
+def test_sam_build_makes_a_layer_with_engine_plugins_and_arm64_wheels(tmp_path: Path) -> None:
+    build = tmp_path / "build"
+    done = subprocess.run(
+        [_sam(), "build", "--template-file", str(REPO / "template.yaml"), "--build-dir", str(build)],
+        cwd=REPO,
+        env=_sam_env(),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    site = build / "EngineLayer" / "python"
+    # `import workbench` / `import workbench_plugins` resolve from /opt/python in Lambda.
+    assert (site / "workbench" / "lambda_runtime.py").exists()
+    assert (site / "workbench" / "stores" / "dynamodb.py").exists()
+    assert (site / "workbench_plugins" / "__init__.py").exists()
+    for package in (
+        "mangum",
+        "aws_lambda_powertools",
+        "aws_xray_sdk",
+        "starlette",
+        "pydantic",
+        "jwt",
+        "httpx",
+    ):
+        assert (site / package).is_dir(), f"{package} missing from the layer"
+    native = [p.name for p in site.rglob("*.so")]
+    assert any(n.startswith("_pydantic_core.cpython-312-aarch64") for n in native), native
+    assert all("x86_64" not in n for n in native), "wheels for the wrong architecture"
+    assert not list(site.rglob("__pycache__"))
+    for surface in ("Mcp", "Rest", "Web", "Proxy"):
+        entry = build / f"{surface}Function" / "app.py"
+        assert entry.exists()
+        assert "boto3" not in entry.read_text()  # thin entries: no AWS SDK, no business rules
+    built = load_template(build / "template.yaml")
+    assert built["Resources"]["EngineLayer"]["Properties"]["ContentUri"] == "EngineLayer"
