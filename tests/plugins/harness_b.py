@@ -21,7 +21,7 @@ import httpx
 
 from tests.support.gateways import make_gateway, principal_for
 
-__all__ = ["Call", "Case", "Plugin", "run_case", "run_error", "tool_names"]
+__all__ = ["Call", "Case", "Plugin", "check_catalog", "run_case", "run_error", "tool_names"]
 
 
 @dataclass
@@ -133,3 +133,24 @@ async def run_error(
 
 def tool_names(module: Any) -> set[str]:
     return {t.name for t in module.TOOLS}
+
+
+def check_catalog(integration: str, module: Any) -> None:
+    """Every tool of the integration: prefixed name under 64 characters, a sentence saying what it
+    does, a valid JSON Schema whose every argument is described."""
+    from jsonschema import Draft202012Validator
+    from workbench.composition import build_registry
+
+    registry = build_registry()
+    manifest = registry.manifest(integration)
+    assert manifest is not None
+    tools = registry.tools_of(integration)
+    assert set(tools) == tool_names(module)
+    for t in tools.values():
+        assert t.name.startswith(manifest.prefix) and len(t.name) < 64, t.name
+        assert len(t.description) >= 20 and t.description.endswith((".", ")")), t.name
+        schema = t.json_schema()
+        Draft202012Validator.check_schema(schema)
+        assert schema["type"] == "object", t.name
+        for prop, spec in schema.get("properties", {}).items():
+            assert spec.get("description"), f"{t.name}.{prop} has no description"

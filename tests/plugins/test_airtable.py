@@ -8,7 +8,7 @@ import httpx
 import pytest
 from workbench_plugins.airtable import tools as airtable_tools
 
-from tests.plugins.harness_b import Call, Case, Plugin, run_case, run_error, tool_names
+from tests.plugins.harness_b import Call, Case, Plugin, check_catalog, run_case, run_error, tool_names
 from tests.support.gateways import make_gateway, principal_for
 
 PLUGIN = Plugin("airtable", {"access_token": "oaa_airtable_tok"}, "Bearer oaa_airtable_tok")
@@ -391,6 +391,10 @@ CASES = [
 
 def test_every_tool_has_a_case() -> None:
     assert tool_names(airtable_tools) == {c.tool for c in CASES}
+
+
+def test_catalog_entries() -> None:
+    check_catalog("airtable", airtable_tools)
 
 
 @pytest.mark.parametrize("case", CASES, ids=str)

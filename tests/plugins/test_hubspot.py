@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from workbench_plugins.hubspot import tools as hubspot_tools
 
-from tests.plugins.harness_b import Call, Case, Plugin, run_case, run_error, tool_names
+from tests.plugins.harness_b import Call, Case, Plugin, check_catalog, run_case, run_error, tool_names
 
 PLUGIN = Plugin(
     "hubspot", {"access_token": "CJSP5qf1KhICAQEYs-gDIIGOBii1_wY"}, "Bearer CJSP5qf1KhICAQEYs-gDIIGOBii1_wY"
@@ -365,6 +365,10 @@ CASES = [
 
 def test_every_tool_has_a_case() -> None:
     assert tool_names(hubspot_tools) == {c.tool for c in CASES}
+
+
+def test_catalog_entries() -> None:
+    check_catalog("hubspot", hubspot_tools)
 
 
 @pytest.mark.parametrize("case", CASES, ids=str)

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from workbench_plugins.linear import tools as lt
 
-from tests.plugins.harness_b import Call, Case, Plugin, run_case, run_error, tool_names
+from tests.plugins.harness_b import Call, Case, Plugin, check_catalog, run_case, run_error, tool_names
 
 PLUGIN = Plugin("linear", {"access_token": "lin_oauth_8f1c"}, "Bearer lin_oauth_8f1c")
 GQL = "https://api.linear.app/graphql"
@@ -401,6 +401,10 @@ def test_documents_select_the_root_field(name: str, root: str) -> None:
     doc = getattr(lt, name)
     assert re.search(rf"^\s+{root}[ ({{]", doc, re.M), doc
     assert doc.count("{") == doc.count("}")
+
+
+def test_catalog_entries() -> None:
+    check_catalog("linear", lt)
 
 
 @pytest.mark.parametrize("case", CASES, ids=str)

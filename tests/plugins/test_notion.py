@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from workbench_plugins.notion import tools as notion_tools
 
-from tests.plugins.harness_b import Call, Case, Plugin, run_case, run_error, tool_names
+from tests.plugins.harness_b import Call, Case, Plugin, check_catalog, run_case, run_error, tool_names
 
 PLUGIN = Plugin("notion", {"access_token": "secret_notion_tok"}, "Bearer secret_notion_tok")
 V = {"notion-version": "2022-06-28"}
@@ -462,6 +462,10 @@ CASES = [
 
 def test_every_tool_has_a_case() -> None:
     assert tool_names(notion_tools) == {c.tool for c in CASES}
+
+
+def test_catalog_entries() -> None:
+    check_catalog("notion", notion_tools)
 
 
 @pytest.mark.parametrize("case", CASES, ids=str)

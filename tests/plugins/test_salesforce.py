@@ -12,7 +12,7 @@ from workbench.registry import Registry
 from workbench.settings import Settings
 from workbench_plugins.salesforce import tools as sf_tools
 
-from tests.plugins.harness_b import Call, Case, Plugin, run_case, run_error, tool_names
+from tests.plugins.harness_b import Call, Case, Plugin, check_catalog, run_case, run_error, tool_names
 
 TOKEN = "00Dxx0000001gPL!AR8AQJXg5oj8jXSgxJfA0lBog.39AsX.LVpxezPwuX5VAIrrbbHMuol7GQxnMeYMN7cj8EoWr78nt1u44zU31IbYNNJguseu"
 INSTANCE = "https://acme.my.salesforce.com"
@@ -401,6 +401,10 @@ CASES = [
 
 def test_every_tool_has_a_case() -> None:
     assert tool_names(sf_tools) == {c.tool for c in CASES}
+
+
+def test_catalog_entries() -> None:
+    check_catalog("salesforce", sf_tools)
 
 
 @pytest.mark.parametrize("case", CASES, ids=str)

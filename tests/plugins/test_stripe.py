@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from workbench_plugins.stripe import tools as stripe_tools
 
-from tests.plugins.harness_b import Call, Case, Plugin, run_case, run_error, tool_names
+from tests.plugins.harness_b import Call, Case, Plugin, check_catalog, run_case, run_error, tool_names
 
 PLUGIN = Plugin(
     "stripe", {"api_key": "sk_test_4eC39HqLyjWDarjtT1zdp7dc"}, "Bearer sk_test_4eC39HqLyjWDarjtT1zdp7dc"
@@ -413,6 +413,10 @@ CASES = [
 
 def test_every_tool_has_a_case() -> None:
     assert tool_names(stripe_tools) == {c.tool for c in CASES}
+
+
+def test_catalog_entries() -> None:
+    check_catalog("stripe", stripe_tools)
 
 
 @pytest.mark.parametrize("case", CASES, ids=str)

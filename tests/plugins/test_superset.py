@@ -11,7 +11,7 @@ import httpx
 import pytest
 from workbench_plugins.superset import tools as st
 
-from tests.plugins.harness_b import Call, Case, Plugin, run_case, run_error, tool_names
+from tests.plugins.harness_b import Call, Case, Plugin, check_catalog, run_case, run_error, tool_names
 from tests.support.gateways import make_gateway, principal_for
 
 JWT = "eyJ0eXAiOiJKV1QiLCJhbGciOiJIUzI1NiJ9.eyJmcmVzaCI6dHJ1ZSwidHlwZSI6ImFjY2VzcyJ9.c2ln"
@@ -501,6 +501,10 @@ def test_every_tool_has_a_case() -> None:
 )
 def test_rison(value: object, encoded: str) -> None:
     assert st.rison(value) == encoded
+
+
+def test_catalog_entries() -> None:
+    check_catalog("superset", st)
 
 
 @pytest.mark.parametrize("case", CASES, ids=str)

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from workbench_plugins.zendesk import tools as zendesk_tools
 
-from tests.plugins.harness_b import Call, Case, Plugin, run_case, run_error, tool_names
+from tests.plugins.harness_b import Call, Case, Plugin, check_catalog, run_case, run_error, tool_names
 
 CRED = {
     "email": "jdoe@example.com",
@@ -329,6 +329,10 @@ CASES = [
 
 def test_every_tool_has_a_case() -> None:
     assert tool_names(zendesk_tools) == {c.tool for c in CASES}
+
+
+def test_catalog_entries() -> None:
+    check_catalog("zendesk", zendesk_tools)
 
 
 @pytest.mark.parametrize("case", CASES, ids=str)

@@ -76,7 +76,7 @@ class ListRecords(Table, Cursor):
     )
     fields: list[str] | None = Field(default=None, description="Only these fields (default: all)")
     sort_field: str | None = Field(default=None, description="Sort by this field")
-    sort_direction: Literal["asc", "desc"] = "asc"
+    sort_direction: Literal["asc", "desc"] = Field(default="asc", description="Sort direction")
 
 
 @tool(
@@ -219,7 +219,7 @@ class FieldSpec(BaseModel):
         description="Airtable field type, e.g. singleLineText, multilineText, number, checkbox, date, email, "
         "singleSelect",
     )
-    description: str | None = None
+    description: str | None = Field(default=None, description="Field description")
     options: dict[str, Any] | None = Field(
         default=None,
         description="Type options, e.g. {'precision': 2} for number, {'choices': [{'name': 'A'}]}",
@@ -233,7 +233,7 @@ def _field_body(spec: FieldSpec) -> dict[str, Any]:
 class CreateTable(BaseId):
     name: str = Field(description="Table name")
     fields: list[FieldSpec] = Field(min_length=1, description="Columns; the first one is the primary field")
-    description: str | None = None
+    description: str | None = Field(default=None, description="Table description")
 
 
 @tool(

@@ -152,11 +152,11 @@ async def search_deals(args: Search, ctx: Any) -> Any:
 
 class CreateContact(BaseModel):
     email: str | None = Field(default=None, description="Email address (HubSpot's unique key for contacts)")
-    firstname: str | None = None
-    lastname: str | None = None
-    phone: str | None = None
+    firstname: str | None = Field(default=None, description="First name")
+    lastname: str | None = Field(default=None, description="Last name")
+    phone: str | None = Field(default=None, description="Phone number")
     company: str | None = Field(default=None, description="Company name (text property)")
-    jobtitle: str | None = None
+    jobtitle: str | None = Field(default=None, description="Job title")
     properties: dict[str, str] | None = Field(
         default=None, description="Any other contact properties by name"
     )

@@ -234,7 +234,7 @@ async def create_issue(args: CreateIssue, ctx: Any) -> Any:
 
 
 class UpdateIssue(IssueId):
-    title: str | None = None
+    title: str | None = Field(default=None, description="New title")
     description: str | None = Field(default=None, description="New Markdown description")
     priority: int | None = Field(
         default=None, ge=0, le=4, description="0 none, 1 urgent, 2 high, 3 medium, 4 low"

@@ -322,7 +322,9 @@ class CreateRefund(BaseModel):
     amount: int | None = Field(
         default=None, ge=1, description="Partial amount in the smallest unit; omitted: all"
     )
-    reason: Literal["duplicate", "fraudulent", "requested_by_customer"] | None = None
+    reason: Literal["duplicate", "fraudulent", "requested_by_customer"] | None = Field(
+        default=None, description="Why the payment is refunded"
+    )
 
 
 @tool("stripe_create_refund", "Refund a Stripe payment, fully or partly.", CreateRefund)

@@ -113,8 +113,10 @@ class SearchTickets(BaseModel):
     )
     perPage: int = Field(default=25, ge=1, le=100, description="Results per page (max 100)")
     cursor: str | None = Field(default=None, description="nextCursor (page number) from the previous call")
-    sort_by: Literal["updated_at", "created_at", "priority", "status", "ticket_type"] | None = None
-    sort_order: Literal["asc", "desc"] = "desc"
+    sort_by: Literal["updated_at", "created_at", "priority", "status", "ticket_type"] | None = Field(
+        default=None, description="Sort field (default: relevance)"
+    )
+    sort_order: Literal["asc", "desc"] = Field(default="desc", description="Sort direction, with sort_by")
 
 
 @tool(
@@ -148,9 +150,13 @@ class CreateTicket(BaseModel):
     body: str = Field(min_length=1, description="First comment (the problem description)")
     requester_email: str | None = Field(default=None, description="Requester's email (created if unknown)")
     requester_name: str | None = Field(default=None, description="Requester's name, for a new requester")
-    priority: Literal["urgent", "high", "normal", "low"] | None = None
-    type: Literal["problem", "incident", "question", "task"] | None = None
-    tags: list[str] | None = None
+    priority: Literal["urgent", "high", "normal", "low"] | None = Field(
+        default=None, description="Ticket priority"
+    )
+    type: Literal["problem", "incident", "question", "task"] | None = Field(
+        default=None, description="Ticket type"
+    )
+    tags: list[str] | None = Field(default=None, description="Tags to set")
     assignee_id: int | None = Field(default=None, description="Agent to assign")
     group_id: int | None = Field(default=None, description="Group to assign")
 
@@ -178,11 +184,15 @@ async def create_ticket(args: CreateTicket, ctx: Any) -> Any:
 
 
 class UpdateTicket(TicketId):
-    status: Literal["new", "open", "pending", "hold", "solved", "closed"] | None = None
-    priority: Literal["urgent", "high", "normal", "low"] | None = None
-    assignee_id: int | None = None
-    group_id: int | None = None
-    subject: str | None = None
+    status: Literal["new", "open", "pending", "hold", "solved", "closed"] | None = Field(
+        default=None, description="New status (solved/closed to resolve)"
+    )
+    priority: Literal["urgent", "high", "normal", "low"] | None = Field(
+        default=None, description="New priority"
+    )
+    assignee_id: int | None = Field(default=None, description="Agent to assign")
+    group_id: int | None = Field(default=None, description="Group to assign")
+    subject: str | None = Field(default=None, description="New subject")
     tags: list[str] | None = Field(default=None, description="Replace the ticket's tags")
 
 
@@ -251,10 +261,10 @@ async def search_users(args: SearchUsers, ctx: Any) -> Any:
 
 
 class CreateUser(BaseModel):
-    name: str = Field(min_length=1)
-    email: str | None = None
-    role: Literal["end-user", "agent", "admin"] = "end-user"
-    organization_id: int | None = None
+    name: str = Field(min_length=1, description="Full name")
+    email: str | None = Field(default=None, description="Email address")
+    role: Literal["end-user", "agent", "admin"] = Field(default="end-user", description="User role")
+    organization_id: int | None = Field(default=None, description="Organization to add the user to")
 
 
 @tool("zendesk_create_user", "Create a Zendesk user (an end user/customer by default).", CreateUser)
