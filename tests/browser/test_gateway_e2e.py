@@ -147,7 +147,12 @@ async def test_bridge_refuses_other_origins_other_users_and_bad_input(gateway_pr
         assert (r.status_code, r.json()["error"]) == (403, "ACCOUNT_MISMATCH")
 
         # Malformed input is refused with the failing field.
-        for bad in ({"type": "click", "x": 2, "y": 0}, {"type": "key", "key": "F13"}, {"type": "launch"}):
+        for bad in (
+            {"type": "click", "x": 2, "y": 0},
+            {"type": "key", "key": "F13"},
+            {"type": "launch"},
+            {"type": "text", "text": "a", "script": "alert(1)"},
+        ):
             r = await http.post(f"{page_url}/input", json=bad, headers=hdrs(mine, run.base))
             assert (r.status_code, r.json()["error"]) == (400, "INVALID_INPUT")
         # Done before any browser session exists, then before signing in.

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import secrets
 from collections.abc import AsyncIterator
@@ -27,7 +28,7 @@ from html import escape
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, Field, TypeAdapter, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
@@ -105,30 +106,41 @@ def cookies_for_domain(cookies: list[dict[str, Any]], domain: str) -> list[dict[
 # -- input shapes ------------------------------------------------------------------------------------
 
 
-class _Click(BaseModel):
+class _Input(BaseModel):
+    # Schemas are built on first use, not at import (cold start).
+    model_config = ConfigDict(defer_build=True, extra="forbid")
+
+
+class _Click(_Input):
     type: Literal["click"]
     x: float = Field(ge=0, le=1, description="fraction of the frame width")
     y: float = Field(ge=0, le=1, description="fraction of the frame height")
 
 
-class _Text(BaseModel):
+class _Text(_Input):
     type: Literal["text"]
     text: str = Field(min_length=1, max_length=2000)
 
 
-class _Key(BaseModel):
+class _Key(_Input):
     type: Literal["key"]
     key: str
 
 
-class _Scroll(BaseModel):
+class _Scroll(_Input):
     type: Literal["scroll"]
     x: float = Field(ge=0, le=1)
     y: float = Field(ge=0, le=1)
     deltaY: float = Field(ge=-5000, le=5000)  # wire name
 
 
-_INPUT = TypeAdapter(Annotated[_Click | _Text | _Key | _Scroll, Field(discriminator="type")])
+_InputEvent = Annotated[_Click | _Text | _Key | _Scroll, Field(discriminator="type")]
+
+
+@functools.cache
+def _input_adapter() -> TypeAdapter[_Click | _Text | _Key | _Scroll]:
+    # Built on first input, not at import: schema building is the costliest part of this module.
+    return TypeAdapter(_InputEvent)
 
 
 # -- the bridge ------------------------------------------------------------------------------------
@@ -268,7 +280,7 @@ class _Bridge:
         if len(raw) > _MAX_INPUT_BYTES:
             return _json({"error": "INVALID_INPUT", "message": "input too large"}, 413)
         try:
-            event = _INPUT.validate_json(raw)
+            event = _input_adapter().validate_json(raw)
         except ValidationError as exc:
             return _json({"error": "INVALID_INPUT", "message": _first_error(exc)}, 400)
         from workbench.browser.page import KEY_NAMES, VIEWPORT
