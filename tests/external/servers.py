@@ -32,6 +32,7 @@ from mcp.server.auth.provider import AccessToken
 from mcp.server.auth.settings import AuthSettings
 from mcp.server.lowlevel import Server
 from mcp.server.mcpserver import Context, MCPServer
+from mcp.shared.exceptions import MCPError
 from starlette.applications import Starlette
 from starlette.routing import Mount
 
@@ -179,6 +180,9 @@ def _odd(script: Scripted) -> Server[Any]:
         if params.name == "headers":  # reports what reached the server, auth included
             headers = dict(ctx.request.headers) if ctx.request is not None else {}
             return types.CallToolResult(content=[types.TextContent(type="text", text=json.dumps(headers))])
+        if params.name == "rpc_fail":  # a JSON-RPC error that quotes the caller's credential
+            key = ctx.request.headers.get("x-api-key", "") if ctx.request is not None else ""
+            raise MCPError(-32000, f"key {key} is not allowed here")
         if params.name == "fail_echo":
             return types.CallToolResult(
                 content=[types.TextContent(type="text", text=f"rejected input: {json.dumps(args)}")],
@@ -247,6 +251,10 @@ def default_odd_tools() -> dict[str, dict[str, Any]]:
             "schema": {"type": "object", "properties": {}},
         },
         "title": {"description": "A PR title", "schema": {"type": "object", "properties": {}}},
+        "rpc_fail": {
+            "description": "Answer with a JSON-RPC error",
+            "schema": {"type": "object", "properties": {}},
+        },
     }
 
 

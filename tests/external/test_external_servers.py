@@ -272,6 +272,7 @@ async def test_malformed_schema_dropped_with_warning_others_load(
         "odd_headers",
         "odd_lookup",
         "odd_picture",
+        "odd_rpc_fail",
         "odd_slow",
         "odd_title",
     ]

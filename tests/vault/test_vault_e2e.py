@@ -100,6 +100,12 @@ async def test_auth_secret_echoed_by_the_server_is_scrubbed(
     assert json.loads(out["result"])["x-api-key"] == "[REDACTED]"
     assert ups.recorders["odd"].seen[-1].headers["x-api-key"] == SECRET
 
+    failed = await agent.run("odd_rpc_fail")
+    assert failed == {
+        "error": "External server 'odd' answered error -32000: key [REDACTED] is not allowed here"
+    }
+    assert SECRET not in audit_text(gw, agent)
+
 
 async def test_plugin_tool_secret_reaches_upstream_only(
     gw: Gateway, agent: Agent, plugin_upstream: list[httpx.Request], logs: Lines

@@ -93,6 +93,8 @@ class Endpoint:
     url: str
     headers: Mapping[str, str]
     timeout: float  # seconds, a hard cap on each operation
+    # Secret values in the URL or headers: scrubbed from any text the server sends back in an error.
+    secrets: tuple[str, ...] = ()
 
 
 @dataclass(slots=True)
@@ -263,7 +265,10 @@ class McpClient:
             raise ProtocolError(ep.server, f"External server '{ep.server}' sent no answer to {method}.")
         if "error" in reply:
             err = reply["error"] if isinstance(reply["error"], dict) else {}
-            raise RpcError(ep.server, err.get("code"), str(err.get("message", "unknown error")))
+            text = str(err.get("message", "unknown error"))
+            for secret in ep.secrets:
+                text = text.replace(secret, "[REDACTED]")
+            raise RpcError(ep.server, err.get("code"), text)
         result = reply.get("result")
         if not isinstance(result, dict):
             raise ProtocolError(ep.server, f"External server '{ep.server}' sent a malformed {method} result.")

@@ -510,8 +510,9 @@ class ExternalServers:
         refused = self._refused_host(urlsplit(str(url_res.value)).hostname or "")
         if refused:
             raise ExternalError(server.name, f"Custom app '{server.name}' is misconfigured: {refused}.")
-        endpoint = Endpoint(server.name, str(url_res.value), headers, server.timeout_ms / 1000)
-        return endpoint, [s for s in secrets if s]
+        kept = [s for s in secrets if s]
+        endpoint = Endpoint(server.name, str(url_res.value), headers, server.timeout_ms / 1000, tuple(kept))
+        return endpoint, kept
 
 
 # -- helpers -------------------------------------------------------------------------------------
