@@ -12,16 +12,16 @@ from urllib.parse import parse_qs, urlsplit
 import httpx
 import pytest
 from starlette.testclient import TestClient
-
-from tests.connections.plugins.testoauth import make_manifest
-from tests.connections.support import oauth_server, provider_stats
-from tests.support.gateways import make_gateway
 from workbench.auth import Principal
 from workbench.composition import Gateway, build_registry
 from workbench.connections import STATE_TTL_SECONDS
 from workbench.oauth_client import pkce_challenge
 from workbench.registry import CookieAuth, Manifest, NoAuth
 from workbench.web.app import create_web_app
+
+from tests.connections.plugins.testoauth import make_manifest
+from tests.connections.support import oauth_server, provider_stats
+from tests.support.gateways import make_gateway
 
 CLIENT_ID, CLIENT_SECRET = "workbench-testoauth", "plugin-secret-456"
 CALLBACK = "http://127.0.0.1:8787/api/auth/plugin/testoauth/callback"

@@ -124,10 +124,19 @@ def person_connects(link: str, login: str, shots: bool) -> str:
         page.wait_for_url("**/connect/**")
         if shots:
             screenshot(page, "02-connect-link")
+        callbacks: list[str] = []
+        page.on("request", lambda r: callbacks.append(r.url) if "/api/auth/plugin/" in r.url else None)
         page.click("button:has-text('Continue to Test OAuth Provider')")
         sign_in_at(page, login)  # at the plugin's provider
         page.wait_for_url("**/portal/integrations?connected=testoauth")
         assert page.locator("text=testoauth is connected.").count() == 1
+        if shots:
+            # Replaying the provider's redirect (same code, same state) is refused: state is single-use.
+            assert len(callbacks) == 1 and "code=" in callbacks[0] and "state=" in callbacks[0]
+            replay = page.goto(callbacks[0])
+            assert replay is not None and replay.status == 400
+            assert "already used" in page.locator("[role=alert]").inner_text()
+            screenshot(page, "06-callback-replayed")
         if shots:
             screenshot(page, "03-portal-integrations")
             page.goto(link.split("/connect/")[0] + "/portal/api-keys")
@@ -169,11 +178,14 @@ async def test_agent_connect_browser_consent_then_tool_call_carries_provider_tok
         stats = provider_stats(s.provider)
         assert stats["code_grants"] == 1 and stats["api_calls"] == 1 and stats["api_rejected"] == 0
 
-        # What was stored is encrypted: no token text in the SQLite file.
+        # What was stored is encrypted (no token text in the SQLite file), and written once: the replay
+        # above changed nothing.
         db = sqlite3.connect(s.data / "workbench.sqlite3")
-        (blob,) = db.execute("SELECT credential FROM connections WHERE integration = 'testoauth'").fetchone()
+        (blob, version) = db.execute(
+            "SELECT credential, version FROM connections WHERE integration = 'testoauth'"
+        ).fetchone()
         db.close()
-        assert b"access_token" not in bytes(blob)
+        assert b"access_token" not in bytes(blob) and version == 1
 
 
 async def test_twenty_concurrent_calls_across_two_processes_refresh_once_at_the_provider(

@@ -10,8 +10,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from tests.connections.plugins.testoauth import make_manifest
 from workbench.credentials import LEASE_SUFFIX, Credentials
 from workbench.crypto import Cipher, LocalKeyProvider
 from workbench.errors import CredentialError, NotConnected, ReconnectRequired
@@ -20,6 +18,8 @@ from workbench.registry import Manifest
 from workbench.stores import Connection, ConnectionStore
 from workbench.stores.memory import memory_stores
 from workbench.stores.sqlite import sqlite_stores
+
+from tests.connections.plugins.testoauth import make_manifest
 
 MANIFEST = make_manifest("http://127.0.0.1:9")
 KEY = os.urandom(32)
