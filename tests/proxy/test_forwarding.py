@@ -70,6 +70,8 @@ def test_caller_credentials_host_and_forwarding_headers_are_stripped(
             "Cookie": "wb_session=abc; other=1",
             "X-Forwarded-Host": "evil.test",
             "X-Forwarded-For": "10.0.0.1",
+            "X-Original-URL": "/admin",
+            "X-Host": "evil.test",
             "Forwarded": "host=evil.test",
             "X-Smuggled-Token": token,
             "Proxy-Authorization": "Basic eA==",
@@ -84,6 +86,8 @@ def test_caller_credentials_host_and_forwarding_headers_are_stripped(
     for dropped in (
         "x-forwarded-host",
         "x-forwarded-for",
+        "x-original-url",
+        "x-host",
         "forwarded",
         "x-smuggled-token",
         "proxy-authorization",

@@ -62,7 +62,18 @@ _FORWARD_REQUEST = frozenset(
     }
 )
 _FORWARD_REQUEST_PATTERN = re.compile(r"^(x-[a-z0-9-]+|[a-z0-9]+-version)$")
-_NEVER_FORWARD_PREFIXES = ("x-forwarded-", "x-real-ip", "x-amz", "x-workbench", "x-original-", "x-rewrite-")
+# Routing hints some upstream front ends honour (path/host overrides) never pass through.
+_NEVER_FORWARD_PREFIXES = (
+    "x-forwarded-",
+    "x-real-ip",
+    "x-amz",
+    "x-workbench",
+    "x-original-",
+    "x-rewrite-",
+    "x-host",
+    "x-http-host-override",
+    "x-envoy-",
+)
 _RETURN_RESPONSE = frozenset(
     {
         "content-type",
