@@ -196,6 +196,31 @@ async def test_reconnect_and_admin_clear_invalidate(gw: Gateway, agent: Agent, u
     assert ups.recorders["odd"].methods().count("initialize") == 3
 
 
+async def test_reconnect_on_one_instance_invalidates_every_instance(
+    gw: Gateway, agent: Agent, ups: Upstreams, clock: FakeClock
+) -> None:
+    """Caches are per warm instance; a reconnect is seen by all through the stored registration."""
+    from workbench.external import ExternalServers
+
+    assert gw.stores.external_servers is not None
+    other_instance = ExternalServers(
+        gw.stores.external_servers, gw.cipher, gw.vault, gw.registry, clock=clock
+    )
+    await register(agent, name="odd", url=ups.url("odd"))
+    me = agent.principal.user.id
+    assert "odd_fresh" not in [t.name for t in await other_instance.catalog(me)]  # cached there now
+    ups.script.tools["fresh"] = {"description": "A tool added later", "schema": {"type": "object"}}
+    assert "odd_fresh" not in [t.name for t in await other_instance.catalog(me)]
+
+    await agent.run("apps_refresh", name="odd")  # reconnect handled by this instance
+    assert "odd_fresh" in [t.name for t in await other_instance.catalog(me)]
+
+    del ups.script.tools["fresh"]
+    assert gw.external is not None
+    gw.external.clear_cache(me)  # an admin clear for one user reaches the other instance too
+    assert "odd_fresh" not in [t.name for t in await other_instance.catalog(me)]
+
+
 # -- failure table -------------------------------------------------------------------------------
 
 

@@ -90,6 +90,9 @@ class _Entry:
     tools: dict[str, ExternalTool]
     session: McpSession
     expires_at: float
+    # The registration's updated_at when discovered: a reconnect on any instance changes it, so
+    # every instance's cache entry goes stale at once (caches themselves are per instance).
+    stamp: float = 0.0
 
 
 class ExternalServers:
@@ -170,7 +173,7 @@ class ExternalServers:
             timeout_ms=timeout_ms,
             status="ok",
             created_at=existing.created_at if existing else now,
-            updated_at=now,
+            updated_at=self._next_stamp(existing) if existing else now,
         )
         store.put(server)
         self.invalidate(user_id, name)
@@ -294,9 +297,8 @@ class ExternalServers:
         server = store.get(user_id, name)
         if server is None:
             raise NotFound(f"No custom app named '{name}'")
-        if server.status != "ok":
-            server = replace(server, status="ok", updated_at=self.clock())
-            store.put(server)
+        server = replace(server, status="ok", updated_at=self._next_stamp(server))
+        store.put(server)
         self.invalidate(user_id, name)
         out = self.view(server)
         if not server.enabled:
@@ -338,11 +340,20 @@ class ExternalServers:
         self._generation[key] = self._generation.get(key, 0) + 1
 
     def clear_cache(self, user_id: str | None = None) -> int:
-        """Admin clear: drop every cached discovery (or one user's). Returns how many were dropped."""
+        """Admin clear: drop every cached discovery on this instance (or one user's) and return how
+        many were dropped. With a user, their registrations are also re-stamped so every other
+        instance drops its entries too."""
         keys = [k for k in self._cache if user_id is None or k[0] == user_id]
         for key in keys:
             self.invalidate(*key)
+        if user_id is not None and self.store is not None:
+            for server in self.store.list_for(user_id):
+                self.store.put(replace(server, updated_at=self._next_stamp(server)))
         return len(keys)
+
+    def _next_stamp(self, server: ExternalServer) -> float:
+        # Strictly newer than the stored stamp even when the clock has not moved.
+        return max(self.clock(), server.updated_at + 0.001)
 
     # -- catalog ---------------------------------------------------------------------------------
 
@@ -431,7 +442,7 @@ class ExternalServers:
     async def _discover(self, server: ExternalServer) -> _Entry:
         key = (server.user_id, server.name)
         entry = self._cache.get(key)
-        if entry is not None and entry.expires_at > self.clock():
+        if entry is not None and entry.expires_at > self.clock() and entry.stamp == server.updated_at:
             return entry
         pending = self._inflight.get(key)
         if pending is None or pending.done():
@@ -465,7 +476,7 @@ class ExternalServers:
                 continue
             schema = item.get("inputSchema") or {"type": "object", "properties": {}}
             tools[full] = ExternalTool(server.name, full, item["name"], item.get("description") or "", schema)
-        entry = _Entry(tools, session, self.clock() + self.ttl)
+        entry = _Entry(tools, session, self.clock() + self.ttl, server.updated_at)
         key = (server.user_id, server.name)
         if self._generation.get(key, 0) == generation:
             self._cache[key] = entry
@@ -475,7 +486,7 @@ class ExternalServers:
         store = self._require_store()
         current = store.get(server.user_id, server.name)
         if current is not None and current.status != RECONNECT_REQUIRED:
-            store.put(replace(current, status=RECONNECT_REQUIRED, updated_at=self.clock()))
+            store.put(replace(current, status=RECONNECT_REQUIRED, updated_at=self._next_stamp(current)))
         self.invalidate(server.user_id, server.name)
         log_event("external_server_reconnect_required", server=server.name, user=server.user_id)
 
