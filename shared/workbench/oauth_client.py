@@ -14,7 +14,7 @@ import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import parse_qsl, urlencode
+from urllib.parse import parse_qsl, quote, urlencode
 
 import httpx
 
@@ -82,7 +82,8 @@ class ProviderOAuth:
         client_factory: Callable[[], httpx.AsyncClient] | None = None,
     ) -> None:
         self.settings = settings
-        self._transport = transport
+        # Outbound HTTP to providers (tests inject a MockTransport; None means the network).
+        self.transport = transport
         self._client_factory = client_factory
 
     def redirect_uri(self, integration: str) -> str:
@@ -138,21 +139,21 @@ class ProviderOAuth:
     def _http(self) -> httpx.AsyncClient:
         if self._client_factory is not None:
             return self._client_factory()
-        return httpx.AsyncClient(transport=self._transport, timeout=_TIMEOUT)
+        return httpx.AsyncClient(transport=self.transport, timeout=_TIMEOUT)
 
     async def _token_request(self, manifest: Manifest, form: dict[str, str]) -> TokenSet:
         auth = _oauth2(manifest)
         client_id, secret = self.client(manifest)
         form = {**form, "client_id": client_id}
-        if secret:
+        headers = {"Accept": "application/json", "User-Agent": "workbench/0.1"}
+        if secret and auth.token_auth == "client_secret_basic":
+            pair = f"{quote(client_id, safe='')}:{quote(secret, safe='')}".encode()
+            headers["Authorization"] = "Basic " + base64.b64encode(pair).decode("ascii")
+        elif secret:
             form["client_secret"] = secret
         try:
             async with self._http() as http:
-                resp = await http.post(
-                    auth.token_url,
-                    data=form,
-                    headers={"Accept": "application/json", "User-Agent": "workbench/0.1"},
-                )
+                resp = await http.post(auth.token_url, data=form, headers=headers)
         except httpx.HTTPError as exc:
             raise ProviderError("unreachable", f"token endpoint: {type(exc).__name__}") from exc
         body = _parse_body(resp)

@@ -69,6 +69,9 @@ class OAuth2Auth:
     # Extra token-response fields stored with the credential (e.g. Salesforce's `instance_url`,
     # the org's API host, which tools read back with `ctx.credential()`).
     token_fields: tuple[str, ...] = ()
+    # How the token endpoint takes the client secret: in the form body, or as HTTP Basic
+    # (RFC 6749 §2.3.1), which some providers (Notion, Airtable) require.
+    token_auth: Literal["client_secret_post", "client_secret_basic"] = "client_secret_post"
     type: Literal["oauth2"] = "oauth2"
 
 

@@ -21,7 +21,7 @@ import httpx
 
 from tests.support.gateways import make_gateway, principal_for
 
-__all__ = ["Call", "Case", "Plugin", "check_catalog", "run_case", "run_error", "tool_names"]
+__all__ = ["Call", "Case", "Plugin", "check_catalog", "exchange_code", "run_case", "run_error", "tool_names"]
 
 
 @dataclass
@@ -154,3 +154,26 @@ def check_catalog(integration: str, module: Any) -> None:
         assert schema["type"] == "object", t.name
         for prop, spec in schema.get("properties", {}).items():
             assert spec.get("description"), f"{t.name}.{prop} has no description"
+
+
+async def exchange_code(tmp_path: Path, manifest: Any, response: dict[str, Any]) -> tuple[httpx.Request, Any]:
+    """Run the provider OAuth code exchange for `manifest` against a fake token endpoint answering
+    `response`; returns the token request it sent and the resulting TokenSet."""
+    from workbench.oauth_client import ProviderOAuth
+    from workbench.settings import Settings
+
+    sent: list[httpx.Request] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        sent.append(request)
+        return httpx.Response(200, json=response)
+
+    stem = manifest.name.upper()
+    settings = Settings(store="memory", data_dir=tmp_path, public_url="http://127.0.0.1:8787")
+    object.__setattr__(
+        settings, "plugin_env", {f"{stem}_CLIENT_ID": "client-id-1", f"{stem}_CLIENT_SECRET": "s3cr3t/+="}
+    )
+    oauth = ProviderOAuth(settings, transport=httpx.MockTransport(handler))
+    tokens = await oauth.exchange_code(manifest, code="code-123", verifier="v" * 43)
+    assert len(sent) == 1
+    return sent[0], tokens

@@ -2,13 +2,25 @@
 
 from __future__ import annotations
 
+import base64
 from pathlib import Path
+from urllib.parse import parse_qsl
 
 import httpx
 import pytest
+import workbench_plugins.airtable as airtable_pkg
 from workbench_plugins.airtable import tools as airtable_tools
 
-from tests.plugins.harness_b import Call, Case, Plugin, check_catalog, run_case, run_error, tool_names
+from tests.plugins.harness_b import (
+    Call,
+    Case,
+    Plugin,
+    check_catalog,
+    exchange_code,
+    run_case,
+    run_error,
+    tool_names,
+)
 from tests.support.gateways import make_gateway, principal_for
 
 PLUGIN = Plugin("airtable", {"access_token": "oaa_airtable_tok"}, "Bearer oaa_airtable_tok")
@@ -446,3 +458,26 @@ async def test_upstream_error_becomes_tool_error(tmp_path: Path) -> None:
         ],
         'airtable API error 404: Could not find a record with ID "recNope".',
     )
+
+
+async def test_connecting_sends_client_credentials_as_http_basic(tmp_path: Path) -> None:
+    request, tokens = await exchange_code(
+        tmp_path,
+        airtable_pkg.manifest,
+        {
+            "access_token": "oaa_airtable_tok",
+            "refresh_token": "oaa_refresh",
+            "token_type": "Bearer",
+            "scope": "data.records:read data.records:write",
+            "expires_in": 3600,
+            "refresh_expires_in": 5184000,
+        },
+    )
+    assert str(request.url) == "https://airtable.com/oauth2/v1/token"
+    assert (
+        request.headers["authorization"]
+        == "Basic " + base64.b64encode(b"client-id-1:s3cr3t%2F%2B%3D").decode()
+    )
+    form = dict(parse_qsl(request.content.decode()))
+    assert "client_secret" not in form and form["code_verifier"] == "v" * 43
+    assert tokens.credential["refresh_token"] == "oaa_refresh"

@@ -3,11 +3,22 @@
 from __future__ import annotations
 
 from pathlib import Path
+from urllib.parse import parse_qsl
 
 import pytest
+import workbench_plugins.hubspot as hubspot_pkg
 from workbench_plugins.hubspot import tools as hubspot_tools
 
-from tests.plugins.harness_b import Call, Case, Plugin, check_catalog, run_case, run_error, tool_names
+from tests.plugins.harness_b import (
+    Call,
+    Case,
+    Plugin,
+    check_catalog,
+    exchange_code,
+    run_case,
+    run_error,
+    tool_names,
+)
 
 PLUGIN = Plugin(
     "hubspot", {"access_token": "CJSP5qf1KhICAQEYs-gDIIGOBii1_wY"}, "Bearer CJSP5qf1KhICAQEYs-gDIIGOBii1_wY"
@@ -409,3 +420,15 @@ async def test_upstream_error_becomes_tool_error(tmp_path: Path) -> None:
         ],
         "hubspot API error 404: Object not found.  objectId are usually numeric.",
     )
+
+
+async def test_connecting_sends_the_client_secret_in_the_body(tmp_path: Path) -> None:
+    request, _ = await exchange_code(
+        tmp_path,
+        hubspot_pkg.manifest,
+        {"access_token": "CJSP5qf1KhICAQEYs-gDIIGOBii1_wY", "refresh_token": "6f18f21e", "expires_in": 1800},
+    )
+    assert str(request.url) == "https://api.hubapi.com/oauth/v1/token"
+    assert "authorization" not in request.headers
+    form = dict(parse_qsl(request.content.decode()))
+    assert form["client_id"] == "client-id-1" and form["client_secret"] == "s3cr3t/+="

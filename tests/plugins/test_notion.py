@@ -2,12 +2,24 @@
 
 from __future__ import annotations
 
+import base64
 from pathlib import Path
+from urllib.parse import parse_qsl
 
 import pytest
+import workbench_plugins.notion as notion_pkg
 from workbench_plugins.notion import tools as notion_tools
 
-from tests.plugins.harness_b import Call, Case, Plugin, check_catalog, run_case, run_error, tool_names
+from tests.plugins.harness_b import (
+    Call,
+    Case,
+    Plugin,
+    check_catalog,
+    exchange_code,
+    run_case,
+    run_error,
+    tool_names,
+)
 
 PLUGIN = Plugin("notion", {"access_token": "secret_notion_tok"}, "Bearer secret_notion_tok")
 V = {"notion-version": "2022-06-28"}
@@ -507,3 +519,28 @@ async def test_upstream_error_becomes_tool_error(tmp_path: Path) -> None:
         f"notion API error 404: Could not find page with ID: {PAGE_ID}. Make sure the relevant pages and "
         "databases are shared with your integration.",
     )
+
+
+async def test_connecting_sends_client_credentials_as_http_basic(tmp_path: Path) -> None:
+    """Notion's token endpoint takes the client id and secret as HTTP Basic, not in the body."""
+    request, tokens = await exchange_code(
+        tmp_path,
+        notion_pkg.manifest,
+        {
+            "access_token": "secret_notion_tok",
+            "token_type": "bearer",
+            "bot_id": "b3414d659-1224-5ty7-6ffr-cc9d8773drt6",
+            "workspace_name": "Ada's workspace",
+            "workspace_id": "j565j4d7x3-2882-61bs-564a-jj9d9ui-c36hxfr7x",
+            "owner": {"type": "user"},
+        },
+    )
+    assert str(request.url) == "https://api.notion.com/v1/oauth/token"
+    assert (
+        request.headers["authorization"]
+        == "Basic " + base64.b64encode(b"client-id-1:s3cr3t%2F%2B%3D").decode()
+    )
+    form = dict(parse_qsl(request.content.decode()))
+    assert "client_secret" not in form
+    assert form["grant_type"] == "authorization_code" and form["code"] == "code-123"
+    assert tokens.credential == {"access_token": "secret_notion_tok", "token_type": "bearer"}

@@ -5,7 +5,7 @@ manifest = Manifest(
     version="1.0.0",
     display_name="Airtable",
     description="Airtable bases, tables, records and record comments.",
-    # Airtable's OAuth requires PKCE (S256) on the authorization-code flow.
+    # Airtable's OAuth requires PKCE (S256), and HTTP Basic client auth at the token endpoint.
     auth=OAuth2Auth(
         authorize_url="https://airtable.com/oauth2/v1/authorize",
         token_url="https://airtable.com/oauth2/v1/token",
@@ -17,6 +17,7 @@ manifest = Manifest(
             "schema.bases:read",
             "schema.bases:write",
         ),
+        token_auth="client_secret_basic",
     ),
     base_url="https://api.airtable.com",
     tool_prefix="airtable_",
