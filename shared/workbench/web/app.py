@@ -1,8 +1,9 @@
 """The browser-facing web surface: portal sign-in, portal pages, connect links, provider callbacks.
 
-`web_routes(gateway)` is mounted by the local gateway next to /mcp; `create_web_app(gateway)` is
-what the web Lambda function serves. (The OAuth authorization server for MCP clients mounts its
-own routes from workbench.oauth.)
+`web_routes(gateway)` are this package's own routes; the local gateway mounts them next to /mcp and
+the other surfaces. `create_web_app(gateway)` is what the web Lambda function serves: these routes
+plus the other browser-facing ones API Gateway sends to it (the OAuth authorization server for MCP
+clients, the jots host, the live-browser bridge of cookie integrations).
 """
 
 from __future__ import annotations
@@ -29,4 +30,15 @@ def web_routes(gateway: Gateway) -> list[BaseRoute]:
 
 
 def create_web_app(gateway: Gateway) -> Starlette:
-    return Starlette(routes=web_routes(gateway))
+    from workbench.oauth.routes import oauth_routes
+    from workbench.web.browser_bridge import browser_bridge_routes
+    from workbench.web.jots_host import jots_routes
+
+    return Starlette(
+        routes=[
+            *oauth_routes(gateway),
+            *jots_routes(gateway),
+            *web_routes(gateway),
+            *browser_bridge_routes(gateway),
+        ]
+    )

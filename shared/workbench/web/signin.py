@@ -45,6 +45,7 @@ def _oidc(gw: Gateway) -> OidcClient | None:
         s.oidc_client_id,
         s.oidc_client_secret,
         s.public_url.rstrip("/") + "/api/auth/oidc/callback",
+        transport=gw.provider_oauth.transport if gw.provider_oauth else None,
         clock=gw.clock,
     )
 
