@@ -41,7 +41,8 @@ PAGES = {
         "Home",
         "<h1>Welcome home</h1><p id=intro>A page for the browser tools.</p>"
         "<a href='/form'>Form page</a> "
-        "<button id=retitle onclick=\"document.title='Changed'\">Change title</button>",
+        "<button id=retitle onclick=\"document.title='Changed'\">Change title</button> "
+        "<a href='#below'>Jump below</a> <a href='/empty'>Nothing</a><p id=below>Below</p>",
     ),
     "/form": (
         "Form",
@@ -102,6 +103,8 @@ def _handler(site: Site) -> type[BaseHTTPRequestHandler]:
             if parts.path == "/result":
                 name = parse_qs(parts.query).get("name", [""])[0]
                 return self._page("Result", f"<p id=greeting>Hello, {html.escape(name)}!</p>")
+            if parts.path == "/empty":
+                return self._send(204, "")
             if parts.path == "/set-cookie":
                 return self._page("Cookie set", "<p>ok</p>", headers={"Set-Cookie": "mark=user-a; Path=/"})
             if parts.path == "/cookies":

@@ -92,6 +92,21 @@ async def test_click_by_text_follows_the_link_and_by_selector_runs_the_handler(
     assert followed["result"]["url"] == site.url + "/form" and followed["result"]["title"] == "Form"
 
 
+async def test_click_returns_promptly_for_fragment_links_and_empty_responses(
+    browser_gateway: Gateway, site: Site
+) -> None:
+    import time
+
+    email = "fragment@example.com"
+    await run(browser_gateway, email, "browser_navigate", url=site.url + "/")
+    started = time.monotonic()
+    jumped = await run(browser_gateway, email, "browser_click", text="Jump below")
+    assert jumped["result"]["url"] == site.url + "/#below"
+    stayed = await run(browser_gateway, email, "browser_click", text="Nothing")  # a 204: no new document
+    assert stayed["result"]["url"] == site.url + "/#below" and stayed["result"]["title"] == "Home"
+    assert time.monotonic() - started < 10  # neither waited for a load event that never comes
+
+
 async def test_click_errors_name_the_problem(browser_gateway: Gateway, site: Site) -> None:
     email = "clickerr@example.com"
     await run(browser_gateway, email, "browser_navigate", url=site.url + "/")

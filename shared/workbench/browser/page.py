@@ -132,20 +132,31 @@ class BrowserPage:
 
     async def _settle_after(self, action: Callable[[], Awaitable[None]]) -> None:
         """Run an input action; if it starts a main-frame navigation, wait for the new page to load."""
-        started = self.conn.expect(
-            "Page.frameStartedLoading", self.session_id, lambda p: p.get("frameId") == self.target_id
-        )
-        loaded = self.conn.expect("Page.loadEventFired", self.session_id)
+        main_frame = lambda p: p.get("frameId") == self.target_id  # noqa: E731
+        # The renderer asks for a navigation while it handles the input event (before the input
+        # command even answers); loading starts a little later.
+        requested = self.conn.expect("Page.frameRequestedNavigation", self.session_id, main_frame)
+        started = self.conn.expect("Page.frameStartedLoading", self.session_id, main_frame)
+        # Any of these ends it: the new document loaded, loading stopped without one (a 204, a
+        # download), or it was a same-document (#fragment) navigation.
+        ends = [
+            self.conn.expect("Page.loadEventFired", self.session_id),
+            self.conn.expect("Page.frameStoppedLoading", self.session_id, main_frame),
+            self.conn.expect("Page.navigatedWithinDocument", self.session_id, main_frame),
+        ]
         try:
             await action()
-            try:
-                await asyncio.wait_for(asyncio.shield(started), NAV_GRACE)
-            except TimeoutError:
+            begun, _ = await asyncio.wait({requested, started}, timeout=NAV_GRACE)
+            if not begun:
                 return
-            await _wait(loaded, NAV_TIMEOUT, "The page did not finish loading after the action")
+            finished, _ = await asyncio.wait(ends, timeout=NAV_TIMEOUT, return_when=asyncio.FIRST_COMPLETED)
+            if not finished:
+                raise BrowserError(
+                    f"The page did not finish loading after the action within {NAV_TIMEOUT:g}s"
+                )
         finally:
-            _discard(started)
-            _discard(loaded)
+            for waiter in (requested, started, *ends):
+                _discard(waiter)
 
     async def state(self) -> PageState:
         value = await self.evaluate("[location.href, document.title]")
