@@ -18,7 +18,7 @@ import secrets
 from dataclasses import replace
 from html import escape
 from typing import TYPE_CHECKING
-from urllib.parse import parse_qs
+from urllib.parse import parse_qs, urlencode
 
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
@@ -110,9 +110,10 @@ def jots_routes(gateway: Gateway) -> list[BaseRoute]:
         user = signed_in(request)
         if user is None:
             # Same answer for every id, so it says nothing about which jots exist.
+            back = escape("/portal/signin?" + urlencode({"next": request.url.path}), quote=True)
             return _page(
                 "Sign in",
-                '<h1>Sign in to open this jot</h1><p><a href="/">Sign in to Workbench</a> as its owner, '
+                f'<h1>Sign in to open this jot</h1><p><a href="{back}">Sign in to Workbench</a> as its owner, '
                 "or ask the owner for a share link.</p>",
                 401,
             )
