@@ -57,3 +57,22 @@ async def test_vault_host_that_turns_private_is_refused_at_call_time(tmp_path: P
     assert await gw.external.catalog(me.user.id) == []
     with pytest.raises(RuntimeError, match="must not point at a loopback"):
         await gw.external.call(me.user.id, "x", "x_tool", {})
+
+
+@pytest.mark.parametrize(
+    ("url", "message"),
+    [
+        ("https://[::1/mcp", "not a valid URL"),
+        ("https://example.com:99999/mcp", "not a valid URL"),
+        ("ftp://example.com/mcp", "absolute http(s) URL"),
+        ("/relative/mcp", "absolute http(s) URL"),
+        ("http://example.com/mcp", "must use https"),
+        ("https://user:pw@example.com/mcp", "user:password"),
+    ],
+)
+def test_malformed_urls_are_refused(tmp_path: Path, url: str, message: str) -> None:
+    gw = make_gateway(tmp_path, registry=demo_registry())
+    assert gw.external is not None
+    me = principal_for(gw)
+    with pytest.raises(InvalidInput, match=message.replace("(", r"\(").replace(")", r"\)")):
+        gw.external.register(me.user.id, name="x", url=url, enabled=False)

@@ -255,6 +255,8 @@ class McpClient:
             raise Unreachable(ep.server, f"External server '{ep.server}' is unreachable.") from exc
         except httpx.TimeoutException:
             raise
+        except httpx.InvalidURL as exc:
+            raise ProtocolError(ep.server, f"External server '{ep.server}' has an invalid URL.") from exc
         except (httpx.TransportError, httpx.DecodingError) as exc:
             raise Unreachable(ep.server, f"External server '{ep.server}' dropped the connection.") from exc
         except (ValueError, UnicodeDecodeError) as exc:

@@ -183,7 +183,11 @@ class ExternalServers:
         if not isinstance(url, str) or not url or len(url) > 2048:
             raise InvalidInput("url is required (at most 2048 characters)")
         probe = self._template_probe(user_id, url, "url")
-        parts = urlsplit(probe)
+        try:
+            parts = urlsplit(probe)
+            parts.port  # noqa: B018  (parses the port: raises on a bad one)
+        except ValueError as exc:
+            raise InvalidInput(f"url is not a valid URL ({exc})") from None
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise InvalidInput("url must be an absolute http(s) URL")
         if parts.scheme == "http" and parts.hostname not in _LOOPBACK:
@@ -371,6 +375,9 @@ class ExternalServers:
         except ExternalError as exc:
             log_event("external_server_skipped", server=server.name, user=server.user_id, reason=str(exc))
             return []
+        except Exception as exc:  # one user's broken server must never break their search
+            _warn("external_server_failed", server=server.name, user=server.user_id, error=type(exc).__name__)
+            return []
 
     async def lookup(self, principal: Any, name: str) -> tuple[Tool, Manifest] | None:
         """Engine hook: the custom-app tool behind `name` for this principal, if any."""
@@ -518,7 +525,11 @@ class ExternalServers:
             raise ExternalError(server.name, f"Custom app '{server.name}' is misconfigured: {exc}.") from None
         secrets.extend(url_res.secrets)
         # Checked again per call: a {{vault:...}} in the host can change after registration.
-        refused = self._refused_host(urlsplit(str(url_res.value)).hostname or "")
+        try:
+            host = urlsplit(str(url_res.value)).hostname or ""
+        except ValueError:
+            raise ExternalError(server.name, f"Custom app '{server.name}' has an invalid URL.") from None
+        refused = self._refused_host(host)
         if refused:
             raise ExternalError(server.name, f"Custom app '{server.name}' is misconfigured: {refused}.")
         kept = [s for s in secrets if s]
