@@ -68,6 +68,7 @@ class Recorder(ThreadingHTTPServer):
 class _Handler(BaseHTTPRequestHandler):
     server: Recorder
     protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # headers and body go out as separate writes
 
     def log_message(self, format: str, *args: Any) -> None:
         pass

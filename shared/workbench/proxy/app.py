@@ -157,7 +157,9 @@ def _scrub(data: bytes, secrets: list[bytes]) -> bytes:
 class CurlProxy:
     def __init__(self, gateway: Gateway, resolver: Resolver | None = None) -> None:
         self.gw = gateway
-        self.resolver = resolver or system_resolver
+        self.transport = PinnedTransport(
+            resolver or system_resolver, allow_loopback=gateway.settings.proxy_allow_loopback
+        )
 
     async def handle(self, request: Request) -> Response:
         started = time.perf_counter()
@@ -263,10 +265,9 @@ class CurlProxy:
             raw_path=(base.raw_path.rstrip(b"/") + raw_rest.encode("ascii") or b"/")
             + (b"?" + query.encode("latin-1") if query else b"")
         )
-        transport = PinnedTransport(self.resolver, allow_loopback=self.gw.settings.proxy_allow_loopback)
         try:
             async with httpx.AsyncClient(
-                transport=transport, follow_redirects=False, timeout=UPSTREAM_TIMEOUT, trust_env=False
+                transport=self.transport, follow_redirects=False, timeout=UPSTREAM_TIMEOUT, trust_env=False
             ) as client:
                 upstream = await client.request(request.method, target, headers=headers, content=body)
         except Refused as exc:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import socket
+import ssl
 from collections.abc import Awaitable, Callable
 
 import httpx
@@ -38,8 +39,15 @@ class PinnedTransport(httpx.AsyncBaseTransport):
         self.allow_loopback = allow_loopback
         self.max_response_bytes = max_response_bytes
         # A fresh connection pool per request: a pooled connection is keyed by IP, and must never
-        # carry one hostname's credential over a TLS session negotiated for another.
-        self._inner = inner or (lambda: httpx.AsyncHTTPTransport(retries=0, trust_env=False))
+        # carry one hostname's credential over a TLS session negotiated for another. The TLS
+        # context (CA bundle) is built once: loading it costs tens of milliseconds.
+        self._inner = inner or self._default_inner
+        self._ssl: ssl.SSLContext | None = None
+
+    def _default_inner(self) -> httpx.AsyncBaseTransport:
+        if self._ssl is None:
+            self._ssl = httpx.create_ssl_context()
+        return httpx.AsyncHTTPTransport(verify=self._ssl, retries=0, trust_env=False)
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         host = request.url.host
