@@ -3,10 +3,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
-from tests.support.gateways import make_gateway, principal_for
 from workbench.auth import Principal
 from workbench.composition import Gateway
+
+from tests.support.aws import dynalite_endpoint, moto_endpoint
+from tests.support.gateways import make_gateway, principal_for
+
+# One moto server (DynamoDB + KMS) and one dynalite per test session, shared by every test package.
+__all__ = ["dynalite_endpoint", "moto_endpoint"]
 
 
 @pytest.fixture

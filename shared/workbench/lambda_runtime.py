@@ -128,23 +128,33 @@ def reset_instance() -> None:
         _instance.pop("gateway", None)
 
 
-def _resolve(factory: AppFactory | str) -> AppFactory:
+def _resolve(factory: Callable[..., Any] | str) -> Callable[..., Any]:
     if callable(factory):
         return factory
     module, _, name = factory.partition(":")
-    resolved: AppFactory = getattr(importlib.import_module(module), name)
+    resolved: Callable[..., Any] = getattr(importlib.import_module(module), name)
     return resolved
 
 
-def lambda_handler_for(factory: AppFactory | str, *, surface: str | None = None) -> Handler:
+def lambda_handler_for(
+    factory: AppFactory | str,
+    *,
+    surface: str | None = None,
+    direct: Callable[[Gateway, dict[str, Any]], dict[str, Any]] | str | None = None,
+) -> Handler:
     """A Lambda handler serving the ASGI app `factory(gateway)` builds.
 
     `factory` may be a "module:function" string, so the entry file imports nothing heavy.
+    `direct` (also callable or "module:function") handles events that did not come through API
+    Gateway (no requestContext), e.g. EventBridge Scheduler: `direct(gateway, event)`.
     """
     state: dict[str, Any] = {}
     name = surface or (factory if isinstance(factory, str) else getattr(factory, "__module__", "app"))
 
     def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+        if direct is not None and "requestContext" not in event:
+            answer: dict[str, Any] = _resolve(direct)(instance_gateway(event), event)
+            return answer
         adapter = state.get("adapter")
         cold = adapter is None
         if adapter is None:

@@ -7,9 +7,7 @@ from collections.abc import Iterator
 import pytest
 from workbench.settings import Settings
 
-from tests.support.aws import AwsEndpoint, moto_endpoint
-
-__all__ = ["moto_endpoint"]  # session fixture, re-exported for pytest
+from tests.support.aws import AwsEndpoint
 
 
 @pytest.fixture

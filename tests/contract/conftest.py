@@ -7,10 +7,7 @@ from pathlib import Path
 import pytest
 from workbench.stores import Stores
 
-from tests.support.aws import AwsEndpoint, dynalite_endpoint, moto_endpoint
-
-__all__ = ["dynalite_endpoint", "moto_endpoint"]  # session fixtures, re-exported for pytest
-
+from tests.support.aws import AwsEndpoint
 
 BACKENDS = [
     "memory",
