@@ -40,7 +40,6 @@ SDK_MODULE = "mcp.server.streamable_http"
 
 def _bench_registry() -> Any:
     from pydantic import BaseModel
-
     from workbench.composition import build_registry
     from workbench.registry import Manifest, OAuth2Auth
     from workbench.sdk import api
