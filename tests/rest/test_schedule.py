@@ -159,3 +159,32 @@ def test_api_gateway_events_on_the_same_handler_are_http(
     ok = handler(_http_event({"tool": "create_jot", "args": {"title": "via http"}}, key), None)
     assert ok["statusCode"] == 200
     assert json.loads(ok["body"])["result"]["title"] == "via http"
+
+
+def _template_schedule_input() -> dict[str, Any]:
+    """The example schedule's Input from template.yaml, with ${ScheduleUser} filled in."""
+    lines = (REPO / "template.yaml").read_text().splitlines()
+    start = next(i for i, line in enumerate(lines) if line.strip() == "Input: !Sub |")
+    indent = len(lines[start + 1]) - len(lines[start + 1].lstrip())
+    block = []
+    for line in lines[start + 1 :]:
+        if line.strip() and len(line) - len(line.lstrip()) < indent:
+            break
+        block.append(line)
+    parsed: dict[str, Any] = json.loads("\n".join(block).replace("${ScheduleUser}", EMAIL))
+    return parsed
+
+
+@pytest.mark.xfail(
+    reason="template.yaml's example passes {chart_id, format} to superset_export_csv, whose schema "
+    "requires `sql`; reported to the template owner",
+    strict=False,
+)
+def test_the_template_example_schedule_is_a_valid_job(lambda_env: Gateway) -> None:
+    event = _template_schedule_input()
+    assert event["source"] == "workbench.schedule"
+    [execution] = event["executions"]
+    tool = lambda_env.registry.find(execution["tool"])
+    assert tool is not None and tool.integration == event["integration"]
+    assert tool.input_model is not None
+    tool.input_model.model_validate(execution["args"])
