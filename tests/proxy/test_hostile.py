@@ -218,6 +218,9 @@ PATH_CASES = [
     Case("IIS %u dots", "/c/acme/%u002e%u002e/secret", 400),
     Case("encoded fragment", "/c/acme/items%23/../x", 400),
     Case("encoded question mark", "/c/acme/%3f/../x", 400),
+    Case("raw fragment in the request target", "/c/acme/items#/../../admin", 400),
+    # uvicorn routes an absolute-form target by its full text: no route matches it.
+    Case("absolute-form request target", "http://evil.test/c/acme/items", 404),
     Case("integration with userinfo", "/c/acme@evil.test/x", 400),
     Case("integration with port", "/c/acme:80/x", 400),
     Case("encoded integration", "/c/%61cme/items", 400),
