@@ -1,0 +1,104 @@
+"""Two gateway processes share one DynamoDB (+ KMS) endpoint and nothing else: a connect started on
+one is redeemed and completed through the other, and the first sees it CONNECTED.
+
+Real parts: moto_server (DynamoDB + KMS over HTTP, tables created from template.yaml), two
+`workbench serve` processes with WORKBENCH_STORE=dynamodb, oidc-provider as the SSO IdP and as the
+plugin's OAuth provider, the official MCP SDK as the agent, Debian Chromium as the person.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from tests.connections.support import oauth_server, provider_stats
+from tests.connections.test_e2e_connect import (
+    IDP_CLIENT,
+    PLUGIN_CLIENT,
+    PLUGINS,
+    agent,
+    call,
+    person_connects,
+    wait_connected,
+)
+from tests.support.aws import AwsEndpoint
+from tests.support.processes import free_port, local_gateway
+
+pytestmark = pytest.mark.e2e
+
+
+async def test_connect_on_one_instance_completes_through_the_other(
+    moto_endpoint: AwsEndpoint, tmp_path: Path
+) -> None:
+    settings = moto_endpoint.fresh_tables()
+    idp_port, provider_port = free_port(), free_port()
+    idp_url, provider_url = f"http://127.0.0.1:{idp_port}", f"http://127.0.0.1:{provider_port}"
+    env = {
+        **moto_endpoint.env(settings),
+        "WORKBENCH_OIDC_ISSUER": idp_url,
+        "WORKBENCH_OIDC_CLIENT_ID": IDP_CLIENT[0],
+        "WORKBENCH_OIDC_CLIENT_SECRET": IDP_CLIENT[1],
+        "WORKBENCH_EXTRA_PLUGINS": PLUGINS,
+        "WB_TEST_PROVIDER_URL": provider_url,
+        "TESTOAUTH_CLIENT_ID": PLUGIN_CLIENT[0],
+        "TESTOAUTH_CLIENT_SECRET": PLUGIN_CLIENT[1],
+        "WORKBENCH_WAIT_BLOCK_SECONDS": "3",
+    }
+    (tmp_path / "one").mkdir()
+    (tmp_path / "two").mkdir()
+    # Separate data directories: no shared file, no shared memory; only the DynamoDB endpoint.
+    with (
+        local_gateway(tmp_path / "one", extra_env=env) as (one, key),
+        local_gateway(tmp_path / "two", extra_env=env) as (two, _),
+        oauth_server(
+            "idp",
+            client_id=IDP_CLIENT[0],
+            client_secret=IDP_CLIENT[1],
+            redirect_uris=[f"{two}/api/auth/oidc/callback"],
+            port=idp_port,
+            log=tmp_path / "idp.log",
+        ),
+        oauth_server(
+            "provider",
+            client_id=PLUGIN_CLIENT[0],
+            client_secret=PLUGIN_CLIENT[1],
+            redirect_uris=[f"{two}/api/auth/plugin/testoauth/callback"],
+            port=provider_port,
+            log=tmp_path / "provider.log",
+        ),
+    ):
+        assert key, "the first instance printed no first-run API key"
+        async with agent(one, key) as session:
+            started = await call(session, "connect", {"integration": "testoauth"})
+            connection_id = started["connectionId"]
+            assert started["url"] == f"{one}/connect/{connection_id}"
+
+            # One bounded wait on instance one while nobody has connected: PENDING, not reaped.
+            first = await call(
+                session, "wait_for_connection", {"connectionId": connection_id, "timeoutSec": 120}
+            )
+            assert first["status"] == "PENDING"
+
+            waiting = asyncio.create_task(wait_connected(session, connection_id))
+            # The person opens the same connect link on instance two, signs in there and consents.
+            link_on_two = f"{two}/connect/{connection_id}"
+            final_url = await asyncio.to_thread(person_connects, link_on_two, "you@localhost", False)
+            assert final_url.startswith(f"{two}/portal/integrations")
+            assert await asyncio.wait_for(waiting, 60) == {"status": "CONNECTED"}
+
+            # Instance one uses the credential instance two stored (KMS-wrapped, in DynamoDB).
+            ran = await call(
+                session, "execute_tools", {"executions": [{"tool": "testoauth_whoami", "args": {}}]}
+            )
+        who = ran["results"][0]["result"]
+        assert who["sub"] == "you@localhost" and who["client_id"] == PLUGIN_CLIENT[0]
+        assert provider_stats(provider_url)["code_grants"] == 1
+
+    client = moto_endpoint.client()
+    rows = client.scan(TableName=settings.table_name("connections"))["Items"]
+    assert [r["integration"]["S"] for r in rows] == ["testoauth"]
+    assert b"access_token" not in bytes(rows[0]["credential"]["B"])
+    pending = client.scan(TableName=settings.table_name("pending"))["Items"]
+    assert all(not p["pk"]["S"].startswith("state#") for p in pending)  # the OAuth state was taken
