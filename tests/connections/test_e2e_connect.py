@@ -112,6 +112,23 @@ def sign_in_at(page: Any, login: str) -> None:
         page.click("button:has-text('Continue')")
 
 
+def someone_else_opens(link: str, login: str) -> None:
+    """Another Workbench account signs in (at the real IdP) and tries the agent's link."""
+    with chromium() as browser:
+        page = browser.new_context().new_page()
+        page.goto(link)
+        page.click("text=Sign in with SSO")
+        sign_in_at(page, login)
+        page.wait_for_url("**/connect/**")
+        assert "It was created for a different Workbench account" in page.locator("[role=alert]").inner_text()
+        assert page.locator("button:has-text('Continue to')").count() == 0
+        screenshot(page, "07-connect-account-mismatch")
+        token = link.rsplit("/", 1)[1]
+        base = link.split("/connect/")[0]
+        r = page.request.post(f"{base}/api/connect/redeem", data={"token": token})  # JSON, with the session
+        assert (r.status, r.json()) == (403, {"error": "ACCOUNT_MISMATCH"})
+
+
 def person_connects(link: str, login: str, shots: bool) -> str:
     with chromium() as browser:
         page = browser.new_context().new_page()
@@ -163,6 +180,8 @@ async def test_agent_connect_browser_consent_then_tool_call_carries_provider_tok
             assert provider_stats(s.provider)["code_grants"] == 0  # minting contacted no provider
 
             waiting = asyncio.create_task(wait_connected(session, started["connectionId"]))
+            await asyncio.to_thread(someone_else_opens, started["url"], "mallory@example.test")
+            assert provider_stats(s.provider)["code_grants"] == 0
             # The local user of `workbench serve` is you@localhost: sign in at the IdP as that account.
             await asyncio.to_thread(person_connects, started["url"], "you@localhost", True)
             assert await asyncio.wait_for(waiting, 60) == {"status": "CONNECTED"}
