@@ -71,9 +71,6 @@ class Credentials:
         # In-process single flight: concurrent callers on one event loop share one refresh task.
         self._inflight: dict[tuple[int, str, str], asyncio.Task[dict[str, Any]]] = {}
 
-    def set_refresher(self, refresh: Refresher) -> None:
-        self._refresh = refresh
-
     # -- storage -------------------------------------------------------------------------------
 
     def save(

@@ -11,7 +11,6 @@ from __future__ import annotations
 import base64
 import hashlib
 import secrets
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qsl, quote, urlencode
@@ -79,12 +78,10 @@ class ProviderOAuth:
         settings: Settings,
         *,
         transport: httpx.AsyncBaseTransport | None = None,
-        client_factory: Callable[[], httpx.AsyncClient] | None = None,
     ) -> None:
         self.settings = settings
         # Outbound HTTP to providers (tests inject a MockTransport; None means the network).
         self.transport = transport
-        self._client_factory = client_factory
 
     def redirect_uri(self, integration: str) -> str:
         return f"{self.settings.public_url.rstrip('/')}/api/auth/plugin/{integration}/callback"
@@ -137,8 +134,6 @@ class ProviderOAuth:
     # -- internals -------------------------------------------------------------------------------
 
     def _http(self) -> httpx.AsyncClient:
-        if self._client_factory is not None:
-            return self._client_factory()
         return httpx.AsyncClient(transport=self.transport, timeout=_TIMEOUT)
 
     async def _token_request(self, manifest: Manifest, form: dict[str, str]) -> TokenSet:

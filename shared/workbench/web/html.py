@@ -6,7 +6,6 @@ a screen reader, or JavaScript disabled.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from html import escape
 from typing import Any
 
@@ -20,7 +19,6 @@ __all__ = [
     "json_response",
     "notices",
     "redirect",
-    "rows",
 ]
 
 # frame-ancestors 'none' on every portal page: nothing may frame the portal (clickjacking).
@@ -134,10 +132,6 @@ def notices(*pairs: tuple[str, str | None]) -> str:
             role = ' role="alert"' if kind == "error" else ' role="status"'
             out.append(f'<div class="notice {kind}"{role}>{e(message)}</div>')
     return "".join(out)
-
-
-def rows(cells: Iterable[Iterable[str]]) -> str:
-    return "".join("<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in cells)
 
 
 def redirect(url: str, *, status: int = 303) -> Response:
