@@ -1,6 +1,10 @@
-"""REST Lambda entry: build once per instance. API Gateway events go to POST /rest/{integration};
+"""REST Lambda entry: built once per instance. API Gateway events go to POST /rest/{integration};
 direct EventBridge Scheduler invocations (no requestContext) run a scheduled job."""
 
-from workbench.rest.entry import rest_lambda_handler
+from workbench.lambda_runtime import lambda_handler_for
 
-handler = rest_lambda_handler()
+handler = lambda_handler_for(
+    "workbench.rest.app:create_rest_app",
+    surface="rest",
+    direct="workbench.rest.service:handle_schedule_event",
+)
