@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from typing import Any
 
 import pytest
@@ -181,3 +182,36 @@ def test_web_portal_without_session_goes_to_sign_in(lambda_env: Settings) -> Non
     signin = handler(http_api_event("GET", "/portal/signin", route_key="ANY /portal/{proxy+}"), None)
     assert signin["statusCode"] == 200
     assert "text/html" in (header(signin, "content-type") or "")
+
+
+def _tool_call(handler: Any, key: str, name: str, arguments: dict[str, Any]) -> Any:
+    result = handler(_mcp_event(_rpc("tools/call", {"name": name, "arguments": arguments}), token=key), None)
+    assert result["statusCode"] == 200, result
+    return json.loads(response_json(result)["result"]["content"][0]["text"])
+
+
+def test_wait_for_connection_on_lambda_blocks_briefly_then_times_out_only_at_the_agents_deadline(
+    lambda_env: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("WORKBENCH_EXTRA_PLUGINS", "tests.connections.plugins.testoauth")
+    monkeypatch.setenv("WB_TEST_PROVIDER_URL", "http://127.0.0.1:9")  # never contacted here
+    monkeypatch.setenv("TESTOAUTH_CLIENT_ID", "client")
+    monkeypatch.setenv("TESTOAUTH_CLIENT_SECRET", "secret")
+    monkeypatch.setenv("WORKBENCH_WAIT_BLOCK_SECONDS", "1")
+    key = _mint_key(lambda_env)
+    handler = load_entry("mcp").handler
+    started = _tool_call(handler, key, "connect", {"integration": "testoauth"})
+    connection_id = started["connectionId"]
+    pending = build_gateway(lambda_env).stores.pending
+
+    # The agent allows 60 s; one Lambda invocation blocks ~1 s and says "call again", keeping the record.
+    answer = _tool_call(
+        handler, key, "wait_for_connection", {"connectionId": connection_id, "timeoutSec": 60}
+    )
+    assert answer["status"] == "PENDING" and "again" in answer["message"]
+    assert pending.get(connection_id, now=time.time()) is not None
+
+    # Once the agent's own timeout has passed: TIMEOUT, and the record is reaped.
+    answer = _tool_call(handler, key, "wait_for_connection", {"connectionId": connection_id, "timeoutSec": 1})
+    assert answer == {"status": "TIMEOUT"}
+    assert pending.get(connection_id, now=time.time()) is None

@@ -239,17 +239,19 @@ def _sam() -> str:
 
 
 def _sam_env() -> dict[str, str]:
-    """sam build needs python3.12 (the functions' runtime) on PATH; with pyenv, add it alongside."""
+    """sam build needs python3.12 (the functions' runtime) on PATH: if none runs, put a pyenv-installed
+    3.12's bin directory first (a pyenv shim only answers when that version is selected)."""
     env = {**os.environ, "SAM_CLI_TELEMETRY": "0", "AWS_DEFAULT_REGION": "us-east-1"}
-    pyenv = shutil.which("pyenv")
-    if pyenv and not shutil.which("python3.12", path=env.get("PATH")):
-        versions = subprocess.run(
-            [pyenv, "versions", "--bare"], capture_output=True, text=True
-        ).stdout.split()
-        current = subprocess.run([pyenv, "version-name"], capture_output=True, text=True).stdout.strip()
-        py312 = next((v for v in versions if v.startswith("3.12")), None)
-        if py312:
-            env["PYENV_VERSION"] = ":".join(dict.fromkeys([*current.split(":"), py312]))
+    found = shutil.which("python3.12", path=env.get("PATH"))
+    works = (
+        found is not None
+        and subprocess.run([found, "--version"], capture_output=True, env=env).returncode == 0
+    )
+    if not works:
+        root = Path(os.environ.get("PYENV_ROOT") or Path.home() / ".pyenv")
+        candidates = sorted(root.glob("versions/3.12*/bin/python3.12"))
+        if candidates:
+            env["PATH"] = f"{candidates[-1].parent}{os.pathsep}{env.get('PATH', '')}"
     return env
 
 
