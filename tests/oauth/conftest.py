@@ -28,6 +28,10 @@ from workbench.stores import User
 from workbench.stores.memory import memory_stores
 from workbench.web.sessions import SESSION_COOKIE
 
+from tests.support.aws import dynalite_endpoint, moto_endpoint
+
+__all__ = ["dynalite_endpoint", "moto_endpoint"]  # session fixtures, re-exported for pytest
+
 BASE = "http://127.0.0.1:8787"
 MCP = BASE + "/mcp"
 REDIRECT = "http://127.0.0.1:33418/callback"

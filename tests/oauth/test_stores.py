@@ -34,10 +34,6 @@ def stores(request: pytest.FixtureRequest, tmp_path: Path) -> Stores:
 
         built = sqlite_stores(tmp_path / "oauth.sqlite3")
     else:
-        from tests.support.aws import dynalite_available
-
-        if kind == "dynamodb-dynalite" and not dynalite_available():
-            pytest.skip("dynalite is not installed")
         from workbench.stores.dynamodb import dynamodb_stores
 
         endpoint = request.getfixturevalue(
@@ -47,22 +43,6 @@ def stores(request: pytest.FixtureRequest, tmp_path: Path) -> Stores:
     if built.oauth_clients is None or built.oauth_codes is None or built.oauth_refresh is None:
         pytest.skip(f"{kind} has no OAuth store adapters yet")
     return built
-
-
-@pytest.fixture(scope="session")
-def moto_endpoint(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    from tests.support.aws import moto_server
-
-    with moto_server(tmp_path_factory.mktemp("moto") / "moto.log") as endpoint:
-        yield endpoint
-
-
-@pytest.fixture(scope="session")
-def dynalite_endpoint(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    from tests.support.aws import dynalite
-
-    with dynalite(tmp_path_factory.mktemp("dynalite") / "dynalite.log") as endpoint:
-        yield endpoint
 
 
 def _race(n: int, fn: Callable[[int], Any]) -> list[Any]:
