@@ -26,6 +26,7 @@ from workbench.auth import Principal
 from workbench.errors import AuthError
 from workbench.oauth.clients import ClientResolver, hash_secret, register_client
 from workbench.oauth.errors import OAuthError, RedirectableError
+from workbench.observability import log_event
 from workbench.stores import (
     AuthorizationCode,
     AuthorizationCodeStore,
@@ -185,6 +186,9 @@ class OAuthServer:
     def register(self, body: object) -> dict[str, Any]:
         client, response = register_client(body, now=self.clock())
         self.client_store.put(client)
+        log_event(
+            "oauth_client_registered", client_id=client.client_id, auth=client.token_endpoint_auth_method
+        )
         return response
 
     # -- authorization -----------------------------------------------------------------------------
@@ -354,7 +358,8 @@ class OAuthServer:
             raise OAuthError("invalid_grant", "the authorization code is invalid")
         if rec.used:
             # A replayed code means it leaked: revoke whatever was issued from it (OAuth 2.1 §4.1.3).
-            self.refresh.revoke_family(rec.family_id)
+            revoked = self.refresh.revoke_family(rec.family_id)
+            log_event("oauth_code_replayed", client_id=rec.client_id, user=rec.user_id, revoked=revoked)
             raise OAuthError(
                 "invalid_grant", "the authorization code was already used; its tokens are revoked"
             )
@@ -391,6 +396,7 @@ class OAuthServer:
         if current.client_id != client_id:
             # A token presented by the wrong client has leaked.
             self.refresh.revoke_family(current.family_id)
+            log_event("oauth_refresh_wrong_client", client_id=client_id, user=current.user_id)
             raise OAuthError("invalid_grant", "the refresh token was issued to another client")
         self._check_resource(params, current.resource)
         granted = current.scope.split()
@@ -402,7 +408,8 @@ class OAuthServer:
             raise OAuthError("invalid_grant", "the refresh token is invalid or revoked")
         if rec.rotated:
             # Reuse of a rotated token: someone else holds a copy. Revoke the whole grant.
-            self.refresh.revoke_family(rec.family_id)
+            revoked = self.refresh.revoke_family(rec.family_id)
+            log_event("oauth_refresh_reused", client_id=client_id, user=rec.user_id, revoked=revoked)
             raise OAuthError("invalid_grant", "the refresh token was already used; the grant is revoked")
         if rec.expires_at <= self.clock():
             raise OAuthError("invalid_grant", "the refresh token has expired")
@@ -437,6 +444,7 @@ class OAuthServer:
             audience=resource,
             ttl_seconds=ttl,
         )
+        log_event("oauth_token_issued", client_id=client_id, user=user.id, refresh=family_id is not None)
         body: dict[str, Any] = {
             "access_token": access,
             "token_type": "Bearer",
@@ -527,6 +535,8 @@ class OAuthServer:
         tokens lapse at their TTL. False when there was nothing to revoke."""
         removed = self.refresh.delete_for(user_id, client_id)
         removed += self.codes.delete_for(user_id, client_id)
+        if removed:
+            log_event("oauth_client_revoked", client_id=client_id, user=user_id)
         return removed > 0
 
     # Names the portal's page uses.
