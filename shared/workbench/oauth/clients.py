@@ -302,8 +302,8 @@ class ClientResolver:
         except OSError as exc:
             raise OAuthError("invalid_client", f"client_id host {host} does not resolve") from exc
         for info in infos:
-            address = ipaddress.ip_address(info[4][0])
-            if not address.is_global:
+            address = ipaddress.ip_address(str(info[4][0]).split("%", 1)[0])  # drop an IPv6 zone id
+            if not address.is_global or address.is_multicast:
                 raise OAuthError("invalid_client", f"client_id host {host} is not a public address")
 
     async def _fetch(self, url: str) -> tuple[ClientInfo, int]:
