@@ -124,7 +124,9 @@ class Settings:
             dev_login=env.get("WORKBENCH_DEV_LOGIN", "") == "1",
             proxy_allow_loopback=env.get("WORKBENCH_PROXY_ALLOW_LOOPBACK", "") == "1",
             session_secret=env.get("WORKBENCH_SESSION_SECRET") or None,
-            extra_plugins=tuple(p.strip() for p in env.get("WORKBENCH_EXTRA_PLUGINS", "").split(",") if p.strip()),
+            extra_plugins=tuple(
+                p.strip() for p in env.get("WORKBENCH_EXTRA_PLUGINS", "").split(",") if p.strip()
+            ),
             plugin_env=plugin_env,
             cdp_url=env.get("WORKBENCH_CDP_URL") or None,
             browser_executable=env.get("WORKBENCH_BROWSER_EXECUTABLE") or "/usr/bin/chromium",
