@@ -84,6 +84,8 @@ def test_api_keys_add_get_list_revoke(stores: Stores) -> None:
     assert stores.api_keys.revoke("usr_a", "AAAAAAAAAAA1") is True
     got = stores.api_keys.get("AAAAAAAAAAA1")
     assert got == replace(k1, revoked=True)
+    assert stores.api_keys.list_for("usr_a") == [replace(k1, revoked=True), k2]
+    assert stores.api_keys.list_for("usr_b") == [other]
 
 
 # -- connections -------------------------------------------------------------------------------------

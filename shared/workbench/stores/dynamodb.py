@@ -3,7 +3,7 @@
 | store        | template resource  | key                                  | notes                          |
 |--------------|--------------------|--------------------------------------|--------------------------------|
 | users        | UsersTable         | pk: "user#<id>" / "email#<email>"     | email item claims the address  |
-| api_keys     | ApiKeysTable       | key_id; GSI by_user (user_id, created_at) |                           |
+| api_keys     | ApiKeysTable       | pk + sk: "key#<id>" / "user#<user>"+id | list is a consistent Query  |
 | connections  | ConnectionsTable   | user_id + integration                | version-conditional writes     |
 | pending      | PendingTable       | pk: "connect#<id>" / "state#<state>"  | TTL attribute `ttl`            |
 | audit        | AuditTable         | user_id + seq                        | TTL attribute `ttl` (retention)|
@@ -155,7 +155,9 @@ class DynamoUsers:
         return User(_get_s(item, "id"), _get_s(item, "email"), _get_n(item, "created_at"))
 
     def get(self, user_id: str) -> User | None:
-        got = self.t.client.get_item(TableName=self.table, Key={"pk": _s(f"user#{user_id}")})
+        got = self.t.client.get_item(
+            TableName=self.table, Key={"pk": _s(f"user#{user_id}")}, ConsistentRead=True
+        )
         item = got.get("Item")
         return self._user(item) if item else None
 
@@ -193,6 +195,11 @@ class DynamoUsers:
 
 
 class DynamoApiKeys:
+    """Two items per key: the key itself (pk "key#<id>", what authentication reads) and a copy under
+    its user (pk "user#<user>", sk <id>) so the portal's list is one strongly consistent Query — a key
+    just minted is always listed. The key item is authoritative: it is written last on add and
+    revoked first on revoke, so a listed-but-missing or listed-as-active key never authenticates."""
+
     def __init__(self, t: DynamoTables) -> None:
         self.t = t
         self.table = t.name("api_keys")
@@ -209,33 +216,41 @@ class DynamoApiKeys:
         )
 
     def add(self, record: ApiKeyRecord) -> None:
+        body: Item = {
+            "key_id": _s(record.key_id),
+            "user_id": _s(record.user_id),
+            "secret_hash": _s(record.secret_hash),
+            "created_at": _n(record.created_at),
+            "revoked": _bool(record.revoked),
+            "label": _s(record.label),
+        }
+        if self.get(record.key_id) is not None:
+            raise ConflictError("API key id already exists")
+        self.t.client.put_item(
+            TableName=self.table, Item={"pk": _s(f"user#{record.user_id}"), "sk": _s(record.key_id), **body}
+        )
         done = self.t.conditional(
             "put_item",
             TableName=self.table,
-            Item={
-                "key_id": _s(record.key_id),
-                "user_id": _s(record.user_id),
-                "secret_hash": _s(record.secret_hash),
-                "created_at": _n(record.created_at),
-                "revoked": _bool(record.revoked),
-                "label": _s(record.label),
-            },
-            ConditionExpression="attribute_not_exists(key_id)",
+            Item={"pk": _s(f"key#{record.key_id}"), "sk": _s("-"), **body},
+            ConditionExpression="attribute_not_exists(pk)",
         )
         if done is None:
             raise ConflictError("API key id already exists")
 
     def get(self, key_id: str) -> ApiKeyRecord | None:
-        got = self.t.client.get_item(TableName=self.table, Key={"key_id": _s(key_id)}, ConsistentRead=True)
+        got = self.t.client.get_item(
+            TableName=self.table, Key={"pk": _s(f"key#{key_id}"), "sk": _s("-")}, ConsistentRead=True
+        )
         item = got.get("Item")
         return self._rec(item) if item else None
 
     def list_for(self, user_id: str) -> list[ApiKeyRecord]:
         items = self.t.query(
             TableName=self.table,
-            IndexName="by_user",
-            KeyConditionExpression="user_id = :u",
-            ExpressionAttributeValues={":u": _s(user_id)},
+            KeyConditionExpression="pk = :u",
+            ExpressionAttributeValues={":u": _s(f"user#{user_id}")},
+            ConsistentRead=True,
         )
         return sorted((self._rec(i) for i in items), key=lambda k: k.created_at)
 
@@ -243,13 +258,23 @@ class DynamoApiKeys:
         done = self.t.conditional(
             "update_item",
             TableName=self.table,
-            Key={"key_id": _s(key_id)},
+            Key={"pk": _s(f"key#{key_id}"), "sk": _s("-")},
             UpdateExpression="SET revoked = :t",
             # Another user's key id behaves exactly like an unknown one.
-            ConditionExpression="attribute_exists(key_id) AND user_id = :u",
+            ConditionExpression="attribute_exists(pk) AND user_id = :u",
             ExpressionAttributeValues={":t": _bool(True), ":u": _s(user_id)},
         )
-        return done is not None
+        if done is None:
+            return False
+        self.t.conditional(
+            "update_item",
+            TableName=self.table,
+            Key={"pk": _s(f"user#{user_id}"), "sk": _s(key_id)},
+            UpdateExpression="SET revoked = :t",
+            ConditionExpression="attribute_exists(pk)",
+            ExpressionAttributeValues={":t": _bool(True)},
+        )
+        return True
 
 
 class DynamoConnections:
