@@ -67,6 +67,13 @@ def test_authorization_server_metadata(auth: AS) -> None:
     assert meta["authorization_response_iss_parameter_supported"] is True
     jwks = auth.http.get("/.well-known/jwks.json").json()
     assert jwks == auth.gw.tokens.jwks() and jwks["keys"][0]["alg"] == "ES256"
+    # Browser-based clients may call the cookie-less endpoints cross-origin.
+    for path in ["/token", "/register", "/revoke", "/.well-known/oauth-authorization-server"]:
+        pre = auth.http.options(
+            path, headers={"Origin": "https://inspector.example", "Access-Control-Request-Method": "POST"}
+        )
+        assert pre.status_code == 204 and pre.headers["access-control-allow-origin"] == "*", path
+    assert r.headers["access-control-allow-origin"] == "*"
 
 
 # -- the happy path ----------------------------------------------------------------------------------
