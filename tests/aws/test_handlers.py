@@ -215,3 +215,29 @@ def test_wait_for_connection_on_lambda_blocks_briefly_then_times_out_only_at_the
     answer = _tool_call(handler, key, "wait_for_connection", {"connectionId": connection_id, "timeoutSec": 1})
     assert answer == {"status": "TIMEOUT"}
     assert pending.get(connection_id, now=time.time()) is None
+
+
+def test_web_serves_oauth_metadata_and_the_shared_signing_key(lambda_env: Settings) -> None:
+    handler = load_entry("web").handler
+    meta = handler(
+        http_api_event(
+            "GET", "/.well-known/oauth-authorization-server", route_key="ANY /.well-known/{proxy+}"
+        ),
+        None,
+    )
+    assert meta["statusCode"] == 200
+    assert response_json(meta)["issuer"] == "https://gw.example.test"
+    jwks = handler(
+        http_api_event("GET", "/.well-known/jwks.json", route_key="ANY /.well-known/{proxy+}"), None
+    )
+    assert jwks["statusCode"] == 200
+    (key,) = response_json(jwks)["keys"]
+    assert key["kty"] == "EC" and key["alg"] == "ES256" and "d" not in key  # public part only
+    # The key was created once, encrypted, in the signing keys table: a second instance serves the same.
+    from workbench.lambda_runtime import reset_instance
+
+    reset_instance()
+    again = load_entry("web").handler(
+        http_api_event("GET", "/.well-known/jwks.json", route_key="ANY /.well-known/{proxy+}"), None
+    )
+    assert response_json(again)["keys"] == [key]
