@@ -46,7 +46,13 @@ ALLOWED = {
     "WebFunction": TABLE_IDS,
     "ProxyFunction": {"UsersTable", "ConnectionsTable", "AuditTable", "SigningKeysTable"},
 }
-READ_ONLY = {("McpFunction", "UsersTable"), ("McpFunction", "ApiKeysTable"), ("ProxyFunction", "UsersTable")}
+READ_ONLY = {
+    ("McpFunction", "UsersTable"),
+    ("McpFunction", "ApiKeysTable"),
+    ("RestFunction", "UsersTable"),
+    ("RestFunction", "ApiKeysTable"),
+    ("ProxyFunction", "UsersTable"),
+}
 USER_DATA = {
     "UsersTable",
     "ApiKeysTable",
