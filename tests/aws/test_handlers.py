@@ -241,3 +241,30 @@ def test_web_serves_oauth_metadata_and_the_shared_signing_key(lambda_env: Settin
         http_api_event("GET", "/.well-known/jwks.json", route_key="ANY /.well-known/{proxy+}"), None
     )
     assert response_json(again)["keys"] == [key]
+
+
+def test_the_templates_nightly_schedule_event_runs_through_the_rest_handler(lambda_env: Settings) -> None:
+    from tests.support.aws import load_template
+
+    target = load_template()["Resources"]["NightlyExportSchedule"]["Properties"]["Target"]
+    event = json.loads(target["Input"]["Fn::Sub"].replace("${ScheduleUser}", "svc@example.com"))
+    gw = build_gateway(lambda_env)
+    svc = gw.stores.users.get_or_create("svc@example.com")
+
+    answer = load_entry("rest").handler(event, None)  # a direct invocation: no requestContext
+
+    # The service user has not connected Superset: the job runs and reports exactly that, and is audited.
+    (result,) = answer.get("results", [answer])
+    assert result["error"] == "NOT_CONNECTED", answer
+    audit = gw.stores.audit.list_for(svc.id)
+    assert audit[0]["action"] == "SCHEDULE" and audit[0]["integration"] == "superset"
+    assert audit[0]["success"] is False
+
+    # Connected (credential KMS-encrypted in DynamoDB), the example's arguments validate and the job
+    # reaches the user's Superset (here a closed loopback port).
+    from tests.support.processes import free_port
+
+    closed = f"http://127.0.0.1:{free_port()}"
+    gw.credentials.save(svc.id, "superset", {"username": "svc", "password": "pw", "base_url": closed})
+    answer = load_entry("rest").handler(event, None)
+    assert answer == {"results": [{"error": "All connection attempts failed"}]}
