@@ -312,3 +312,85 @@ def test_sam_build_makes_a_layer_with_engine_plugins_and_arm64_wheels(tmp_path: 
         assert "boto3" not in entry.read_text()  # thin entries: no AWS SDK, no business rules
     built = load_template(build / "template.yaml")
     assert built["Resources"]["EngineLayer"]["Properties"]["ContentUri"] == "EngineLayer"
+
+
+def _python312(env: dict[str, str]) -> str:
+    found = shutil.which("python3.12", path=env.get("PATH"))
+    if found is None:
+        message = "python3.12 (the Lambda runtime's version) is not installed"
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
+    return found
+
+
+LAYER_SMOKE = """
+import importlib.util, json, sys
+assert sys.version_info[:2] == (3, 12), sys.version
+import workbench, workbench_plugins
+from workbench.composition import build_registry
+names = sorted(m.name for m in build_registry().manifests())
+spec = importlib.util.spec_from_file_location("app", "functions/mcp/app.py")
+app = importlib.util.module_from_spec(spec); spec.loader.exec_module(app)
+event = json.loads(sys.argv[1])
+result = app.handler(event, None)
+print(json.dumps({"status": result["statusCode"], "headers": result["headers"], "plugins": names,
+                  "workbench": workbench.__file__}))
+"""
+
+
+@pytest.mark.e2e
+def test_layer_contents_run_the_mcp_handler_on_python_312(tmp_path: Path) -> None:
+    """The layer recipe, built for this machine's architecture, on Python 3.12 with the layer on the
+    path the way Lambda puts /opt/python there (PYTHONPATH here): the handler answers a real event."""
+    from tests.support.apigw import http_api_event
+
+    env = _sam_env()
+    python = _python312(env)
+    machine = os.uname().machine
+    built = subprocess.run(
+        [
+            "make",
+            "-s",
+            "-f",
+            "infra/layer/Makefile",
+            "build-EngineLayer",
+            f"ARTIFACTS_DIR={tmp_path}",
+            f"PLATFORM={machine}-manylinux_2_28",
+        ],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert built.returncode == 0, built.stdout + built.stderr
+    run_env = {
+        "PATH": env["PATH"],
+        "HOME": str(tmp_path),
+        "PYTHONPATH": str(tmp_path / "python"),
+        "WORKBENCH_STORE": "dynamodb",
+        "WORKBENCH_KEY_BACKEND": "kms",
+        "WORKBENCH_KMS_KEY_ID": "arn:aws:kms:us-east-1:123456789012:key/00000000-0000-0000-0000-000000000000",
+        "WORKBENCH_SESSION_SECRET": "smoke",
+        "WORKBENCH_PUBLIC_URL": "https://gw.example.test",
+        "AWS_REGION": "us-east-1",
+        "POWERTOOLS_TRACE_DISABLED": "1",
+    }
+    event = http_api_event(
+        "POST", "/mcp", route_key="ANY /mcp", body={"jsonrpc": "2.0", "id": 1, "method": "ping"}
+    )
+    done = subprocess.run(
+        [python, "-c", LAYER_SMOKE, json.dumps(event)],
+        cwd=REPO,
+        env=run_env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    assert out["workbench"].startswith(str(tmp_path / "python"))  # imported from the layer, not the repo
+    assert out["status"] == 401
+    assert out["headers"]["www-authenticate"].startswith('Bearer resource_metadata="https://gw.example.test/')
+    assert {"github", "superset", "slack"} <= set(out["plugins"])
