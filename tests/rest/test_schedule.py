@@ -175,11 +175,6 @@ def _template_schedule_input() -> dict[str, Any]:
     return parsed
 
 
-@pytest.mark.xfail(
-    reason="template.yaml's example passes {chart_id, format} to superset_export_csv, whose schema "
-    "requires `sql`; reported to the template owner",
-    strict=False,
-)
 def test_the_template_example_schedule_is_a_valid_job(lambda_env: Gateway) -> None:
     event = _template_schedule_input()
     assert event["source"] == "workbench.schedule"
