@@ -1,5 +1,6 @@
 """Two gateway processes share one DynamoDB (+ KMS) endpoint and nothing else: a connect started on
-one is redeemed and completed through the other, and the first sees it CONNECTED.
+one is redeemed and completed through the other, and the first sees it CONNECTED; then a token
+refresh raced by 20 calls across both instances happens once at the provider.
 
 Real parts: moto_server (DynamoDB + KMS over HTTP, tables created from template.yaml), two
 `workbench serve` processes with WORKBENCH_STORE=dynamodb, oidc-provider as the SSO IdP and as the
@@ -9,9 +10,11 @@ plugin's OAuth provider, the official MCP SDK as the agent, Debian Chromium as t
 from __future__ import annotations
 
 import asyncio
+import time
 from pathlib import Path
 
 import pytest
+from workbench.settings import Settings
 
 from tests.connections.support import oauth_server, provider_stats
 from tests.connections.test_e2e_connect import (
@@ -96,9 +99,39 @@ async def test_connect_on_one_instance_completes_through_the_other(
         assert who["sub"] == "you@localhost" and who["client_id"] == PLUGIN_CLIENT[0]
         assert provider_stats(provider_url)["code_grants"] == 1
 
+        # The access token now expires within the refresh margin; 20 concurrent calls across both
+        # instances: exactly one refresh at the provider (the rotating refresh token survives), and
+        # every call uses the one new token.
+        moto_endpoint.client().update_item(
+            TableName=settings.table_name("connections"),
+            Key={"user_id": {"S": _user_of(moto_endpoint, settings)}, "integration": {"S": "testoauth"}},
+            UpdateExpression="SET expires_at = :soon",
+            ExpressionAttributeValues={":soon": {"N": str(int(time.time()) + 10)}},
+        )
+        whoami = {"executions": [{"tool": "testoauth_whoami", "args": {}}]}
+        async with agent(one, key) as a, agent(two, key) as b:
+            answers = await asyncio.gather(
+                *(call(s, "execute_tools", whoami) for s in (a, b) for _ in range(10))
+            )
+        results = [answer["results"][0] for answer in answers]
+        assert all("result" in r for r in results), results
+        suffixes = {r["result"]["token_suffix"] for r in results}
+        assert len(suffixes) == 1 and who["token_suffix"] not in suffixes
+        stats = provider_stats(provider_url)
+        assert stats["refresh_grants"] == 1, stats
+        assert stats["refresh_errors"] == 0 and stats["api_rejected"] == 0
+
     client = moto_endpoint.client()
     rows = client.scan(TableName=settings.table_name("connections"))["Items"]
-    assert [r["integration"]["S"] for r in rows] == ["testoauth"]
+    rows = [r for r in rows if r["integration"]["S"] == "testoauth"]  # (the refresh lease has a row too)
+    assert len(rows) == 1
     assert b"access_token" not in bytes(rows[0]["credential"]["B"])
     pending = client.scan(TableName=settings.table_name("pending"))["Items"]
     assert all(not p["pk"]["S"].startswith("state#") for p in pending)  # the OAuth state was taken
+
+
+def _user_of(endpoint: AwsEndpoint, settings: Settings) -> str:
+    """The id of the (only) user who connected testoauth."""
+    items = endpoint.client().scan(TableName=settings.table_name("connections"))["Items"]
+    (user,) = {i["user_id"]["S"] for i in items if i["integration"]["S"] == "testoauth"}
+    return user
