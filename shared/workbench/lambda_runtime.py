@@ -64,14 +64,20 @@ class _Observability:
         service = os.environ.get("POWERTOOLS_SERVICE_NAME", "workbench")
         self.namespace = os.environ.get("POWERTOOLS_METRICS_NAMESPACE", "Workbench")
         self.logger = Logger(service=service, logger_handler=_CurrentStdout())
-        # Lambda's runtime puts a plain-text handler on the root logger: one JSON line, not two.
-        logging.getLogger(service).propagate = False
-        if service != "workbench":
-            from aws_lambda_powertools.logging.utils import copy_config_to_registered_loggers
-
-            # The engine logs to the `workbench` logger: same JSON lines, same correlation id.
-            copy_config_to_registered_loggers(source_logger=self.logger, include={"workbench"})
+        self.level = self.logger.log_level or logging.INFO  # POWERTOOLS_LOG_LEVEL, as powertools set it
         self.tracer = Tracer(service=service)
+
+    def install_logging(self) -> None:
+        """Route the engine's `workbench` logger (and ours) through the powertools JSON handler, so
+        every line carries the correlation id. Idempotent; re-applied whenever a gateway is built.
+        Lambda's runtime puts a plain-text handler on the root logger: no propagation, one line."""
+        handler = self.logger.registered_handler
+        for name in dict.fromkeys((self.logger.name, "workbench")):
+            target = logging.getLogger(name)
+            if handler not in target.handlers:
+                target.addHandler(handler)
+            target.propagate = False
+            target.setLevel(self.level)
 
     def emit_metric(self, name: str, labels: dict[str, str], value: float) -> None:
         unit = _EMF_UNITS.get(name)
@@ -116,6 +122,7 @@ def instance_gateway(event: dict[str, Any] | None = None) -> Gateway:
             gateway = build_gateway(settings)
             _instance["gateway"] = gateway
     obs = _observability()
+    obs.install_logging()
     if obs.emit_metric not in gateway.metrics.listeners:
         gateway.metrics.listeners.append(obs.emit_metric)
     return gateway

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 
 import pytest
@@ -14,6 +15,17 @@ from tests.support.aws import AwsEndpoint
 def aws_settings(moto_endpoint: AwsEndpoint) -> Settings:
     """Fresh tables (from template.yaml) on the session's moto server, with the moto KMS key."""
     return moto_endpoint.fresh_tables()
+
+
+@pytest.fixture(autouse=True)
+def _restore_workbench_logger() -> Iterator[None]:
+    """The Lambda runtime routes the `workbench` logger through powertools (no propagation): undo
+    that after each test, so other tests' log capture in the same session sees the engine's lines."""
+    target = logging.getLogger("workbench")
+    saved = (list(target.handlers), target.propagate, target.level)
+    yield
+    target.handlers[:] = saved[0]
+    target.propagate, target.level = saved[1], saved[2]
 
 
 @pytest.fixture
