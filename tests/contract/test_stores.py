@@ -8,6 +8,8 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
+import pytest
+
 from workbench.stores import (
     ApiKeyRecord,
     Connection,
@@ -411,3 +413,28 @@ def test_refresh_token_family_revocation_and_listing(stores: Stores) -> None:
     assert [t.token_hash for t in tokens.list_for("usr_a")] == ["t3"]
     assert [t.token_hash for t in tokens.list_for("usr_b")] == ["t5"]
     assert tokens.delete_for("usr_a", "cl_nope") == 0
+
+
+def test_dynamodb_ttl_attributes_leave_time_to_report_expiry(stores: Stores) -> None:
+    """DynamoDB only: TTL (whole epoch seconds) never deletes a record before it expires, and keeps an
+    expired pending connect a day so a late wait still hears EXPIRED; audit keeps its retention."""
+    tables = stores.extra.get("dynamodb")
+    if tables is None:
+        pytest.skip("memory and SQLite have no TTL attribute")
+    stores.pending.put(_pending(expires_at=NOW + 600.2))
+    stores.pending.put_state(_state("st_ttl", expires_at=NOW + 60.5))
+    stores.audit.append({"user": "usr_a", "ts": NOW, "tool": "t"})
+    client, settings = tables.client, tables.settings
+
+    def ttl(table: str, key: dict[str, Any]) -> int:
+        item = client.get_item(TableName=settings.table_name(table), Key=key)["Item"]
+        return int(item["ttl"]["N"])
+
+    assert ttl("pending", {"pk": {"S": "connect#conn_1"}}) == int(NOW) + 601 + 86_400
+    assert ttl("pending", {"pk": {"S": "state#st_ttl"}}) == int(NOW) + 61
+    seq = client.query(
+        TableName=settings.table_name("audit"),
+        KeyConditionExpression="user_id = :u",
+        ExpressionAttributeValues={":u": {"S": "usr_a"}},
+    )["Items"][0]
+    assert int(seq["ttl"]["N"]) == int(NOW) + settings.audit_retention_days * 86_400

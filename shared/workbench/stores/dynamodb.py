@@ -346,6 +346,9 @@ class DynamoConnections:
         return bool(got.get("Attributes"))
 
 
+_PENDING_GRACE_SECONDS = 86_400
+
+
 class DynamoPending:
     """Pending connects and provider OAuth states; both expire (TTL attribute `ttl`)."""
 
@@ -365,7 +368,8 @@ class DynamoPending:
                 "expires_at": _n(pending.expires_at),
                 "status": _s(pending.status),
                 "created_at": _n(pending.created_at),
-                "ttl": _ttl(pending.expires_at),
+                # A day of grace: until then a late wait_for_connection still hears EXPIRED, not unknown.
+                "ttl": _ttl(pending.expires_at + _PENDING_GRACE_SECONDS),
             },
         )
 
