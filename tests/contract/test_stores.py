@@ -9,7 +9,6 @@ from dataclasses import replace
 from typing import Any
 
 import pytest
-
 from workbench.stores import (
     ApiKeyRecord,
     Connection,
