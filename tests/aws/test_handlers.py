@@ -217,7 +217,19 @@ def test_wait_for_connection_on_lambda_blocks_briefly_then_times_out_only_at_the
     assert pending.get(connection_id, now=time.time()) is None
 
 
-def test_web_serves_oauth_metadata_and_the_shared_signing_key(lambda_env: Settings) -> None:
+def test_web_serves_oauth_metadata_and_the_shared_signing_key(
+    lambda_env: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import workbench._aws
+
+    made: list[str] = []
+    real = workbench._aws.make_client
+
+    def counting(service: str, settings: Settings) -> Any:
+        made.append(service)
+        return real(service, settings)
+
+    monkeypatch.setattr(workbench._aws, "make_client", counting)
     handler = load_entry("web").handler
     meta = handler(
         http_api_event(
@@ -233,6 +245,9 @@ def test_web_serves_oauth_metadata_and_the_shared_signing_key(lambda_env: Settin
     assert jwks["statusCode"] == 200
     (key,) = response_json(jwks)["keys"]
     assert key["kty"] == "EC" and key["alg"] == "ES256" and "d" not in key  # public part only
+    for _ in range(3):
+        handler(http_api_event("GET", "/.well-known/jwks.json", route_key="ANY /.well-known/{proxy+}"), None)
+    assert sorted(made) == ["dynamodb", "kms"]  # one client per service per instance, made on first use
     # The key was created once, encrypted, in the signing keys table: a second instance serves the same.
     from workbench.lambda_runtime import reset_instance
 
