@@ -135,6 +135,10 @@ def reset_instance() -> None:
         _instance.pop("gateway", None)
 
 
+def _ms(started: float) -> float:
+    return round((time.perf_counter() - started) * 1000, 3)
+
+
 def _resolve(factory: Callable[..., Any] | str) -> Callable[..., Any]:
     if callable(factory):
         return factory
@@ -160,7 +164,11 @@ def lambda_handler_for(
 
     def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
         if direct is not None and "requestContext" not in event:
-            answer: dict[str, Any] = _resolve(direct)(instance_gateway(event), event)
+            gateway = instance_gateway(event)
+            obs = _observability()
+            obs.logger.set_correlation_id(getattr(context, "aws_request_id", None))
+            obs.logger.info("direct invocation", extra={"surface": name, "source": event.get("source")})
+            answer: dict[str, Any] = _resolve(direct)(gateway, event)
             return answer
         adapter = state.get("adapter")
         cold = adapter is None
@@ -174,20 +182,23 @@ def lambda_handler_for(
         obs.logger.set_correlation_id(ctx.get("requestId"))
         http = ctx.get("http") or {}
         started = time.perf_counter()
-        with obs.tracer.provider.in_subsegment(f"## {name}") as subsegment:
-            subsegment.put_annotation("ColdStart", cold)
-            subsegment.put_annotation("surface", str(name))
-            result: dict[str, Any] = adapter(event, context)
+        line = {
+            "surface": name,
+            "method": http.get("method"),
+            "path": event.get("rawPath"),
+            "cold_start": cold,
+        }
+        try:
+            with obs.tracer.provider.in_subsegment(f"## {name}") as subsegment:
+                subsegment.put_annotation("ColdStart", cold)
+                subsegment.put_annotation("surface", str(name))
+                result: dict[str, Any] = adapter(event, context)
+        except Exception:
+            # API Gateway answers 500 for a failed invocation; the log says which request it was.
+            obs.logger.exception("request failed", extra={**line, "status": 500, "duration_ms": _ms(started)})
+            raise
         obs.logger.info(
-            "request",
-            extra={
-                "surface": name,
-                "method": http.get("method"),
-                "path": event.get("rawPath"),
-                "status": result.get("statusCode"),
-                "duration_ms": round((time.perf_counter() - started) * 1000, 3),
-                "cold_start": cold,
-            },
+            "request", extra={**line, "status": result.get("statusCode"), "duration_ms": _ms(started)}
         )
         return result
 

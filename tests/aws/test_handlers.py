@@ -283,3 +283,20 @@ def test_the_templates_nightly_schedule_event_runs_through_the_rest_handler(lamb
     gw.credentials.save(svc.id, "superset", {"username": "svc", "password": "pw", "base_url": closed})
     answer = load_entry("rest").handler(event, None)
     assert answer == {"results": [{"error": "All connection attempts failed"}]}
+
+
+def test_dynamodb_unreachable_fails_fast_with_a_500_and_a_logged_request(
+    lambda_env: Settings, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tests.support.processes import free_port
+
+    key = _mint_key(lambda_env)
+    monkeypatch.setenv("WORKBENCH_AWS_ENDPOINT_URL", f"http://127.0.0.1:{free_port()}")  # nothing listens
+    handler = load_entry("mcp").handler
+    started = time.monotonic()
+    result = handler(_mcp_event(_rpc("tools/list"), token=key), None)
+    assert time.monotonic() - started < 10  # retries are bounded, far inside API Gateway's 30 s
+    assert result["statusCode"] == 500 and result["body"] == "Internal Server Error"  # no internals leak
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.startswith("{")]
+    requests = [line for line in lines if line.get("message") == "request"]
+    assert requests[-1]["status"] == 500 and requests[-1]["path"] == "/mcp"
