@@ -437,3 +437,27 @@ def test_dynamodb_ttl_attributes_leave_time_to_report_expiry(stores: Stores) -> 
         ExpressionAttributeValues={":u": {"S": "usr_a"}},
     )["Items"][0]
     assert int(seq["ttl"]["N"]) == int(NOW) + settings.audit_retention_days * 86_400
+
+
+def test_adapters_implement_every_method_of_their_port(stores: Stores) -> None:
+    """A method added to a port later fails here for every adapter that lacks it (or differs)."""
+    import inspect
+    import types
+    import typing
+
+    import workbench.stores as ports
+
+    hints = typing.get_type_hints(Stores, vars(ports))
+    for name, hint in hints.items():
+        if name == "extra":
+            continue
+        options = typing.get_args(hint) if isinstance(hint, types.UnionType) else (hint,)
+        (port,) = [o for o in options if o is not type(None)]
+        adapter = getattr(stores, name)
+        methods = [(m, spec) for m, spec in vars(port).items() if not m.startswith("_") and callable(spec)]
+        assert methods, f"no methods found on {port}"
+        for method, spec in methods:
+            assert callable(getattr(adapter, method, None)), f"{type(adapter).__name__} lacks {name}.{method}"
+            want = list(inspect.signature(spec).parameters)
+            got = ["self", *inspect.signature(getattr(adapter, method)).parameters]
+            assert got == want, f"{type(adapter).__name__}.{method}{got} differs from the port {want}"
