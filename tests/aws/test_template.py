@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from workbench.stores.dynamodb import TABLES
 
-from tests.support.aws import load_template
+from tests.support.aws import AwsEndpoint, load_template
 from tests.support.processes import REPO
 
 T = load_template()
@@ -332,22 +332,22 @@ from workbench.composition import build_registry
 names = sorted(m.name for m in build_registry().manifests())
 spec = importlib.util.spec_from_file_location("app", "functions/mcp/app.py")
 app = importlib.util.module_from_spec(spec); spec.loader.exec_module(app)
-event = json.loads(sys.argv[1])
-result = app.handler(event, None)
-print(json.dumps({"status": result["statusCode"], "headers": result["headers"], "plugins": names,
-                  "workbench": workbench.__file__}))
+answers = [app.handler(event, None) for event in json.loads(sys.argv[1])]
+print(json.dumps({"answers": answers, "plugins": names, "workbench": workbench.__file__}))
 """
 
 
 @pytest.mark.e2e
-def test_layer_contents_run_the_mcp_handler_on_python_312(tmp_path: Path) -> None:
+def test_layer_contents_run_the_mcp_handler_on_python_312(tmp_path: Path, moto_endpoint: AwsEndpoint) -> None:
     """The layer recipe, built for this machine's architecture, on Python 3.12 with the layer on the
-    path the way Lambda puts /opt/python there (PYTHONPATH here): the handler answers a real event."""
+    path the way Lambda puts /opt/python there (PYTHONPATH here): the handler answers real events,
+    with the layer's boto3 talking to DynamoDB and KMS (moto)."""
+    from workbench.composition import build_gateway
+
     from tests.support.apigw import http_api_event
 
     env = _sam_env()
     python = _python312(env)
-    machine = os.uname().machine
     built = subprocess.run(
         [
             "make",
@@ -355,8 +355,8 @@ def test_layer_contents_run_the_mcp_handler_on_python_312(tmp_path: Path) -> Non
             "-f",
             "infra/layer/Makefile",
             "build-EngineLayer",
-            f"ARTIFACTS_DIR={tmp_path}",
-            f"PLATFORM={machine}-manylinux_2_28",
+            f"ARTIFACTS_DIR={tmp_path / 'layer'}",
+            f"PLATFORM={os.uname().machine}-manylinux_2_28",
         ],
         cwd=REPO,
         env=env,
@@ -365,23 +365,27 @@ def test_layer_contents_run_the_mcp_handler_on_python_312(tmp_path: Path) -> Non
         timeout=600,
     )
     assert built.returncode == 0, built.stdout + built.stderr
+    settings = moto_endpoint.fresh_tables()
+    gw = build_gateway(settings)
+    key = gw.api_keys.mint(gw.stores.users.get_or_create("ada@example.com"))
     run_env = {
         "PATH": env["PATH"],
         "HOME": str(tmp_path),
-        "PYTHONPATH": str(tmp_path / "python"),
-        "WORKBENCH_STORE": "dynamodb",
-        "WORKBENCH_KEY_BACKEND": "kms",
-        "WORKBENCH_KMS_KEY_ID": "arn:aws:kms:us-east-1:123456789012:key/00000000-0000-0000-0000-000000000000",
-        "WORKBENCH_SESSION_SECRET": "smoke",
+        "PYTHONPATH": str(tmp_path / "layer" / "python"),
+        **moto_endpoint.env(settings),
         "WORKBENCH_PUBLIC_URL": "https://gw.example.test",
-        "AWS_REGION": "us-east-1",
         "POWERTOOLS_TRACE_DISABLED": "1",
     }
-    event = http_api_event(
-        "POST", "/mcp", route_key="ANY /mcp", body={"jsonrpc": "2.0", "id": 1, "method": "ping"}
-    )
+
+    def rpc(method: str, params: dict[str, Any], token: str | None) -> dict[str, Any]:
+        body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": params}
+        headers = {"authorization": f"Bearer {token}"} if token else {}
+        return http_api_event("POST", "/mcp", route_key="ANY /mcp", headers=headers, body=body)
+
+    jot = {"executions": [{"tool": "create_jot", "args": {"title": "from 3.12", "body": "via the layer"}}]}
+    events = [rpc("ping", {}, None), rpc("tools/call", {"name": "execute_tools", "arguments": jot}, key)]
     done = subprocess.run(
-        [python, "-c", LAYER_SMOKE, json.dumps(event)],
+        [python, "-c", LAYER_SMOKE, json.dumps(events)],
         cwd=REPO,
         env=run_env,
         capture_output=True,
@@ -390,7 +394,15 @@ def test_layer_contents_run_the_mcp_handler_on_python_312(tmp_path: Path) -> Non
     )
     assert done.returncode == 0, done.stdout + done.stderr
     out = json.loads(done.stdout.strip().splitlines()[-1])
-    assert out["workbench"].startswith(str(tmp_path / "python"))  # imported from the layer, not the repo
-    assert out["status"] == 401
-    assert out["headers"]["www-authenticate"].startswith('Bearer resource_metadata="https://gw.example.test/')
+    assert out["workbench"].startswith(str(tmp_path / "layer" / "python"))  # from the layer, not the repo
     assert {"github", "superset", "slack"} <= set(out["plugins"])
+    unauthorized, called = out["answers"]
+    assert unauthorized["statusCode"] == 401
+    assert unauthorized["headers"]["www-authenticate"].startswith(
+        'Bearer resource_metadata="https://gw.example.test/'
+    )
+    assert called["statusCode"] == 200, called
+    result = json.loads(json.loads(called["body"])["result"]["content"][0]["text"])
+    assert "error" not in result["results"][0], result
+    user = gw.stores.users.by_email("ada@example.com")
+    assert user is not None and [j.title for j in gw.stores.jots.list_for(user.id)] == ["from 3.12"]
