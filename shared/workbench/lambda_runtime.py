@@ -16,6 +16,7 @@ Observability (aws-lambda-powertools, imported on the first event):
 
 from __future__ import annotations
 
+import asyncio
 import importlib
 import logging
 import os
@@ -135,6 +136,18 @@ def reset_instance() -> None:
         _instance.pop("gateway", None)
 
 
+def _event_loop() -> asyncio.AbstractEventLoop:
+    """The instance's one event loop, made current before each HTTP event. Anything that used
+    asyncio.run() in this thread (a scheduled job's `direct` handler) leaves no current loop, and
+    Mangum would then start a new one; asyncio objects the engine keeps across events (per-connection
+    refresh locks) must keep meeting the same loop."""
+    loop: asyncio.AbstractEventLoop | None = _instance.get("loop")
+    if loop is None or loop.is_closed():
+        loop = _instance["loop"] = asyncio.new_event_loop()
+    asyncio.set_event_loop(loop)
+    return loop
+
+
 def _ms(started: float) -> float:
     return round((time.perf_counter() - started) * 1000, 3)
 
@@ -178,6 +191,7 @@ def lambda_handler_for(
             gateway = instance_gateway(event)
             adapter = state["adapter"] = Mangum(_resolve(factory)(gateway), lifespan="off")
         obs = _observability()
+        _event_loop()
         ctx = event.get("requestContext") or {}
         obs.logger.set_correlation_id(ctx.get("requestId"))
         http = ctx.get("http") or {}

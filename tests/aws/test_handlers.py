@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from typing import Any
@@ -300,3 +301,24 @@ def test_dynamodb_unreachable_fails_fast_with_a_500_and_a_logged_request(
     lines = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.startswith("{")]
     requests = [line for line in lines if line.get("message") == "request"]
     assert requests[-1]["status"] == 500 and requests[-1]["path"] == "/mcp"
+
+
+def test_an_http_event_after_a_scheduled_job_on_the_same_instance(lambda_env: Settings) -> None:
+    """A scheduled job runs its own asyncio loop; the next API Gateway event must still be served."""
+    handler = load_entry("rest").handler
+    job = handler(
+        {"source": "workbench.schedule", "user": "nobody@example.com", "integration": "github"}, None
+    )
+    assert job == {"error": "Unknown user: nobody@example.com"}
+    event = http_api_event(
+        "POST",
+        "/rest/github",
+        route_key="ANY /rest/{integration}",
+        path_parameters={"integration": "github"},
+        body={"tool": "github_get_user", "args": {}},
+    )
+    assert handler(event, None)["statusCode"] == 401
+    loop = asyncio.get_event_loop()
+    assert handler({"source": "workbench.schedule", "user": "x@example.com", "integration": "github"}, None)
+    assert handler(event, None)["statusCode"] == 401
+    assert asyncio.get_event_loop() is loop  # HTTP events keep meeting the instance's one loop
