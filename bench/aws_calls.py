@@ -231,7 +231,7 @@ def _cold_start(runs: int, endpoint: AwsEndpoint) -> None:
         verdicts.append(ok)
         print(
             f"  functions/{surface + '/app.py':<14} import {cost * 1000:7.1f} ms "
-            f"({cost / sdk:5.1%} of SDK) {'OK ' if ok else 'OVER'} | + gateway build on first event: "
+            f"({cost / sdk:5.1%} of SDK) {'OK ' if ok else 'OVER'} | with the first event's gateway build: "
             f"{first * 1000:7.1f} ms imports"
         )
     print("  bar kept for every handler" if all(verdicts) else "  BAR NOT KEPT for some handler")
