@@ -163,7 +163,10 @@ def test_user_data_tables_have_pitr_and_expiring_tables_have_ttl_on_the_adapters
 
 
 def test_no_secret_is_written_in_the_template() -> None:
-    env = T["Globals"]["Function"]["Environment"]["Variables"]
+    env = {
+        **T["Globals"]["Function"]["Environment"]["Variables"],
+        **FUNCTIONS["WebFunction"]["Properties"]["Environment"]["Variables"],
+    }
     secret_vars = {
         k: v
         for k, v in env.items()
@@ -406,3 +409,10 @@ def test_layer_contents_run_the_mcp_handler_on_python_312(tmp_path: Path, moto_e
     assert "error" not in result["results"][0], result
     user = gw.stores.users.by_email("ada@example.com")
     assert user is not None and [j.title for j in gw.stores.jots.list_for(user.id)] == ["from 3.12"]
+
+
+def test_the_sso_client_secret_reaches_only_the_web_function() -> None:
+    assert "WORKBENCH_OIDC_CLIENT_SECRET" not in T["Globals"]["Function"]["Environment"]["Variables"]
+    for name, fn in FUNCTIONS.items():
+        variables = fn["Properties"].get("Environment", {}).get("Variables", {})
+        assert ("WORKBENCH_OIDC_CLIENT_SECRET" in variables) == (name == "WebFunction")
