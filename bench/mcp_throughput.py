@@ -2,7 +2,8 @@
 
 Both servers run as single uvicorn processes on loopback; the same load generator (this process,
 httpx over keep-alive connections) drives each in turn, in one run, with the same concurrency and
-request count. The gateway runs a no-op tool through execute_tools (the full engine path:
+request count; the generator writes pre-built requests on raw keep-alive sockets so that it
+costs far less than either server. The gateway runs a no-op tool through execute_tools (the full engine path:
 auth by API key, lookup, validation, audit row in SQLite, metrics); the SDK server runs an
 equivalent no-op tool.
 
@@ -31,25 +32,57 @@ HEADERS = {"Content-Type": "application/json", "Accept": "application/json, text
 async def drive(
     url: str, headers: dict[str, str], body: dict, requests: int, concurrency: int
 ) -> dict[str, float]:
+    """A deliberately cheap load generator: pre-built HTTP/1.1 requests over raw keep-alive sockets,
+    so the servers, not the client, are what is measured."""
+    parsed = httpx.URL(url)
+    payload = json.dumps(body).encode()
+    head = "".join(f"{k}: {v}\r\n" for k, v in headers.items())
+    raw = (
+        f"POST {parsed.raw_path.decode()} HTTP/1.1\r\nHost: {parsed.host}:{parsed.port}\r\n{head}"
+        f"Content-Length: {len(payload)}\r\n\r\n"
+    ).encode() + payload
     latencies: list[float] = []
     remaining = iter(range(requests))
-    limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
-    async with httpx.AsyncClient(limits=limits, timeout=30) as client:
-        payload = json.dumps(body)
 
-        async def worker() -> None:
-            for _ in remaining:
-                t0 = time.perf_counter()
-                resp = await client.post(url, content=payload, headers=headers)
-                latencies.append(time.perf_counter() - t0)
-                if resp.status_code != 200 or "error" in resp.json():
-                    raise RuntimeError(f"bad response {resp.status_code}: {resp.text[:200]}")
+    async def one(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        writer.write(raw)
+        status = await reader.readline()
+        length = 0
+        chunked = False
+        while (line := await reader.readline()) not in (b"\r\n", b""):
+            name, _, value = line.decode().partition(":")
+            if name.lower() == "content-length":
+                length = int(value)
+            elif name.lower() == "transfer-encoding" and "chunked" in value:
+                chunked = True
+        if chunked:
+            data = b""
+            while (size := int((await reader.readline()).strip(), 16)) > 0:
+                data += await reader.readexactly(size + 2)
+            await reader.readline()
+        else:
+            data = await reader.readexactly(length)
+        if not status.startswith(b"HTTP/1.1 200") or (b'"error"' in data[:200] and b'"result"' not in data):
+            raise RuntimeError(f"bad response {status!r}: {data[:200]!r}")
 
-        for _ in range(50):  # warm-up
-            await client.post(url, content=payload, headers=headers)
-        started = time.perf_counter()
-        await asyncio.gather(*(worker() for _ in range(concurrency)))
-        elapsed = time.perf_counter() - started
+    async def worker(warmup: int) -> None:
+        reader, writer = await asyncio.open_connection(parsed.host, parsed.port)
+        for _ in range(warmup):
+            await one(reader, writer)
+        await ready.wait()
+        for _ in remaining:
+            t0 = time.perf_counter()
+            await one(reader, writer)
+            latencies.append(time.perf_counter() - t0)
+        writer.close()
+
+    ready = asyncio.Event()
+    tasks = [asyncio.create_task(worker(5)) for _ in range(concurrency)]
+    await asyncio.sleep(1.0)  # connections open and warmed
+    started = time.perf_counter()
+    ready.set()
+    await asyncio.gather(*tasks)
+    elapsed = time.perf_counter() - started
     latencies.sort()
     return {
         "rps": requests / elapsed,
