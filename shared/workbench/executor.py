@@ -25,7 +25,7 @@ from workbench.registry import Manifest, Registry
 from workbench.stores import AuditStore, Connection, ConnectionStore
 from workbench.tools import CancelSignal, EmitFn, Tool
 
-__all__ = ["BatchScope", "Engine", "ToolCall", "validation_message"]
+__all__ = ["BatchScope", "Engine", "ToolCall", "scrub", "validation_message"]
 
 TOOL_NOT_FOUND = "Tool not found"
 
@@ -181,7 +181,7 @@ class Engine:
                 None,
                 False,
             )
-        outcome = dict(_scrub(outcome, call.secrets))
+        outcome = dict(scrub(outcome, call.secrets))
         duration = time.perf_counter() - started
         success = "error" not in outcome
         error = audit_error if audit_error is not None else outcome.get("error")
@@ -190,7 +190,7 @@ class Engine:
             "user": scope.principal.user.id,
             "tool": call.tool,
             "success": success,
-            "error": _scrub(error, call.secrets) if error is not None else None,
+            "error": scrub(error, call.secrets) if error is not None else None,
             "duration_ms": round(duration * 1000, 3),
             "ts": self.clock(),
             "via": scope.principal.via,
@@ -283,13 +283,14 @@ def _scrub_text(text: str, secrets: Sequence[str]) -> str:
     return text
 
 
-def _scrub(value: Any, secrets: Sequence[str]) -> Any:
+def scrub(value: Any, secrets: Sequence[str]) -> Any:
+    """`value` with every (non-empty) secret replaced by [REDACTED], keys included, at any depth."""
     if not secrets:
         return value
     if isinstance(value, str):
         return _scrub_text(value, secrets)
     if isinstance(value, dict):
-        return {_scrub(k, secrets): _scrub(v, secrets) for k, v in value.items()}
+        return {scrub(k, secrets): scrub(v, secrets) for k, v in value.items()}
     if isinstance(value, list):
-        return [_scrub(v, secrets) for v in value]
+        return [scrub(v, secrets) for v in value]
     return value

@@ -27,6 +27,7 @@ from urllib.parse import quote, urlsplit
 from workbench.compose import BadRef, VaultMissing, resolve
 from workbench.crypto import Cipher
 from workbench.errors import ConflictError, InvalidInput, NotFound
+from workbench.executor import scrub
 from workbench.external.client import (
     AuthRejected,
     Endpoint,
@@ -440,9 +441,9 @@ class ExternalServers:
         except ExternalError as exc:
             raise RuntimeError(explain(exc, server)) from None
         if result.get("isError") is True:
-            raise RuntimeError(_scrub(_first_text(result) or "The external tool reported an error.", secrets))
+            raise RuntimeError(scrub(_first_text(result) or "The external tool reported an error.", secrets))
         text = _first_text(result)
-        return _scrub(text if text is not None else result, secrets)
+        return scrub(text if text is not None else result, secrets)
 
     # -- discovery -------------------------------------------------------------------------------
 
@@ -599,18 +600,6 @@ def _first_text(result: dict[str, Any]) -> str | None:
             if isinstance(block, dict) and block.get("type") == "text" and isinstance(block.get("text"), str):
                 return str(block["text"])
     return None
-
-
-def _scrub(value: Any, secrets: list[str]) -> Any:
-    if isinstance(value, str):
-        for secret in secrets:
-            value = value.replace(secret, "[REDACTED]")
-        return value
-    if isinstance(value, dict):
-        return {_scrub(k, secrets): _scrub(v, secrets) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_scrub(v, secrets) for v in value]
-    return value
 
 
 def _mask(template: str) -> str:
