@@ -43,10 +43,7 @@ def connect_routes(web: WebContext) -> list[BaseRoute]:
     def link_page(request: Request, user: User, title: str, body: str, status: int = 200) -> Response:
         return html_page(title, body, status=status, email=user.email, csrf=web.csrf(request))
 
-    async def link(request: Request) -> Response:
-        user = web.user(request)
-        if user is None:
-            return web.signin_redirect(request)
+    def link(request: Request, user: User) -> Response:
         connection_id = str(request.path_params["connection_id"])
         rec = gw.stores.pending.get(connection_id, now=gw.clock())
         if rec is None or rec.user_id != user.id:
@@ -79,24 +76,22 @@ def connect_routes(web: WebContext) -> list[BaseRoute]:
 
     async def redeem(request: Request) -> Response:
         content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
-        is_json = content_type == "application/json"
+        if content_type != "application/json":
+            return await redeem_form(request)
+        token = await _json_token(request)
+        if not web.same_origin(request):
+            return json_response({"error": "ACCOUNT_MISMATCH"}, 403)
+        if token is None:
+            return json_response({"error": 'Body must be JSON: {"token": "<connectionId>"}'}, 400)
         user = web.user(request)
-        if is_json:
-            token = await _json_token(request)
-            if not web.same_origin(request):
-                return json_response({"error": "ACCOUNT_MISMATCH"}, 403)
-            if token is None:
-                return json_response({"error": 'Body must be JSON: {"token": "<connectionId>"}'}, 400)
-            if user is None:  # no portal session is not the same user either
-                return json_response({"error": "ACCOUNT_MISMATCH"}, 403)
-            result = gw.connections.redeem(user, token)
-            return json_response(result.body, result.status)
-        # The link page's form post: CSRF-checked, answers with a redirect or a page.
-        if user is None:
-            return redirect("/portal/signin")
-        form = await web.checked_form(request, user)
-        if isinstance(form, Response):
-            return form
+        if user is None:  # no portal session is not the same user either
+            return json_response({"error": "ACCOUNT_MISMATCH"}, 403)
+        result = gw.connections.redeem(user, token)
+        return json_response(result.body, result.status)
+
+    @web.form_post
+    async def redeem_form(request: Request, user: User, form: dict[str, str]) -> Response:
+        """The link page's form post (no script needed): answers with a redirect or a page."""
         result = gw.connections.redeem(user, form.get("token", ""))
         if result.status == 200:
             return redirect(str(result.body["url"]))
@@ -127,7 +122,7 @@ def connect_routes(web: WebContext) -> list[BaseRoute]:
         return redirect(f"/portal/integrations?connected={name}")
 
     return [
-        Route("/connect/{connection_id}", link, methods=["GET"]),
+        Route("/connect/{connection_id}", web.page(link), methods=["GET"]),
         Route("/api/connect/redeem", redeem, methods=["POST"]),
         Route("/api/auth/plugin/{integration}/callback", callback, methods=["GET"]),
     ]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 from urllib.parse import quote, urlsplit
@@ -15,9 +16,11 @@ if TYPE_CHECKING:
     from workbench.composition import Gateway
     from workbench.stores import User
 
-__all__ = ["MAX_FORM_BYTES", "WebContext", "safe_next"]
+__all__ = ["MAX_FORM_BYTES", "Endpoint", "WebContext", "safe_next"]
 
 MAX_FORM_BYTES = 64 * 1024
+
+Endpoint = Callable[[Request], Awaitable[Response]]
 
 
 def safe_next(value: str | None, default: str = "/portal/integrations") -> str:
@@ -80,3 +83,30 @@ class WebContext:
         if not self.same_origin(request) or not self.gw.sessions.check_csrf(request, form.get("csrf")):
             return self.forbidden(request, user)
         return form
+
+    # -- handler preambles: each handler states only its own work ---------------------------------
+
+    def page(self, render: Callable[[Request, User], Response]) -> Endpoint:
+        """A GET page for a signed-in user; anyone else goes to sign-in and comes back here."""
+
+        async def endpoint(request: Request) -> Response:
+            user = self.user(request)
+            if user is None:
+                return self.signin_redirect(request)
+            return render(request, user)
+
+        return endpoint
+
+    def form_post(self, handle: Callable[[Request, User, dict[str, str]], Awaitable[Response]]) -> Endpoint:
+        """A state-changing form post by a signed-in user, after the CSRF token and Origin checks."""
+
+        async def endpoint(request: Request) -> Response:
+            user = self.user(request)
+            if user is None:
+                return redirect("/portal/signin")
+            form = await self.checked_form(request, user)
+            if isinstance(form, Response):
+                return form
+            return await handle(request, user, form)
+
+        return endpoint

@@ -127,24 +127,13 @@ def portal_routes(web: WebContext) -> list[BaseRoute]:
         body = flash + (cards or '<p class="muted">No integrations are installed on this gateway.</p>')
         return page(request, user, "Integrations", body, "integrations", status)
 
-    async def integrations(request: Request) -> Response:
-        user = web.user(request)
-        if user is None:
-            return web.signin_redirect(request)
-        return integrations_page(request, user)
-
     def manifest_for(request: Request) -> Manifest | None:
         name = str(request.path_params["name"])
         m = gw.registry.manifest(name) if _NAME_RE.match(name) else None
         return m if m is not None and not m.builtin else None
 
-    async def connect(request: Request) -> Response:
-        user = web.user(request)
-        if user is None:
-            return redirect("/portal/signin")
-        form = await web.checked_form(request, user)
-        if isinstance(form, Response):
-            return form
+    @web.form_post
+    async def connect(request: Request, user: User, form: dict[str, str]) -> Response:
         m = manifest_for(request)
         if m is None or not isinstance(m.auth, OAuth2Auth | CookieAuth):
             return redirect(
@@ -159,13 +148,8 @@ def portal_routes(web: WebContext) -> list[BaseRoute]:
             return redirect("/portal/integrations?error=" + quote(f"{m.display_name}: {message}"[:300]))
         return redirect(str(redeemed.body["url"]))
 
-    async def api_key(request: Request) -> Response:
-        user = web.user(request)
-        if user is None:
-            return redirect("/portal/signin")
-        form = await web.checked_form(request, user)
-        if isinstance(form, Response):
-            return form
+    @web.form_post
+    async def api_key(request: Request, user: User, form: dict[str, str]) -> Response:
         m = manifest_for(request)
         if m is None or not isinstance(m.auth, ApiKeyAuth):
             return redirect(
@@ -184,13 +168,8 @@ def portal_routes(web: WebContext) -> list[BaseRoute]:
         gw.credentials.save(user.id, m.name, values)  # encrypted under (user, integration)
         return redirect(f"/portal/integrations?connected={m.name}")
 
-    async def disconnect(request: Request) -> Response:
-        user = web.user(request)
-        if user is None:
-            return redirect("/portal/signin")
-        form = await web.checked_form(request, user)
-        if isinstance(form, Response):
-            return form
+    @web.form_post
+    async def disconnect(request: Request, user: User, form: dict[str, str]) -> Response:
         m = manifest_for(request)
         if m is None:
             return redirect("/portal/integrations?error=" + quote("Unknown integration."))
@@ -252,19 +231,8 @@ def portal_routes(web: WebContext) -> list[BaseRoute]:
         body = flash + reveal + f'<section class="card">{table}</section>' + mint
         return page(request, user, "API key", body, "api-keys")
 
-    async def keys(request: Request) -> Response:
-        user = web.user(request)
-        if user is None:
-            return web.signin_redirect(request)
-        return keys_page(request, user)
-
-    async def mint(request: Request) -> Response:
-        user = web.user(request)
-        if user is None:
-            return redirect("/portal/signin")
-        form = await web.checked_form(request, user)
-        if isinstance(form, Response):
-            return form
+    @web.form_post
+    async def mint(request: Request, user: User, form: dict[str, str]) -> Response:
         label = (form.get("label") or "").strip()[:100]
         key = gw.api_keys.mint(user, label=label)
         return keys_page(request, user, revealed=key)
@@ -273,13 +241,8 @@ def portal_routes(web: WebContext) -> list[BaseRoute]:
         rec = gw.stores.api_keys.get(key_id)
         return rec if rec is not None and rec.user_id == user.id and not rec.revoked else None
 
-    async def rotate(request: Request) -> Response:
-        user = web.user(request)
-        if user is None:
-            return redirect("/portal/signin")
-        form = await web.checked_form(request, user)
-        if isinstance(form, Response):
-            return form
+    @web.form_post
+    async def rotate(request: Request, user: User, form: dict[str, str]) -> Response:
         rec = own_active_key(user, str(request.path_params["key_id"]))
         if rec is None:
             return keys_page(
@@ -290,13 +253,8 @@ def portal_routes(web: WebContext) -> list[BaseRoute]:
         flash = notices(("ok", f"Key wb_{rec.key_id}_… was revoked and replaced."))
         return keys_page(request, user, revealed=key, flash=flash)
 
-    async def revoke(request: Request) -> Response:
-        user = web.user(request)
-        if user is None:
-            return redirect("/portal/signin")
-        form = await web.checked_form(request, user)
-        if isinstance(form, Response):
-            return form
+    @web.form_post
+    async def revoke(request: Request, user: User, form: dict[str, str]) -> Response:
         key_id = str(request.path_params["key_id"])
         if own_active_key(user, key_id) is None or not gw.stores.api_keys.revoke(user.id, key_id):
             return keys_page(
@@ -350,19 +308,8 @@ def portal_routes(web: WebContext) -> list[BaseRoute]:
         )
         return page(request, user, "MCP clients", body, "clients")
 
-    async def clients(request: Request) -> Response:
-        user = web.user(request)
-        if user is None:
-            return web.signin_redirect(request)
-        return clients_page(request, user)
-
-    async def revoke_client(request: Request) -> Response:
-        user = web.user(request)
-        if user is None:
-            return redirect("/portal/signin")
-        form = await web.checked_form(request, user)
-        if isinstance(form, Response):
-            return form
+    @web.form_post
+    async def revoke_client(request: Request, user: User, form: dict[str, str]) -> Response:
         port = clients_port()
         client_id = str(request.path_params["client_id"])
         if port is None or not port.revoke_for_user(user.id, client_id):
@@ -377,14 +324,14 @@ def portal_routes(web: WebContext) -> list[BaseRoute]:
     return [
         Route("/portal", home, methods=["GET"]),
         Route("/portal/", home, methods=["GET"]),
-        Route("/portal/integrations", integrations, methods=["GET"]),
+        Route("/portal/integrations", web.page(integrations_page), methods=["GET"]),
         Route("/portal/integrations/{name}/connect", connect, methods=["POST"]),
         Route("/portal/integrations/{name}/api-key", api_key, methods=["POST"]),
         Route("/portal/integrations/{name}/disconnect", disconnect, methods=["POST"]),
-        Route("/portal/api-keys", keys, methods=["GET"]),
+        Route("/portal/api-keys", web.page(keys_page), methods=["GET"]),
         Route("/portal/api-keys", mint, methods=["POST"]),
         Route("/portal/api-keys/{key_id}/rotate", rotate, methods=["POST"]),
         Route("/portal/api-keys/{key_id}/revoke", revoke, methods=["POST"]),
-        Route("/portal/clients", clients, methods=["GET"]),
+        Route("/portal/clients", web.page(clients_page), methods=["GET"]),
         Route("/portal/clients/{client_id}/revoke", revoke_client, methods=["POST"]),
     ]

@@ -27,6 +27,7 @@ from workbench.web.oidc import OidcClient, OidcError
 
 if TYPE_CHECKING:
     from workbench.composition import Gateway
+    from workbench.stores import User
 
 __all__ = ["SSO_COOKIE", "SSO_STATE_MARKER", "signin_routes"]
 
@@ -176,13 +177,8 @@ def signin_routes(web: WebContext) -> list[BaseRoute]:
         gw.sessions.set_cookie(response, user.id)
         return response
 
-    async def signout(request: Request) -> Response:
-        user = web.user(request)
-        if user is None:
-            return redirect("/portal/signin")
-        form = await web.checked_form(request, user)
-        if isinstance(form, Response):
-            return form
+    @web.form_post
+    async def signout(request: Request, user: User, form: dict[str, str]) -> Response:
         response = redirect("/portal/signin")
         gw.sessions.clear_cookie(response)
         return response
