@@ -5,9 +5,10 @@ Every surface (MCP, REST, web, proxy; local or Lambda) receives the same `Gatewa
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -104,10 +105,13 @@ class Gateway:
 
     # -- queries used by several surfaces -----------------------------------------------------
 
-    def connection_status(self, user_id: str) -> dict[str, bool]:
+    def connection_status(self, user_id: str, only: Collection[str] | None = None) -> dict[str, bool]:
+        """Whether the user is connected to each integration (or to those in `only`)."""
         conns = {c.integration: c for c in self.stores.connections.list_for(user_id)}
         return {
-            m.name: self.credentials.is_connected(m, conns.get(m.name)) for m in self.registry.manifests()
+            m.name: self.credentials.is_connected(m, conns.get(m.name))
+            for m in self.registry.manifests()
+            if only is None or m.name in only
         }
 
     def search_index(self) -> SearchIndex:
@@ -117,13 +121,21 @@ class Gateway:
             )
         return self._search
 
-    def search(
-        self, principal: Principal, query: str, limit: int, extra: Sequence[SearchDoc] = ()
-    ) -> list[dict[str, Any]]:
-        status = self.connection_status(principal.user.id)
+    async def search_tools(self, principal: Principal, query: str, limit: int) -> list[dict[str, Any]]:
+        """search_tools: built-in and plugin tools plus this caller's custom apps (never another user's)."""
         hits = self.search_index().search(query, limit)
-        if extra:  # the caller's own custom-app tools, ranked alongside the shared catalog
-            hits = sorted([*hits, *SearchIndex(extra).search(query, limit)], key=lambda h: -h.score)[:limit]
+        if self.external is not None:
+            custom = tuple(
+                SearchDoc(t.name, t.description, t.server)
+                for t in await self.external.catalog(principal.user.id)
+            )
+            if custom:  # ranked alongside the shared catalog
+                hits = sorted(
+                    [*hits, *_custom_app_index(custom).search(query, limit)], key=lambda h: -h.score
+                )
+                hits = hits[:limit]
+        # Only the hit integrations: a cookie integration's check decrypts its stored cookies.
+        status = self.connection_status(principal.user.id, {hit.doc.integration for hit in hits})
         return [
             {
                 "name": hit.doc.name,
@@ -134,16 +146,6 @@ class Gateway:
             }
             for hit in hits
         ]
-
-    async def search_tools(self, principal: Principal, query: str, limit: int) -> list[dict[str, Any]]:
-        """search_tools: built-in and plugin tools plus this caller's custom apps (never another user's)."""
-        extra: list[SearchDoc] = []
-        if self.external is not None:
-            extra = [
-                SearchDoc(t.name, t.description, t.server)
-                for t in await self.external.catalog(principal.user.id)
-            ]
-        return self.search(principal, query, limit, extra)
 
     def authenticate(self, token: str) -> Principal:
         """The principal behind a bearer token (API key, or an OAuth access token once enabled)."""
@@ -179,6 +181,13 @@ class Gateway:
         from workbench.proxy.session import mint_curl_session
 
         return mint_curl_session(self, principal, integrations, expires_in)
+
+
+@functools.lru_cache(maxsize=64)
+def _custom_app_index(docs: tuple[SearchDoc, ...]) -> SearchIndex:
+    """Custom-app discovery is cached for 10 minutes, so the same catalog comes back search after
+    search: index each distinct catalog once instead of on every request."""
+    return SearchIndex(docs)
 
 
 @dataclass(slots=True)
