@@ -21,7 +21,7 @@ import httpx
 from workbench.crypto import Cipher
 from workbench.errors import CredentialError, NotConnected, ReconnectRequired
 from workbench.registry import ApiKeyAuth, CookieAuth, Manifest, NoAuth, OAuth2Auth
-from workbench.stores import Connection, ConnectionStore
+from workbench.stores import LEASE_SUFFIX, Connection, ConnectionStore
 
 if TYPE_CHECKING:
     from workbench.oauth_client import TokenSet
@@ -37,9 +37,9 @@ __all__ = [
 
 REFRESH_MARGIN_SECONDS = 30
 # The refresh lease is a row of its own in the ConnectionStore, next to the connection it guards:
-# (user, "<integration>#refresh-lease"). Taking it is a conditional write on that row's version, so
-# exactly one instance (process, Lambda) wins; the lease expires by itself if its holder dies.
-LEASE_SUFFIX = "#refresh-lease"
+# (user, integration + LEASE_SUFFIX), which the store's list_for leaves out. Taking it is a conditional
+# write on that row's version, so exactly one instance (process, Lambda) wins; the lease expires by
+# itself if its holder dies.
 LEASE_SECONDS = 30.0
 _POLL_SECONDS = 0.05
 
@@ -80,6 +80,11 @@ class Credentials:
         current = self.store.get(user_id, integration)
         version = (current.version if current else 0) + 1
         self.store.put(Connection(user_id, integration, blob, "connected", expires_at, self.clock(), version))
+
+    def delete(self, user_id: str, integration: str) -> None:
+        """Disconnect: the stored credential and its refresh lease row go together."""
+        self.store.delete(user_id, integration)
+        self.store.delete(user_id, integration + LEASE_SUFFIX)
 
     def load(self, conn: Connection) -> dict[str, Any]:
         value = self.cipher.decrypt_json(conn.credential, credential_context(conn.user_id, conn.integration))

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 __all__ = [
+    "LEASE_SUFFIX",
     "ApiKeyRecord",
     "ApiKeyStore",
     "AuditStore",
@@ -20,6 +21,7 @@ __all__ = [
     "AuthorizationCodeStore",
     "Connection",
     "ConnectionStore",
+    "ConnectionsWithoutLeases",
     "ExternalServer",
     "ExternalServerStore",
     "Jot",
@@ -204,6 +206,35 @@ class ConnectionStore(Protocol):
     def delete(self, user_id: str, integration: str) -> bool: ...
 
 
+# The credential refresh lease (workbench.credentials) is a row of the ConnectionStore next to the
+# connection it guards, at (user, "<integration>#refresh-lease"): every adapter then offers the
+# conditional write it needs, with no port of its own.
+LEASE_SUFFIX = "#refresh-lease"
+
+
+class ConnectionsWithoutLeases:
+    """A ConnectionStore whose `list_for` answers connections only, never lease rows.
+
+    `Stores` wraps every adapter's connections in it, so this is the one place that knows lease
+    rows share the table; get/put/delete pass through unchanged (the lease is read and written by key).
+    """
+
+    def __init__(self, inner: ConnectionStore) -> None:
+        self.inner = inner
+
+    def get(self, user_id: str, integration: str) -> Connection | None:
+        return self.inner.get(user_id, integration)
+
+    def list_for(self, user_id: str) -> list[Connection]:
+        return [c for c in self.inner.list_for(user_id) if not c.integration.endswith(LEASE_SUFFIX)]
+
+    def put(self, conn: Connection, *, expected_version: int | None = None) -> bool:
+        return self.inner.put(conn, expected_version=expected_version)
+
+    def delete(self, user_id: str, integration: str) -> bool:
+        return self.inner.delete(user_id, integration)
+
+
 class PendingStore(Protocol):
     def put(self, pending: PendingConnect) -> None: ...
     def get(self, connection_id: str, *, now: float) -> PendingConnect | None:
@@ -297,3 +328,8 @@ class Stores:
     oauth_clients: OAuthClientStore | None = None
     oauth_codes: AuthorizationCodeStore | None = None
     oauth_refresh: RefreshTokenStore | None = None
+
+    def __post_init__(self) -> None:
+        # Lease rows live in every adapter's connections table; no caller of list_for should see them.
+        if not isinstance(self.connections, ConnectionsWithoutLeases):
+            self.connections = ConnectionsWithoutLeases(self.connections)

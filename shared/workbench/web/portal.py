@@ -22,7 +22,6 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
-from workbench.credentials import LEASE_SUFFIX
 from workbench.registry import ApiKeyAuth, CookieAuth, Manifest, NoAuth, OAuth2Auth
 from workbench.web.context import WebContext
 from workbench.web.html import csrf_field, e, html_page, notices, redirect
@@ -173,8 +172,7 @@ def portal_routes(web: WebContext) -> list[BaseRoute]:
         m = manifest_for(request)
         if m is None:
             return redirect("/portal/integrations?error=" + quote("Unknown integration."))
-        gw.stores.connections.delete(user.id, m.name)
-        gw.stores.connections.delete(user.id, m.name + LEASE_SUFFIX)
+        gw.credentials.delete(user.id, m.name)
         return redirect(f"/portal/integrations?disconnected={m.name}")
 
     # -- API keys ------------------------------------------------------------------------------------
