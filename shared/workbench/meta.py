@@ -187,9 +187,7 @@ def _opt_int(args: dict[str, Any], key: str, default: int | None, lo: int, hi: i
     return value
 
 
-def parse_executions(
-    args: dict[str, Any], *, allow_compose: bool = True
-) -> tuple[list[dict[str, Any]], bool, Any, bool]:
+def parse_executions(args: dict[str, Any]) -> tuple[list[dict[str, Any]], bool, Any, bool]:
     """Validate execute_tools arguments against the meta-tool's schema rules.
 
     Returns (executions, compose, return template, whether return was given)."""
@@ -200,8 +198,6 @@ def parse_executions(
     if not isinstance(compose, bool):
         raise InvalidInput("'compose' must be a boolean")
     has_return = "return" in args
-    if not allow_compose and (compose or has_return):
-        raise InvalidInput("compose and return are MCP-only; the REST batch form does not accept them")
     seen: set[str] = set()
     cleaned = []
     for i, ex in enumerate(executions):
