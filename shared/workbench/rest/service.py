@@ -71,11 +71,10 @@ def _parse(payload: Any) -> tuple[list[dict[str, Any]], bool]:
             raise InvalidInput("'tool' must be a non-empty string")
         if args is not None and not isinstance(args, dict):
             raise InvalidInput("'args' must be an object")
-        executions, _, _, _ = parse_executions(
-            {"executions": [{"tool": tool, "args": args or {}}]}, allow_compose=False
-        )
+        executions, _, _, _ = parse_executions({"executions": [{"tool": tool, "args": args or {}}]})
         return executions, True
-    executions, _, _, _ = parse_executions(payload, allow_compose=False)
+    # compose/return were refused above, with the REST wording
+    executions, _, _, _ = parse_executions(payload)
     return executions, False
 
 
@@ -85,10 +84,11 @@ async def _check_integration(
     """Every tool that exists must belong to `integration`; unknown tools are left to the engine,
     which answers (and audits) them as "Tool not found", exactly as execute_tools does."""
     owners: dict[str, str] = {}
-    for ex in executions:
-        hit = await gw.engine.lookup(principal, ex["tool"])
+    # Once per distinct tool: a custom-app lookup reads the user's server registrations.
+    for tool in dict.fromkeys(ex["tool"] for ex in executions):
+        hit = await gw.engine.lookup(principal, tool)
         if hit is not None:
-            owners[ex["tool"]] = hit[1].name
+            owners[tool] = hit[1].name
     if gw.registry.manifest(integration) is None and integration not in owners.values():
         return _bad(f"Unknown integration: {integration}", 404)
     wrong = [
