@@ -27,7 +27,7 @@ from workbench.web.context import WebContext
 from workbench.web.html import csrf_field, e, html_page, notices, redirect
 
 if TYPE_CHECKING:
-    from workbench.stores import User
+    from workbench.stores import ApiKeyRecord, Connection, User
 
 __all__ = ["portal_routes"]
 
@@ -50,8 +50,7 @@ def portal_routes(web: WebContext) -> list[BaseRoute]:
 
     # -- integrations ------------------------------------------------------------------------------
 
-    def integration_card(request: Request, user: User, m: Manifest, errors: dict[str, str]) -> str:
-        conn = gw.stores.connections.get(user.id, m.name)
+    def integration_card(m: Manifest, conn: Connection | None, csrf: str, error: str | None) -> str:
         connected = gw.credentials.is_connected(m, conn)
         if conn is not None and conn.status == "reconnect_required":
             status = '<span class="status warn">Needs reconnecting</span>'
@@ -61,7 +60,6 @@ def portal_routes(web: WebContext) -> list[BaseRoute]:
             status = '<span class="status warn">Session expired</span>'
         else:
             status = '<span class="status off">Not connected</span>'
-        csrf = csrf_field(web.csrf(request))
         name = e(m.name)
         actions = []
         if isinstance(m.auth, OAuth2Auth | CookieAuth):
@@ -78,7 +76,6 @@ def portal_routes(web: WebContext) -> list[BaseRoute]:
             )
         form = ""
         if isinstance(m.auth, ApiKeyAuth):
-            error = errors.get(m.name)
             fields = []
             for f in m.auth.fields:
                 fid = f"{name}-{e(f.name)}"
@@ -122,7 +119,10 @@ def portal_routes(web: WebContext) -> list[BaseRoute]:
             ("error", q.get("error", "")[:300] or None),
         )
         manifests = [m for m in gw.registry.manifests() if not m.builtin and not isinstance(m.auth, NoAuth)]
-        cards = "".join(integration_card(request, user, m, errors or {}) for m in manifests)
+        conns = {c.integration: c for c in gw.stores.connections.list_for(user.id)}  # one read, not one each
+        csrf = csrf_field(web.csrf(request))
+        errors = errors or {}
+        cards = "".join(integration_card(m, conns.get(m.name), csrf, errors.get(m.name)) for m in manifests)
         body = flash + (cards or '<p class="muted">No integrations are installed on this gateway.</p>')
         return page(request, user, "Integrations", body, "integrations", status)
 
@@ -235,7 +235,7 @@ def portal_routes(web: WebContext) -> list[BaseRoute]:
         key = gw.api_keys.mint(user, label=label)
         return keys_page(request, user, revealed=key)
 
-    def own_active_key(user: User, key_id: str) -> Any:
+    def own_active_key(user: User, key_id: str) -> ApiKeyRecord | None:
         rec = gw.stores.api_keys.get(key_id)
         return rec if rec is not None and rec.user_id == user.id and not rec.revoked else None
 
@@ -262,15 +262,8 @@ def portal_routes(web: WebContext) -> list[BaseRoute]:
 
     # -- MCP clients -------------------------------------------------------------------------------
 
-    def clients_port() -> Any:
-        """The OAuth authorization server's view of clients per user (see workbench.oauth)."""
-        port = getattr(gw, "oauth_clients", None)
-        if port is None:
-            port = gw.stores.extra.get("oauth_clients")
-        return port
-
     def clients_page(request: Request, user: User, flash: str = "") -> Response:
-        port = clients_port()
+        port = gw.oauth_clients  # None when the store backend has no OAuth authorization server
         csrf = csrf_field(web.csrf(request))
         if port is None:
             body = flash + (
@@ -282,11 +275,11 @@ def portal_routes(web: WebContext) -> list[BaseRoute]:
         rows = []
         for c in port.list_for_user(user.id):
             cid = e(c.client_id)
-            name = e(getattr(c, "client_name", "") or c.client_id)
+            name = e(c.client_name)
             rows.append(
                 f"<tr><td>{name}<br><code class=muted>{cid}</code></td>"
-                f"<td>{_when(getattr(c, 'created_at', None))}</td>"
-                f"<td>{_when(getattr(c, 'last_used_at', None))}</td>"
+                f"<td>{_when(c.created_at)}</td>"
+                f"<td>{_when(c.last_used_at)}</td>"
                 f'<td><form method="post" action="/portal/clients/{quote(c.client_id, safe="")}/revoke">{csrf}'
                 f'<button class="danger" type="submit" aria-label="Revoke {name}">Revoke</button></form></td></tr>'
             )
@@ -308,7 +301,7 @@ def portal_routes(web: WebContext) -> list[BaseRoute]:
 
     @web.form_post
     async def revoke_client(request: Request, user: User, form: dict[str, str]) -> Response:
-        port = clients_port()
+        port = gw.oauth_clients
         client_id = str(request.path_params["client_id"])
         if port is None or not port.revoke_for_user(user.id, client_id):
             return clients_page(
