@@ -215,3 +215,37 @@ async def test_vault_tools_take_names_literally(gw: Gateway, me: Principal) -> N
     out = await run(gw, me, executions=[{"tool": "vault_set", "args": {"name": "b", "value": "{{vault:a}}"}}])
     assert out == {"results": [{"result": {"stored": "b"}}]}
     assert gw.vault.get(me.user.id, "b") == "{{vault:a}}"
+
+
+async def test_compose_runs_exactly_eight_steps(gw: Gateway, me: Principal) -> None:
+    steps = [item("s0", 0), *(item(f"s{i}", f"{{{{step:s{i - 1}.value}}}}") for i in range(1, 8))]
+    out = await run(gw, me, compose=True, executions=steps)
+    assert out["result"]["value"] == 0  # the value travelled through all eight steps
+    assert len(gw.stores.audit.list_for(me.user.id)) == 8
+
+
+async def test_bad_ref_in_compose_return_has_no_ref_id(gw: Gateway, me: Principal) -> None:
+    out = await run(gw, me, compose=True, executions=[item("a", 1)], **{"return": "{{step:a.value.x}}"})
+    assert out["error"] == "BAD_REF" and set(out) == {"error", "message"}
+    assert len(gw.stores.audit.list_for(me.user.id)) == 1  # the step itself ran
+
+
+async def test_errors_carry_the_full_error_object(gw: Gateway, me: Principal) -> None:
+    out = await run(
+        gw,
+        me,
+        executions=[item("ok", 5), {"ref_id": "echo", "tool": "demo_echo", "args": {"text": "x"}}],
+        **{"return": "{{step:ok.value}}"},
+    )
+    assert out == {
+        "result": 5,
+        "errors": [
+            {
+                "index": 1,
+                "ref_id": "echo",
+                "error": "NOT_CONNECTED",
+                "integration": "demo",
+                "message": "demo not connected. Use connect('demo') to connect.",
+            }
+        ],
+    }

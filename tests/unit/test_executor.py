@@ -9,6 +9,7 @@ from pathlib import Path
 import httpx
 import pytest
 from workbench.composition import Gateway
+from workbench.executor import scrub
 
 from tests.support.demo_plugins import Gauge, demo_registry, demo_upstream
 from tests.support.gateways import make_gateway, principal_for
@@ -170,3 +171,28 @@ def test_credentials_are_stored_encrypted_and_bound_to_their_row(gw: Gateway) ->
     moved = Connection(me.user.id, "free", row.credential)
     with pytest.raises(CryptoError):
         gw.credentials.load(moved)
+
+
+async def test_audit_event_fields_on_handler_failure_and_unknown_tool(gw: Gateway) -> None:
+    me = principal_for(gw)
+    await gw.execute(me, [ex("free_throw"), ex("nope")])
+    events = {e["tool"]: e for e in gw.stores.audit.list_for(me.user.id)}
+    failed = events["free_throw"]
+    assert {k: failed[k] for k in ("action", "user", "tool", "success", "error", "integration")} == {
+        "action": "EXECUTE",
+        "user": me.user.id,
+        "tool": "free_throw",
+        "success": False,
+        "error": "kaboom",
+        "integration": "free",
+    }
+    assert failed["duration_ms"] >= 0
+    # Unknown tool: the same fields, and no integration key at all (not even None).
+    assert set(events["nope"]) == set(failed) - {"integration"}
+    assert events["nope"]["success"] is False and events["nope"]["error"] == "Tool not found"
+
+
+def test_scrub_replaces_secrets_at_any_depth_and_ignores_empty_ones() -> None:
+    value = {"tok-1 key": ["a tok-1 b", {"n": 3}], "plain": "x"}
+    assert scrub(value, ["", "tok-1"]) == {"[REDACTED] key": ["a [REDACTED] b", {"n": 3}], "plain": "x"}
+    assert scrub(value, ()) is value
