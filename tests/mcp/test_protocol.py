@@ -12,6 +12,7 @@ from workbench.composition import Gateway
 from workbench.local import create_local_app
 from workbench.mcp.protocol import render_tool_payload
 
+from tests.support.demo_plugins import demo_registry, demo_upstream
 from tests.support.gateways import make_gateway
 
 MODERN = "2026-07-28"
@@ -218,3 +219,19 @@ def test_mcp_image_sentinel_turns_into_image_blocks_even_inside_a_batch() -> Non
     blocks = render_tool_payload({"results": [{"result": {"ok": 1}}, {"result": sentinel}]}, 60_000)
     assert blocks == [{"type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png"}]
     assert render_tool_payload(sentinel, 60_000) == blocks
+
+
+async def test_execute_tools_over_mcp_shares_one_60000_character_budget(tmp_path: Path) -> None:
+    gw = make_gateway(tmp_path, registry=demo_registry(), transport=demo_upstream([]))
+    key = gw.api_keys.mint(gw.stores.users.get_or_create("ada@example.com"))
+    one = {"tool": "free_item", "args": {"value": "x" * 20_000}}  # each result is over 40,000 characters
+    resp = await post(
+        gw,
+        rpc("tools/call", {"name": "execute_tools", "arguments": {"executions": [one, one]}}),
+        {"Authorization": f"Bearer {key}"},
+    )
+    content = resp.json()["result"]["content"]
+    assert len(content) == 1 and content[0]["type"] == "text"
+    body, notice = content[0]["text"][:60_000], content[0]["text"][60_000:]
+    assert body.startswith('{"results": [{"result": {"value": "xxx')
+    assert notice.startswith("\n\n[truncated: the response was 8") and "cap is 60000" in notice
