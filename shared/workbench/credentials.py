@@ -107,10 +107,7 @@ class Credentials:
 
     async def access(self, manifest: Manifest, user_id: str, conn: Connection | None) -> dict[str, Any]:
         """The usable credential, refreshed first if it expires within the margin."""
-        if conn is None:
-            raise NotConnected(manifest.name)
-        if conn.status == "reconnect_required":
-            raise ReconnectRequired(manifest.name)
+        conn = _usable(manifest, conn)
         if isinstance(manifest.auth, OAuth2Auth) and self._stale(conn):
             return await self._refresh_shared(manifest, user_id)
         return self.load(conn)
@@ -129,11 +126,7 @@ class Credentials:
         """Exactly one instance calls the provider; the others wait for its result and re-read."""
         give_up = time.monotonic() + LEASE_SECONDS + 5
         while True:
-            latest = self.store.get(user_id, manifest.name)
-            if latest is None:
-                raise NotConnected(manifest.name)
-            if latest.status == "reconnect_required":
-                raise ReconnectRequired(manifest.name)
+            latest = _usable(manifest, self.store.get(user_id, manifest.name))
             if not self._stale(latest):
                 return self.load(latest)  # another instance refreshed meanwhile
             lease = self._take_lease(user_id, manifest.name)
@@ -152,11 +145,7 @@ class Credentials:
     async def _refresh_holding_lease(self, manifest: Manifest, user_id: str) -> dict[str, Any]:
         from workbench.oauth_client import ProviderError
 
-        latest = self.store.get(user_id, manifest.name)
-        if latest is None:
-            raise NotConnected(manifest.name)
-        if latest.status == "reconnect_required":
-            raise ReconnectRequired(manifest.name)
+        latest = _usable(manifest, self.store.get(user_id, manifest.name))
         cred = self.load(latest)
         if not self._stale(latest):
             return cred  # refreshed between our read and taking the lease
@@ -187,10 +176,8 @@ class Credentials:
                 expected_version=latest.version,
             )
             raise ReconnectRequired(manifest.name, exc.error) from exc
-        new_cred = {
-            **cred,
-            **tokens.credential,
-        }  # a provider that does not rotate keeps the old refresh token
+        # A provider that does not rotate refresh tokens keeps the old one.
+        new_cred = {**cred, **tokens.credential}
         blob = self.cipher.encrypt_json(new_cred, credential_context(user_id, manifest.name))
         now = self.clock()
         written = self.store.put(
@@ -237,6 +224,15 @@ class Credentials:
             cookies = cred.get("cookies", [])
             return {"Cookie": "; ".join(f"{c['name']}={c['value']}" for c in cookies)}
         return {}
+
+
+def _usable(manifest: Manifest, conn: Connection | None) -> Connection:
+    """The stored connection, unless there is none or only the user can fix it by reconnecting."""
+    if conn is None:
+        raise NotConnected(manifest.name)
+    if conn.status == "reconnect_required":
+        raise ReconnectRequired(manifest.name)
+    return conn
 
 
 def _cookies_live(cred: dict[str, Any], auth: CookieAuth, now: float) -> bool:
