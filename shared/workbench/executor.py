@@ -19,7 +19,6 @@ from pydantic import ValidationError
 
 from workbench.auth import Principal
 from workbench.credentials import Credentials, InjectedAuth
-from workbench.errors import WorkbenchError
 from workbench.observability import Metrics, log_event
 from workbench.registry import Manifest, Registry
 from workbench.stores import AuditStore, Connection, ConnectionStore
@@ -267,10 +266,7 @@ class Engine:
                 args = SimpleNamespace(**call.args)
 
         ctx = _Context(self, scope.principal, manifest, conn)
-        try:
-            result = await tool.execute(args, signal, emit, ctx)
-        except WorkbenchError as exc:  # pragma: no cover - execute() already converts
-            return {"error": str(exc)}, manifest.name, audit_error, True
+        result = await tool.execute(args, signal, emit, ctx)  # never raises: failures come back as text
         if result.success:
             return {"result": result.json}, manifest.name, audit_error, True
         return {"error": result.text}, manifest.name, audit_error, True
