@@ -141,6 +141,7 @@ class Tool:
     parameters: dict[str, Any] | None = None
     integration: str = ""
     _schema: dict[str, Any] | None = field(default=None, repr=False)
+    _arity: int | None = field(default=None, repr=False)  # positional parameters fn takes
 
     def json_schema(self) -> dict[str, Any]:
         if self._schema is None:
@@ -183,8 +184,9 @@ class Tool:
 
     async def _call(self, input: Any, ctx: Any, emit: EmitFn | None) -> Any:
         fn = self.fn
-        params = _positional_count(fn)
-        call_args: tuple[Any, ...] = (input, ctx, emit)[: max(params, 1)]
+        if self._arity is None:  # inspect.signature is slow: once per tool, not once per call
+            self._arity = max(_positional_count(fn), 1)
+        call_args: tuple[Any, ...] = (input, ctx, emit)[: self._arity]
         if inspect.iscoroutinefunction(fn):
             return await fn(*call_args)
         value = fn(*call_args)
