@@ -11,6 +11,7 @@ GET  /api/auth/plugin/{integration}/callback     exchange the code with the veri
 from __future__ import annotations
 
 import json
+import time
 from typing import TYPE_CHECKING, Any
 
 from starlette.requests import Request
@@ -141,6 +142,4 @@ async def _json_token(request: Request) -> str | None:
 
 
 def _clock(ts: float) -> str:
-    import time
-
     return time.strftime("%H:%M UTC", time.gmtime(ts))

@@ -84,7 +84,7 @@ def signin_routes(web: WebContext) -> list[BaseRoute]:
                 '<input id="dev-email" name="email" type="email" required autocomplete="email">'
                 '<p><button type="submit">Sign in (development)</button></p></form></section>'
             )
-        if not parts or (oidc is None and not gw.settings.dev_login):
+        if oidc is None and not gw.settings.dev_login:
             parts.append(
                 notices(
                     (
@@ -129,11 +129,14 @@ def signin_routes(web: WebContext) -> list[BaseRoute]:
         )
         return response
 
-    def failed(message: str) -> Response:
-        body = notices(("error", message)) + '<p><a href="/portal/signin">Try signing in again</a></p>'
-        response = html_page("Sign-in failed", body, status=400)
+    def forget_sso(response: Response) -> Response:
+        """The state-binding cookie has done its work (or failed it) once the callback answers."""
         response.delete_cookie(SSO_COOKIE, path="/", secure=gw.sessions.secure, httponly=True, samesite="lax")
         return response
+
+    def failed(message: str) -> Response:
+        body = notices(("error", message)) + '<p><a href="/portal/signin">Try signing in again</a></p>'
+        return forget_sso(html_page("Sign-in failed", body, status=400))
 
     async def oidc_callback(request: Request) -> Response:
         if oidc is None:
@@ -156,8 +159,7 @@ def signin_routes(web: WebContext) -> list[BaseRoute]:
         except OidcError as exc:
             return failed(str(exc))
         user = gw.stores.users.get_or_create(who.email)
-        response = redirect(safe_next(taken.connection_id))
-        response.delete_cookie(SSO_COOKIE, path="/", secure=gw.sessions.secure, httponly=True, samesite="lax")
+        response = forget_sso(redirect(safe_next(taken.connection_id)))
         gw.sessions.set_cookie(response, user.id)
         return response
 
