@@ -66,8 +66,12 @@ class ConnectFlow:
         self.oauth = oauth
         self.credentials = credentials
 
+    @property
+    def _base_url(self) -> str:
+        return self.settings.public_url.rstrip("/")
+
     def link(self, connection_id: str) -> str:
-        return f"{self.settings.public_url.rstrip('/')}/connect/{connection_id}"
+        return f"{self._base_url}/connect/{connection_id}"
 
     def start(self, user: User, integration: str) -> dict[str, Any]:
         manifest = self.registry.manifest(integration)
@@ -77,7 +81,7 @@ class ConnectFlow:
         if kind == "none":
             return {"error": f"{integration} needs no connection; its tools work as they are."}
         if kind == "api_key":
-            portal = f"{self.settings.public_url.rstrip('/')}/portal/integrations"
+            portal = f"{self._base_url}/portal/integrations"
             return {
                 "error": f"{integration} is connected with an API key, which only the user can enter: "
                 f"ask them to open {portal} and connect it there."
@@ -138,9 +142,9 @@ class ConnectFlow:
         manifest = self.registry.manifest(rec.integration)
         if manifest is None:
             return Redeemed(404, {"error": f"Unknown integration: {rec.integration}"})
-        base = self.settings.public_url.rstrip("/")
         if rec.auth_type == "cookie":
-            return Redeemed(200, {"type": "cookie", "url": base + BROWSER_PAGE.format(connection_id=rec.id)})
+            url = self._base_url + BROWSER_PAGE.format(connection_id=rec.id)
+            return Redeemed(200, {"type": "cookie", "url": url})
         if rec.auth_type != "oauth2" or self.oauth is None:
             return Redeemed(400, {"error": f"{rec.integration} cannot be connected through a link"})
         from workbench.oauth_client import ProviderError, pkce_verifier
