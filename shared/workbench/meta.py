@@ -306,13 +306,14 @@ async def run_compose(
 ) -> dict[str, Any]:
     """Ordered execution; each step's args may read earlier results; a failure ends the run."""
     scope = BatchScope(principal)
+    vault = gw.vault_reader(principal.user.id)
     steps: dict[str, Any] = {}
     used_secrets: list[str] = []
     last: Any = None
     for index, ex in enumerate(executions):
         ref_id = ex["ref_id"]
         try:
-            res = _resolve_args(ex, steps, gw.vault_reader(principal.user.id))
+            res = _resolve_args(ex, steps, vault)
         except BadRef as exc:
             return {"error": "BAD_REF", "index": index, "ref_id": ref_id, "message": str(exc)}
         except VaultMissing as exc:
