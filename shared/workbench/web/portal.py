@@ -33,6 +33,7 @@ __all__ = ["portal_routes"]
 
 _NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
 _MAX_FIELD = 4096
+_NO_SUCH_KEY = "That key does not exist or is revoked."
 _AUTH_LABEL = {"oauth2": "OAuth", "api_key": "API key", "cookie": "Browser session", "none": "No sign-in"}
 
 
@@ -126,6 +127,10 @@ def portal_routes(web: WebContext) -> list[BaseRoute]:
         body = flash + (cards or '<p class="muted">No integrations are installed on this gateway.</p>')
         return page(request, user, "Integrations", body, "integrations", status)
 
+    def back_with_error(message: str) -> Response:
+        """Back to the integrations page, which shows the message (its first 300 characters)."""
+        return redirect("/portal/integrations?error=" + quote(message[:300]))
+
     def manifest_for(request: Request) -> Manifest | None:
         name = str(request.path_params["name"])
         m = gw.registry.manifest(name) if _NAME_RE.match(name) else None
@@ -135,25 +140,21 @@ def portal_routes(web: WebContext) -> list[BaseRoute]:
     async def connect(request: Request, user: User, form: dict[str, str]) -> Response:
         m = manifest_for(request)
         if m is None or not isinstance(m.auth, OAuth2Auth | CookieAuth):
-            return redirect(
-                "/portal/integrations?error=" + quote("That integration cannot be connected here.")
-            )
+            return back_with_error("That integration cannot be connected here.")
         started = gw.connections.start(user, m.name)
         if "error" in started:
-            return redirect("/portal/integrations?error=" + quote(str(started["error"])[:300]))
+            return back_with_error(str(started["error"]))
         redeemed = gw.connections.redeem(user, str(started["connectionId"]))
         if redeemed.status != 200:
             message = str(redeemed.body.get("message") or redeemed.body.get("error"))
-            return redirect("/portal/integrations?error=" + quote(f"{m.display_name}: {message}"[:300]))
+            return back_with_error(f"{m.display_name}: {message}")
         return redirect(str(redeemed.body["url"]))
 
     @web.form_post
     async def api_key(request: Request, user: User, form: dict[str, str]) -> Response:
         m = manifest_for(request)
         if m is None or not isinstance(m.auth, ApiKeyAuth):
-            return redirect(
-                "/portal/integrations?error=" + quote("That integration does not use an API key.")
-            )
+            return back_with_error("That integration does not use an API key.")
         values: dict[str, Any] = {}
         missing = []
         for f in m.auth.fields:
@@ -171,7 +172,7 @@ def portal_routes(web: WebContext) -> list[BaseRoute]:
     async def disconnect(request: Request, user: User, form: dict[str, str]) -> Response:
         m = manifest_for(request)
         if m is None:
-            return redirect("/portal/integrations?error=" + quote("Unknown integration."))
+            return back_with_error("Unknown integration.")
         gw.credentials.delete(user.id, m.name)
         return redirect(f"/portal/integrations?disconnected={m.name}")
 
@@ -243,9 +244,7 @@ def portal_routes(web: WebContext) -> list[BaseRoute]:
     async def rotate(request: Request, user: User, form: dict[str, str]) -> Response:
         rec = own_active_key(user, str(request.path_params["key_id"]))
         if rec is None:
-            return keys_page(
-                request, user, flash=notices(("error", "That key does not exist or is revoked."))
-            )
+            return keys_page(request, user, flash=notices(("error", _NO_SUCH_KEY)))
         key = gw.api_keys.mint(user, label=rec.label)
         gw.stores.api_keys.revoke(user.id, rec.key_id)
         flash = notices(("ok", f"Key wb_{rec.key_id}_… was revoked and replaced."))
@@ -255,9 +254,7 @@ def portal_routes(web: WebContext) -> list[BaseRoute]:
     async def revoke(request: Request, user: User, form: dict[str, str]) -> Response:
         key_id = str(request.path_params["key_id"])
         if own_active_key(user, key_id) is None or not gw.stores.api_keys.revoke(user.id, key_id):
-            return keys_page(
-                request, user, flash=notices(("error", "That key does not exist or is revoked."))
-            )
+            return keys_page(request, user, flash=notices(("error", _NO_SUCH_KEY)))
         return keys_page(request, user, flash=notices(("ok", f"Key wb_{key_id}_… was revoked.")))
 
     # -- MCP clients -------------------------------------------------------------------------------
