@@ -31,6 +31,7 @@ __all__ = [
     "LEASE_SUFFIX",
     "REFRESH_MARGIN_SECONDS",
     "Credentials",
+    "InjectedAuth",
     "Refresher",
     "credential_context",
 ]
