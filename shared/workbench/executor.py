@@ -36,6 +36,9 @@ class ToolCall:
     ref_id: str | None = None
     # Secret values substituted into args, scrubbed from anything the call returns or records.
     secrets: tuple[str, ...] = ()
+    # An outcome decided before the pipeline (a bad {{step:}} / {{vault:}} ref): the call is
+    # audited like any other, but never reaches validation or the handler.
+    refused: dict[str, Any] | None = None
 
 
 def validation_message(exc: ValidationError) -> str:
@@ -230,6 +233,8 @@ class Engine:
     ) -> tuple[dict[str, Any], str | None, str | None, bool]:
         """(outcome, integration, audit error override, whether the handler ran)."""
         hit = await self.lookup(scope.principal, call.tool)
+        if call.refused is not None:
+            return dict(call.refused), (hit[1].name if hit else None), None, False
         if hit is None:
             return {"error": TOOL_NOT_FOUND}, None, None, False
         tool, manifest = hit

@@ -301,6 +301,17 @@ def _resolve_args(ex: dict[str, Any], steps: dict[str, Any] | None, vault: Any) 
     return resolve(ex["args"], steps=steps, vault=vault)
 
 
+def _call_for(ex: dict[str, Any], steps: dict[str, Any] | None, vault: Any) -> ToolCall:
+    """The execution with its refs substituted, or refused with BAD_REF / a missing-secret error."""
+    try:
+        res = _resolve_args(ex, steps, vault)
+    except BadRef as exc:
+        return ToolCall(ex["tool"], {}, ex["ref_id"], refused={"error": "BAD_REF", "message": str(exc)})
+    except VaultMissing as exc:
+        return ToolCall(ex["tool"], {}, ex["ref_id"], refused={"error": str(exc)})
+    return ToolCall(ex["tool"], res.value, ex["ref_id"], tuple(res.secrets))
+
+
 async def run_compose(
     gw: Gateway, principal: Principal, executions: list[dict[str, Any]], template: Any, has_return: bool
 ) -> dict[str, Any]:
@@ -312,14 +323,11 @@ async def run_compose(
     last: Any = None
     for index, ex in enumerate(executions):
         ref_id = ex["ref_id"]
-        try:
-            res = _resolve_args(ex, steps, vault)
-        except BadRef as exc:
-            return {"error": "BAD_REF", "index": index, "ref_id": ref_id, "message": str(exc)}
-        except VaultMissing as exc:
-            return {"error": str(exc), "index": index, "ref_id": ref_id}
-        used_secrets.extend(res.secrets)
-        outcome = await gw.engine.run_one(scope, ToolCall(ex["tool"], res.value, ref_id, tuple(used_secrets)))
+        call = _call_for(ex, steps, vault)
+        used_secrets.extend(call.secrets)
+        outcome = await gw.engine.run_one(
+            scope, ToolCall(call.tool, call.args, ref_id, tuple(used_secrets), call.refused)
+        )
         if "error" in outcome:
             return {"index": index, "ref_id": ref_id, **outcome}
         steps[ref_id] = outcome["result"]
@@ -337,21 +345,8 @@ async def run_plain(
     gw: Gateway, principal: Principal, executions: list[dict[str, Any]], template: Any, has_return: bool
 ) -> dict[str, Any]:
     """Concurrent batch; optional `return` projection over successful results by ref_id."""
-    calls: list[ToolCall | dict[str, Any]] = []
     vault = gw.vault_reader(principal.user.id)
-    for ex in executions:
-        try:
-            res = _resolve_args(ex, None, vault)
-        except BadRef as exc:
-            calls.append({"error": "BAD_REF", "message": str(exc)})
-            continue
-        except VaultMissing as exc:
-            calls.append({"error": str(exc)})
-            continue
-        calls.append(ToolCall(ex["tool"], res.value, ex["ref_id"], tuple(res.secrets)))
-    runnable = [c for c in calls if isinstance(c, ToolCall)]
-    ran = iter(await gw.engine.run_batch(principal, runnable))
-    results = [next(ran) if isinstance(c, ToolCall) else c for c in calls]
+    results = await gw.engine.run_batch(principal, [_call_for(ex, None, vault) for ex in executions])
     if not has_return:
         return {"results": results}
     steps = {

@@ -95,8 +95,28 @@ async def test_array_index_paths_and_any_depth(gw: Gateway, me: Principal) -> No
 async def test_malformed_or_missing_refs_are_bad_ref(gw: Gateway, me: Principal, bad: str) -> None:
     out = await run(gw, me, compose=True, executions=[item("a", {"k": 1}), item("b", bad)])
     assert out["error"] == "BAD_REF" and out["ref_id"] == "b" and out["index"] == 1
-    assert gw.stores.audit.list_for(me.user.id)[0]["tool"] == "free_item"  # step a ran, b never did
-    assert len(gw.stores.audit.list_for(me.user.id)) == 1
+    assert set(out) == {"error", "index", "ref_id", "message"}
+    # step a ran; step b never reached its handler, and its refusal is audited like any path (seed 000)
+    refused, ran = gw.stores.audit.list_for(me.user.id)
+    assert ran["success"] is True
+    assert refused["error"] == "BAD_REF" and refused["success"] is False
+    assert refused["tool"] == "free_item" and refused["integration"] == "free"
+
+
+async def test_plain_batch_refusals_are_audited_without_running(gw: Gateway, me: Principal) -> None:
+    out = await run(
+        gw, me, executions=[item(None, "{{vault:missing}}"), {"tool": "nope", "args": {"x": "{{step:}}"}}]
+    )
+    assert out == {
+        "results": [
+            {"error": "Vault secret 'missing' not found"},
+            {"error": "BAD_REF", "message": "{{step:}}: a step reference is {{step:<ref_id>.<path>}}"},
+        ]
+    }
+    events = {e["tool"]: e for e in gw.stores.audit.list_for(me.user.id)}
+    assert events["free_item"]["error"] == "Vault secret 'missing' not found"
+    assert events["free_item"]["integration"] == "free"
+    assert "integration" not in events["nope"]  # the name resolves to nothing
 
 
 async def test_only_own_properties_resolve(gw: Gateway, me: Principal) -> None:
