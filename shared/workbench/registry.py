@@ -123,6 +123,7 @@ class Registry:
 
     _entries: dict[str, _Entry] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
+    _lookup_order: list[_Entry] | None = field(default=None, repr=False)
 
     def add(self, manifest: Manifest, loader: ToolLoader, *, allow_reserved: bool = False) -> None:
         if manifest.name in RESERVED_NAMES and not allow_reserved:
@@ -132,6 +133,7 @@ class Registry:
         if manifest.name in self._entries:
             raise RegistryError(f"Integration '{manifest.name}' is registered twice.")
         self._entries[manifest.name] = _Entry(manifest, loader)
+        self._lookup_order = None
 
     def add_plugin_package(self, package: str = "workbench_plugins") -> None:
         """Register every subpackage of `package` that exposes a `manifest` (tools stay unimported)."""
@@ -179,15 +181,13 @@ class Registry:
 
     def find(self, tool_name: str) -> Tool | None:
         """The tool with this name, loading only the integration(s) whose prefix matches."""
-        candidates = sorted(
-            (
-                e
-                for e in self._entries.values()
-                if e.manifest.builtin or tool_name.startswith(e.manifest.prefix)
-            ),
-            key=lambda e: (not e.manifest.builtin, -len(e.manifest.prefix)),
-        )
-        for entry in candidates:
+        if self._lookup_order is None:  # built-ins first, then the longest prefix wins
+            self._lookup_order = sorted(
+                self._entries.values(), key=lambda e: (not e.manifest.builtin, -len(e.manifest.prefix))
+            )
+        for entry in self._lookup_order:
+            if not (entry.manifest.builtin or tool_name.startswith(entry.manifest.prefix)):
+                continue
             found = self.tools_of(entry.manifest.name).get(tool_name)
             if found is not None:
                 return found
