@@ -11,7 +11,7 @@ import pytest
 import workbench_plugins.airtable as airtable_pkg
 from workbench_plugins.airtable import tools as airtable_tools
 
-from tests.plugins.harness_b import (
+from tests.plugins.catalog_support import (
     Call,
     Case,
     Plugin,

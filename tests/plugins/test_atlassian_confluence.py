@@ -5,8 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from workbench_plugins.atlassian_confluence import tools as atlassian_confluence_tools
 
-from tests.plugins.catalog_support import Call, Case, check_catalog, run_case, run_tool
+from tests.plugins.catalog_support import Call, Case, Plugin, check_catalog, run_case, run_tool
+
+PLUGIN = Plugin("atlassian-confluence")
 
 GW = "https://api.atlassian.com"
 CLOUD = "1324a887-45db-1bf4-1e99-ef0ff456d421"
@@ -324,18 +327,18 @@ def test_every_tool_has_a_case() -> None:
 
 
 def test_catalog_entries_are_well_formed() -> None:
-    check_catalog("workbench_plugins.atlassian_confluence")
+    check_catalog("atlassian-confluence", atlassian_confluence_tools)
 
 
 @pytest.mark.parametrize("case", CASES, ids=str)
 async def test_tool_request_and_result(tmp_path: Path, case: Case) -> None:
-    await run_case(tmp_path, "atlassian-confluence", case)
+    await run_case(PLUGIN, tmp_path, case)
 
 
 async def test_upstream_404_becomes_tool_error(tmp_path: Path) -> None:
     out = await run_tool(
+        PLUGIN,
         tmp_path,
-        "atlassian-confluence",
         "confluence_get_page",
         {"cloudId": CLOUD, "pageId": "1"},
         [
@@ -354,5 +357,5 @@ async def test_upstream_404_becomes_tool_error(tmp_path: Path) -> None:
 
 
 async def test_list_pages_needs_a_space(tmp_path: Path) -> None:
-    out = await run_tool(tmp_path, "atlassian-confluence", "confluence_list_pages", {"cloudId": CLOUD}, [])
+    out = await run_tool(PLUGIN, tmp_path, "confluence_list_pages", {"cloudId": CLOUD}, [])
     assert out == {"results": [{"error": "Give spaceId or spaceKey."}]}

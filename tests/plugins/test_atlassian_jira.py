@@ -5,8 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from workbench_plugins.atlassian_jira import tools as atlassian_jira_tools
 
-from tests.plugins.catalog_support import Call, Case, check_catalog, run_case, run_tool
+from tests.plugins.catalog_support import Call, Case, Plugin, check_catalog, run_case, run_tool
+
+PLUGIN = Plugin("atlassian-jira")
 
 GW = "https://api.atlassian.com"
 CLOUD = "1324a887-45db-1bf4-1e99-ef0ff456d421"
@@ -317,12 +320,12 @@ def test_every_tool_has_a_case() -> None:
 
 
 def test_catalog_entries_are_well_formed() -> None:
-    check_catalog("workbench_plugins.atlassian_jira")
+    check_catalog("atlassian-jira", atlassian_jira_tools)
 
 
 @pytest.mark.parametrize("case", CASES, ids=str)
 async def test_tool_request_and_result(tmp_path: Path, case: Case) -> None:
-    await run_case(tmp_path, "atlassian-jira", case)
+    await run_case(PLUGIN, tmp_path, case)
 
 
 async def test_several_sites_without_cloud_id_asks_for_one(tmp_path: Path) -> None:
@@ -333,8 +336,8 @@ async def test_several_sites_without_cloud_id_asks_for_one(tmp_path: Path) -> No
         "url": "https://other.atlassian.net",
     }
     out = await run_tool(
+        PLUGIN,
         tmp_path,
-        "atlassian-jira",
         "jira_get_issue",
         {"issueKey": "ED-1"},
         [Call("GET", f"{GW}/oauth/token/accessible-resources", response=[SITE, other])],
@@ -354,8 +357,8 @@ async def test_several_sites_without_cloud_id_asks_for_one(tmp_path: Path) -> No
 
 async def test_unknown_transition_lists_the_available_ones(tmp_path: Path) -> None:
     out = await run_tool(
+        PLUGIN,
         tmp_path,
-        "atlassian-jira",
         "jira_transition_issue",
         {"cloudId": CLOUD, "issueKey": "ED-1", "transition": "Shipped"},
         [Call("GET", f"{J}/issue/ED-1/transitions", response=TRANSITIONS)],
@@ -369,8 +372,8 @@ async def test_unknown_transition_lists_the_available_ones(tmp_path: Path) -> No
 
 async def test_upstream_404_becomes_tool_error(tmp_path: Path) -> None:
     out = await run_tool(
+        PLUGIN,
         tmp_path,
-        "atlassian-jira",
         "jira_get_issue",
         {"cloudId": CLOUD, "issueKey": "ED-404"},
         [
@@ -398,14 +401,15 @@ async def test_upstream_404_becomes_tool_error(tmp_path: Path) -> None:
 
 async def test_field_errors_are_named(tmp_path: Path) -> None:
     out = await run_tool(
+        PLUGIN,
         tmp_path,
-        "atlassian-jira",
         "jira_create_issue",
         {"cloudId": CLOUD, "projectKey": "ED", "summary": "x"},
         [
             Call(
                 "POST",
                 f"{J}/issue",
+                json={"fields": {"project": {"key": "ED"}, "summary": "x", "issuetype": {"name": "Task"}}},
                 status=400,
                 response={"errorMessages": [], "errors": {"issuetype": "Specify a valid issue type"}},
             )
@@ -419,8 +423,8 @@ async def test_field_errors_are_named(tmp_path: Path) -> None:
 async def test_discovery_keeps_only_sites_granted_for_jira(tmp_path: Path) -> None:
     wiki_only = {**SITE, "id": "c0ffee00-0000-4000-8000-000000000001", "scopes": ["read:page:confluence"]}
     out = await run_tool(
+        PLUGIN,
         tmp_path,
-        "atlassian-jira",
         "jira_list_transitions",
         {"issueKey": "ED-1"},
         [
@@ -433,8 +437,8 @@ async def test_discovery_keeps_only_sites_granted_for_jira(tmp_path: Path) -> No
 
 async def test_no_jira_site_is_explained(tmp_path: Path) -> None:
     out = await run_tool(
+        PLUGIN,
         tmp_path,
-        "atlassian-jira",
         "jira_list_projects",
         {},
         [Call("GET", f"{GW}/oauth/token/accessible-resources", response=[])],

@@ -6,8 +6,11 @@ import base64
 from pathlib import Path
 
 import pytest
+from workbench_plugins.github import tools as github_tools
 
-from tests.plugins.catalog_support import Call, Case, check_catalog, run_case, run_tool
+from tests.plugins.catalog_support import Call, Case, Plugin, check_catalog, run_case, run_tool
+
+PLUGIN = Plugin("github")
 
 API = "https://api.github.com"
 REPO = f"{API}/repos/octocat/Hello-World"
@@ -538,18 +541,18 @@ def test_every_tool_has_a_case() -> None:
 
 
 def test_catalog_entries_are_well_formed() -> None:
-    check_catalog("workbench_plugins.github")
+    check_catalog("github", github_tools)
 
 
 @pytest.mark.parametrize("case", CASES, ids=str)
 async def test_tool_request_and_result(tmp_path: Path, case: Case) -> None:
-    await run_case(tmp_path, "github", case)
+    await run_case(PLUGIN, tmp_path, case)
 
 
 async def test_directory_listing(tmp_path: Path) -> None:
     out = await run_tool(
+        PLUGIN,
         tmp_path,
-        "github",
         "github_get_file",
         {"owner": "octocat", "repo": "Hello-World", "path": "src"},
         [
@@ -586,8 +589,8 @@ async def test_directory_listing(tmp_path: Path) -> None:
 
 async def test_upstream_404_becomes_tool_error(tmp_path: Path) -> None:
     out = await run_tool(
+        PLUGIN,
         tmp_path,
-        "github",
         "github_get_repo",
         {"owner": "octocat", "repo": "nope"},
         [

@@ -8,8 +8,11 @@ from pathlib import Path
 
 import httpx
 import pytest
+from workbench_plugins.google_calendar import tools as google_calendar_tools
 
-from tests.plugins.catalog_support import ANY, Call, Case, check_catalog, run_case, run_tool
+from tests.plugins.catalog_support import ANY, Call, Case, Plugin, check_catalog, run_case, run_tool
+
+PLUGIN = Plugin("google-calendar")
 
 CAL = "https://www.googleapis.com/calendar/v3"
 EV = f"{CAL}/calendars/primary/events"
@@ -343,18 +346,18 @@ def test_every_tool_has_a_case() -> None:
 
 
 def test_catalog_entries_are_well_formed() -> None:
-    check_catalog("workbench_plugins.google_calendar")
+    check_catalog("google-calendar", google_calendar_tools)
 
 
 @pytest.mark.parametrize("case", CASES, ids=str)
 async def test_tool_request_and_result(tmp_path: Path, case: Case) -> None:
-    await run_case(tmp_path, "google-calendar", case)
+    await run_case(PLUGIN, tmp_path, case)
 
 
 async def test_rsvp_without_invitation_is_explained(tmp_path: Path) -> None:
     out = await run_tool(
+        PLUGIN,
         tmp_path,
-        "google-calendar",
         "calendar_respond_to_event",
         {"eventId": "e1", "response": "accepted"},
         [Call("GET", f"{EV}/e1", response={**EVENT, "attendees": [{"email": "bob@example.com"}]})],
@@ -366,8 +369,8 @@ async def test_rsvp_without_invitation_is_explained(tmp_path: Path) -> None:
 
 async def test_upstream_404_becomes_tool_error(tmp_path: Path) -> None:
     out = await run_tool(
+        PLUGIN,
         tmp_path,
-        "google-calendar",
         "calendar_get_event",
         {"eventId": "gone"},
         [

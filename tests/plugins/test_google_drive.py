@@ -10,8 +10,11 @@ from typing import Any
 
 import httpx
 import pytest
+from workbench_plugins.google_drive import tools as google_drive_tools
 
-from tests.plugins.catalog_support import ANY, Call, Case, check_catalog, run_case, run_tool
+from tests.plugins.catalog_support import ANY, Call, Case, Plugin, check_catalog, run_case, run_tool
+
+PLUGIN = Plugin("google-drive")
 
 FILES = "https://www.googleapis.com/drive/v3/files"
 UPLOAD = "https://www.googleapis.com/upload/drive/v3/files"
@@ -349,12 +352,12 @@ def test_every_tool_has_a_case() -> None:
 
 
 def test_catalog_entries_are_well_formed() -> None:
-    check_catalog("workbench_plugins.google_drive")
+    check_catalog("google-drive", google_drive_tools)
 
 
 @pytest.mark.parametrize("case", CASES, ids=str)
 async def test_tool_request_and_result(tmp_path: Path, case: Case) -> None:
-    await run_case(tmp_path, "google-drive", case)
+    await run_case(PLUGIN, tmp_path, case)
 
 
 async def test_upload_can_convert_to_a_google_sheet(tmp_path: Path) -> None:
@@ -370,8 +373,8 @@ async def test_upload_can_convert_to_a_google_sheet(tmp_path: Path) -> None:
         "webViewLink": "https://docs.google.com/spreadsheets/d/1SheetId/edit?usp=drivesdk",
     }
     out = await run_tool(
+        PLUGIN,
         tmp_path,
-        "google-drive",
         "google_drive_upload",
         {"name": "export", "content": "a,b\n1,2\n", "mimeType": "text/csv", "convertTo": "spreadsheet"},
         [
@@ -379,6 +382,7 @@ async def test_upload_can_convert_to_a_google_sheet(tmp_path: Path) -> None:
                 "POST",
                 UPLOAD,
                 {"uploadType": "multipart", "fields": FIELDS, **ALL},
+                json=ANY,
                 response=sheet,
                 check=check,
             )
@@ -390,8 +394,8 @@ async def test_upload_can_convert_to_a_google_sheet(tmp_path: Path) -> None:
 
 async def test_sharing_with_anyone_sends_no_notification_fields(tmp_path: Path) -> None:
     out = await run_tool(
+        PLUGIN,
         tmp_path,
-        "google-drive",
         "google_drive_share_file",
         {"fileId": DOC_ID, "type": "anyone", "message": "ignored"},
         [
@@ -420,14 +424,14 @@ async def test_sharing_with_anyone_sends_no_notification_fields(tmp_path: Path) 
 
 
 async def test_sharing_with_a_user_needs_an_email(tmp_path: Path) -> None:
-    out = await run_tool(tmp_path, "google-drive", "google_drive_share_file", {"fileId": DOC_ID}, [])
+    out = await run_tool(PLUGIN, tmp_path, "google_drive_share_file", {"fileId": DOC_ID}, [])
     assert out == {"results": [{"error": "emailAddress is required to share with a user."}]}
 
 
 async def test_reading_a_binary_file_is_refused_clearly(tmp_path: Path) -> None:
     out = await run_tool(
+        PLUGIN,
         tmp_path,
-        "google-drive",
         "google_drive_read_file",
         {"fileId": "1Pdf"},
         [
@@ -451,8 +455,8 @@ async def test_reading_a_binary_file_is_refused_clearly(tmp_path: Path) -> None:
 
 async def test_upstream_404_becomes_tool_error(tmp_path: Path) -> None:
     out = await run_tool(
+        PLUGIN,
         tmp_path,
-        "google-drive",
         "google_drive_get_file",
         {"fileId": "nope"},
         [

@@ -11,8 +11,11 @@ from typing import Any
 
 import httpx
 import pytest
+from workbench_plugins.google_gmail import tools as google_gmail_tools
 
-from tests.plugins.catalog_support import ANY, Call, Case, check_catalog, run_case, run_tool
+from tests.plugins.catalog_support import ANY, Call, Case, Plugin, check_catalog, run_case, run_tool
+
+PLUGIN = Plugin("google-gmail")
 
 ME = "https://gmail.googleapis.com/gmail/v1/users/me"
 
@@ -392,18 +395,18 @@ def test_every_tool_has_a_case() -> None:
 
 
 def test_catalog_entries_are_well_formed() -> None:
-    check_catalog("workbench_plugins.google_gmail")
+    check_catalog("google-gmail", google_gmail_tools)
 
 
 @pytest.mark.parametrize("case", CASES, ids=str)
 async def test_tool_request_and_result(tmp_path: Path, case: Case) -> None:
-    await run_case(tmp_path, "google-gmail", case)
+    await run_case(PLUGIN, tmp_path, case)
 
 
 async def test_upstream_404_becomes_tool_error(tmp_path: Path) -> None:
     out = await run_tool(
+        PLUGIN,
         tmp_path,
-        "google-gmail",
         "gmail_get_message",
         {"id": "nope"},
         [

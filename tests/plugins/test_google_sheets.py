@@ -7,8 +7,11 @@ from pathlib import Path
 
 import httpx
 import pytest
+from workbench_plugins.google_sheets import tools as google_sheets_tools
 
-from tests.plugins.catalog_support import Call, Case, check_catalog, run_case, run_tool
+from tests.plugins.catalog_support import Call, Case, Plugin, check_catalog, run_case, run_tool
+
+PLUGIN = Plugin("google-sheets")
 
 SID = "1BxiMVs0XRA5nFMdKvBdBZjgmUUqptlbs74OgvE2upms"
 S = f"https://sheets.googleapis.com/v4/spreadsheets/{SID}"
@@ -302,12 +305,12 @@ def test_every_tool_has_a_case() -> None:
 
 
 def test_catalog_entries_are_well_formed() -> None:
-    check_catalog("workbench_plugins.google_sheets")
+    check_catalog("google-sheets", google_sheets_tools)
 
 
 @pytest.mark.parametrize("case", CASES, ids=str)
 async def test_tool_request_and_result(tmp_path: Path, case: Case) -> None:
-    await run_case(tmp_path, "google-sheets", case)
+    await run_case(PLUGIN, tmp_path, case)
 
 
 async def test_range_is_one_encoded_path_segment(tmp_path: Path) -> None:
@@ -320,8 +323,8 @@ async def test_range_is_one_encoded_path_segment(tmp_path: Path) -> None:
         )
 
     await run_tool(
+        PLUGIN,
         tmp_path,
-        "google-sheets",
         "sheets_read_range",
         {"spreadsheetId": SID, "range": "'a/b#c?'!A1"},
         [
@@ -338,8 +341,8 @@ async def test_range_is_one_encoded_path_segment(tmp_path: Path) -> None:
 
 async def test_upstream_400_becomes_tool_error(tmp_path: Path) -> None:
     out = await run_tool(
+        PLUGIN,
         tmp_path,
-        "google-sheets",
         "sheets_read_range",
         {"spreadsheetId": SID, "range": "Nope!A1"},
         [

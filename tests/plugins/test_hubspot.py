@@ -9,7 +9,7 @@ import pytest
 import workbench_plugins.hubspot as hubspot_pkg
 from workbench_plugins.hubspot import tools as hubspot_tools
 
-from tests.plugins.harness_b import (
+from tests.plugins.catalog_support import (
     Call,
     Case,
     Plugin,

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from workbench_plugins.linear import tools as lt
 
-from tests.plugins.harness_b import Call, Case, Plugin, check_catalog, run_case, run_error, tool_names
+from tests.plugins.catalog_support import Call, Case, Plugin, check_catalog, run_case, run_error, tool_names
 
 PLUGIN = Plugin("linear", {"access_token": "lin_oauth_8f1c"}, "Bearer lin_oauth_8f1c")
 GQL = "https://api.linear.app/graphql"

@@ -10,7 +10,7 @@ import pytest
 import workbench_plugins.notion as notion_pkg
 from workbench_plugins.notion import tools as notion_tools
 
-from tests.plugins.harness_b import (
+from tests.plugins.catalog_support import (
     Call,
     Case,
     Plugin,

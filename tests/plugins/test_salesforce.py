@@ -12,7 +12,7 @@ from workbench.registry import Registry
 from workbench.settings import Settings
 from workbench_plugins.salesforce import tools as sf_tools
 
-from tests.plugins.harness_b import Call, Case, Plugin, check_catalog, run_case, run_error, tool_names
+from tests.plugins.catalog_support import Call, Case, Plugin, check_catalog, run_case, run_error, tool_names
 
 TOKEN = "00Dxx0000001gPL!AR8AQJXg5oj8jXSgxJfA0lBog.39AsX.LVpxezPwuX5VAIrrbbHMuol7GQxnMeYMN7cj8EoWr78nt1u44zU31IbYNNJguseu"
 INSTANCE = "https://acme.my.salesforce.com"

@@ -5,8 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from workbench_plugins.slack import tools as slack_tools
 
-from tests.plugins.catalog_support import Call, Case, check_catalog, run_case, run_tool
+from tests.plugins.catalog_support import Call, Case, Plugin, check_catalog, run_case, run_tool
+
+PLUGIN = Plugin("slack")
 
 API = "https://slack.com/api"
 CHANNEL = {
@@ -355,20 +358,20 @@ def test_every_tool_has_a_case() -> None:
 
 
 def test_catalog_entries_are_well_formed() -> None:
-    check_catalog("workbench_plugins.slack")
+    check_catalog("slack", slack_tools)
 
 
 @pytest.mark.parametrize("case", CASES, ids=str)
 async def test_tool_request_and_result(tmp_path: Path, case: Case) -> None:
-    await run_case(tmp_path, "slack", case)
+    await run_case(PLUGIN, tmp_path, case)
 
 
 async def test_ok_false_with_http_200_passes_through_as_result(tmp_path: Path) -> None:
     """Seed 000: Slack's 200 error body is a {result}, unchanged — not an {error}."""
     body = {"ok": False, "error": "channel_not_found"}
     out = await run_tool(
+        PLUGIN,
         tmp_path,
-        "slack",
         "slack_send_message",
         {"channel": "C404", "text": "hi"},
         [Call("POST", f"{API}/chat.postMessage", json={"channel": "C404", "text": "hi"}, response=body)],
@@ -379,8 +382,8 @@ async def test_ok_false_with_http_200_passes_through_as_result(tmp_path: Path) -
 async def test_ok_false_on_a_read_passes_through_too(tmp_path: Path) -> None:
     body = {"ok": False, "error": "not_in_channel", "response_metadata": {"messages": []}}
     out = await run_tool(
+        PLUGIN,
         tmp_path,
-        "slack",
         "slack_get_channel_history",
         {"channel": "C1"},
         [Call("GET", f"{API}/conversations.history", {"channel": "C1", "limit": 50}, response=body)],
@@ -390,8 +393,8 @@ async def test_ok_false_on_a_read_passes_through_too(tmp_path: Path) -> None:
 
 async def test_http_error_is_a_tool_error(tmp_path: Path) -> None:
     out = await run_tool(
+        PLUGIN,
         tmp_path,
-        "slack",
         "slack_get_user",
         {"user": "U1"},
         [Call("GET", f"{API}/users.info", {"user": "U1"}, status=500, response="upstream exploded")],

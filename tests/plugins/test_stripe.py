@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from workbench_plugins.stripe import tools as stripe_tools
 
-from tests.plugins.harness_b import Call, Case, Plugin, check_catalog, run_case, run_error, tool_names
+from tests.plugins.catalog_support import Call, Case, Plugin, check_catalog, run_case, run_error, tool_names
 
 PLUGIN = Plugin(
     "stripe", {"api_key": "sk_test_4eC39HqLyjWDarjtT1zdp7dc"}, "Bearer sk_test_4eC39HqLyjWDarjtT1zdp7dc"

@@ -11,7 +11,7 @@ import httpx
 import pytest
 from workbench_plugins.superset import tools as st
 
-from tests.plugins.harness_b import Call, Case, Plugin, check_catalog, run_case, run_error, tool_names
+from tests.plugins.catalog_support import Call, Case, Plugin, check_catalog, run_case, run_error, tool_names
 from tests.support.gateways import make_gateway, principal_for
 
 JWT = "eyJ0eXAiOiJKV1QiLCJhbGciOiJIUzI1NiJ9.eyJmcmVzaCI6dHJ1ZSwidHlwZSI6ImFjY2VzcyJ9.c2ln"

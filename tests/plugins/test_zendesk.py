@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from workbench_plugins.zendesk import tools as zendesk_tools
 
-from tests.plugins.harness_b import Call, Case, Plugin, check_catalog, run_case, run_error, tool_names
+from tests.plugins.catalog_support import Call, Case, Plugin, check_catalog, run_case, run_error, tool_names
 
 CRED = {
     "email": "jdoe@example.com",
