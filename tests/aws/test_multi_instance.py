@@ -20,10 +20,10 @@ from tests.connections.support import oauth_server, provider_stats
 from tests.connections.test_e2e_connect import (
     IDP_CLIENT,
     PLUGIN_CLIENT,
-    PLUGINS,
     agent,
     call,
     person_connects,
+    stack_env,
     wait_connected,
 )
 from tests.support.aws import AwsEndpoint
@@ -38,17 +38,7 @@ async def test_connect_on_one_instance_completes_through_the_other(
     settings = moto_endpoint.fresh_tables()
     idp_port, provider_port = free_port(), free_port()
     idp_url, provider_url = f"http://127.0.0.1:{idp_port}", f"http://127.0.0.1:{provider_port}"
-    env = {
-        **moto_endpoint.env(settings),
-        "WORKBENCH_OIDC_ISSUER": idp_url,
-        "WORKBENCH_OIDC_CLIENT_ID": IDP_CLIENT[0],
-        "WORKBENCH_OIDC_CLIENT_SECRET": IDP_CLIENT[1],
-        "WORKBENCH_EXTRA_PLUGINS": PLUGINS,
-        "WB_TEST_PROVIDER_URL": provider_url,
-        "TESTOAUTH_CLIENT_ID": PLUGIN_CLIENT[0],
-        "TESTOAUTH_CLIENT_SECRET": PLUGIN_CLIENT[1],
-        "WORKBENCH_WAIT_BLOCK_SECONDS": "3",
-    }
+    env = {**moto_endpoint.env(settings), **stack_env(idp_url, provider_url, wait_block_seconds=3)}
     (tmp_path / "one").mkdir()
     (tmp_path / "two").mkdir()
     # Separate data directories: no shared file, no shared memory; only the DynamoDB endpoint.

@@ -38,11 +38,9 @@ class Stack:
     data: Path
 
 
-@contextmanager
-def stack(data: Path, *, extra_env: dict[str, str] | None = None, token_delay_ms: int = 0) -> Iterator[Stack]:
-    idp_port, provider_port = free_port(), free_port()
-    idp_url, provider_url = f"http://127.0.0.1:{idp_port}", f"http://127.0.0.1:{provider_port}"
-    env = {
+def stack_env(idp_url: str, provider_url: str, *, wait_block_seconds: int = 5) -> dict[str, str]:
+    """A gateway's environment for the test IdP (SSO) and the test plugin's OAuth provider."""
+    return {
         "WORKBENCH_OIDC_ISSUER": idp_url,
         "WORKBENCH_OIDC_CLIENT_ID": IDP_CLIENT[0],
         "WORKBENCH_OIDC_CLIENT_SECRET": IDP_CLIENT[1],
@@ -50,9 +48,15 @@ def stack(data: Path, *, extra_env: dict[str, str] | None = None, token_delay_ms
         "WB_TEST_PROVIDER_URL": provider_url,
         "TESTOAUTH_CLIENT_ID": PLUGIN_CLIENT[0],
         "TESTOAUTH_CLIENT_SECRET": PLUGIN_CLIENT[1],
-        "WORKBENCH_WAIT_BLOCK_SECONDS": "5",
-        **(extra_env or {}),
+        "WORKBENCH_WAIT_BLOCK_SECONDS": str(wait_block_seconds),
     }
+
+
+@contextmanager
+def stack(data: Path, *, extra_env: dict[str, str] | None = None, token_delay_ms: int = 0) -> Iterator[Stack]:
+    idp_port, provider_port = free_port(), free_port()
+    idp_url, provider_url = f"http://127.0.0.1:{idp_port}", f"http://127.0.0.1:{provider_port}"
+    env = {**stack_env(idp_url, provider_url), **(extra_env or {})}
     with local_gateway(data, extra_env=env) as (base, key):
         with (
             oauth_server(

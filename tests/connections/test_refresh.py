@@ -6,6 +6,7 @@ import asyncio
 import os
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -136,18 +137,17 @@ async def test_twenty_concurrent_callers_in_one_process_make_one_refresh() -> No
     assert {r["access_token"] for r in results} == {"at-1"}
 
 
-def test_concurrent_refreshes_across_instances_on_one_sqlite_file_make_one_call(tmp_path: Path) -> None:
-    """Two Credentials on their own connections and event loops (as two processes would be)."""
+def race_two_instances(new_store: Callable[[], ConnectionStore], *, join_seconds: float) -> Provider:
+    """Two Credentials, each on its own store client and event loop (as two processes would be),
+    ten callers each, all on a token about to expire; returns the provider to count refreshes."""
     provider = Provider(delay=0.3)
-    path = tmp_path / "shared.sqlite3"
-    first = creds(sqlite_stores(path).connections, provider)
-    seed(first, expires_in=10)
+    seed(creds(new_store(), provider), expires_in=10)
     seen: list[str] = []
     errors: list[BaseException] = []
     barrier = threading.Barrier(2)
 
     def instance() -> None:
-        c = creds(sqlite_stores(path).connections, provider)
+        c = creds(new_store(), provider)
 
         async def run() -> list[dict[str, Any]]:
             conn = c.store.get("u1", MANIFEST.name)
@@ -163,10 +163,16 @@ def test_concurrent_refreshes_across_instances_on_one_sqlite_file_make_one_call(
     for t in threads:
         t.start()
     for t in threads:
-        t.join(30)
+        t.join(join_seconds)
     assert errors == []
-    assert provider.calls == ["rt-0"]
     assert seen == ["at-1"] * 20
+    return provider
+
+
+def test_concurrent_refreshes_across_instances_on_one_sqlite_file_make_one_call(tmp_path: Path) -> None:
+    path = tmp_path / "shared.sqlite3"
+    provider = race_two_instances(lambda: sqlite_stores(path).connections, join_seconds=30)
+    assert provider.calls == ["rt-0"]
 
 
 async def test_a_lease_left_by_a_crashed_holder_expires_and_is_taken_over() -> None:

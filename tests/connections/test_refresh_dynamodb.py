@@ -3,13 +3,11 @@ independent store clients standing in for two Lambda instances."""
 
 from __future__ import annotations
 
-import asyncio
-import threading
 from typing import Any
 
 import pytest
 
-from tests.connections.test_refresh import MANIFEST, Provider, _Interleaved, creds, seed
+from tests.connections.test_refresh import MANIFEST, Provider, _Interleaved, creds, race_two_instances
 from tests.support.aws import AwsEndpoint
 
 pytestmark = pytest.mark.e2e
@@ -26,33 +24,8 @@ def test_two_instances_on_dynamodb_make_one_refresh_call(endpoint: AwsEndpoint) 
     from workbench.stores.dynamodb import dynamodb_stores
 
     settings = endpoint.fresh_tables()
-    provider = Provider(delay=0.3)
-    seed(creds(dynamodb_stores(settings).connections, provider), expires_in=10)
-    seen: list[str] = []
-    errors: list[BaseException] = []
-    barrier = threading.Barrier(2)
-
-    def instance() -> None:
-        c = creds(dynamodb_stores(settings).connections, provider)
-
-        async def run() -> list[dict[str, Any]]:
-            conn = c.store.get("u1", MANIFEST.name)
-            barrier.wait()
-            return await asyncio.gather(*(c.access(MANIFEST, "u1", conn) for _ in range(10)))
-
-        try:
-            seen.extend(r["access_token"] for r in asyncio.run(run()))
-        except BaseException as exc:
-            errors.append(exc)
-
-    threads = [threading.Thread(target=instance) for _ in range(2)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(60)
-    assert errors == []
+    provider = race_two_instances(lambda: dynamodb_stores(settings).connections, join_seconds=60)
     assert provider.calls == ["rt-0"]
-    assert seen == ["at-1"] * 20
 
 
 def test_lease_conditional_write_on_dynamodb(endpoint: AwsEndpoint) -> None:
