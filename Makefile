@@ -5,21 +5,26 @@ UV := $(shell command -v uv 2>/dev/null || echo $(HOME)/.local/bin/uv)
 PY := 3.11
 export UV_PYTHON_DOWNLOADS := never
 
-.PHONY: serve test setup setup-test lint typecheck unit e2e bench clean
+.PHONY: serve test setup setup-serve setup-test lint typecheck unit e2e bench clean
 
 $(UV):
 	python3 -m pip install --user --quiet "uv==$(UV_VERSION)"
 
+# Everything the tests and linters need: runtime + the `aws` extra + the `dev` group.
 setup: $(UV)
-	$(UV) sync --frozen --all-extras --python $(PY)
+	$(UV) sync --frozen --all-extras --group dev --python $(PY)
+
+# Runtime only (no test or dev tools); --inexact keeps them when `make test` installed them already.
+setup-serve: $(UV)
+	$(UV) sync --frozen --inexact --python $(PY)
 
 # Debian and npm parts the tests use: chromium for the portal and browser tests, Node 22 and
 # the npm packages (conformance suite, oidc-provider) from package-lock.json.
 setup-test: setup
 	bash infra/install-test-deps.sh
 
-serve: setup
-	$(UV) run --frozen workbench serve
+serve: setup-serve
+	$(UV) run --frozen --no-sync workbench serve
 
 lint: setup
 	$(UV) run --frozen ruff check .
