@@ -2,21 +2,26 @@
 
 Both are substituted in one pass over the agent's own template. A value inserted from a step is
 never scanned again, so tool output that happens to contain `{{vault:x}}` stays literal text.
-`return` templates resolve step refs only.
+`return` templates resolve step refs only (`project`): `{{vault:…}}` there stays literal text.
+An embedded non-string value is inserted as JavaScript's JSON.stringify writes it.
 """
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["BadRef", "Resolution", "VaultMissing", "resolve", "template_refs"]
+from workbench.jsontext import js_stringify
+
+__all__ = ["BadRef", "Resolution", "VaultMissing", "VaultUnreadable", "project", "resolve", "template_refs"]
 
 # Any opening of a reference; what follows must parse or the ref is BAD_REF.
 _OPEN = re.compile(r"\{\{(step|vault):")
+_OPEN_STEP = re.compile(r"\{\{(step):")  # return templates: vault text is not a reference there
+# A list index: ASCII digits, no leading zero (str.isdigit() would take '²' and '٣', int() '01').
+_INDEX = re.compile(r"0|[1-9][0-9]*")
 _STEP = re.compile(r"([A-Za-z0-9_-]+)((?:\.[^.{}]+)*)")
 _VAULT = re.compile(r"[A-Za-z0-9_.-]+")
 
@@ -29,9 +34,16 @@ class BadRef(Exception):
 
 
 class VaultMissing(Exception):
-    def __init__(self, name: str) -> None:
-        super().__init__(f"Vault secret '{name}' not found")
+    def __init__(self, name: str, message: str | None = None) -> None:
+        super().__init__(message or f"Vault secret '{name}' not found")
         self.name = name
+
+
+class VaultUnreadable(VaultMissing):
+    """The secret exists but its row does not decrypt: as unusable as a missing one, told apart."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(name, f"Vault secret '{name}' cannot be decrypted; set it again with vault_set")
 
 
 _MISSING = object()
@@ -56,7 +68,8 @@ def _walk(root: Any, ref_id: str, path: list[str], ref: str) -> Any:
                 raise BadRef(ref, f"'{seg}' is missing in the result of step '{ref_id}'")
             value = value[seg]
         elif isinstance(value, list):
-            if not seg.isdigit() or int(seg) >= len(value):
+            # compare lengths first: int() of a very long digit string is slow or refused
+            if not _INDEX.fullmatch(seg) or len(seg) > len(str(len(value))) or int(seg) >= len(value):
                 raise BadRef(ref, f"'{seg}' is not an index of the list in step '{ref_id}'")
             value = value[int(seg)]
         else:
@@ -96,8 +109,10 @@ def _parse_one(
     return _walk(steps[ref_id], ref_id, path, ref), end + 2
 
 
-def _resolve_str(text: str, steps: StepLookup | None, vault: VaultLookup | None, res: Resolution) -> Any:
-    first = _OPEN.search(text)
+def _resolve_str(
+    text: str, steps: StepLookup | None, vault: VaultLookup | None, res: Resolution, opener: re.Pattern[str]
+) -> Any:
+    first = opener.search(text)
     if first is None:
         return text
     if first.start() == 0:
@@ -106,21 +121,23 @@ def _resolve_str(text: str, steps: StepLookup | None, vault: VaultLookup | None,
             return value  # whole value: keeps its type
     out: list[str] = []
     pos = 0
-    while (m := _OPEN.search(text, pos)) is not None:
+    while (m := opener.search(text, pos)) is not None:
         out.append(text[pos : m.start()])
         value, pos = _parse_one(text, m.start(), steps, vault, res)
-        out.append(value if isinstance(value, str) else json.dumps(value))
+        out.append(value if isinstance(value, str) else js_stringify(value))
     out.append(text[pos:])
     return "".join(out)
 
 
-def _resolve(node: Any, steps: StepLookup | None, vault: VaultLookup | None, res: Resolution) -> Any:
+def _resolve(
+    node: Any, steps: StepLookup | None, vault: VaultLookup | None, res: Resolution, opener: re.Pattern[str]
+) -> Any:
     if isinstance(node, str):
-        return _resolve_str(node, steps, vault, res)
+        return _resolve_str(node, steps, vault, res, opener)
     if isinstance(node, dict):
-        return {k: _resolve(v, steps, vault, res) for k, v in node.items()}
+        return {k: _resolve(v, steps, vault, res, opener) for k, v in node.items()}
     if isinstance(node, list):
-        return [_resolve(v, steps, vault, res) for v in node]
+        return [_resolve(v, steps, vault, res, opener) for v in node]
     return node
 
 
@@ -129,8 +146,13 @@ def resolve(
 ) -> Resolution:
     """Substitute refs in the agent's template (one pass; inserted values are not rescanned)."""
     res = Resolution(value=None)
-    res.value = _resolve(template, steps, vault, res)
+    res.value = _resolve(template, steps, vault, res, _OPEN)
     return res
+
+
+def project(template: Any, steps: StepLookup) -> Any:
+    """A `return` template over the results: step refs resolve, `{{vault:…}}` stays literal text."""
+    return _resolve(template, steps, None, Resolution(value=None), _OPEN_STEP)
 
 
 def template_refs(template: Any) -> bool:

@@ -19,7 +19,13 @@ from typing import TYPE_CHECKING, Any
 import httpx
 
 from workbench.crypto import Cipher
-from workbench.errors import CredentialError, NotConnected, ReconnectRequired
+from workbench.errors import (
+    CredentialError,
+    CredentialUnreadable,
+    CryptoError,
+    NotConnected,
+    ReconnectRequired,
+)
 from workbench.registry import ApiKeyAuth, CookieAuth, Manifest, NoAuth, OAuth2Auth
 from workbench.stores import LEASE_SUFFIX, Connection, ConnectionStore
 
@@ -88,8 +94,15 @@ class Credentials:
         self.store.delete(user_id, integration + LEASE_SUFFIX)
 
     def load(self, conn: Connection) -> dict[str, Any]:
-        value = self.cipher.decrypt_json(conn.credential, credential_context(conn.user_id, conn.integration))
-        assert isinstance(value, dict)
+        """The decrypted credential; CredentialUnreadable (reconnect) if the row does not decrypt."""
+        try:
+            value = self.cipher.decrypt_json(
+                conn.credential, credential_context(conn.user_id, conn.integration)
+            )
+        except (CryptoError, ValueError) as exc:  # another key, a damaged blob, or not a JSON object
+            raise CredentialUnreadable(conn.integration) from exc
+        if not isinstance(value, dict):
+            raise CredentialUnreadable(conn.integration)
         return value
 
     def is_connected(self, manifest: Manifest, conn: Connection | None) -> bool:
@@ -98,7 +111,11 @@ class Credentials:
         if conn is None or conn.status != "connected":
             return False
         if isinstance(manifest.auth, CookieAuth):
-            return _cookies_live(self.load(conn), manifest.auth, self.clock())
+            try:
+                cred = self.load(conn)
+            except CredentialUnreadable:
+                return True  # a row is stored, as for other auth types; using it says to reconnect
+            return _cookies_live(cred, manifest.auth, self.clock())
         return True
 
     # -- use -----------------------------------------------------------------------------------

@@ -7,9 +7,11 @@ WorkbenchError
 ├── RegistryError             a plugin refused at load (reserved name, bad manifest)
 ├── ConflictError             a conditional write lost a race, or a name is taken
 ├── CryptoError               a blob that does not decrypt for its row
+├── UpstreamTimeout           an upstream call ran past the timeout that applied to it
 └── CredentialError           a provider credential that cannot be used
     ├── NotConnected          no stored credential for (user, integration)
-    └── ReconnectRequired     the provider rejected the refresh; the user must connect again
+    ├── ReconnectRequired     the provider rejected the refresh; the user must connect again
+    └── CredentialUnreadable  the stored credential does not decrypt; the user must connect again
 """
 
 from __future__ import annotations
@@ -18,13 +20,17 @@ __all__ = [
     "AuthError",
     "ConflictError",
     "CredentialError",
+    "CredentialUnreadable",
     "CryptoError",
     "InvalidInput",
     "NotConnected",
     "NotFound",
     "ReconnectRequired",
     "RegistryError",
+    "UpstreamTimeout",
     "WorkbenchError",
+    "upstream_timeout",
+    "upstream_timeout_message",
 ]
 
 
@@ -56,6 +62,46 @@ class CryptoError(WorkbenchError):
     pass
 
 
+def upstream_timeout_message(seconds: float | None) -> str:
+    """The one wording of an upstream timeout, naming the limit that applied when it is known."""
+    return "Upstream timed out" if seconds is None else f"Upstream timed out after {seconds:g} s"
+
+
+class UpstreamTimeout(WorkbenchError):
+    def __init__(self, seconds: float | None) -> None:
+        super().__init__(upstream_timeout_message(seconds))
+        self.seconds = seconds
+
+
+def upstream_timeout(exc: BaseException) -> UpstreamTimeout | None:
+    """The timeout `exc` stands for: itself, an httpx timeout (named by the connect/read/write/pool
+    limit its request carried), or either one in its cause chain. None if it is no timeout."""
+    import httpx  # already loaded by whoever made the call
+
+    limits = (
+        (httpx.ConnectTimeout, "connect"),
+        (httpx.ReadTimeout, "read"),
+        (httpx.WriteTimeout, "write"),
+        (httpx.PoolTimeout, "pool"),
+    )
+    current: BaseException | None = exc
+    for _ in range(8):  # a cause chain is short; never loop on a cyclic one
+        if current is None:
+            return None
+        if isinstance(current, UpstreamTimeout):
+            return current
+        if isinstance(current, httpx.TimeoutException):
+            try:
+                applied = current.request.extensions.get("timeout") or {}
+            except RuntimeError:  # raised without a request
+                applied = {}
+            key = next((name for cls, name in limits if isinstance(current, cls)), None)
+            value = applied.get(key) if key else None
+            return UpstreamTimeout(float(value) if isinstance(value, int | float) else None)
+        current = current.__cause__ or current.__context__
+    return None
+
+
 class CredentialError(WorkbenchError):
     def __init__(self, integration: str, message: str) -> None:
         super().__init__(message)
@@ -75,5 +121,14 @@ class ReconnectRequired(CredentialError):
         super().__init__(
             integration,
             f"{integration} credential was rejected by the provider{tail}. "
+            f"Use connect('{integration}') to reconnect.",
+        )
+
+
+class CredentialUnreadable(CredentialError):
+    def __init__(self, integration: str) -> None:
+        super().__init__(
+            integration,
+            f"{integration} credential cannot be decrypted (it was stored under another key or is damaged). "
             f"Use connect('{integration}') to reconnect.",
         )

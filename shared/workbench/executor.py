@@ -19,14 +19,27 @@ from pydantic import ValidationError
 
 from workbench.auth import Principal
 from workbench.credentials import Credentials, InjectedAuth
+from workbench.jsontext import nesting_exceeds
 from workbench.observability import Metrics, log_event
 from workbench.registry import Manifest, Registry
 from workbench.stores import AuditStore, Connection, ConnectionStore
 from workbench.tools import CancelSignal, EmitFn, Tool
 
-__all__ = ["BatchScope", "Engine", "ToolCall", "scrub", "validation_message"]
+__all__ = [
+    "MAX_ARGS_DEPTH",
+    "MAX_RESULT_DEPTH",
+    "BatchScope",
+    "Engine",
+    "ToolCall",
+    "scrub",
+    "validation_message",
+]
 
 TOOL_NOT_FOUND = "Tool not found"
+# Arguments nested deeper than this are refused before validation (pydantic, the handler and every
+# later walk recurse); results deeper than this become an error, so no walk over them can overflow.
+MAX_ARGS_DEPTH = 32
+MAX_RESULT_DEPTH = 128
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,6 +189,7 @@ class Engine:
         started = time.perf_counter()
         try:
             outcome, integration, audit_error, ran = await self._pipeline(scope, call, signal, emit)
+            outcome = dict(scrub(outcome, call.secrets))
         except Exception as exc:  # the engine never throws
             outcome, integration, audit_error, ran = (
                 {"error": f"Internal error: {type(exc).__name__}"},
@@ -183,7 +197,6 @@ class Engine:
                 None,
                 False,
             )
-        outcome = dict(scrub(outcome, call.secrets))
         duration = time.perf_counter() - started
         success = "error" not in outcome
         error = audit_error if audit_error is not None else outcome.get("error")
@@ -199,7 +212,10 @@ class Engine:
         }
         if integration is not None:
             event["integration"] = integration
-        self.audit.append(event)
+        try:
+            self.audit.append(event)
+        except Exception as exc:  # a failing audit store must not turn a finished call into a crash
+            log_event("audit_write_failed", user=event["user"], tool=call.tool, error=type(exc).__name__)
         if ran:
             labels = {"integration": integration or "", "tool": call.tool, "success": str(success).lower()}
             self.metrics.inc("workbench_tool_executions_total", labels)
@@ -256,6 +272,15 @@ class Engine:
 
         args: Any = call.args
         audit_error: str | None = None
+        if nesting_exceeds(call.args, MAX_ARGS_DEPTH):
+            return (
+                {
+                    "error": f"Invalid arguments for {tool.name}: (root): nested deeper than {MAX_ARGS_DEPTH} levels"
+                },
+                manifest.name,
+                None,
+                False,
+            )
         if tool.input_model is not None:
             try:
                 args = tool.input_model.model_validate(call.args)
@@ -272,9 +297,16 @@ class Engine:
 
         ctx = _Context(self, scope.principal, manifest, conn)
         result = await tool.execute(args, signal, emit, ctx)  # never raises: failures come back as text
-        if result.success:
-            return {"result": result.json}, manifest.name, audit_error, True
-        return {"error": result.text}, manifest.name, audit_error, True
+        if not result.success:
+            return {"error": result.text}, manifest.name, audit_error, True
+        if nesting_exceeds(result.json, MAX_RESULT_DEPTH):
+            return (
+                {"error": f"The result of {tool.name} is nested deeper than {MAX_RESULT_DEPTH} levels"},
+                manifest.name,
+                audit_error,
+                True,
+            )
+        return {"result": result.json}, manifest.name, audit_error, True
 
 
 def _scrub_text(text: str, secrets: Sequence[str]) -> str:

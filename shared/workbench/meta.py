@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from workbench.compose import BadRef, Resolution, VaultMissing, resolve
+from workbench.compose import BadRef, Resolution, VaultMissing, project, resolve
 from workbench.errors import InvalidInput
 from workbench.executor import BatchScope, ToolCall
 
@@ -307,8 +307,12 @@ def _call_for(ex: dict[str, Any], steps: dict[str, Any] | None, vault: Any) -> T
         res = _resolve_args(ex, steps, vault)
     except BadRef as exc:
         return ToolCall(ex["tool"], {}, ex["ref_id"], refused={"error": "BAD_REF", "message": str(exc)})
-    except VaultMissing as exc:
+    except VaultMissing as exc:  # also VaultUnreadable: the row exists but does not decrypt
         return ToolCall(ex["tool"], {}, ex["ref_id"], refused={"error": str(exc)})
+    except Exception as exc:  # a store failure while reading the vault: this item fails, audited
+        return ToolCall(
+            ex["tool"], {}, ex["ref_id"], refused={"error": f"Internal error: {type(exc).__name__}"}
+        )
     return ToolCall(ex["tool"], res.value, ex["ref_id"], tuple(res.secrets))
 
 
@@ -335,7 +339,7 @@ async def run_compose(
     if not has_return:
         return {"result": last}
     try:
-        projection = resolve(template, steps=steps).value
+        projection = project(template, steps)
     except BadRef as exc:
         return {"error": "BAD_REF", "message": str(exc)}
     return {"result": projection}
@@ -362,10 +366,9 @@ async def run_plain(
                 entry["ref_id"] = ex["ref_id"]
             errors.append({**entry, **r})
     try:
-        projection = resolve(template, steps=steps).value
-    except BadRef as exc:
-        failed = [e["ref_id"] for e in errors if "ref_id" in e]
-        return {"error": "BAD_REF", "message": str(exc), **({"errors": errors} if failed else {})}
+        projection = project(template, steps)
+    except BadRef as exc:  # the failures are still listed: a failed write is never hidden
+        return {"error": "BAD_REF", "message": str(exc), **({"errors": errors} if errors else {})}
     response: dict[str, Any] = {"result": projection}
     if errors:
         response["errors"] = errors

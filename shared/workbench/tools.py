@@ -175,7 +175,7 @@ class Tool:
         except Exception as exc:
             if signal is not None and signal.aborted:
                 return _aborted(signal)
-            return ToolResult(False, None, error_text(exc))
+            return ToolResult(False, None, _failure_text(exc))
         if signal is not None and signal.aborted:
             return _aborted(signal)  # aborted after the function resolved
         if isinstance(value, ToolResult):
@@ -193,6 +193,19 @@ class Tool:
         if inspect.isawaitable(value):
             return await value
         return value
+
+
+def _failure_text(exc: Exception) -> str:
+    """error_text, except that a timeout says so and names the limit (httpx's own text is empty)."""
+    from workbench.errors import UpstreamTimeout, upstream_timeout
+
+    text = error_text(exc)
+    timed_out = upstream_timeout(exc)
+    if timed_out is None:
+        return text
+    # The tool's own wording wins when it wrapped the timeout in a message of its own.
+    own = text and not isinstance(exc, UpstreamTimeout) and type(exc).__module__.split(".")[0] != "httpx"
+    return text if own else str(timed_out)
 
 
 class _Aborted(Exception):

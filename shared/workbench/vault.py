@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from workbench.compose import VaultUnreadable
 from workbench.crypto import Cipher
+from workbench.errors import CryptoError
 from workbench.stores import VaultStore
 
 __all__ = ["Vault"]
@@ -23,8 +25,14 @@ class Vault:
         self.store.put(user_id, name, self.cipher.encrypt(value.encode(), _context(user_id, name)))
 
     def get(self, user_id: str, name: str) -> str | None:
+        """The secret, None if there is none, VaultUnreadable if its row does not decrypt."""
         blob = self.store.get(user_id, name)
-        return None if blob is None else self.cipher.decrypt(blob, _context(user_id, name)).decode()
+        if blob is None:
+            return None
+        try:
+            return self.cipher.decrypt(blob, _context(user_id, name)).decode()
+        except (CryptoError, UnicodeDecodeError) as exc:
+            raise VaultUnreadable(name) from exc
 
     def delete(self, user_id: str, name: str) -> bool:
         return self.store.delete(user_id, name)

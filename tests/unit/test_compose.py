@@ -71,7 +71,34 @@ async def test_embedded_ref_interpolates_and_json_inserts_non_strings(gw: Gatewa
         ],
         **{"return": "{{step:b.value}}"},
     )
-    assert out == {"result": "Review: Fix it [3, 4]"}
+    assert out == {"result": "Review: Fix it [3,4]"}
+
+
+async def test_embedded_values_are_written_as_javascript_json_stringify_writes_them(
+    gw: Gateway, me: Principal
+) -> None:
+    value = {
+        "name": "Zoë ☕ 😀",
+        "b": 2,
+        "10": "ten",
+        "2": "two",
+        "01": "not an index",
+        "n": [1.0, 0.5, 1e21, 1e-7, 123456789012345680000.0, -0.0, 2.5e-6, True, None],
+        "q": 'say "hi"\n\t\u0001',
+    }
+    out = await run(
+        gw,
+        me,
+        compose=True,
+        executions=[item("a", value), item("b", "v={{step:a.value}}")],
+        **{"return": "{{step:b.value}}"},
+    )
+    # JSON.stringify: compact, non-ASCII as is, integer keys first, numbers as Number::toString
+    assert out == {
+        "result": 'v={"2":"two","10":"ten","name":"Zoë ☕ 😀","b":2,"01":"not an index",'
+        '"n":[1,0.5,1e+21,1e-7,123456789012345680000,0,0.0000025,true,null],'
+        '"q":"say \\"hi\\"\\n\\t\\u0001"}'
+    }
 
 
 async def test_array_index_paths_and_any_depth(gw: Gateway, me: Principal) -> None:
@@ -218,10 +245,14 @@ async def test_vault_values_are_scrubbed_from_results_and_audit(gw: Gateway, me:
     assert "tok_ABC123" not in str(gw.stores.audit.list_for(me.user.id))
 
 
-async def test_return_never_resolves_vault_refs(gw: Gateway, me: Principal) -> None:
+async def test_return_never_resolves_vault_refs_and_keeps_them_as_text(gw: Gateway, me: Principal) -> None:
     gw.vault.set(me.user.id, "api", "tok_ABC123")
-    out = await run(gw, me, compose=True, executions=[item("a", 1)], **{"return": "{{vault:api}}"})
-    assert out["error"] == "BAD_REF" and "tok_ABC123" not in str(out)
+    template = {"k": "{{vault:api}}", "mixed": "{{vault:api}} / {{step:a.value}}", "odd": ["{{vault:}}"]}
+    out = await run(gw, me, compose=True, executions=[item("a", 1)], **{"return": template})
+    # the step ran and its result is kept; the vault text is returned as written, never the secret
+    assert out == {"result": {"k": "{{vault:api}}", "mixed": "{{vault:api}} / 1", "odd": ["{{vault:}}"]}}
+    plain = await run(gw, me, executions=[item("a", 2)], **{"return": ["{{step:a.value}}", "{{vault:nope}}"]})
+    assert plain == {"result": [2, "{{vault:nope}}"]}
 
 
 async def test_unknown_vault_name_is_an_item_error(gw: Gateway, me: Principal) -> None:

@@ -161,7 +161,7 @@ async def test_another_users_credential_is_never_used(gw: Gateway, seen: list[ht
 
 
 def test_credentials_are_stored_encrypted_and_bound_to_their_row(gw: Gateway) -> None:
-    from workbench.errors import CryptoError
+    from workbench.errors import CredentialUnreadable, CryptoError
     from workbench.stores import Connection
 
     me = principal_for(gw)
@@ -169,8 +169,9 @@ def test_credentials_are_stored_encrypted_and_bound_to_their_row(gw: Gateway) ->
     row = gw.stores.connections.get(me.user.id, "demo")
     assert row is not None and b"very-secret-token" not in row.credential
     moved = Connection(me.user.id, "free", row.credential)
-    with pytest.raises(CryptoError):
+    with pytest.raises(CredentialUnreadable) as caught:
         gw.credentials.load(moved)
+    assert isinstance(caught.value.__cause__, CryptoError)
 
 
 async def test_audit_event_fields_on_handler_failure_and_unknown_tool(gw: Gateway) -> None:

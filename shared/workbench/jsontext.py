@@ -1,0 +1,212 @@
+"""JSON in and out of the gateway.
+
+In: `parse` is the one strict parser for every untrusted JSON body (MCP, REST, OAuth registration,
+connect redeem, browser input). It refuses what `json.loads` lets through and what later breaks:
+nesting deeper than `MAX_DEPTH` (checked on the text before parsing, so no RecursionError can
+happen), NaN/Infinity (and numbers that overflow to them), lone UTF-16 surrogates in keys or
+values (they cannot be encoded as UTF-8, so SQLite, logs and responses would fail on them), and
+anything that is not UTF-8.
+
+Out: `dumps` writes a response body that is always valid JSON and always encodable (non-finite
+numbers become null and lone surrogates are escaped, as JavaScript's JSON.stringify does), and
+`js_stringify` writes a value exactly as JSON.stringify would (compact, non-ASCII kept as is), for
+the `{{step:…}}` refs that embed a non-string value in a string.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import re
+from typing import Any
+
+from workbench.errors import InvalidInput
+
+__all__ = ["MAX_DEPTH", "JsonRejected", "dumps", "js_stringify", "nesting_exceeds", "parse"]
+
+MAX_DEPTH = 64
+
+_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.S)
+_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
+_BRACKET_STEP = {"[": 1, "{": 1, "]": -1, "}": -1}
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_ARRAY_INDEX = re.compile(r"0|[1-9][0-9]{0,9}")
+
+
+class JsonRejected(InvalidInput):
+    """A body that is not strict JSON; the message says why, without echoing the body."""
+
+
+def _reject_constant(name: str) -> Any:
+    raise JsonRejected(f"{name} is not a JSON value")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if math.isinf(value):
+        raise JsonRejected(f"the number {text[:32]} is out of range")
+    return value
+
+
+def _depth_exceeds_text(text: str, limit: int) -> bool:
+    if text.count("[") + text.count("{") <= limit:
+        return False  # cannot nest deeper than the number of openers
+    skeleton = _NOT_BRACKET.sub("", _STRING.sub("", text))  # brackets inside strings do not nest
+    return any(d > limit for d in itertools.accumulate(map(_BRACKET_STEP.__getitem__, skeleton)))
+
+
+def _lone_surrogate(value: Any) -> str | None:
+    """The first string (key or value) holding a lone surrogate, or None. Iterative: no recursion."""
+    stack = [value]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, str):
+            if _SURROGATE.search(node):
+                return node
+        elif isinstance(node, dict):
+            stack.extend(node.keys())
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    return None
+
+
+def parse(raw: bytes | str, *, max_depth: int = MAX_DEPTH) -> Any:
+    """The JSON value in `raw`, or JsonRejected."""
+    if isinstance(raw, bytes | bytearray | memoryview):
+        try:
+            text = bytes(raw).decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise JsonRejected("the body is not UTF-8") from exc
+    else:
+        text = raw
+    if _depth_exceeds_text(text, max_depth):
+        raise JsonRejected(f"JSON nested deeper than {max_depth} levels")
+    try:
+        value = json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float)
+    except JsonRejected:
+        raise
+    except ValueError as exc:  # JSONDecodeError, and int strings over the digit limit
+        raise JsonRejected(f"invalid JSON ({_short(exc)})") from exc
+    if _SURROGATE_ESCAPE.search(text) and (bad := _lone_surrogate(value)) is not None:
+        code = _SURROGATE.search(bad)
+        assert code is not None
+        raise JsonRejected(f"a string contains the lone surrogate \\u{ord(code.group()):04x}")
+    return value
+
+
+def _short(exc: ValueError) -> str:
+    text = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
+    return text.split(" (", 1)[0] if len(text) > 120 else text
+
+
+def nesting_exceeds(value: Any, limit: int) -> bool:
+    """Whether `value` nests dicts/lists more than `limit` levels deep (iterative)."""
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, dict | list | tuple):
+            depth += 1
+            if depth > limit:
+                return True
+            children = node.values() if isinstance(node, dict) else node
+            stack.extend((child, depth) for child in children if isinstance(child, dict | list | tuple))
+    return False
+
+
+# -- out -------------------------------------------------------------------------------------------
+
+
+def _escape_surrogates(text: str) -> str:
+    return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+def _finite_copy(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _finite_copy(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite_copy(v) for v in value]
+    return value
+
+
+def dumps(value: Any) -> str:
+    """A response body: valid JSON, non-ASCII kept, encodable as UTF-8 whatever the value holds."""
+    try:
+        text = json.dumps(value, ensure_ascii=False, default=str, allow_nan=False)
+    except ValueError:  # NaN or Infinity somewhere in an upstream result
+        text = json.dumps(_finite_copy(value), ensure_ascii=False, default=str, allow_nan=False)
+    # Inside JSON text a lone surrogate can only sit in a string, where its escape is equivalent.
+    return _escape_surrogates(text) if _SURROGATE.search(text) else text
+
+
+def _js_number(value: float) -> str:
+    """Number::toString (ECMA-262 §6.1.6.1.20) from the shortest round-trip digits Python finds."""
+    if not math.isfinite(value):
+        return "null"
+    if value == 0:
+        return "0"
+    sign = "-" if value < 0 else ""
+    mantissa, _, exp = repr(abs(value)).partition("e")
+    whole, _, frac = mantissa.partition(".")
+    digits = (whole + frac).lstrip("0")
+    n = len(whole) + int(exp or 0) - (len(whole + frac) - len((whole + frac).lstrip("0")))
+    digits = digits.rstrip("0")
+    k = len(digits)
+    if k <= n <= 21:
+        return sign + digits + "0" * (n - k)
+    if 0 < n <= 21:
+        return sign + digits[:n] + "." + digits[n:]
+    if -6 < n <= 0:
+        return sign + "0." + "0" * -n + digits
+    e = n - 1
+    tail = f"e{'+' if e >= 0 else '-'}{abs(e)}"
+    return sign + (digits if k == 1 else digits[0] + "." + digits[1:]) + tail
+
+
+def _js_string(text: str) -> str:
+    return _escape_surrogates(json.dumps(text, ensure_ascii=False))
+
+
+def _js_key(key: Any) -> str:
+    if isinstance(key, str):
+        return key
+    if key is None or isinstance(key, bool):
+        return json.dumps(key)
+    if isinstance(key, float):
+        return _js_number(key)
+    return str(key)
+
+
+def js_stringify(value: Any) -> str:
+    """`value` as JavaScript's JSON.stringify(value) writes it.
+
+    Compact separators, non-ASCII as is, lone surrogates escaped, integer-like keys first in
+    ascending order (JavaScript's own property order), non-finite numbers as null, other values
+    as their text."""
+    if value is None:
+        return "null"
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    if isinstance(value, str):
+        return _js_string(value)
+    if isinstance(value, int):
+        return str(value) if abs(value) < 10**21 else _js_number(float(value))
+    if isinstance(value, float):
+        return _js_number(value)
+    if isinstance(value, list | tuple):
+        return "[" + ",".join(js_stringify(v) for v in value) + "]"
+    if isinstance(value, dict):
+        keyed = [(_js_key(k), v) for k, v in value.items()]
+        index = sorted(
+            ((k, v) for k, v in keyed if _ARRAY_INDEX.fullmatch(k) and int(k) < 2**32 - 1),
+            key=lambda kv: int(kv[0]),
+        )
+        named = [(k, v) for k, v in keyed if not (_ARRAY_INDEX.fullmatch(k) and int(k) < 2**32 - 1)]
+        return "{" + ",".join(f"{_js_string(k)}:{js_stringify(v)}" for k, v in [*index, *named]) + "}"
+    return _js_string(str(value))
