@@ -29,7 +29,7 @@ import httpx
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))  # bench scripts run from a checkout
-from tests.support.aws import AWS_ENV, AwsEndpoint, moto_server  # noqa: E402
+from tests.support.aws import AWS_ENV, AwsEndpoint, moto_server, on_call  # noqa: E402
 
 SURFACES = ("mcp", "rest", "web", "proxy")
 SDK_MODULE = "mcp.server.streamable_http"
@@ -73,12 +73,11 @@ def _bench_registry() -> Any:
 
 
 def _counting(client: Any, service: str, log: list[tuple[str, str]]) -> Any:
-    def record(model: Any, params: dict[str, Any], **_: Any) -> None:
-        log.append((f"{service}:{model.name}", str(params.get("TableName", ""))))
+    def record(operation: str, params: dict[str, Any]) -> None:
+        log.append((f"{service}:{operation}", str(params.get("TableName", ""))))
 
-    # Fired once per API call (retries excluded), with the call's own parameters.
-    client.meta.events.register(f"before-parameter-build.{service}.*", record)
-    return client
+    # Called once per API call (retries excluded), with the call's own parameters.
+    return on_call(client, record)
 
 
 async def _calls_per_request(endpoint: AwsEndpoint) -> dict[str, Any]:

@@ -1,18 +1,23 @@
-"""boto3 clients for the AWS adapters: created lazily, once per holder, with tight timeouts.
+"""AWS clients for the adapters: created lazily, once per holder, with tight timeouts.
 
-boto3 is imported only when the first client is needed (cold start). Every call returns or fails
-well inside API Gateway's 30 s: standard retry mode, 3 attempts, 2 s connect and 5 s read timeouts.
+DynamoDB, KMS and Secrets Manager get the small SigV4 client of `aws_http` whenever the process's
+credentials are in its environment (always, on Lambda): no boto3 import, no service models on the
+cold start. Anything else — another service, or credentials that take botocore's full chain to
+find (SSO profiles on an admin's laptop) — gets a boto3 client, imported only then. Every call
+returns or fails well inside API Gateway's 30 s: standard retry mode, 3 attempts, 2 s connect and
+5 s read timeouts.
 """
 
 from __future__ import annotations
 
+import os
 import threading
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from workbench.settings import Settings
 
-__all__ = ["LazyClient", "client_error_code", "make_client"]
+__all__ = ["LazyClient", "client_error_code", "make_boto3_client", "make_client"]
 
 
 # One boto3 session per process, shared by every client: clients of one session share its loaded
@@ -23,6 +28,21 @@ _session_lock = threading.Lock()
 
 
 def make_client(service: str, settings: Settings) -> Any:
+    from workbench.aws_http import SERVICES, AwsJsonClient, credential_source
+
+    # The AWS credential variables are the SDK's to read (as boto3 would), not configuration.
+    credentials = credential_source(os.environ)
+    if credentials is not None and service in SERVICES:
+        return AwsJsonClient(
+            service,
+            region=settings.aws_region,
+            credentials=credentials,
+            endpoint_url=settings.aws_endpoint_url,
+        )
+    return make_boto3_client(service, settings)
+
+
+def make_boto3_client(service: str, settings: Settings) -> Any:
     from botocore.config import Config  # type: ignore[import-untyped]
 
     config = Config(

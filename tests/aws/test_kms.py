@@ -14,7 +14,7 @@ from workbench.settings import Settings
 from workbench.stores.dynamodb import dynamodb_stores
 from workbench.tokens import TokenService
 
-from tests.support.aws import AwsEndpoint
+from tests.support.aws import AwsEndpoint, on_call
 
 pytestmark = pytest.mark.e2e
 
@@ -25,7 +25,7 @@ def _counting(endpoint: AwsEndpoint, service: str) -> tuple[Any, list[str]]:
     """A real client for the moto endpoint that records each API operation it sends."""
     client = endpoint.client(service)
     calls: list[str] = []
-    client.meta.events.register(f"before-call.{service}.*", lambda model, **_: calls.append(model.name))
+    on_call(client, lambda operation, params: calls.append(operation))
     return client, calls
 
 

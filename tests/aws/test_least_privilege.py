@@ -18,7 +18,7 @@ from workbench.settings import Settings
 from workbench.stores.dynamodb import TABLES
 
 from tests.support.apigw import http_api_event, load_entry, response_json
-from tests.support.aws import load_template
+from tests.support.aws import load_template, on_call
 
 pytestmark = pytest.mark.e2e
 
@@ -63,11 +63,10 @@ def as_function(
     calls: list[str] = []
 
     def enforce(service: str) -> Callable[..., None]:
-        def check(model: Any, params: dict[str, Any], **_: Any) -> None:
+        def check(action: str, params: dict[str, Any]) -> None:
             if "function" not in current:
                 return  # set-up before any function's policy is in force
             tables, kms = _grants(current["function"], lambda_env)
-            action = model.name
             if service == "dynamodb":
                 table = params.get("TableName", "")
                 calls.append(f"{action} {table}")
@@ -79,9 +78,7 @@ def as_function(
         return check
 
     def make(service: str, settings: Settings) -> Any:
-        client = real(service, settings)
-        client.meta.events.register(f"before-parameter-build.{service}.*", enforce(service))
-        return client
+        return on_call(real(service, settings), enforce(service))
 
     monkeypatch.setattr(workbench._aws, "make_client", make)
 

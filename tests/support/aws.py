@@ -131,6 +131,22 @@ class AwsEndpoint:
         return env
 
 
+def on_call(client: Any, callback: Any) -> Any:
+    """Call `callback(operation, params)` before each API call `client` makes (the engine's own
+    SigV4 client or a boto3 client); returns the client."""
+    from workbench.aws_http import AwsJsonClient
+
+    if isinstance(client, AwsJsonClient):
+        client.listeners.append(callback)
+    else:
+        service = client.meta.service_model.service_name
+        client.meta.events.register(
+            f"before-parameter-build.{service}.*",
+            lambda model, params, **_: callback(model.name, params),
+        )
+    return client
+
+
 @contextmanager
 def aws_credentials_env() -> Iterator[None]:
     saved = {k: os.environ.get(k) for k in AWS_ENV}
