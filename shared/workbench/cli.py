@@ -1,68 +1,249 @@
-"""`workbench` command line: run the local gateway, mint API keys."""
+"""`workbench` command line: run the local gateway, manage API keys, sign in to the local portal."""
 
 from __future__ import annotations
 
 import argparse
+import errno
 import os
+import socket
 import sys
+import time
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
+from workbench import __version__
 from workbench.settings import Settings
 
+if TYPE_CHECKING:
+    from workbench.composition import Gateway
+
 __all__ = ["main"]
+
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 8787
+LOCAL_EMAIL = "you@localhost"  # the local gateway's own user (first run mints its key)
+
+
+class CliError(Exception):
+    """A problem the user can fix; printed as one line, exit status 1."""
 
 
 def _settings(args: argparse.Namespace) -> Settings:
     settings = Settings.from_env()
     serving = getattr(args, "port", None) is not None
     if serving and "WORKBENCH_PUBLIC_URL" not in os.environ:
-        settings = replace(settings, public_url=f"http://{args.host}:{args.port}")
+        host = "127.0.0.1" if args.host in ("0.0.0.0", "::", "") else args.host  # noqa: S104
+        host = f"[{host}]" if ":" in host else host
+        settings = replace(settings, public_url=f"http://{host}:{args.port}")
     return settings
+
+
+def _gateway(args: argparse.Namespace) -> Gateway:
+    from workbench.composition import build_gateway
+
+    return build_gateway(_settings(args))
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    """Take the port before anything is minted: a busy port must not cost a one-time key."""
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+    except socket.gaierror as exc:
+        raise CliError(f"cannot resolve --host {host!r}: {exc.strerror}") from exc
+    sock = socket.socket(family, kind, proto)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # TIME_WAIT only; a listener still refuses
+    try:
+        sock.bind(address)
+        sock.listen(2048)
+    except OSError as exc:
+        sock.close()
+        if exc.errno == errno.EADDRINUSE:
+            raise CliError(
+                f"port {port} on {host} is already in use (another workbench?). Stop that process or "
+                f"choose another port: workbench serve --port {port + 1}"
+            ) from exc
+        raise CliError(f"cannot listen on {host}:{port}: {exc.strerror}") from exc
+    return sock
+
+
+def _loopback_base(settings: Settings, port: int) -> str:
+    """Where the one-time sign-in link points: the public URL when it is loopback, else 127.0.0.1."""
+    from urllib.parse import urlsplit
+
+    from workbench.web.local_signin import is_loopback_host
+
+    if is_loopback_host(urlsplit(settings.public_url).netloc):
+        return settings.public_url.rstrip("/")
+    return f"http://127.0.0.1:{port}"
 
 
 def _serve(args: argparse.Namespace) -> int:
     import uvicorn
 
-    from workbench.composition import build_gateway
     from workbench.local import create_local_app, first_run
     from workbench.observability import configure_logging
+    from workbench.web.local_signin import mint_signin_link
 
+    sock = _bind(args.host, args.port)
     configure_logging()
-    settings = _settings(args)
-    gateway = build_gateway(settings)
-    key = first_run(gateway)
-    print(f"Workbench is running. MCP endpoint: {settings.mcp_url}", flush=True)
-    if key:
-        print(f"API key for you@localhost (shown once, keep it): {key}", flush=True)
-    else:
-        print("Mint an API key with: workbench keys create EMAIL", flush=True)
-    uvicorn.run(create_local_app(gateway), host=args.host, port=args.port, log_level="warning")
+    gateway = _gateway(args)
+    settings = gateway.settings
+    key = first_run(gateway, LOCAL_EMAIL)
+    user = gateway.stores.users.get_or_create(LOCAL_EMAIL)
+    link = mint_signin_link(gateway, user, _loopback_base(settings, args.port))
+    base = settings.public_url.rstrip("/")
+    lines = [
+        "Workbench is running.",
+        f"  MCP endpoint: {settings.mcp_url}",
+        (
+            f"  API key for {LOCAL_EMAIL} (shown once, keep it): {key}"
+            if key
+            else "  API keys: workbench keys create EMAIL (or the portal's API key page)"
+        ),
+        f"  Portal: {base}/portal",
+        f"  Sign in to the portal (one-time link, this machine only): {link}",
+        "Press Ctrl+C to stop.",
+    ]
+    print("\n".join(lines), flush=True)
+    server = uvicorn.Server(uvicorn.Config(create_local_app(gateway), log_level="warning"))
+    server.run(sockets=[sock])
     return 0
 
 
 def _keys_create(args: argparse.Namespace) -> int:
-    from workbench.composition import build_gateway
-
-    gateway = build_gateway(_settings(args))
+    gateway = _gateway(args)
     user = gateway.stores.users.get_or_create(args.email)
-    print(gateway.api_keys.mint(user, label="cli"))
+    print(gateway.api_keys.mint(user, label=args.label))
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="workbench", description="Workbench tool gateway")
-    sub = parser.add_subparsers(dest="command", required=True)
-    serve = sub.add_parser("serve", help="run the local gateway (SQLite + local key)")
-    serve.add_argument("--host", default="127.0.0.1")
-    serve.add_argument("--port", type=int, default=8787)
+def _keys_list(args: argparse.Namespace) -> int:
+    gateway = _gateway(args)
+    user = gateway.stores.users.by_email(args.email)
+    if user is None:
+        raise CliError(f"no user {args.email!r} on this gateway")
+    keys = sorted(gateway.stores.api_keys.list_for(user.id), key=lambda k: k.created_at)
+    if not keys:
+        print(f"{args.email} has no API keys. Create one: workbench keys create {args.email}")
+        return 0
+    print(f"{'KEY':<20} {'STATUS':<8} {'CREATED (UTC)':<17} LABEL")
+    for k in keys:
+        created = time.strftime("%Y-%m-%d %H:%M", time.gmtime(k.created_at))
+        status = "revoked" if k.revoked else "active"
+        print(f"{'wb_' + k.key_id + '_…':<20} {status:<8} {created:<17} {k.label}")
+    return 0
+
+
+def _key_id(value: str) -> str:
+    """Accept the id alone, `wb_<id>`, `wb_<id>_…` as listed, or the whole key."""
+    value = value.strip()
+    if value.startswith("wb_"):
+        value = value[3:].split("_", 1)[0]
+    return value
+
+
+def _keys_revoke(args: argparse.Namespace) -> int:
+    gateway = _gateway(args)
+    key_id = _key_id(args.key)
+    rec = gateway.stores.api_keys.get(key_id) if key_id else None
+    if rec is None or rec.revoked or not gateway.stores.api_keys.revoke(rec.user_id, key_id):
+        raise CliError(f"no active API key wb_{key_id}_… (see: workbench keys list EMAIL)")
+    print(f"revoked wb_{key_id}_…")
+    return 0
+
+
+def _signin_link(args: argparse.Namespace) -> int:
+    from workbench.web.local_signin import mint_signin_link
+
+    gateway = _gateway(args)
+    user = gateway.stores.users.get_or_create(LOCAL_EMAIL)
+    print(mint_signin_link(gateway, user, _loopback_base(gateway.settings, args.port)))
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="workbench",
+        description=(
+            "Workbench: a tool gateway for AI agents. One MCP endpoint, nine meta-tools, per-user "
+            "encrypted credentials. Data lives in WORKBENCH_DATA_DIR (default ~/.workbench)."
+        ),
+        epilog="Run `workbench COMMAND --help` for a command's options.",
+    )
+    parser.add_argument("--version", action="version", version=f"workbench {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    serve = sub.add_parser(
+        "serve",
+        help="run the local gateway (MCP, REST, portal, OAuth) on one port",
+        description=(
+            "Run the local gateway: /mcp, /rest, the curl proxy, the OAuth server and the portal on one "
+            "port. The port is taken before anything is created. The first start creates "
+            f"{LOCAL_EMAIL} and prints its API key once; every start prints the MCP URL, the portal URL "
+            "and a one-time portal sign-in link that works only from this machine."
+        ),
+    )
+    serve.add_argument(
+        "--host", default=DEFAULT_HOST, help=f"address to listen on (default {DEFAULT_HOST}, loopback only)"
+    )
+    serve.add_argument(
+        "--port", type=int, default=DEFAULT_PORT, help=f"port to listen on (default {DEFAULT_PORT})"
+    )
     serve.set_defaults(func=_serve)
-    keys = sub.add_parser("keys", help="manage API keys")
-    keys_sub = keys.add_subparsers(dest="keys_command", required=True)
-    create = keys_sub.add_parser("create", help="print a new API key for EMAIL, creating the user")
-    create.add_argument("email")
+
+    keys = sub.add_parser(
+        "keys",
+        help="create, list and revoke Workbench API keys",
+        description="Workbench API keys (wb_<id>_<secret>): only a hash is stored, the key is shown once.",
+    )
+    keys_sub = keys.add_subparsers(dest="keys_command", required=True, metavar="ACTION")
+    create = keys_sub.add_parser(
+        "create",
+        help="print a new API key for EMAIL (creating the user)",
+        description="Mint an API key for EMAIL, creating the user if needed, and print it once.",
+    )
+    create.add_argument("email", metavar="EMAIL", help="the Workbench user the key acts as")
+    create.add_argument("--label", default="cli", help="a note to tell keys apart (default: cli)")
     create.set_defaults(func=_keys_create)
-    args = parser.parse_args(argv)
-    code: int = args.func(args)
+    listing = keys_sub.add_parser(
+        "list",
+        help="list a user's keys (id, status, created, label)",
+        description="List a user's API keys: the public id, active or revoked, when created, the label.",
+    )
+    listing.add_argument(
+        "email", metavar="EMAIL", nargs="?", default=LOCAL_EMAIL, help=f"whose keys (default {LOCAL_EMAIL})"
+    )
+    listing.set_defaults(func=_keys_list)
+    revoke = keys_sub.add_parser(
+        "revoke",
+        help="revoke a key by its id",
+        description="Revoke an API key at once. Give its id as `keys list` shows it (wb_<id>_…) or the key.",
+    )
+    revoke.add_argument("key", metavar="KEY", help="the key id (wb_<id>, <id>) or the whole key")
+    revoke.set_defaults(func=_keys_revoke)
+
+    link = sub.add_parser(
+        "signin-link",
+        help="print a fresh one-time portal sign-in link for the local user",
+        description=(
+            f"Print a one-time link that signs {LOCAL_EMAIL} in to the local portal. It works only "
+            "from this machine, once, within 24 hours."
+        ),
+    )
+    link.add_argument(
+        "--port", type=int, default=DEFAULT_PORT, help=f"the running gateway's port (default {DEFAULT_PORT})"
+    )
+    link.set_defaults(func=_signin_link, host=DEFAULT_HOST)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        code: int = args.func(args)
+    except CliError as exc:
+        print(f"workbench: {exc}", file=sys.stderr)
+        return 1
     return code
 
 

@@ -15,10 +15,9 @@ from workbench.rest.app import rest_routes
 from workbench.web.app import web_routes
 from workbench.web.browser_bridge import browser_bridge_routes
 from workbench.web.jots_host import jots_routes
+from workbench.web.local_signin import local_signin_routes
 
 __all__ = ["create_local_app", "first_run"]
-
-DEFAULT_LOCAL_EMAIL = "you@localhost"
 
 
 def create_local_app(gateway: Gateway) -> Starlette:
@@ -34,7 +33,8 @@ def create_local_app(gateway: Gateway) -> Starlette:
         *jots_routes(gateway),
         *rest_routes(gateway),
         *proxy_routes(gateway),
-        *web_routes(gateway),
+        *local_signin_routes(gateway),
+        *web_routes(gateway, local=True),
         *browser_bridge_routes(gateway),
         Route("/healthz", healthz),
         Route("/metrics", prometheus),
@@ -42,12 +42,12 @@ def create_local_app(gateway: Gateway) -> Starlette:
     return Starlette(routes=routes)
 
 
-def first_run(gateway: Gateway) -> str | None:
+def first_run(gateway: Gateway, email: str) -> str | None:
     """On the very first start, create the local user and return a fresh API key for it."""
     marker = gateway.settings.data_dir / ".initialized"
     if marker.exists():
         return None
-    user = gateway.stores.users.get_or_create(DEFAULT_LOCAL_EMAIL)
+    user = gateway.stores.users.get_or_create(email)
     key = gateway.api_keys.mint(user, label="first run")
     marker.write_text("1\n")
     return key

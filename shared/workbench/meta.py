@@ -16,7 +16,17 @@ if TYPE_CHECKING:
     from workbench.auth import Principal
     from workbench.composition import Gateway
 
-__all__ = ["META_TOOLS", "MetaTools", "meta_tool_names", "parse_executions", "run_compose", "run_plain"]
+__all__ = [
+    "META_TOOLS",
+    "OUTPUT_SCHEMAS",
+    "TOOL_ANNOTATIONS",
+    "MetaTools",
+    "listed_tools",
+    "meta_tool_names",
+    "parse_executions",
+    "run_compose",
+    "run_plain",
+]
 
 # vault_* take names literally; apps_* store {{vault:NAME}} references unresolved (resolved per call).
 LITERAL_TOOL_PREFIX = ("vault_", "apps_")
@@ -163,6 +173,117 @@ META_TOOLS: list[dict[str, Any]] = [
         },
     },
 ]
+
+
+_STR = {"type": "string"}
+_CONNECT_OUTPUT = {
+    "type": "object",
+    "properties": {
+        "connectionId": _STR,
+        "type": {"type": "string", "enum": ["oauth2", "cookie"]},
+        "url": _STR,
+        "error": _STR,
+    },
+}
+
+# What clients of 2025-03-26+ read next to each tool: a title and behaviour hints. execute_tools and
+# curl_session reach arbitrary third-party APIs with the user's credentials, so they are destructive
+# and open-world; the discovery and identity tools only read. `connect` writes a pending record
+# but never contacts the provider.
+TOOL_ANNOTATIONS: dict[str, dict[str, Any]] = {
+    "search_tools": {"title": "Search tools", "readOnlyHint": True, "openWorldHint": False},
+    "get_tool_schema": {"title": "Get a tool's input schema", "readOnlyHint": True, "openWorldHint": False},
+    "execute_tools": {
+        "title": "Execute tools",
+        "readOnlyHint": False,
+        "destructiveHint": True,
+        "idempotentHint": False,
+        "openWorldHint": True,
+    },
+    "whoami": {"title": "Who am I", "readOnlyHint": True, "openWorldHint": False},
+    "list_integrations": {"title": "List integrations", "readOnlyHint": True, "openWorldHint": False},
+    "connect": {
+        "title": "Connect an integration",
+        "readOnlyHint": False,
+        "destructiveHint": False,
+        "idempotentHint": False,
+        "openWorldHint": False,
+    },
+    "wait_for_connection": {"title": "Wait for a connection", "readOnlyHint": True, "openWorldHint": False},
+    "get_auth_url": {
+        "title": "Connect an integration (deprecated alias)",
+        "readOnlyHint": False,
+        "destructiveHint": False,
+        "idempotentHint": False,
+        "openWorldHint": False,
+    },
+    "curl_session": {
+        "title": "Mint a curl proxy session (high risk)",
+        "readOnlyHint": False,
+        "destructiveHint": True,
+        "idempotentHint": False,
+        "openWorldHint": True,
+    },
+}
+
+# outputSchema only where the payload's shape is fixed AND small enough never to meet the result
+# cap: an SDK client refuses a result without structuredContent when the tool declares one, and a
+# capped text block cannot carry it. search_tools, get_tool_schema and execute_tools carry
+# third-party text of any size, so they declare none (they still get structuredContent when whole).
+OUTPUT_SCHEMAS: dict[str, dict[str, Any]] = {
+    "whoami": {"type": "object", "properties": {"id": _STR, "email": _STR, "error": _STR}},
+    "list_integrations": {
+        "type": "object",
+        "properties": {
+            "integrations": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "properties": {"name": _STR, "version": _STR, "connected": {"type": "boolean"}},
+                    "required": ["name", "version", "connected"],
+                },
+            }
+        },
+        "required": ["integrations"],
+    },
+    "connect": _CONNECT_OUTPUT,
+    "get_auth_url": _CONNECT_OUTPUT,
+    "wait_for_connection": {
+        "type": "object",
+        "properties": {
+            "status": {"type": "string", "enum": ["CONNECTED", "PENDING", "TIMEOUT", "EXPIRED"]},
+            "message": _STR,
+            "error": _STR,
+        },
+    },
+    "curl_session": {
+        "type": "object",
+        "properties": {
+            "token": _STR,
+            "expiresIn": {"type": "integer"},
+            "proxyBaseUrl": _STR,
+            "usage": _STR,
+            "error": _STR,
+        },
+    },
+}
+
+
+def listed_tools(*, annotations: bool, structured: bool) -> list[dict[str, Any]]:
+    """The nine tools as tools/list answers them for a protocol revision: `annotations` from
+    2025-03-26, `title` + `outputSchema` from 2025-06-18 (`structured`)."""
+    tools = []
+    for tool in META_TOOLS:
+        entry = dict(tool)
+        hints = TOOL_ANNOTATIONS[tool["name"]]
+        if structured:
+            entry["title"] = hints["title"]
+            if tool["name"] in OUTPUT_SCHEMAS:
+                entry["outputSchema"] = OUTPUT_SCHEMAS[tool["name"]]
+        if annotations:
+            entry["annotations"] = dict(hints)
+        tools.append(entry)
+    return tools
 
 
 def meta_tool_names() -> list[str]:

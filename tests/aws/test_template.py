@@ -206,6 +206,7 @@ def test_routes_per_surface() -> None:
         "/api/auth/plugin/{integration}/callback",
         "/api/connect/redeem",
         "/connect/{id}",
+        "/",
         "/portal",
         "/portal/{proxy+}",
         "/jots/{proxy+}",

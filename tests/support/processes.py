@@ -87,6 +87,6 @@ def local_gateway(data_dir: Path, *, extra_env: Mapping[str, str] | None = None)
     with running(cmd, ready_url=f"{base}/healthz", env=env, log=log):
         key = ""
         for line in log.read_text().splitlines():
-            if "API key" in line:
+            if "API key for" in line:
                 key = line.rsplit(" ", 1)[-1]
         yield base, key

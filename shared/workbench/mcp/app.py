@@ -11,12 +11,17 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from workbench.auth import Principal
 from workbench.mcp.protocol import McpServer
+from workbench.web.sessions import SESSION_COOKIE
 
 if TYPE_CHECKING:
     from workbench.composition import Gateway
 
-__all__ = ["create_mcp_app", "mcp_routes"]
+__all__ = ["CSRF_HEADER", "create_mcp_app", "mcp_routes"]
+
+# The portal's playground calls /mcp with its session cookie and this header (seed 003's session path).
+CSRF_HEADER = "x-csrf-token"
 
 _MAX_BODY = 4 * 1024 * 1024
 
@@ -34,6 +39,35 @@ def _origin_allowed(origin: str, public_url: str) -> bool:
     )
 
 
+def _same_origin(origin: str, request: Request, public_url: str) -> bool:
+    """Exactly our own origin: the public URL's, or the origin this request was addressed to."""
+    got = urlsplit(origin)
+    own = urlsplit(public_url)
+    return (got.scheme, got.netloc) in ((own.scheme, own.netloc), (request.url.scheme, request.url.netloc))
+
+
+def _refused(message: str) -> Response:
+    body = {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": message}}
+    return Response(json.dumps(body), 403, media_type="application/json")
+
+
+def _session_principal(gateway: Gateway, request: Request) -> Principal | Response:
+    """The portal user behind a cookie-authenticated call, or a 403. A browser page may use the
+    session only from our own origin (Origin exact, never another loopback port), with the CSRF
+    token the portal issued for that session; a cross-site fetch cannot read that token."""
+    origin = request.headers.get("origin")
+    if not origin or not _same_origin(origin, request, gateway.settings.public_url):
+        return _refused("Forbidden: a portal session is accepted only from the portal's own origin")
+    if request.headers.get("sec-fetch-site", "same-origin") != "same-origin":
+        return _refused("Forbidden: a portal session is accepted only from the portal's own origin")
+    if not gateway.sessions.check_csrf(request, request.headers.get(CSRF_HEADER)):
+        return _refused("Forbidden: a portal session needs the portal's CSRF token (X-CSRF-Token)")
+    user = gateway.sessions.current_user(request, gateway.stores.users)
+    if user is None:
+        return _refused("Forbidden: the portal session has expired; sign in again")
+    return Principal(user=user, via="session")
+
+
 def mcp_routes(gateway: Gateway) -> list[Route]:
     server = McpServer(gateway)
 
@@ -46,7 +80,14 @@ def mcp_routes(gateway: Gateway) -> list[Route]:
         if len(raw) > _MAX_BODY:
             return Response("request body too large", 413)
         headers = {k.lower(): v.strip(" \t") for k, v in request.headers.items()}  # HTTP trims OWS
-        reply = await server.handle(raw, headers)
+        principal: Principal | None = None
+        if "authorization" not in headers and SESSION_COOKIE in request.cookies:
+            # No bearer token but a portal session: seed 003's third way in, same parsing after it.
+            session = _session_principal(gateway, request)
+            if isinstance(session, Response):
+                return session
+            principal = session
+        reply = await server.handle(raw, headers, principal)
         if reply.body is None:
             return Response(status_code=reply.status, headers=reply.headers)
         return Response(

@@ -18,9 +18,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from workbench import __version__
 from workbench.auth import Principal
 from workbench.errors import AuthError, InvalidInput
-from workbench.meta import META_TOOLS, MetaTools
+from workbench.meta import OUTPUT_SCHEMAS, MetaTools, listed_tools
 
 if TYPE_CHECKING:
     from workbench.composition import Gateway
@@ -33,7 +34,7 @@ SUPPORTED_VERSIONS = (*MODERN_VERSIONS, *reversed(HANDSHAKE_VERSIONS))
 META_VERSION = "io.modelcontextprotocol/protocolVersion"
 META_CAPS = "io.modelcontextprotocol/clientCapabilities"
 META_SERVER = "io.modelcontextprotocol/serverInfo"
-SERVER_INFO = {"name": "workbench", "version": "0.1.0"}
+SERVER_INFO = {"name": "workbench", "version": __version__}
 INSTRUCTIONS = (
     "Workbench reaches every tool of every integration the user connected through nine meta-tools: "
     "search_tools to find a tool, get_tool_schema to read its arguments, execute_tools to run it. "
@@ -93,14 +94,27 @@ def _find_images(value: Any, found: list[dict[str, str]]) -> None:
 def render_tool_payload(payload: Any, cap: int) -> list[dict[str, Any]]:
     """Content blocks for a meta-tool payload: image blocks if any `_mcpImage` sentinel, else one
     text block capped at `cap` characters with a truncation notice."""
+    return _render(payload, cap)[0]
+
+
+def _render(payload: Any, cap: int) -> tuple[list[dict[str, Any]], bool]:
+    """(content blocks, whether the blocks carry the whole payload as JSON text)."""
     images: list[dict[str, str]] = []
     _find_images(payload, images)
     if images:
-        return list(images)
+        return list(images), False
     text = json.dumps(payload, ensure_ascii=False, default=str)
     if len(text) > cap:
-        text = text[:cap] + TRUNCATION_NOTICE.format(size=len(text), cap=cap)
-    return [{"type": "text", "text": text}]
+        return [
+            {"type": "text", "text": text[:cap] + TRUNCATION_NOTICE.format(size=len(text), cap=cap)}
+        ], False
+    return [{"type": "text", "text": text}], True
+
+
+def _revision_features(version: str) -> tuple[bool, bool]:
+    """(tool annotations, structured output) for a protocol revision; an absent header on a legacy
+    request means 2025-03-26 (the transport spec's assumption)."""
+    return version >= "2025-03-26", version >= "2025-06-18"
 
 
 class McpServer:
@@ -109,6 +123,9 @@ class McpServer:
         self.meta = MetaTools(gateway)
         base = gateway.settings.public_url.rstrip("/")
         self.resource_metadata_url = f"{base}/.well-known/oauth-protected-resource/mcp"
+        self._tool_lists = {
+            (a, st): listed_tools(annotations=a, structured=st) for a in (False, True) for st in (False, True)
+        }
 
     def _unauthorized(self, req_id: Any, detail: str) -> HttpReply:
         return HttpReply(
@@ -128,8 +145,11 @@ class McpServer:
             raise AuthError("missing bearer token")
         return self.gw.authenticate(token.strip())
 
-    async def handle(self, body: bytes, headers: Mapping[str, str]) -> HttpReply:
-        """`headers` must be lower-cased names."""
+    async def handle(
+        self, body: bytes, headers: Mapping[str, str], principal: Principal | None = None
+    ) -> HttpReply:
+        """`headers` must be lower-cased names. `principal`: already authenticated by the surface
+        (the portal session path, seed 003); otherwise the bearer token decides."""
         try:
             message = json.loads(body)
         except (ValueError, UnicodeDecodeError):
@@ -145,10 +165,11 @@ class McpServer:
             )
         req_id = message.get("id")
         is_notification = "id" not in message
-        try:
-            principal = self.authenticate(headers)
-        except AuthError as exc:
-            return self._unauthorized(req_id, str(exc))
+        if principal is None:
+            try:
+                principal = self.authenticate(headers)
+            except AuthError as exc:
+                return self._unauthorized(req_id, str(exc))
         if is_notification:
             return HttpReply(202)
         try:
@@ -173,8 +194,10 @@ class McpServer:
             or method == "server/discover"
         )
 
+        version = header_version if header_version in HANDSHAKE_VERSIONS else "2025-03-26"
         if modern:
             self._validate_modern(method, params, meta, headers)
+            version = str(meta.get(META_VERSION))
             if method in ("initialize", "ping"):  # removed in the stateless revision
                 raise _RpcError(METHOD_NOT_FOUND, f"Method not found: {method}", 404)
         elif method == "initialize":
@@ -197,9 +220,9 @@ class McpServer:
             }
             modern = True
         elif method == "tools/list":
-            result = {"tools": META_TOOLS}
+            result = {"tools": self._tool_lists[_revision_features(version)]}
         elif method == "tools/call":
-            result = await self._tools_call(params, principal)
+            result = await self._tools_call(params, principal, structured=_revision_features(version)[1])
         else:
             raise _RpcError(METHOD_NOT_FOUND, f"Method not found: {method}", 404 if modern else 200)
         if modern:
@@ -267,7 +290,9 @@ class McpServer:
         if not isinstance(meta.get(META_CAPS), dict):
             raise _RpcError(INVALID_PARAMS, f"_meta['{META_CAPS}'] is required", 400)
 
-    async def _tools_call(self, params: dict[str, Any], principal: Principal) -> dict[str, Any]:
+    async def _tools_call(
+        self, params: dict[str, Any], principal: Principal, *, structured: bool
+    ) -> dict[str, Any]:
         name = params.get("name")
         arguments = params.get("arguments") or {}
         if not isinstance(name, str):
@@ -278,10 +303,14 @@ class McpServer:
             payload = await self.meta.call(name, principal, arguments)
         except InvalidInput as exc:
             raise _RpcError(INVALID_PARAMS, str(exc)) from exc
-        return {
-            "content": render_tool_payload(payload, self.gw.settings.result_cap_chars),
-            "isError": False,
-        }
+        content, whole = _render(payload, self.gw.settings.result_cap_chars)
+        result: dict[str, Any] = {"content": content, "isError": False}
+        # structuredContent (2025-06-18+) repeats the payload beside the unchanged text block, only
+        # when that block holds all of it: a capped or image result must not slip the cap through it.
+        # A tool with an outputSchema must always send it; those payloads are small by design.
+        if structured and (whole or name in OUTPUT_SCHEMAS) and isinstance(payload, dict):
+            result["structuredContent"] = payload
+        return result
 
 
 def _error(req_id: Any, code: int, message: str, data: Any = None) -> dict[str, Any]:

@@ -24,8 +24,9 @@ if TYPE_CHECKING:
 __all__ = ["create_web_app", "web_routes"]
 
 
-def web_routes(gateway: Gateway) -> list[BaseRoute]:
-    web = WebContext(gateway)
+def web_routes(gateway: Gateway, *, local: bool = False) -> list[BaseRoute]:
+    """`local`: served by `workbench serve` (the sign-in page then points at the printed link)."""
+    web = WebContext(gateway, local=local)
     return [*signin_routes(web), *portal_routes(web), *connect_routes(web)]
 
 

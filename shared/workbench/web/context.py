@@ -35,6 +35,8 @@ def safe_next(value: str | None, default: str = "/portal/integrations") -> str:
 @dataclass(slots=True)
 class WebContext:
     gw: Gateway
+    # The local all-in-one gateway (`workbench serve`): sign-in is the printed one-time link.
+    local: bool = False
 
     def user(self, request: Request) -> User | None:
         return self.gw.sessions.current_user(request, self.gw.stores.users)

@@ -309,7 +309,11 @@ def portal_routes(web: WebContext) -> list[BaseRoute]:
     async def home(request: Request) -> Response:
         return redirect("/portal/integrations")
 
+    async def root(request: Request) -> Response:
+        return redirect("/portal")
+
     return [
+        Route("/", root, methods=["GET"]),
         Route("/portal", home, methods=["GET"]),
         Route("/portal/", home, methods=["GET"]),
         Route("/portal/integrations", web.page(integrations_page), methods=["GET"]),

@@ -1,4 +1,5 @@
-"""Portal sign-in and sign-out: OIDC SSO, and a clearly marked development sign-in on the local gateway.
+"""Portal sign-in and sign-out: OIDC SSO, the local gateway's one-time link (web/local_signin.py), and a
+clearly marked development sign-in on the local gateway.
 
 There is no password login. Routes:
   GET  /portal/signin              the sign-in page (`next` = where to go afterwards)
@@ -84,7 +85,16 @@ def signin_routes(web: WebContext) -> list[BaseRoute]:
                 '<input id="dev-email" name="email" type="email" required autocomplete="email">'
                 '<p><button type="submit">Sign in (development)</button></p></form></section>'
             )
-        if oidc is None and not gw.settings.dev_login:
+        if web.local:
+            parts.append(
+                '<section class="card" aria-labelledby="local"><h2 id="local">This computer</h2>'
+                "<p>This gateway runs on your machine. Open the one-time sign-in link that "
+                "<code>workbench serve</code> printed when it started. For a new link, run</p>"
+                '<pre class="snippet"><code>.venv/bin/workbench signin-link</code></pre>'
+                '<p class="help">in the project folder (or <code>uv run workbench signin-link</code>). '
+                "The link works once, only from this machine.</p></section>"
+            )
+        if oidc is None and not gw.settings.dev_login and not web.local:
             parts.append(
                 notices(
                     (
