@@ -34,6 +34,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from workbench.tracing import span
+
 __all__ = [
     "SERVICES",
     "AwsError",
@@ -50,25 +52,32 @@ class Service:
     signing_name: str
     target_prefix: str
     content_type: str
+    # The name X-Ray's service map shows for it.
+    trace_name: str
     # Members whose JSON value is base64 of bytes (boto3 hands them out as bytes).
     blob_members: frozenset[str] = frozenset()
 
 
 SERVICES: dict[str, Service] = {
-    "dynamodb": Service("dynamodb", "DynamoDB_20120810", "application/x-amz-json-1.0"),
+    "dynamodb": Service("dynamodb", "DynamoDB_20120810", "application/x-amz-json-1.0", "DynamoDB"),
     "kms": Service(
         "kms",
         "TrentService",
         "application/x-amz-json-1.1",
+        "KMS",
         frozenset({"Plaintext", "CiphertextBlob", "PublicKey", "Signature", "Mac"}),
     ),
     "secretsmanager": Service(
-        "secretsmanager", "secretsmanager", "application/x-amz-json-1.1", frozenset({"SecretBinary"})
+        "secretsmanager",
+        "secretsmanager",
+        "application/x-amz-json-1.1",
+        "SecretsManager",
+        frozenset({"SecretBinary"}),
     ),
 }
 
 # botocore's standard retry mode: these codes (and HTTP 500/502/503/504) are retried.
-_RETRYABLE = frozenset(
+_THROTTLING = frozenset(
     {
         "Throttling",
         "ThrottlingException",
@@ -84,13 +93,15 @@ _RETRYABLE = frozenset(
         "SlowDown",
         "PriorRequestNotComplete",
         "EC2ThrottledException",
-        "RequestTimeout",
-        "RequestTimeoutException",
-        "InternalServerError",
-        "InternalFailure",
-        "ServiceUnavailable",
     }
 )
+_RETRYABLE = _THROTTLING | {
+    "RequestTimeout",
+    "RequestTimeoutException",
+    "InternalServerError",
+    "InternalFailure",
+    "ServiceUnavailable",
+}
 
 
 class AwsError(Exception):
@@ -320,6 +331,21 @@ class AwsJsonClient:
     def call(self, operation: str, params: dict[str, Any]) -> dict[str, Any]:
         for listener in self.listeners:
             listener(operation, params)
+        with span(self.service.trace_name, "aws") as traced:
+            if traced is not None:
+                traced.aws = {"operation": operation, "region": self.region}
+                if "TableName" in params:
+                    traced.aws["table_name"] = params["TableName"]
+            try:
+                return self._call(operation, params)
+            except AwsError as exc:
+                if traced is not None:
+                    status = exc.response["ResponseMetadata"]["HTTPStatusCode"]
+                    traced.error, traced.fault = status < 500, status >= 500
+                    traced.throttle = exc.response["Error"]["Code"] in _THROTTLING
+                raise
+
+    def _call(self, operation: str, params: dict[str, Any]) -> dict[str, Any]:
         body = json.dumps(_encode(params), separators=(",", ":")).encode()
         attempt = 0
         while True:

@@ -5,19 +5,23 @@ boto3, mangum nor powertools. The gateway (the composition root) is built once p
 the first event, and shared by every surface the instance serves; boto3 clients are created when
 the first store/KMS call needs them.
 
-Observability (aws-lambda-powertools, imported on the first event):
-- Logger: structured JSON on stdout; the API Gateway request id is the correlation id, and the
-  engine's own `workbench` logger is routed through the same JSON formatter.
-- Metrics: every tool execution is flushed as CloudWatch EMF — `workbench_tool_executions_total`
-  (Count) and `workbench_tool_execution_duration_seconds` (Seconds), dimensions integration, tool,
-  success — via the engine's Metrics listener hook.
-- Tracer: X-Ray, with botocore/httpx calls patched and one subsegment per request.
+Observability:
+- Logger (aws-lambda-powertools, imported on the first event): structured JSON on stdout; the API
+  Gateway request id is the correlation id, and the engine's own `workbench` logger is routed
+  through the same JSON formatter.
+- Metrics: CloudWatch EMF, written once per request (not once per execution):
+  `workbench_tool_executions_total` (Count) and `workbench_tool_execution_duration_seconds`
+  (Seconds) per (integration, success). Dimensions stay bounded: the tool names are a property of
+  the record, never a dimension, and every custom app counts under the one integration "custom-app".
+- Traces: one X-Ray subsegment per request, with DynamoDB/KMS calls as children (workbench.tracing:
+  straight to the X-Ray daemon, no X-Ray SDK).
 """
 
 from __future__ import annotations
 
 import asyncio
 import importlib
+import json
 import logging
 import os
 import sys
@@ -26,6 +30,8 @@ import time
 from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
+
+from workbench.tracing import request_span
 
 if TYPE_CHECKING:
     from workbench.composition import Gateway
@@ -39,7 +45,7 @@ _EMF_UNITS = {
     "workbench_tool_executions_total": "Count",
     "workbench_tool_execution_duration_seconds": "Seconds",
 }
-_DIMENSIONS = ("integration", "tool", "success")
+_DIMENSIONS = ("integration", "success")
 
 # The one cached root of a Lambda instance: gateway + powertools objects, built on first use.
 _instance: dict[str, Any] = {}
@@ -60,13 +66,18 @@ class _CurrentStdout(logging.StreamHandler):  # type: ignore[type-arg]
 
 class _Observability:
     def __init__(self) -> None:
-        from aws_lambda_powertools import Logger, Tracer
+        from aws_lambda_powertools import Logger
 
         service = os.environ.get("POWERTOOLS_SERVICE_NAME", "workbench")
+        self.service = service
         self.namespace = os.environ.get("POWERTOOLS_METRICS_NAMESPACE", "Workbench")
         self.logger = Logger(service=service, logger_handler=_CurrentStdout())
         self.level = self.logger.log_level or logging.INFO  # POWERTOOLS_LOG_LEVEL, as powertools set it
-        self.tracer = Tracer(service=service)
+        # Where Lambda's X-Ray daemon listens (set only when the function's tracing is Active).
+        self.xray_daemon = os.environ.get("AWS_XRAY_DAEMON_ADDRESS")
+        # This request's metric records, written as EMF when it ends.
+        self._pending: list[tuple[str, dict[str, str], float]] = []
+        self._known: frozenset[str] = frozenset()
 
     def install_logging(self) -> None:
         """Route the engine's `workbench` logger (and ours) through the powertools JSON handler, so
@@ -80,15 +91,52 @@ class _Observability:
             target.propagate = False
             target.setLevel(self.level)
 
-    def emit_metric(self, name: str, labels: dict[str, str], value: float) -> None:
-        unit = _EMF_UNITS.get(name)
-        if unit is None:
-            return
-        from aws_lambda_powertools.metrics import MetricUnit, single_metric
+    def known_integrations(self, names: frozenset[str]) -> None:
+        self._known = names
 
-        with single_metric(name=name, unit=MetricUnit(unit), value=value, namespace=self.namespace) as metric:
-            for dim in _DIMENSIONS:
-                metric.add_dimension(name=dim, value=labels.get(dim) or "none")
+    def record_metric(self, name: str, labels: dict[str, str], value: float) -> None:
+        if name in _EMF_UNITS:
+            self._pending.append((name, labels, value))
+
+    def flush_metrics(self) -> None:
+        """This request's executions as EMF, one record per (integration, success)."""
+        if not self._pending:
+            return
+        pending, self._pending = self._pending, []
+        records: dict[tuple[str, str], dict[str, Any]] = {}
+        for name, labels, value in pending:
+            integration = labels.get("integration") or "none"
+            if integration not in self._known:
+                integration = "custom-app"  # user-named: never a dimension value
+            key = (integration, labels.get("success") or "none")
+            record = records.setdefault(key, {"tools": [], "values": {}})
+            record["values"].setdefault(name, []).append(value)
+            tool = labels.get("tool")
+            if name == "workbench_tool_executions_total" and tool:
+                record["tools"].append(tool)
+        stamp = int(time.time() * 1000)
+        for (integration, success), record in records.items():
+            values = record["values"]
+            doc: dict[str, Any] = {
+                "_aws": {
+                    "Timestamp": stamp,
+                    "CloudWatchMetrics": [
+                        {
+                            "Namespace": self.namespace,
+                            "Dimensions": [list(_DIMENSIONS)],
+                            "Metrics": [{"Name": n, "Unit": _EMF_UNITS[n]} for n in values],
+                        }
+                    ],
+                },
+                "service": self.service,
+                "integration": integration,
+                "success": success,
+                "tools": record["tools"],
+            }
+            for metric, seen in values.items():
+                # A counter is one sum; durations keep each value (EMF takes up to 100 per record).
+                doc[metric] = sum(seen) if _EMF_UNITS[metric] == "Count" else seen[:100]
+            sys.stdout.write(json.dumps(doc, separators=(",", ":")) + "\n")
 
 
 def _observability() -> _Observability:
@@ -124,8 +172,9 @@ def instance_gateway(event: dict[str, Any] | None = None) -> Gateway:
             _instance["gateway"] = gateway
     obs = _observability()
     obs.install_logging()
-    if obs.emit_metric not in gateway.metrics.listeners:
-        gateway.metrics.listeners.append(obs.emit_metric)
+    obs.known_integrations(frozenset(m.name for m in gateway.registry.manifests()))
+    if obs.record_metric not in gateway.metrics.listeners:
+        gateway.metrics.listeners.append(obs.record_metric)
     return gateway
 
 
@@ -181,7 +230,10 @@ def lambda_handler_for(
             obs = _observability()
             obs.logger.set_correlation_id(getattr(context, "aws_request_id", None))
             obs.logger.info("direct invocation", extra={"surface": name, "source": event.get("source")})
-            answer: dict[str, Any] = _resolve(direct)(gateway, event)
+            try:
+                answer: dict[str, Any] = _resolve(direct)(gateway, event)
+            finally:
+                obs.flush_metrics()
             return answer
         adapter = state.get("adapter")
         cold = adapter is None
@@ -202,15 +254,19 @@ def lambda_handler_for(
             "path": event.get("rawPath"),
             "cold_start": cold,
         }
+        # The runtime sets the trace header per invocation, in the environment.
+        trace_header = os.environ.get("_X_AMZN_TRACE_ID")
         try:
-            with obs.tracer.provider.in_subsegment(f"## {name}") as subsegment:
-                subsegment.put_annotation("ColdStart", cold)
-                subsegment.put_annotation("surface", str(name))
+            with request_span(f"## {name}", trace_header, obs.xray_daemon) as traced:
+                if traced is not None:
+                    traced.annotations.update(ColdStart=cold, surface=str(name))
                 result: dict[str, Any] = adapter(event, context)
         except Exception:
             # API Gateway answers 500 for a failed invocation; the log says which request it was.
             obs.logger.exception("request failed", extra={**line, "status": 500, "duration_ms": _ms(started)})
             raise
+        finally:
+            obs.flush_metrics()
         obs.logger.info(
             "request", extra={**line, "status": result.get("statusCode"), "duration_ms": _ms(started)}
         )

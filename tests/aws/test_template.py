@@ -299,7 +299,6 @@ def test_sam_build_makes_a_layer_with_engine_plugins_and_arm64_wheels(tmp_path: 
     for package in (
         "mangum",
         "aws_lambda_powertools",
-        "aws_xray_sdk",
         "starlette",
         "pydantic",
         "jwt",
@@ -310,6 +309,8 @@ def test_sam_build_makes_a_layer_with_engine_plugins_and_arm64_wheels(tmp_path: 
     assert any(n.startswith("_pydantic_core.cpython-312-aarch64") for n in native), native
     assert all("x86_64" not in n for n in native), "wheels for the wrong architecture"
     assert not list(site.rglob("__pycache__"))
+    # Traces go straight to the X-Ray daemon (workbench.tracing): the X-Ray SDK is not shipped.
+    assert not (site / "aws_xray_sdk").exists()
     for surface in ("Mcp", "Rest", "Web", "Proxy"):
         entry = build / f"{surface}Function" / "app.py"
         assert entry.exists()
