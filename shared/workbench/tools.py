@@ -140,6 +140,9 @@ class Tool:
     input_model: type[BaseModel] | None = None
     parameters: dict[str, Any] | None = None
     integration: str = ""
+    # OAuth scopes the tool needs for every argument value its schema offers; the catalog test
+    # checks they are all requested by the integration's manifest.
+    scopes: tuple[str, ...] = ()
     _schema: dict[str, Any] | None = field(default=None, repr=False)
     _arity: int | None = field(default=None, repr=False)  # positional parameters fn takes
 
@@ -252,10 +255,18 @@ def tool(
     input_model: type[BaseModel] | None = None,
     *,
     parameters: dict[str, Any] | None = None,
+    scopes: tuple[str, ...] = (),
 ) -> Callable[[ExecuteFn], Tool]:
     """Decorator: turn an execute function into a `Tool`."""
 
     def wrap(fn: ExecuteFn) -> Tool:
-        return Tool(name=name, description=description, fn=fn, input_model=input_model, parameters=parameters)
+        return Tool(
+            name=name,
+            description=description,
+            fn=fn,
+            input_model=input_model,
+            parameters=parameters,
+            scopes=scopes,
+        )
 
     return wrap

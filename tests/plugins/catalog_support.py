@@ -213,10 +213,12 @@ def tool_names(module: Any) -> set[str]:
 def check_catalog(integration: str, module: Any) -> None:
     """Every tool of the integration: registered exactly as its `tools` module lists it, unique,
     prefixed by the manifest's tool_prefix, name under 64 characters, a sentence (20+ characters,
-    4+ words, ending with a full stop) saying what it does, and a valid JSON Schema object whose
-    every argument is described."""
+    4+ words, ending with a full stop) saying what it does, a valid JSON Schema object whose
+    every argument is described, and OAuth scopes that the manifest requests (an API-key
+    integration has none to declare)."""
     from jsonschema import Draft202012Validator
     from workbench.composition import build_registry
+    from workbench.registry import OAuth2Auth
 
     registry = build_registry()
     manifest = registry.manifest(integration)
@@ -225,7 +227,10 @@ def check_catalog(integration: str, module: Any) -> None:
     assert len(names) == len(set(names)), names
     tools = registry.tools_of(integration)
     assert set(tools) == set(names)
+    granted = set(manifest.auth.scopes) if isinstance(manifest.auth, OAuth2Auth) else set()
     for t in tools.values():
+        missing = set(t.scopes) - granted
+        assert not missing, f"{t.name} needs scopes the {integration} manifest does not request: {missing}"
         assert t.name.startswith(manifest.prefix) and len(t.name) < 64, t.name
         assert len(t.description) >= 20 and len(t.description.split()) >= 4, t.name
         assert t.description.endswith("."), t.name

@@ -603,3 +603,92 @@ async def test_upstream_404_becomes_tool_error(tmp_path: Path) -> None:
         ],
     )
     assert out == {"results": [{"error": "github API error 404: Not Found"}]}
+
+
+def _big_file_meta(size: int) -> dict[str, object]:
+    # What GitHub answers for a file of 1-100 MB: metadata, empty content, encoding "none".
+    return {
+        "type": "file",
+        "encoding": "none",
+        "size": size,
+        "name": "data.csv",
+        "path": "data/data.csv",
+        "content": "",
+        "sha": "aa11",
+        "html_url": "https://github.com/octocat/Hello-World/blob/main/data/data.csv",
+    }
+
+
+RAW = {"accept": "application/vnd.github.raw+json"}
+
+
+async def test_file_over_one_megabyte_is_read_raw_and_cut(tmp_path: Path) -> None:
+    size = 3_000_000
+    body = ("é,1\n" * (size // 5 + 1)).encode()[:size]
+    out = await run_tool(
+        PLUGIN,
+        tmp_path,
+        "github_get_file",
+        {"owner": "octocat", "repo": "Hello-World", "path": "data/data.csv", "ref": "main"},
+        [
+            Call("GET", f"{REPO}/contents/data/data.csv", {"ref": "main"}, response=_big_file_meta(size)),
+            Call(
+                "GET",
+                f"{REPO}/contents/data/data.csv",
+                {"ref": "main"},
+                response=body.decode(),
+                expect_headers=RAW,
+            ),
+        ],
+    )
+    result = out["results"][0]["result"]
+    assert result["size"] == size and "binary" not in result
+    assert (
+        result["content"]
+        == "é,1\n" * 12_500 + f"\n…[truncated: first 50000 characters of a {size}-byte file]"
+    )
+
+
+async def test_file_over_one_megabyte_that_is_binary_says_so(tmp_path: Path) -> None:
+    out = await run_tool(
+        PLUGIN,
+        tmp_path,
+        "github_get_file",
+        {"owner": "octocat", "repo": "Hello-World", "path": "data/data.csv"},
+        [
+            Call("GET", f"{REPO}/contents/data/data.csv", response=_big_file_meta(2_000_000)),
+            Call(
+                "GET",
+                f"{REPO}/contents/data/data.csv",
+                response="PK\x03\x04\x00\x00binary",
+                expect_headers=RAW,
+            ),
+        ],
+    )
+    result = out["results"][0]["result"]
+    assert result["content"] is None and result["binary"] is True
+
+
+async def test_small_binary_file_says_so(tmp_path: Path) -> None:
+    out = await run_tool(
+        PLUGIN,
+        tmp_path,
+        "github_get_file",
+        {"owner": "octocat", "repo": "Hello-World", "path": "logo.png"},
+        [
+            Call(
+                "GET",
+                f"{REPO}/contents/logo.png",
+                response={
+                    "type": "file",
+                    "encoding": "base64",
+                    "size": 6,
+                    "path": "logo.png",
+                    "sha": "bb22",
+                    "content": base64.b64encode(b"\x89PNG\xff\xfe").decode(),
+                },
+            )
+        ],
+    )
+    result = out["results"][0]["result"]
+    assert result["content"] is None and result["binary"] is True

@@ -175,6 +175,7 @@ CASES = [
                     "attendees": [],
                 },
             ],
+            "timeMin": "2024-10-01T00:00:00Z",
             "nextPageToken": "CigKGjdjYmg4",
         },
     ),
@@ -389,3 +390,36 @@ async def test_upstream_404_becomes_tool_error(tmp_path: Path) -> None:
         ],
     )
     assert out == {"results": [{"error": "google-calendar API error 404: Not Found"}]}
+
+
+async def test_list_events_defaults_to_upcoming(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without timeMin, Google starts at the oldest event ever; the tool starts at now and says so."""
+    monkeypatch.setattr(google_calendar_tools, "_now", lambda: "2025-03-04T05:06:07Z")
+    out = await run_tool(
+        PLUGIN,
+        tmp_path,
+        "calendar_list_events",
+        {},
+        [
+            Call(
+                "GET",
+                EV,
+                {
+                    "timeMin": "2025-03-04T05:06:07Z",
+                    "maxResults": 25,
+                    "singleEvents": "true",
+                    "orderBy": "startTime",
+                },
+                response={"kind": "calendar#events", "items": []},
+            )
+        ],
+    )
+    assert out == {
+        "results": [{"result": {"events": [], "timeMin": "2025-03-04T05:06:07Z", "nextPageToken": None}}]
+    }
+
+
+def test_now_is_an_rfc3339_utc_time() -> None:
+    import re
+
+    assert re.fullmatch(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z", google_calendar_tools._now())

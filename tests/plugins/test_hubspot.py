@@ -17,6 +17,7 @@ from tests.plugins.catalog_support import (
     exchange_code,
     run_case,
     run_error,
+    run_tool,
     tool_names,
 )
 
@@ -240,6 +241,20 @@ CASES = [
             "company_id": "5001",
         },
         [
+            # No stage given: the pipeline's first stage by displayOrder (not the listing order)
+            Call(
+                "GET",
+                f"{API}/crm/v3/pipelines/deals/default",
+                response={
+                    "id": "default",
+                    "label": "Sales Pipeline",
+                    "displayOrder": 0,
+                    "stages": [
+                        {"id": "qualifiedtobuy", "label": "Qualified To Buy", "displayOrder": 1},
+                        {"id": "appointmentscheduled", "label": "Appointment Scheduled", "displayOrder": 0},
+                    ],
+                },
+            ),
             Call(
                 "POST",
                 f"{API}/crm/v3/objects/deals",
@@ -263,7 +278,7 @@ CASES = [
                 },
                 status=201,
                 response=DEAL,
-            )
+            ),
         ],
         DEAL_OUT,
     ),
@@ -374,6 +389,214 @@ CASES = [
 ]
 
 
+COMPANY_PROPS = "name,domain,industry,city,country,phone,numberofemployees,hubspot_owner_id"
+PIPELINE = {
+    "id": "default",
+    "label": "Sales Pipeline",
+    "displayOrder": 0,
+    "archived": False,
+    "stages": [
+        {"id": "closedwon", "label": "Closed Won", "displayOrder": 5, "metadata": {"probability": "1.0"}},
+        {
+            "id": "appointmentscheduled",
+            "label": "Appointment Scheduled",
+            "displayOrder": 0,
+            "metadata": {"probability": "0.2"},
+        },
+    ],
+}
+TASK = {
+    "id": "7301",
+    "properties": {
+        "hs_task_subject": "Call Bryan",
+        "hs_task_status": "NOT_STARTED",
+        "hs_timestamp": "2024-05-01T17:00:00Z",
+    },
+    "createdAt": "2024-04-29T10:00:00Z",
+    "updatedAt": "2024-04-29T10:00:00Z",
+    "archived": False,
+}
+
+CASES += [
+    Case(
+        "hubspot_get_company",
+        {"id": "5001"},
+        [
+            Call(
+                "GET", f"{API}/crm/v3/objects/companies/5001", {"properties": COMPANY_PROPS}, response=COMPANY
+            )
+        ],
+        COMPANY_OUT,
+    ),
+    Case(
+        "hubspot_search_companies",
+        {"query": "biglytics", "limit": 5},
+        [
+            Call(
+                "POST",
+                f"{API}/crm/v3/objects/companies/search",
+                json={"limit": 5, "properties": COMPANY_PROPS.split(","), "query": "biglytics"},
+                response={"total": 1, "results": [COMPANY]},
+            )
+        ],
+        {"companies": [COMPANY_OUT], "nextCursor": None, "total": 1},
+    ),
+    Case(
+        "hubspot_update_company",
+        {"id": "5001", "properties": {"city": "Cambridge"}},
+        [
+            Call(
+                "PATCH",
+                f"{API}/crm/v3/objects/companies/5001",
+                json={"properties": {"city": "Cambridge"}},
+                response=COMPANY,
+            )
+        ],
+        COMPANY_OUT,
+    ),
+    Case(
+        "hubspot_get_deal",
+        {"id": "9001", "properties": ["dealname", "dealstage"]},
+        [
+            Call(
+                "GET", f"{API}/crm/v3/objects/deals/9001", {"properties": "dealname,dealstage"}, response=DEAL
+            )
+        ],
+        DEAL_OUT,
+    ),
+    Case(
+        "hubspot_list_pipelines",
+        {},
+        [
+            Call(
+                "GET",
+                f"{API}/crm/v3/pipelines/deals",
+                response={
+                    "results": [
+                        {**PIPELINE, "id": "p2", "label": "Renewals", "displayOrder": 1, "stages": []},
+                        PIPELINE,
+                    ]
+                },
+            )
+        ],
+        {
+            "pipelines": [
+                {
+                    "id": "default",
+                    "label": "Sales Pipeline",
+                    "displayOrder": 0,
+                    "archived": False,
+                    "stages": [
+                        {
+                            "id": "appointmentscheduled",
+                            "label": "Appointment Scheduled",
+                            "displayOrder": 0,
+                            "probability": "0.2",
+                        },
+                        {"id": "closedwon", "label": "Closed Won", "displayOrder": 5, "probability": "1.0"},
+                    ],
+                },
+                {"id": "p2", "label": "Renewals", "displayOrder": 1, "archived": False, "stages": []},
+            ]
+        },
+    ),
+    Case(
+        "hubspot_list_associations",
+        {"object_type": "deals", "object_id": "9001", "to_object_type": "contacts", "limit": 2},
+        [
+            Call(
+                "GET",
+                f"{API}/crm/v4/objects/deals/9001/associations/contacts",
+                {"limit": 2},
+                response={
+                    "results": [
+                        {
+                            "toObjectId": 512,
+                            "associationTypes": [
+                                {"category": "HUBSPOT_DEFINED", "typeId": 3, "label": None},
+                                {"category": "USER_DEFINED", "typeId": 27, "label": "Decision maker"},
+                            ],
+                        }
+                    ],
+                    "paging": {"next": {"after": "MTI0"}},
+                },
+            )
+        ],
+        {"associations": [{"id": "512", "labels": ["Decision maker"]}], "nextCursor": "MTI0"},
+    ),
+    Case(
+        "hubspot_associate_records",
+        {
+            "object_type": "contacts",
+            "object_id": "512",
+            "to_object_type": "companies",
+            "to_object_id": "5001",
+        },
+        [
+            Call(
+                "PUT",
+                f"{API}/crm/v4/objects/contacts/512/associations/default/companies/5001",
+                response={
+                    "status": "COMPLETE",
+                    "results": [
+                        {
+                            "from": {"id": "512"},
+                            "to": {"id": "5001"},
+                            "associationSpec": {
+                                "associationCategory": "HUBSPOT_DEFINED",
+                                "associationTypeId": 279,
+                            },
+                        }
+                    ],
+                },
+            )
+        ],
+        {
+            "associated": True,
+            "results": [{"from_id": "512", "to_id": "5001", "associationSpec_associationTypeId": 279}],
+        },
+    ),
+    Case(
+        "hubspot_create_task",
+        {
+            "subject": "Call Bryan",
+            "due": "2024-05-01T17:00:00Z",
+            "priority": "HIGH",
+            "contact_id": "512",
+            "deal_id": "9001",
+        },
+        [
+            Call(
+                "POST",
+                f"{API}/crm/v3/objects/tasks",
+                json={
+                    "properties": {
+                        "hs_task_subject": "Call Bryan",
+                        "hs_timestamp": "2024-05-01T17:00:00Z",
+                        "hs_task_status": "NOT_STARTED",
+                        "hs_task_priority": "HIGH",
+                        "hs_task_type": "TODO",
+                    },
+                    "associations": [
+                        {
+                            "to": {"id": "512"},
+                            "types": [{"associationCategory": "HUBSPOT_DEFINED", "associationTypeId": 204}],
+                        },
+                        {
+                            "to": {"id": "9001"},
+                            "types": [{"associationCategory": "HUBSPOT_DEFINED", "associationTypeId": 216}],
+                        },
+                    ],
+                },
+                status=201,
+                response=TASK,
+            )
+        ],
+        {k: TASK[k] for k in ("id", "properties", "createdAt", "updatedAt")},
+    ),
+]
+
+
 def test_every_tool_has_a_case() -> None:
     assert tool_names(hubspot_tools) == {c.tool for c in CASES}
 
@@ -432,3 +655,33 @@ async def test_connecting_sends_the_client_secret_in_the_body(tmp_path: Path) ->
     assert "authorization" not in request.headers
     form = dict(parse_qsl(request.content.decode()))
     assert form["client_id"] == "client-id-1" and form["client_secret"] == "s3cr3t/+="
+
+
+async def test_create_deal_with_a_stage_makes_no_pipeline_lookup(tmp_path: Path) -> None:
+    out = await run_tool(
+        PLUGIN,
+        tmp_path,
+        "hubspot_create_deal",
+        {"dealname": "Renewal", "pipeline": "7788", "dealstage": "7788-won"},
+        [
+            Call(
+                "POST",
+                f"{API}/crm/v3/objects/deals",
+                json={"properties": {"dealname": "Renewal", "dealstage": "7788-won", "pipeline": "7788"}},
+                status=201,
+                response=DEAL,
+            )
+        ],
+    )
+    assert out == {"results": [{"result": DEAL_OUT}]}
+
+
+async def test_create_deal_in_a_pipeline_without_stages_is_refused(tmp_path: Path) -> None:
+    out = await run_tool(
+        PLUGIN,
+        tmp_path,
+        "hubspot_create_deal",
+        {"dealname": "Renewal", "pipeline": "7788"},
+        [Call("GET", f"{API}/crm/v3/pipelines/deals/7788", response={"id": "7788", "stages": []})],
+    )
+    assert out == {"results": [{"error": "Pipeline '7788' has no stages; give dealstage."}]}

@@ -7,7 +7,16 @@ from pathlib import Path
 import pytest
 from workbench_plugins.stripe import tools as stripe_tools
 
-from tests.plugins.catalog_support import Call, Case, Plugin, check_catalog, run_case, run_error, tool_names
+from tests.plugins.catalog_support import (
+    Call,
+    Case,
+    Plugin,
+    check_catalog,
+    run_case,
+    run_error,
+    run_tool,
+    tool_names,
+)
 
 PLUGIN = Plugin(
     "stripe", {"api_key": "sk_test_4eC39HqLyjWDarjtT1zdp7dc"}, "Bearer sk_test_4eC39HqLyjWDarjtT1zdp7dc"
@@ -205,6 +214,7 @@ CASES = [
                     "quantity": 1,
                 }
             ],
+            "linesTruncated": False,
         },
     ),
     Case(
@@ -447,3 +457,72 @@ async def test_upstream_error_becomes_tool_error(tmp_path: Path) -> None:
         ],
         "stripe API error 404: No such customer: 'cus_nope'",
     )
+
+
+def _line(n: int) -> dict[str, object]:
+    return {
+        "id": f"il_{n:03d}",
+        "object": "line_item",
+        "amount": n,
+        "currency": "usd",
+        "description": f"Item {n}",
+        "quantity": 1,
+    }
+
+
+def _shaped_line(n: int) -> dict[str, object]:
+    return {"id": f"il_{n:03d}", "description": f"Item {n}", "amount": n, "currency": "usd", "quantity": 1}
+
+
+async def test_get_invoice_pages_through_all_line_items(tmp_path: Path) -> None:
+    """The invoice embeds only its first 10 lines; the rest are read from its lines list."""
+    first = {**INVOICE, "lines": {"object": "list", "data": [_line(n) for n in range(10)], "has_more": True}}
+    out = await run_tool(
+        PLUGIN,
+        tmp_path,
+        "stripe_get_invoice",
+        {"invoice_id": "in_1"},
+        [
+            Call("GET", f"{API}/invoices/in_1", response=first, expect_headers=V),
+            Call(
+                "GET",
+                f"{API}/invoices/in_1/lines",
+                {"limit": 100, "starting_after": "il_009"},
+                response={"object": "list", "data": [_line(n) for n in range(10, 110)], "has_more": True},
+                expect_headers=V,
+            ),
+            Call(
+                "GET",
+                f"{API}/invoices/in_1/lines",
+                {"limit": 100, "starting_after": "il_109"},
+                response={"object": "list", "data": [_line(n) for n in range(110, 115)], "has_more": False},
+                expect_headers=V,
+            ),
+        ],
+    )
+    result = out["results"][0]["result"]
+    assert result["lines"] == [_shaped_line(n) for n in range(115)]
+    assert result["linesTruncated"] is False
+
+
+async def test_get_invoice_stops_at_the_line_cap_and_says_so(tmp_path: Path) -> None:
+    first = {**INVOICE, "lines": {"object": "list", "data": [_line(n) for n in range(10)], "has_more": True}}
+    calls = [Call("GET", f"{API}/invoices/in_1", response=first)]
+    for start in range(10, 1000, 100):
+        take = min(100, 1000 - start)
+        calls.append(
+            Call(
+                "GET",
+                f"{API}/invoices/in_1/lines",
+                {"limit": take, "starting_after": f"il_{start - 1:03d}"},
+                response={
+                    "object": "list",
+                    "data": [_line(n) for n in range(start, start + take)],
+                    "has_more": True,
+                },
+            )
+        )
+    out = await run_tool(PLUGIN, tmp_path, "stripe_get_invoice", {"invoice_id": "in_1"}, calls)
+    result = out["results"][0]["result"]
+    assert len(result["lines"]) == 1000
+    assert result["linesTruncated"] is True

@@ -36,7 +36,12 @@ class Cursor(BaseModel):
     cursor: str | None = Field(default=None, description="nextCursor (offset) from the previous call")
 
 
-@tool("airtable_list_bases", "List the Airtable bases the user can access.", Cursor)
+@tool(
+    "airtable_list_bases",
+    "List the Airtable bases the user can access.",
+    Cursor,
+    scopes=("schema.bases:read",),
+)
 async def list_bases(args: Cursor, ctx: Any) -> Any:
     body = await api(ctx, "GET", "/v0/meta/bases", params={"offset": args.cursor})
     return {
@@ -53,6 +58,7 @@ class BaseId(BaseModel):
     "airtable_get_base_schema",
     "Get an Airtable base's tables with their fields (names, types) and views.",
     BaseId,
+    scopes=("schema.bases:read",),
 )
 async def get_base_schema(args: BaseId, ctx: Any) -> Any:
     body = await api(ctx, "GET", f"/v0/meta/bases/{args.base_id}/tables")
@@ -83,6 +89,7 @@ class ListRecords(Table, Cursor):
     "airtable_list_records",
     "List records (rows) of an Airtable table, optionally filtered by a formula, view or sort.",
     ListRecords,
+    scopes=("data.records:read",),
 )
 async def list_records(args: ListRecords, ctx: Any) -> Any:
     return _records(
@@ -116,6 +123,7 @@ class SearchRecords(ListRecords):
     "airtable_search_records",
     "Find Airtable records whose field contains some text (case-insensitive).",
     SearchRecords,
+    scopes=("data.records:read",),
 )
 async def search_records(args: SearchRecords, ctx: Any) -> Any:
     needle = args.query.replace("\\", "\\\\").replace('"', '\\"')
@@ -132,7 +140,12 @@ class RecordRef(Table):
     record_id: str = Field(description="Record id (rec...)")
 
 
-@tool("airtable_get_record", "Get one Airtable record with all its fields.", RecordRef)
+@tool(
+    "airtable_get_record",
+    "Get one Airtable record with all its fields.",
+    RecordRef,
+    scopes=("data.records:read",),
+)
 async def get_record(args: RecordRef, ctx: Any) -> Any:
     rec = await api(ctx, "GET", f"{_table_path(args.base_id, args.table)}/{args.record_id}")
     return pick(rec, "id", "createdTime", "fields")
@@ -145,7 +158,12 @@ class CreateRecords(Table):
     typecast: bool = Field(default=False, description="Let Airtable convert strings to the fields' types")
 
 
-@tool("airtable_create_records", "Create up to 10 records (rows) in an Airtable table.", CreateRecords)
+@tool(
+    "airtable_create_records",
+    "Create up to 10 records (rows) in an Airtable table.",
+    CreateRecords,
+    scopes=("data.records:write",),
+)
 async def create_records(args: CreateRecords, ctx: Any) -> Any:
     body = {"records": [{"fields": f} for f in args.records], "typecast": args.typecast}
     return _records(await api(ctx, "POST", _table_path(args.base_id, args.table), json=body))
@@ -165,6 +183,7 @@ class UpdateRecords(Table):
     "airtable_update_records",
     "Update fields of up to 10 Airtable records (others keep their values).",
     UpdateRecords,
+    scopes=("data.records:write",),
 )
 async def update_records(args: UpdateRecords, ctx: Any) -> Any:
     body = {"records": [r.model_dump() for r in args.records], "typecast": args.typecast}
@@ -183,6 +202,7 @@ class UpsertRecords(CreateRecords):
     "airtable_upsert_records",
     "Create or update up to 10 Airtable records, matching existing ones on key fields.",
     UpsertRecords,
+    scopes=("data.records:write",),
 )
 async def upsert_records(args: UpsertRecords, ctx: Any) -> Any:
     body = {
@@ -204,7 +224,12 @@ class DeleteRecords(Table):
     )
 
 
-@tool("airtable_delete_records", "Delete up to 10 Airtable records.", DeleteRecords)
+@tool(
+    "airtable_delete_records",
+    "Delete up to 10 Airtable records.",
+    DeleteRecords,
+    scopes=("data.records:write",),
+)
 async def delete_records(args: DeleteRecords, ctx: Any) -> Any:
     res = await api(
         ctx, "DELETE", _table_path(args.base_id, args.table), params={"records[]": args.record_ids}
@@ -240,6 +265,7 @@ class CreateTable(BaseId):
     "airtable_create_table",
     "Create a table with the given fields (columns) in an Airtable base.",
     CreateTable,
+    scopes=("schema.bases:write",),
 )
 async def create_table(args: CreateTable, ctx: Any) -> Any:
     body: dict[str, Any] = {"name": args.name, "fields": [_field_body(f) for f in args.fields]}
@@ -256,7 +282,12 @@ class CreateField(BaseId, FieldSpec):
     table_id: str = Field(description="Table id (tbl...)")
 
 
-@tool("airtable_create_field", "Add a field (column) to an Airtable table.", CreateField)
+@tool(
+    "airtable_create_field",
+    "Add a field (column) to an Airtable table.",
+    CreateField,
+    scopes=("schema.bases:write",),
+)
 async def create_field(args: CreateField, ctx: Any) -> Any:
     spec = FieldSpec(**args.model_dump(include={"name", "type", "description", "options"}))
     f = await api(
@@ -273,7 +304,12 @@ class ListComments(RecordRef, Cursor):
     perPage: int = Field(default=50, ge=1, le=100, description="Comments per page (max 100)")
 
 
-@tool("airtable_list_comments", "List comments on an Airtable record, newest first.", ListComments)
+@tool(
+    "airtable_list_comments",
+    "List comments on an Airtable record, newest first.",
+    ListComments,
+    scopes=("data.recordComments:read",),
+)
 async def list_comments(args: ListComments, ctx: Any) -> Any:
     body = await api(
         ctx,
@@ -288,7 +324,12 @@ class AddComment(RecordRef):
     text: str = Field(min_length=1, description="Comment text; mention someone with @[usrXXXX]")
 
 
-@tool("airtable_add_comment", "Add a comment to an Airtable record.", AddComment)
+@tool(
+    "airtable_add_comment",
+    "Add a comment to an Airtable record.",
+    AddComment,
+    scopes=("data.recordComments:write",),
+)
 async def add_comment(args: AddComment, ctx: Any) -> Any:
     c = await api(
         ctx,

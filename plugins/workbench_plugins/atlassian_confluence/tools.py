@@ -42,7 +42,12 @@ class ListSpaces(_Paged):
     keys: list[str] | None = Field(default=None, description="Only these space keys, e.g. ['ENG']")
 
 
-@tool("confluence_list_spaces", "List Confluence spaces (id, key, name) the user can see.", ListSpaces)
+@tool(
+    "confluence_list_spaces",
+    "List Confluence spaces (id, key, name) the user can see.",
+    ListSpaces,
+    scopes=("read:space:confluence",),
+)
 async def list_spaces(args: ListSpaces, ctx: Any) -> Any:
     base = await _v2(ctx, args.cloudId)
     body = await api(
@@ -65,7 +70,12 @@ class ListPages(_Paged):
     title: str | None = Field(default=None, description="Only pages with exactly this title")
 
 
-@tool("confluence_list_pages", "List pages in a Confluence space (or find one by exact title).", ListPages)
+@tool(
+    "confluence_list_pages",
+    "List pages in a Confluence space (or find one by exact title).",
+    ListPages,
+    scopes=("read:space:confluence", "read:page:confluence"),
+)
 async def list_pages(args: ListPages, ctx: Any) -> Any:
     base = await _v2(ctx, args.cloudId)
     space_id = args.spaceId
@@ -90,7 +100,12 @@ class PageRef(SiteArgs):
     pageId: str = Field(description="Page id")
 
 
-@tool("confluence_get_page", "Read a Confluence page: title, version and body (storage format).", PageRef)
+@tool(
+    "confluence_get_page",
+    "Read a Confluence page: title, version and body (storage format).",
+    PageRef,
+    scopes=("read:page:confluence",),
+)
 async def get_page(args: PageRef, ctx: Any) -> Any:
     base = await _v2(ctx, args.cloudId)
     raw = await api(ctx, "GET", f"{base}/pages/{args.pageId}", params={"body-format": "storage"})
@@ -108,7 +123,12 @@ class CreatePage(SiteArgs):
     )
 
 
-@tool("confluence_create_page", "Create (write, publish) a new Confluence page in a space.", CreatePage)
+@tool(
+    "confluence_create_page",
+    "Create (write, publish) a new Confluence page in a space.",
+    CreatePage,
+    scopes=("write:page:confluence",),
+)
 async def create_page(args: CreatePage, ctx: Any) -> Any:
     base = await _v2(ctx, args.cloudId)
     raw = await api(
@@ -139,6 +159,7 @@ class UpdatePage(PageRef):
     "confluence_update_page",
     "Update (edit) a Confluence page's content and title; the version number is bumped for you.",
     UpdatePage,
+    scopes=("read:page:confluence", "write:page:confluence"),
 )
 async def update_page(args: UpdatePage, ctx: Any) -> Any:
     base = await _v2(ctx, args.cloudId)
@@ -159,7 +180,12 @@ async def update_page(args: UpdatePage, ctx: Any) -> Any:
     return _page(raw)
 
 
-@tool("confluence_delete_page", "Delete a Confluence page (moves it to the space's trash).", PageRef)
+@tool(
+    "confluence_delete_page",
+    "Delete a Confluence page (moves it to the space's trash).",
+    PageRef,
+    scopes=("delete:page:confluence",),
+)
 async def delete_page(args: PageRef, ctx: Any) -> Any:
     base = await _v2(ctx, args.cloudId)
     await api(ctx, "DELETE", f"{base}/pages/{args.pageId}")
@@ -170,7 +196,12 @@ class ListChildren(PageRef, _Paged):
     pass
 
 
-@tool("confluence_list_child_pages", "List the direct child pages of a Confluence page.", ListChildren)
+@tool(
+    "confluence_list_child_pages",
+    "List the direct child pages of a Confluence page.",
+    ListChildren,
+    scopes=("read:page:confluence",),
+)
 async def list_child_pages(args: ListChildren, ctx: Any) -> Any:
     base = await _v2(ctx, args.cloudId)
     body = await api(
@@ -194,6 +225,7 @@ class Search(_Paged):
     "confluence_search",
     "Search Confluence pages and content with CQL (full-text, by space, label, title).",
     Search,
+    scopes=("search:confluence",),
 )
 async def search(args: Search, ctx: Any) -> Any:
     site = await site_path(ctx, args.cloudId, "confluence")
@@ -225,7 +257,12 @@ class ListComments(PageRef, _Paged):
     pass
 
 
-@tool("confluence_list_comments", "List the footer comments on a Confluence page.", ListComments)
+@tool(
+    "confluence_list_comments",
+    "List the footer comments on a Confluence page.",
+    ListComments,
+    scopes=("read:comment:confluence",),
+)
 async def list_comments(args: ListComments, ctx: Any) -> Any:
     base = await _v2(ctx, args.cloudId)
     body = await api(
@@ -248,7 +285,12 @@ class AddComment(PageRef):
     body: str = Field(min_length=1, description="Comment in storage format, e.g. '<p>Looks good</p>'")
 
 
-@tool("confluence_add_comment", "Add a footer comment to a Confluence page.", AddComment)
+@tool(
+    "confluence_add_comment",
+    "Add a footer comment to a Confluence page.",
+    AddComment,
+    scopes=("write:comment:confluence",),
+)
 async def add_comment(args: AddComment, ctx: Any) -> Any:
     base = await _v2(ctx, args.cloudId)
     raw = await api(

@@ -98,6 +98,7 @@ class ListSites(BaseModel):
     "jira_list_sites",
     "List the Atlassian (Jira/Confluence) sites this connection can reach, with their cloudId.",
     ListSites,
+    scopes=(),
 )
 async def list_sites(args: ListSites, ctx: Any) -> Any:
     return {"sites": await accessible_sites(ctx)}
@@ -116,6 +117,7 @@ class SearchIssues(SiteArgs):
     "jira_search_issues",
     "Search Jira issues (tickets, bugs, stories) with JQL; returns key, summary, status, assignee.",
     SearchIssues,
+    scopes=("read:jira-work",),
 )
 async def search_issues(args: SearchIssues, ctx: Any) -> Any:
     base = await site_path(ctx, args.cloudId, "jira")
@@ -136,7 +138,7 @@ async def search_issues(args: SearchIssues, ctx: Any) -> Any:
     }
 
 
-@tool("jira_get_issue", "Get one Jira issue with its description.", _IssueRef)
+@tool("jira_get_issue", "Get one Jira issue with its description.", _IssueRef, scopes=("read:jira-work",))
 async def get_issue(args: _IssueRef, ctx: Any) -> Any:
     base = await site_path(ctx, args.cloudId, "jira")
     raw = await api(
@@ -157,7 +159,12 @@ class CreateIssue(SiteArgs):
     parentKey: str | None = Field(default=None, description="Parent issue key (for a sub-task or epic child)")
 
 
-@tool("jira_create_issue", "Create a Jira issue (ticket, bug, task, story) in a project.", CreateIssue)
+@tool(
+    "jira_create_issue",
+    "Create a Jira issue (ticket, bug, task, story) in a project.",
+    CreateIssue,
+    scopes=("write:jira-work",),
+)
 async def create_issue(args: CreateIssue, ctx: Any) -> Any:
     base = await site_path(ctx, args.cloudId, "jira")
     fields = compact(
@@ -187,6 +194,7 @@ class UpdateIssue(_IssueRef):
     "jira_update_issue",
     "Edit a Jira issue's fields (summary, description, labels, priority).",
     UpdateIssue,
+    scopes=("write:jira-work",),
 )
 async def update_issue(args: UpdateIssue, ctx: Any) -> Any:
     fields = compact(
@@ -208,7 +216,7 @@ class AddComment(_IssueRef):
     body: str = Field(min_length=1, description="Comment text (plain text)")
 
 
-@tool("jira_add_comment", "Add a comment to a Jira issue.", AddComment)
+@tool("jira_add_comment", "Add a comment to a Jira issue.", AddComment, scopes=("write:jira-work",))
 async def add_comment(args: AddComment, ctx: Any) -> Any:
     base = await site_path(ctx, args.cloudId, "jira")
     raw = await api(
@@ -222,7 +230,12 @@ class ListComments(_IssueRef):
     startAt: int = Field(default=0, ge=0, description="Offset (use nextStartAt)")
 
 
-@tool("jira_list_comments", "List comments on a Jira issue, newest first.", ListComments)
+@tool(
+    "jira_list_comments",
+    "List comments on a Jira issue, newest first.",
+    ListComments,
+    scopes=("read:jira-work",),
+)
 async def list_comments(args: ListComments, ctx: Any) -> Any:
     base = await site_path(ctx, args.cloudId, "jira")
     page = await api(
@@ -244,6 +257,7 @@ async def list_comments(args: ListComments, ctx: Any) -> Any:
     "jira_list_transitions",
     "List the workflow transitions (status changes) available for a Jira issue now.",
     _IssueRef,
+    scopes=("read:jira-work",),
 )
 async def list_transitions(args: _IssueRef, ctx: Any) -> Any:
     base = await site_path(ctx, args.cloudId, "jira")
@@ -261,6 +275,7 @@ class Transition(_IssueRef):
     "jira_transition_issue",
     "Move a Jira issue to another status (e.g. In Progress, Done) via a workflow transition.",
     Transition,
+    scopes=("read:jira-work", "write:jira-work"),
 )
 async def transition_issue(args: Transition, ctx: Any) -> Any:
     base = await site_path(ctx, args.cloudId, "jira")
@@ -291,7 +306,12 @@ class Assign(_IssueRef):
     accountId: str | None = Field(description="Assignee's accountId (jira_find_users); null to unassign")
 
 
-@tool("jira_assign_issue", "Assign a Jira issue to a user (or unassign it).", Assign)
+@tool(
+    "jira_assign_issue",
+    "Assign a Jira issue to a user (or unassign it).",
+    Assign,
+    scopes=("write:jira-work",),
+)
 async def assign_issue(args: Assign, ctx: Any) -> Any:
     base = await site_path(ctx, args.cloudId, "jira")
     await api(
@@ -306,7 +326,12 @@ class ListProjects(SiteArgs):
     startAt: int = Field(default=0, ge=0, description="Offset (use nextStartAt)")
 
 
-@tool("jira_list_projects", "List (or find by name) the Jira projects visible to the user.", ListProjects)
+@tool(
+    "jira_list_projects",
+    "List (or find by name) the Jira projects visible to the user.",
+    ListProjects,
+    scopes=("read:jira-work",),
+)
 async def list_projects(args: ListProjects, ctx: Any) -> Any:
     base = await site_path(ctx, args.cloudId, "jira")
     page = await api(
@@ -331,6 +356,7 @@ class FindUsers(SiteArgs):
     "jira_find_users",
     "Find Jira users by name or email, to get the accountId for assigning issues.",
     FindUsers,
+    scopes=("read:jira-user",),
 )
 async def find_users(args: FindUsers, ctx: Any) -> Any:
     base = await site_path(ctx, args.cloudId, "jira")

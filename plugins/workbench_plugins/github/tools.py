@@ -7,10 +7,21 @@ header (None on the last page).
 from __future__ import annotations
 
 import base64
+import codecs
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
-from workbench.sdk import api, api_response, compact, next_link, pick, pick_many, query_param, trim
+from workbench.sdk import (
+    UpstreamError,
+    api,
+    api_response,
+    compact,
+    next_link,
+    pick,
+    pick_many,
+    query_param,
+    trim,
+)
 from workbench.tools import tool
 
 _PR_FIELDS = (
@@ -75,7 +86,12 @@ class ListPrs(_Repo, _Paged):
     head: str | None = Field(default=None, description="Only PRs from this branch, as 'user:branch'")
 
 
-@tool("github_list_prs", "List pull requests (PRs) of a GitHub repository, newest first.", ListPrs)
+@tool(
+    "github_list_prs",
+    "List pull requests (PRs) of a GitHub repository, newest first.",
+    ListPrs,
+    scopes=("repo",),
+)
 async def list_prs(args: ListPrs, ctx: Any) -> Any:
     prs, nxt = await _page(
         ctx,
@@ -94,7 +110,7 @@ class CreatePr(_Repo):
     draft: bool = Field(default=False, description="Open as a draft pull request")
 
 
-@tool("github_create_pr", "Create (open) a pull request on a GitHub repository.", CreatePr)
+@tool("github_create_pr", "Create (open) a pull request on a GitHub repository.", CreatePr, scopes=("repo",))
 async def create_pr(args: CreatePr, ctx: Any) -> Any:
     pr = await api(
         ctx,
@@ -121,6 +137,7 @@ class PrRef(_Repo):
     "github_get_pr",
     "Get one pull request: title, description, branches, merge state and size of the change.",
     PrRef,
+    scopes=("repo",),
 )
 async def get_pr(args: PrRef, ctx: Any) -> Any:
     pr = await api(ctx, "GET", f"/repos/{args.owner}/{args.repo}/pulls/{args.number}")
@@ -144,7 +161,10 @@ class ListPrFiles(PrRef, _Paged):
 
 
 @tool(
-    "github_list_pr_files", "List the files a pull request changes, with a short diff of each.", ListPrFiles
+    "github_list_pr_files",
+    "List the files a pull request changes, with a short diff of each.",
+    ListPrFiles,
+    scopes=("repo",),
 )
 async def list_pr_files(args: ListPrFiles, ctx: Any) -> Any:
     files, nxt = await _page(ctx, f"/repos/{args.owner}/{args.repo}/pulls/{args.number}/files", args)
@@ -163,7 +183,7 @@ class MergePr(PrRef):
     sha: str | None = Field(default=None, description="Merge only if the PR head is still this commit")
 
 
-@tool("github_merge_pr", "Merge a pull request (merge, squash or rebase).", MergePr)
+@tool("github_merge_pr", "Merge a pull request (merge, squash or rebase).", MergePr, scopes=("repo",))
 async def merge_pr(args: MergePr, ctx: Any) -> Any:
     out = await api(
         ctx,
@@ -188,7 +208,12 @@ class ReviewPr(PrRef):
     body: str | None = Field(default=None, description="Review text (required for REQUEST_CHANGES/COMMENT)")
 
 
-@tool("github_review_pr", "Review a pull request: approve it, request changes, or comment.", ReviewPr)
+@tool(
+    "github_review_pr",
+    "Review a pull request: approve it, request changes, or comment.",
+    ReviewPr,
+    scopes=("repo",),
+)
 async def review_pr(args: ReviewPr, ctx: Any) -> Any:
     review = await api(
         ctx,
@@ -212,6 +237,7 @@ class ListIssues(_Repo, _Paged):
     "github_list_issues",
     "List issues of a GitHub repository (GitHub also lists pull requests here; see isPullRequest).",
     ListIssues,
+    scopes=("repo",),
 )
 async def list_issues(args: ListIssues, ctx: Any) -> Any:
     issues, nxt = await _page(
@@ -227,7 +253,7 @@ class IssueRef(_Repo):
     number: int = Field(ge=1, description="Issue number")
 
 
-@tool("github_get_issue", "Get one GitHub issue with its description.", IssueRef)
+@tool("github_get_issue", "Get one GitHub issue with its description.", IssueRef, scopes=("repo",))
 async def get_issue(args: IssueRef, ctx: Any) -> Any:
     issue = await api(ctx, "GET", f"/repos/{args.owner}/{args.repo}/issues/{args.number}")
     return {**_issue(issue), "body": trim(issue.get("body"), 10_000)}
@@ -240,7 +266,12 @@ class CreateIssue(_Repo):
     assignees: list[str] | None = Field(default=None, description="Logins to assign")
 
 
-@tool("github_create_issue", "Create (open, file) a new issue in a GitHub repository.", CreateIssue)
+@tool(
+    "github_create_issue",
+    "Create (open, file) a new issue in a GitHub repository.",
+    CreateIssue,
+    scopes=("repo",),
+)
 async def create_issue(args: CreateIssue, ctx: Any) -> Any:
     issue = await api(
         ctx,
@@ -265,7 +296,10 @@ class UpdateIssue(IssueRef):
 
 
 @tool(
-    "github_update_issue", "Update a GitHub issue: edit title/body, close or reopen, set labels.", UpdateIssue
+    "github_update_issue",
+    "Update a GitHub issue: edit title/body, close or reopen, set labels.",
+    UpdateIssue,
+    scopes=("repo",),
 )
 async def update_issue(args: UpdateIssue, ctx: Any) -> Any:
     issue = await api(
@@ -294,6 +328,7 @@ class CommentIssue(IssueRef):
     "github_comment_issue",
     "Add a comment to a GitHub issue or pull request conversation.",
     CommentIssue,
+    scopes=("repo",),
 )
 async def comment_issue(args: CommentIssue, ctx: Any) -> Any:
     comment = await api(
@@ -316,6 +351,7 @@ class SearchIssues(_Paged):
     "github_search_issues",
     "Search issues and pull requests across GitHub with the GitHub search syntax.",
     SearchIssues,
+    scopes=("repo",),
 )
 async def search_issues(args: SearchIssues, ctx: Any) -> Any:
     found, nxt = await _page(ctx, "/search/issues", args, {"q": args.q})
@@ -340,13 +376,19 @@ class ListRepos(_Paged):
     "github_list_repos",
     "List repositories the connected GitHub user can access (own, collaborator, organisation).",
     ListRepos,
+    scopes=("repo",),
 )
 async def list_repos(args: ListRepos, ctx: Any) -> Any:
     repos, nxt = await _page(ctx, "/user/repos", args, {"sort": args.sort, "visibility": args.visibility})
     return {"repositories": pick_many(repos, *_REPO_FIELDS), "nextPage": nxt}
 
 
-@tool("github_get_repo", "Get a GitHub repository's details: description, default branch, stats.", _Repo)
+@tool(
+    "github_get_repo",
+    "Get a GitHub repository's details: description, default branch, stats.",
+    _Repo,
+    scopes=("repo",),
+)
 async def get_repo(args: _Repo, ctx: Any) -> Any:
     repo = await api(ctx, "GET", f"/repos/{args.owner}/{args.repo}")
     return pick(repo, *_REPO_FIELDS, "forks_count", "topics", "archived")
@@ -356,7 +398,7 @@ class ListBranches(_Repo, _Paged):
     pass
 
 
-@tool("github_list_branches", "List branches of a GitHub repository.", ListBranches)
+@tool("github_list_branches", "List branches of a GitHub repository.", ListBranches, scopes=("repo",))
 async def list_branches(args: ListBranches, ctx: Any) -> Any:
     branches, nxt = await _page(ctx, f"/repos/{args.owner}/{args.repo}/branches", args)
     return {"branches": pick_many(branches, "name", "commit.sha", "protected"), "nextPage": nxt}
@@ -368,7 +410,12 @@ class ListCommits(_Repo, _Paged):
     since: str | None = Field(default=None, description="ISO 8601 time, e.g. 2024-01-01T00:00:00Z")
 
 
-@tool("github_list_commits", "List commits of a GitHub repository branch, newest first.", ListCommits)
+@tool(
+    "github_list_commits",
+    "List commits of a GitHub repository branch, newest first.",
+    ListCommits,
+    scopes=("repo",),
+)
 async def list_commits(args: ListCommits, ctx: Any) -> Any:
     commits, nxt = await _page(
         ctx,
@@ -392,26 +439,63 @@ class GetFile(_Repo):
     ref: str | None = Field(default=None, description="Branch, tag or commit (default: default branch)")
 
 
+_MAX_TEXT = 50_000  # characters of a file returned
+_RAW_BYTES = 200_000  # bytes read of a file over 1 MB: enough for _MAX_TEXT characters of UTF-8
+
+
 @tool(
     "github_get_file",
-    "Read a file's contents from a GitHub repository (or list a directory).",
+    "Read a text file from a GitHub repository (first 50,000 characters; files over 1 MB are read raw) "
+    "or list a directory.",
     GetFile,
+    scopes=("repo",),
 )
 async def get_file(args: GetFile, ctx: Any) -> Any:
-    found = await api(
-        ctx, "GET", f"/repos/{args.owner}/{args.repo}/contents/{args.path}", params={"ref": args.ref}
-    )
+    path = f"/repos/{args.owner}/{args.repo}/contents/{args.path}"
+    found = await api(ctx, "GET", path, params={"ref": args.ref})
     if isinstance(found, list):  # a directory
         return {"type": "dir", "entries": pick_many(found, "name", "path", "type", "size")}
     out = pick(found, "type", "path", "sha", "size", "html_url")
     if found.get("encoding") == "base64" and found.get("content") is not None:
         raw = base64.b64decode(found["content"])
-        try:
-            out["content"] = trim(raw.decode("utf-8"), 50_000)
-        except UnicodeDecodeError:
-            out["content"] = None
-            out["binary"] = True
+    elif found.get("type") == "file" and found.get("encoding") == "none":
+        # GitHub leaves `content` empty for files of 1-100 MB; only the raw media type carries them.
+        raw = await _raw_head(ctx, path, args.ref)
+    else:
+        return out
+    size = found.get("size") or len(raw)
+    partial = size > len(raw)
+    try:
+        # A partial read may end inside a multi-byte character: decode it as an unfinished stream.
+        text = codecs.getincrementaldecoder("utf-8")().decode(raw, final=not partial)
+    except UnicodeDecodeError:
+        text = None
+    if text is None or "\0" in text[:8_000]:
+        out["content"], out["binary"] = None, True
+    elif partial:
+        shown = text[:_MAX_TEXT]
+        out["content"] = f"{shown}\n…[truncated: first {len(shown)} characters of a {size}-byte file]"
+    else:
+        out["content"] = trim(text, _MAX_TEXT)
     return out
+
+
+async def _raw_head(ctx: Any, path: str, ref: str | None) -> bytes:
+    """The first _RAW_BYTES of a file, read raw and streamed (the file may be up to 100 MB)."""
+    params = {"ref": ref} if ref else None
+    headers = {"Accept": "application/vnd.github.raw+json"}
+    async with ctx.http.stream("GET", path, params=params, headers=headers) as resp:
+        if resp.status_code >= 400:
+            await resp.aread()
+            raise UpstreamError(ctx.integration, resp.status_code, resp.text[:500])
+        chunks: list[bytes] = []
+        got = 0
+        async for chunk in resp.aiter_bytes():
+            chunks.append(chunk)
+            got += len(chunk)
+            if got >= _RAW_BYTES:
+                break
+    return b"".join(chunks)[:_RAW_BYTES]
 
 
 class SearchCode(_Paged):
@@ -420,7 +504,12 @@ class SearchCode(_Paged):
     )
 
 
-@tool("github_search_code", "Search code in GitHub repositories (files matching a query).", SearchCode)
+@tool(
+    "github_search_code",
+    "Search code in GitHub repositories (files matching a query).",
+    SearchCode,
+    scopes=("repo",),
+)
 async def search_code(args: SearchCode, ctx: Any) -> Any:
     found, nxt = await _page(ctx, "/search/code", args, {"q": args.q})
     return {

@@ -8,12 +8,17 @@ from __future__ import annotations
 
 import re
 import uuid
+from datetime import UTC, datetime
 from typing import Any, Literal
 from urllib.parse import quote
 
 from pydantic import BaseModel, Field
 from workbench.sdk import ToolError, api, compact, pick, pick_many, trim
 from workbench.tools import tool
+
+# Every tool works with the one scope the manifest asks for (the discovery document lists it
+# for each method called; tests/plugins/test_definitions.py checks that).
+_SCOPES = ("https://www.googleapis.com/auth/calendar",)
 
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 SendUpdates = Literal["all", "externalOnly", "none"]
@@ -27,6 +32,10 @@ def _when(value: str, tz: str | None) -> dict[str, str]:
     if _DATE.match(value):
         return {"date": value}
     return {"dateTime": value, "timeZone": tz} if tz else {"dateTime": value}
+
+
+def _now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _time(t: Any) -> Any:
@@ -57,6 +66,7 @@ class ListCalendars(BaseModel):
     "calendar_list_calendars",
     "List the Google calendars the user has (own, shared, subscribed).",
     ListCalendars,
+    scopes=_SCOPES,
 )
 async def list_calendars(args: ListCalendars, ctx: Any) -> Any:
     page = await api(
@@ -72,7 +82,10 @@ async def list_calendars(args: ListCalendars, ctx: Any) -> Any:
 
 
 class ListEvents(_Cal):
-    timeMin: str | None = Field(default=None, description="Events ending after this RFC 3339 time")
+    timeMin: str | None = Field(
+        default=None,
+        description="Events ending after this RFC 3339 time (default: now, i.e. upcoming events)",
+    )
     timeMax: str | None = Field(default=None, description="Events starting before this RFC 3339 time")
     q: str | None = Field(default=None, description="Free-text search in summary, description, attendees")
     limit: int = Field(default=25, ge=1, le=2500, description="Events per page")
@@ -81,16 +94,20 @@ class ListEvents(_Cal):
 
 @tool(
     "calendar_list_events",
-    "List (find, search) Google Calendar events in a time window, soonest first; recurring ones expanded.",
+    "List (find, search) Google Calendar events in a time window, soonest first, from now on unless "
+    "timeMin says otherwise; recurring ones expanded.",
     ListEvents,
+    scopes=_SCOPES,
 )
 async def list_events(args: ListEvents, ctx: Any) -> Any:
+    # Without timeMin Google starts at the calendar's oldest event; "soonest first" means upcoming.
+    time_min = args.timeMin or _now()
     page = await api(
         ctx,
         "GET",
         _events(args.calendarId),
         params={
-            "timeMin": args.timeMin,
+            "timeMin": time_min,
             "timeMax": args.timeMax,
             "q": args.q,
             "maxResults": args.limit,
@@ -99,14 +116,23 @@ async def list_events(args: ListEvents, ctx: Any) -> Any:
             "orderBy": "startTime",
         },
     )
-    return {"events": [_event(e) for e in page.get("items", [])], "nextPageToken": page.get("nextPageToken")}
+    return {
+        "events": [_event(e) for e in page.get("items", [])],
+        "timeMin": time_min,  # pass it again with nextPageToken: Google wants the same query per page
+        "nextPageToken": page.get("nextPageToken"),
+    }
 
 
 class EventRef(_Cal):
     eventId: str = Field(description="Event id")
 
 
-@tool("calendar_get_event", "Get one Google Calendar event with attendees and description.", EventRef)
+@tool(
+    "calendar_get_event",
+    "Get one Google Calendar event with attendees and description.",
+    EventRef,
+    scopes=_SCOPES,
+)
 async def get_event(args: EventRef, ctx: Any) -> Any:
     return _event(await api(ctx, "GET", f"{_events(args.calendarId)}/{args.eventId}"))
 
@@ -127,6 +153,7 @@ class CreateEvent(_Cal):
     "calendar_create_event",
     "Create (schedule, book) a Google Calendar event or meeting and invite guests.",
     CreateEvent,
+    scopes=_SCOPES,
 )
 async def create_event(args: CreateEvent, ctx: Any) -> Any:
     body = compact(
@@ -174,6 +201,7 @@ class UpdateEvent(EventRef):
     "calendar_update_event",
     "Change a Google Calendar event: reschedule, rename, move place, change guests.",
     UpdateEvent,
+    scopes=_SCOPES,
 )
 async def update_event(args: UpdateEvent, ctx: Any) -> Any:
     body = compact(
@@ -202,7 +230,7 @@ class DeleteEvent(EventRef):
     sendUpdates: SendUpdates = Field(default="all", description="Email guests a cancellation")
 
 
-@tool("calendar_delete_event", "Delete (cancel) a Google Calendar event.", DeleteEvent)
+@tool("calendar_delete_event", "Delete (cancel) a Google Calendar event.", DeleteEvent, scopes=_SCOPES)
 async def delete_event(args: DeleteEvent, ctx: Any) -> Any:
     await api(
         ctx, "DELETE", f"{_events(args.calendarId)}/{args.eventId}", params={"sendUpdates": args.sendUpdates}
@@ -219,6 +247,7 @@ class QuickAdd(_Cal):
     "calendar_quick_add",
     "Create a Google Calendar event from a plain sentence, e.g. 'Dinner with Ada Friday 7pm'.",
     QuickAdd,
+    scopes=_SCOPES,
 )
 async def quick_add(args: QuickAdd, ctx: Any) -> Any:
     created = await api(
@@ -243,6 +272,7 @@ class FreeBusy(BaseModel):
     "calendar_find_free_busy",
     "Find when calendars (people) are busy or free in a time window, to pick a meeting slot.",
     FreeBusy,
+    scopes=_SCOPES,
 )
 async def find_free_busy(args: FreeBusy, ctx: Any) -> Any:
     found = await api(
@@ -277,6 +307,7 @@ class Respond(EventRef):
     "calendar_respond_to_event",
     "Accept, decline or tentatively accept (RSVP) a Google Calendar invitation.",
     Respond,
+    scopes=_SCOPES,
 )
 async def respond_to_event(args: Respond, ctx: Any) -> Any:
     path = f"{_events(args.calendarId)}/{args.eventId}"
@@ -295,7 +326,7 @@ class MoveEvent(EventRef):
     destination: str = Field(description="Id of the calendar to move the event to")
 
 
-@tool("calendar_move_event", "Move a Google Calendar event to another calendar.", MoveEvent)
+@tool("calendar_move_event", "Move a Google Calendar event to another calendar.", MoveEvent, scopes=_SCOPES)
 async def move_event(args: MoveEvent, ctx: Any) -> Any:
     moved = await api(
         ctx,

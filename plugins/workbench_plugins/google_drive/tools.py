@@ -15,6 +15,10 @@ from pydantic import BaseModel, Field
 from workbench.sdk import ToolError, api, api_response, compact, pick, pick_many, trim
 from workbench.tools import tool
 
+# Every tool works with the one scope the manifest asks for (the discovery document lists it
+# for each method called; tests/plugins/test_definitions.py checks that).
+_SCOPES = ("https://www.googleapis.com/auth/drive",)
+
 FILES = "/drive/v3/files"
 UPLOAD = "/upload/drive/v3/files"
 _F = ("id", "name", "mimeType", "size", "modifiedTime", "webViewLink", "parents")
@@ -67,7 +71,12 @@ class ListFiles(BaseModel):
     orderBy: str | None = Field(default="modifiedTime desc", description="e.g. 'modifiedTime desc', 'name'")
 
 
-@tool("google_drive_list_files", "List files in Google Drive or in one folder, newest first.", ListFiles)
+@tool(
+    "google_drive_list_files",
+    "List files in Google Drive or in one folder, newest first.",
+    ListFiles,
+    scopes=_SCOPES,
+)
 async def list_files(args: ListFiles, ctx: Any) -> Any:
     clauses = ["trashed = false"]
     if args.folderId:
@@ -84,7 +93,12 @@ class Search(BaseModel):
     pageToken: str | None = Field(default=None, description="Cursor from the previous page")
 
 
-@tool("google_drive_search", "Search (find) Google Drive files by words in their name or content.", Search)
+@tool(
+    "google_drive_search",
+    "Search (find) Google Drive files by words in their name or content.",
+    Search,
+    scopes=_SCOPES,
+)
 async def search(args: Search, ctx: Any) -> Any:
     q = f"fullText contains {_quote(args.text)} and trashed = false"
     if args.mimeType:
@@ -97,7 +111,10 @@ class FileRef(BaseModel):
 
 
 @tool(
-    "google_drive_get_file", "Get a Google Drive file's metadata (name, type, size, link, folder).", FileRef
+    "google_drive_get_file",
+    "Get a Google Drive file's metadata (name, type, size, link, folder).",
+    FileRef,
+    scopes=_SCOPES,
 )
 async def get_file(args: FileRef, ctx: Any) -> Any:
     meta = await api(
@@ -120,8 +137,10 @@ class ReadFile(FileRef):
 
 @tool(
     "google_drive_read_file",
-    "Read a Google Drive file's contents as text (Docs as text, Sheets as CSV, text files as is).",
+    "Read a Google Drive file's contents as text: Docs and Slides as plain text, text files as is, and "
+    "a Google Sheet's first sheet only, as CSV (sheets_read_range reads any sheet).",
     ReadFile,
+    scopes=_SCOPES,
 )
 async def read_file(args: ReadFile, ctx: Any) -> Any:
     meta = await api(ctx, "GET", f"{FILES}/{args.fileId}", params={"fields": "id,name,mimeType,size", **_ALL})
@@ -156,6 +175,7 @@ class Upload(BaseModel):
     "google_drive_upload",
     "Upload (create, save) a text file to Google Drive; returns its id and webViewLink.",
     Upload,
+    scopes=_SCOPES,
 )
 async def upload(args: Upload, ctx: Any) -> Any:
     metadata = compact(
@@ -192,6 +212,7 @@ class UpdateContent(FileRef):
     "google_drive_update_file_content",
     "Replace the contents of an existing Google Drive file.",
     UpdateContent,
+    scopes=_SCOPES,
 )
 async def update_file_content(args: UpdateContent, ctx: Any) -> Any:
     updated = await api(
@@ -210,7 +231,7 @@ class CreateFolder(BaseModel):
     parentId: str | None = Field(default=None, description="Parent folder id (default: My Drive)")
 
 
-@tool("google_drive_create_folder", "Create a folder in Google Drive.", CreateFolder)
+@tool("google_drive_create_folder", "Create a folder in Google Drive.", CreateFolder, scopes=_SCOPES)
 async def create_folder(args: CreateFolder, ctx: Any) -> Any:
     created = await api(
         ctx,
@@ -235,6 +256,7 @@ class UpdateFile(FileRef):
     "google_drive_update_file",
     "Rename, describe or move a Google Drive file between folders.",
     UpdateFile,
+    scopes=_SCOPES,
 )
 async def update_file(args: UpdateFile, ctx: Any) -> Any:
     updated = await api(
@@ -257,7 +279,7 @@ class CopyFile(FileRef):
     parentId: str | None = Field(default=None, description="Folder for the copy")
 
 
-@tool("google_drive_copy_file", "Copy (duplicate) a Google Drive file.", CopyFile)
+@tool("google_drive_copy_file", "Copy (duplicate) a Google Drive file.", CopyFile, scopes=_SCOPES)
 async def copy_file(args: CopyFile, ctx: Any) -> Any:
     copied = await api(
         ctx,
@@ -269,7 +291,12 @@ async def copy_file(args: CopyFile, ctx: Any) -> Any:
     return pick(copied, *_F)
 
 
-@tool("google_drive_trash_file", "Move a Google Drive file to the trash (recoverable delete).", FileRef)
+@tool(
+    "google_drive_trash_file",
+    "Move a Google Drive file to the trash (recoverable delete).",
+    FileRef,
+    scopes=_SCOPES,
+)
 async def trash_file(args: FileRef, ctx: Any) -> Any:
     trashed = await api(
         ctx,
@@ -292,7 +319,12 @@ class Share(FileRef):
     message: str | None = Field(default=None, description="Text to include in the notification email")
 
 
-@tool("google_drive_share_file", "Share a Google Drive file: give a person, group or domain access.", Share)
+@tool(
+    "google_drive_share_file",
+    "Share a Google Drive file: give a person, group or domain access.",
+    Share,
+    scopes=_SCOPES,
+)
 async def share_file(args: Share, ctx: Any) -> Any:
     if args.type in ("user", "group") and not args.emailAddress:
         raise ToolError(f"emailAddress is required to share with a {args.type}.")
@@ -321,6 +353,7 @@ async def share_file(args: Share, ctx: Any) -> Any:
     "google_drive_list_permissions",
     "List who has access to a Google Drive file and with which role.",
     FileRef,
+    scopes=_SCOPES,
 )
 async def list_permissions(args: FileRef, ctx: Any) -> Any:
     found = await api(

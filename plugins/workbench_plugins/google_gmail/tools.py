@@ -19,6 +19,10 @@ from pydantic import BaseModel, Field
 from workbench.sdk import api, compact, pick, pick_many, trim
 from workbench.tools import tool
 
+# Every tool works with the one scope the manifest asks for (the discovery document lists it
+# for each method called; tests/plugins/test_definitions.py checks that).
+_SCOPES = ("https://www.googleapis.com/auth/gmail.modify",)
+
 ME = "/gmail/v1/users/me"
 _SUMMARY_HEADERS = ["From", "To", "Subject", "Date"]
 _TAG = re.compile(r"<[^>]+>")
@@ -123,6 +127,7 @@ class SearchMessages(BaseModel):
     "gmail_search_messages",
     "Search (find, list) Gmail emails with Gmail query syntax; returns sender, subject, date, snippet.",
     SearchMessages,
+    scopes=_SCOPES,
 )
 async def search_messages(args: SearchMessages, ctx: Any) -> Any:
     page = await api(
@@ -159,7 +164,12 @@ class MessageRef(BaseModel):
     id: str = Field(description="Message id")
 
 
-@tool("gmail_get_message", "Read one Gmail email: headers, plain-text body and attachment list.", MessageRef)
+@tool(
+    "gmail_get_message",
+    "Read one Gmail email: headers, plain-text body and attachment list.",
+    MessageRef,
+    scopes=_SCOPES,
+)
 async def get_message(args: MessageRef, ctx: Any) -> Any:
     return _full(await api(ctx, "GET", f"{ME}/messages/{args.id}", params={"format": "full"}))
 
@@ -168,7 +178,12 @@ class ThreadRef(BaseModel):
     id: str = Field(description="Thread id")
 
 
-@tool("gmail_get_thread", "Read a whole Gmail conversation (thread), oldest message first.", ThreadRef)
+@tool(
+    "gmail_get_thread",
+    "Read a whole Gmail conversation (thread), oldest message first.",
+    ThreadRef,
+    scopes=_SCOPES,
+)
 async def get_thread(args: ThreadRef, ctx: Any) -> Any:
     thread = await api(ctx, "GET", f"{ME}/threads/{args.id}", params={"format": "full"})
     return {"id": thread.get("id"), "messages": [_full(m) for m in thread.get("messages", [])]}
@@ -182,7 +197,12 @@ class Compose(BaseModel):
     bcc: list[str] | None = Field(default=None, description="Bcc addresses")
 
 
-@tool("gmail_send_email", "Send an email (mail, message) from the connected Gmail account.", Compose)
+@tool(
+    "gmail_send_email",
+    "Send an email (mail, message) from the connected Gmail account.",
+    Compose,
+    scopes=_SCOPES,
+)
 async def send_email(args: Compose, ctx: Any) -> Any:
     raw = _raw(args.to, args.subject, args.body, args.cc, args.bcc)
     sent = await api(ctx, "POST", f"{ME}/messages/send", json={"raw": raw})
@@ -199,6 +219,7 @@ class Reply(BaseModel):
     "gmail_reply_to_message",
     "Reply to a Gmail email in its thread (keeps subject and threading headers).",
     Reply,
+    scopes=_SCOPES,
 )
 async def reply_to_message(args: Reply, ctx: Any) -> Any:
     original = await api(
@@ -225,7 +246,12 @@ async def reply_to_message(args: Reply, ctx: Any) -> Any:
     return pick(sent, "id", "threadId", "labelIds")
 
 
-@tool("gmail_create_draft", "Save an email as a Gmail draft (to review and send later).", Compose)
+@tool(
+    "gmail_create_draft",
+    "Save an email as a Gmail draft (to review and send later).",
+    Compose,
+    scopes=_SCOPES,
+)
 async def create_draft(args: Compose, ctx: Any) -> Any:
     raw = _raw(args.to, args.subject, args.body, args.cc, args.bcc)
     draft = await api(ctx, "POST", f"{ME}/drafts", json={"message": {"raw": raw}})
@@ -237,7 +263,9 @@ class ListDrafts(BaseModel):
     pageToken: str | None = Field(default=None, description="Cursor from the previous page")
 
 
-@tool("gmail_list_drafts", "List Gmail drafts (ids, to send with gmail_send_draft).", ListDrafts)
+@tool(
+    "gmail_list_drafts", "List Gmail drafts (ids, to send with gmail_send_draft).", ListDrafts, scopes=_SCOPES
+)
 async def list_drafts(args: ListDrafts, ctx: Any) -> Any:
     page = await api(
         ctx, "GET", f"{ME}/drafts", params={"maxResults": args.limit, "pageToken": args.pageToken}
@@ -252,7 +280,7 @@ class DraftRef(BaseModel):
     id: str = Field(description="Draft id")
 
 
-@tool("gmail_send_draft", "Send an existing Gmail draft.", DraftRef)
+@tool("gmail_send_draft", "Send an existing Gmail draft.", DraftRef, scopes=_SCOPES)
 async def send_draft(args: DraftRef, ctx: Any) -> Any:
     sent = await api(ctx, "POST", f"{ME}/drafts/send", json={"id": args.id})
     return pick(sent, "id", "threadId", "labelIds")
@@ -262,7 +290,7 @@ class NoArgs(BaseModel):
     pass
 
 
-@tool("gmail_list_labels", "List Gmail labels (system and user labels, with ids).", NoArgs)
+@tool("gmail_list_labels", "List Gmail labels (system and user labels, with ids).", NoArgs, scopes=_SCOPES)
 async def list_labels(args: NoArgs, ctx: Any) -> Any:
     page = await api(ctx, "GET", f"{ME}/labels")
     return {"labels": pick_many(page.get("labels"), "id", "name", "type")}
@@ -279,6 +307,7 @@ class ModifyLabels(MessageRef):
     "gmail_modify_labels",
     "Label, archive, star or mark a Gmail email read/unread by adding or removing label ids.",
     ModifyLabels,
+    scopes=_SCOPES,
 )
 async def modify_labels(args: ModifyLabels, ctx: Any) -> Any:
     msg = await api(
@@ -290,13 +319,13 @@ async def modify_labels(args: ModifyLabels, ctx: Any) -> Any:
     return pick(msg, "id", "threadId", "labelIds")
 
 
-@tool("gmail_trash_message", "Move a Gmail email to the trash.", MessageRef)
+@tool("gmail_trash_message", "Move a Gmail email to the trash.", MessageRef, scopes=_SCOPES)
 async def trash_message(args: MessageRef, ctx: Any) -> Any:
     msg = await api(ctx, "POST", f"{ME}/messages/{args.id}/trash")
     return pick(msg, "id", "threadId", "labelIds")
 
 
-@tool("gmail_get_profile", "Get the connected Gmail address and mailbox totals.", NoArgs)
+@tool("gmail_get_profile", "Get the connected Gmail address and mailbox totals.", NoArgs, scopes=_SCOPES)
 async def get_profile(args: NoArgs, ctx: Any) -> Any:
     profile = await api(ctx, "GET", f"{ME}/profile")
     return pick(profile, "emailAddress", "messagesTotal", "threadsTotal")

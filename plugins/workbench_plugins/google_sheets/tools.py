@@ -14,6 +14,10 @@ from pydantic import BaseModel, Field
 from workbench.sdk import api, compact, pick
 from workbench.tools import tool
 
+# Every tool works with the one scope the manifest asks for (the discovery document lists it
+# for each method called; tests/plugins/test_definitions.py checks that).
+_SCOPES = ("https://www.googleapis.com/auth/spreadsheets",)
+
 S = "/v4/spreadsheets"
 _MAX_ROWS = 2_000
 
@@ -48,7 +52,7 @@ class Create(BaseModel):
     )
 
 
-@tool("sheets_create_spreadsheet", "Create a new Google Sheets spreadsheet.", Create)
+@tool("sheets_create_spreadsheet", "Create a new Google Sheets spreadsheet.", Create, scopes=_SCOPES)
 async def create_spreadsheet(args: Create, ctx: Any) -> Any:
     body = compact(
         {
@@ -67,6 +71,7 @@ async def create_spreadsheet(args: Create, ctx: Any) -> Any:
     "sheets_get_spreadsheet",
     "Get a spreadsheet's title and its sheets (tabs) with their ids and sizes.",
     SheetRef,
+    scopes=_SCOPES,
 )
 async def get_spreadsheet(args: SheetRef, ctx: Any) -> Any:
     meta = await api(
@@ -96,7 +101,12 @@ class ReadRange(SheetRef):
     )
 
 
-@tool("sheets_read_range", "Read cell values from a range of a Google Sheet (rows of cells).", ReadRange)
+@tool(
+    "sheets_read_range",
+    "Read cell values from a range of a Google Sheet (rows of cells).",
+    ReadRange,
+    scopes=_SCOPES,
+)
 async def read_range(args: ReadRange, ctx: Any) -> Any:
     vr = await api(
         ctx,
@@ -111,7 +121,7 @@ class BatchRead(SheetRef):
     ranges: list[str] = Field(min_length=1, description="A1 ranges to read")
 
 
-@tool("sheets_batch_read", "Read several ranges of a Google Sheet in one call.", BatchRead)
+@tool("sheets_batch_read", "Read several ranges of a Google Sheet in one call.", BatchRead, scopes=_SCOPES)
 async def batch_read(args: BatchRead, ctx: Any) -> Any:
     found = await api(ctx, "GET", f"{S}/{args.spreadsheetId}/values:batchGet", params={"ranges": args.ranges})
     return {"valueRanges": [_values(vr) for vr in found.get("valueRanges", [])]}
@@ -128,7 +138,12 @@ class WriteRange(SheetRef):
 _UPDATED = ("updatedRange", "updatedRows", "updatedColumns", "updatedCells")
 
 
-@tool("sheets_write_range", "Write (update, overwrite) cell values in a range of a Google Sheet.", WriteRange)
+@tool(
+    "sheets_write_range",
+    "Write (update, overwrite) cell values in a range of a Google Sheet.",
+    WriteRange,
+    scopes=_SCOPES,
+)
 async def write_range(args: WriteRange, ctx: Any) -> Any:
     done = await api(
         ctx,
@@ -148,7 +163,12 @@ class AppendRows(SheetRef):
     )
 
 
-@tool("sheets_append_rows", "Append (add) rows to the end of a table in a Google Sheet.", AppendRows)
+@tool(
+    "sheets_append_rows",
+    "Append (add) rows to the end of a table in a Google Sheet.",
+    AppendRows,
+    scopes=_SCOPES,
+)
 async def append_rows(args: AppendRows, ctx: Any) -> Any:
     done = await api(
         ctx,
@@ -164,7 +184,9 @@ class ClearRange(SheetRef):
     range: str = Field(description="A1 range to clear (values only; formatting stays)")
 
 
-@tool("sheets_clear_range", "Clear (erase) the values in a range of a Google Sheet.", ClearRange)
+@tool(
+    "sheets_clear_range", "Clear (erase) the values in a range of a Google Sheet.", ClearRange, scopes=_SCOPES
+)
 async def clear_range(args: ClearRange, ctx: Any) -> Any:
     done = await api(ctx, "POST", f"{S}/{args.spreadsheetId}/values/{_range(args.range)}:clear", json={})
     return pick(done, "spreadsheetId", "clearedRange")
@@ -182,7 +204,12 @@ class BatchWrite(SheetRef):
     )
 
 
-@tool("sheets_batch_write", "Write values to several ranges of a Google Sheet in one call.", BatchWrite)
+@tool(
+    "sheets_batch_write",
+    "Write values to several ranges of a Google Sheet in one call.",
+    BatchWrite,
+    scopes=_SCOPES,
+)
 async def batch_write(args: BatchWrite, ctx: Any) -> Any:
     done = await api(
         ctx,
@@ -202,7 +229,7 @@ class AddSheet(SheetRef):
     columns: int | None = Field(default=None, ge=1, description="Column count (default 26)")
 
 
-@tool("sheets_add_sheet", "Add a new sheet (tab) to a Google Sheets spreadsheet.", AddSheet)
+@tool("sheets_add_sheet", "Add a new sheet (tab) to a Google Sheets spreadsheet.", AddSheet, scopes=_SCOPES)
 async def add_sheet(args: AddSheet, ctx: Any) -> Any:
     grid = compact({"rowCount": args.rows, "columnCount": args.columns})
     props = compact({"title": args.title, "gridProperties": grid or None})
@@ -220,7 +247,12 @@ class DeleteSheet(SheetRef):
     sheetId: int = Field(description="Numeric sheet id (sheets_get_spreadsheet), not the title")
 
 
-@tool("sheets_delete_sheet", "Delete a sheet (tab) from a Google Sheets spreadsheet.", DeleteSheet)
+@tool(
+    "sheets_delete_sheet",
+    "Delete a sheet (tab) from a Google Sheets spreadsheet.",
+    DeleteSheet,
+    scopes=_SCOPES,
+)
 async def delete_sheet(args: DeleteSheet, ctx: Any) -> Any:
     await api(
         ctx,

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
-from workbench.sdk import api, pick, pick_many
+from workbench.sdk import ToolError, api, pick, pick_many
 from workbench.tools import tool
 
 CONTACT_PROPS = [
@@ -82,7 +82,12 @@ class Page(BaseModel):
     )
 
 
-@tool("hubspot_list_contacts", "List HubSpot contacts (people) with their main properties.", Page)
+@tool(
+    "hubspot_list_contacts",
+    "List HubSpot contacts (people) with their main properties.",
+    Page,
+    scopes=("crm.objects.contacts.read",),
+)
 async def list_contacts(args: Page, ctx: Any) -> Any:
     return await _list_objects(ctx, "contacts", args, CONTACT_PROPS)
 
@@ -95,7 +100,12 @@ class GetContact(BaseModel):
     properties: list[str] | None = Field(default=None, description="Property names to return")
 
 
-@tool("hubspot_get_contact", "Get one HubSpot contact by id or by email address.", GetContact)
+@tool(
+    "hubspot_get_contact",
+    "Get one HubSpot contact by id or by email address.",
+    GetContact,
+    scopes=("crm.objects.contacts.read",),
+)
 async def get_contact(args: GetContact, ctx: Any) -> Any:
     obj = await api(
         ctx,
@@ -138,13 +148,17 @@ async def _search(ctx: Any, kind: str, args: Search, default_props: list[str]) -
     "hubspot_search_contacts",
     "Search HubSpot contacts by text (name, email, phone, company) or property filters.",
     Search,
+    scopes=("crm.objects.contacts.read",),
 )
 async def search_contacts(args: Search, ctx: Any) -> Any:
     return await _search(ctx, "contacts", args, CONTACT_PROPS)
 
 
 @tool(
-    "hubspot_search_deals", "Search HubSpot deals by text or property filters (stage, amount, owner).", Search
+    "hubspot_search_deals",
+    "Search HubSpot deals by text or property filters (stage, amount, owner).",
+    Search,
+    scopes=("crm.objects.deals.read",),
 )
 async def search_deals(args: Search, ctx: Any) -> Any:
     return await _search(ctx, "deals", args, DEAL_PROPS)
@@ -162,7 +176,12 @@ class CreateContact(BaseModel):
     )
 
 
-@tool("hubspot_create_contact", "Create a HubSpot contact.", CreateContact)
+@tool(
+    "hubspot_create_contact",
+    "Create a HubSpot contact.",
+    CreateContact,
+    scopes=("crm.objects.contacts.write",),
+)
 async def create_contact(args: CreateContact, ctx: Any) -> Any:
     props = {k: v for k, v in args.model_dump(exclude={"properties"}).items() if v is not None}
     props.update(args.properties or {})
@@ -174,14 +193,24 @@ class UpdateObject(BaseModel):
     properties: dict[str, str] = Field(description="Property values to set, by internal property name")
 
 
-@tool("hubspot_update_contact", "Update properties of a HubSpot contact.", UpdateObject)
+@tool(
+    "hubspot_update_contact",
+    "Update properties of a HubSpot contact.",
+    UpdateObject,
+    scopes=("crm.objects.contacts.write",),
+)
 async def update_contact(args: UpdateObject, ctx: Any) -> Any:
     return _record(
         await api(ctx, "PATCH", f"/crm/v3/objects/contacts/{args.id}", json={"properties": args.properties})
     )
 
 
-@tool("hubspot_list_companies", "List HubSpot companies with their main properties.", Page)
+@tool(
+    "hubspot_list_companies",
+    "List HubSpot companies with their main properties.",
+    Page,
+    scopes=("crm.objects.companies.read",),
+)
 async def list_companies(args: Page, ctx: Any) -> Any:
     return await _list_objects(ctx, "companies", args, COMPANY_PROPS)
 
@@ -194,29 +223,54 @@ class CreateCompany(BaseModel):
     )
 
 
-@tool("hubspot_create_company", "Create a HubSpot company.", CreateCompany)
+@tool(
+    "hubspot_create_company",
+    "Create a HubSpot company.",
+    CreateCompany,
+    scopes=("crm.objects.companies.write",),
+)
 async def create_company(args: CreateCompany, ctx: Any) -> Any:
     props = {"name": args.name, **({"domain": args.domain} if args.domain else {}), **(args.properties or {})}
     return _record(await api(ctx, "POST", "/crm/v3/objects/companies", json={"properties": props}))
 
 
-@tool("hubspot_list_deals", "List HubSpot deals (pipeline opportunities) with amount and stage.", Page)
+@tool(
+    "hubspot_list_deals",
+    "List HubSpot deals (pipeline opportunities) with amount and stage.",
+    Page,
+    scopes=("crm.objects.deals.read",),
+)
 async def list_deals(args: Page, ctx: Any) -> Any:
     return await _list_objects(ctx, "deals", args, DEAL_PROPS)
 
 
 class CreateDeal(BaseModel):
     dealname: str = Field(description="Deal name")
-    dealstage: str = Field(default="appointmentscheduled", description="Stage id in the pipeline")
-    pipeline: str = Field(default="default", description="Pipeline id")
+    pipeline: str = Field(default="default", description="Pipeline id (hubspot_list_pipelines lists them)")
+    dealstage: str | None = Field(
+        default=None, description="Stage id in that pipeline (default: the pipeline's first stage)"
+    )
     amount: str | None = Field(default=None, description="Deal amount, e.g. '1500.00'")
     closedate: str | None = Field(default=None, description="Expected close date (ISO 8601)")
     contact_id: str | None = Field(default=None, description="Associate the deal with this contact")
     company_id: str | None = Field(default=None, description="Associate the deal with this company")
 
 
-@tool("hubspot_create_deal", "Create a HubSpot deal, optionally linked to a contact and company.", CreateDeal)
+@tool(
+    "hubspot_create_deal",
+    "Create a HubSpot deal in a pipeline (first stage unless one is given), optionally linked to a "
+    "contact and company.",
+    CreateDeal,
+    scopes=("crm.objects.deals.read", "crm.objects.deals.write"),
+)
 async def create_deal(args: CreateDeal, ctx: Any) -> Any:
+    if args.dealstage is None:
+        # Stage ids belong to one pipeline: look up this pipeline's first stage, never assume one.
+        pipeline = await api(ctx, "GET", f"/crm/v3/pipelines/deals/{args.pipeline}")
+        stages = sorted(pipeline.get("stages") or [], key=lambda s: s.get("displayOrder", 0))
+        if not stages:
+            raise ToolError(f"Pipeline '{args.pipeline}' has no stages; give dealstage.")
+        args = args.model_copy(update={"dealstage": stages[0].get("id")})
     props = {
         k: v
         for k, v in args.model_dump(
@@ -235,7 +289,12 @@ async def create_deal(args: CreateDeal, ctx: Any) -> Any:
     return _record(await api(ctx, "POST", "/crm/v3/objects/deals", json=body))
 
 
-@tool("hubspot_update_deal", "Update a HubSpot deal (move stage, change amount or close date).", UpdateObject)
+@tool(
+    "hubspot_update_deal",
+    "Update a HubSpot deal (move stage, change amount or close date).",
+    UpdateObject,
+    scopes=("crm.objects.deals.write",),
+)
 async def update_deal(args: UpdateObject, ctx: Any) -> Any:
     return _record(
         await api(ctx, "PATCH", f"/crm/v3/objects/deals/{args.id}", json={"properties": args.properties})
@@ -250,7 +309,12 @@ class CreateNote(BaseModel):
     deal_id: str | None = Field(default=None, description="Attach to this deal")
 
 
-@tool("hubspot_create_note", "Log a note on a HubSpot contact, company or deal timeline.", CreateNote)
+@tool(
+    "hubspot_create_note",
+    "Log a note on a HubSpot contact, company or deal timeline.",
+    CreateNote,
+    scopes=("crm.objects.contacts.write",),
+)
 async def create_note(args: CreateNote, ctx: Any) -> Any:
     targets = [("contact", args.contact_id), ("company", args.company_id), ("deal", args.deal_id)]
     assocs = [_assoc(_NOTE_TO[kind], rid) for kind, rid in targets if rid]
@@ -266,7 +330,12 @@ class ListOwners(BaseModel):
     cursor: str | None = Field(default=None, description="nextCursor from the previous call")
 
 
-@tool("hubspot_list_owners", "List HubSpot owners (users who can own records) with their ids.", ListOwners)
+@tool(
+    "hubspot_list_owners",
+    "List HubSpot owners (users who can own records) with their ids.",
+    ListOwners,
+    scopes=("crm.objects.owners.read",),
+)
 async def list_owners(args: ListOwners, ctx: Any) -> Any:
     body = await api(
         ctx, "GET", "/crm/v3/owners", params={"email": args.email, "limit": args.limit, "after": args.cursor}
@@ -278,6 +347,212 @@ async def list_owners(args: ListOwners, ctx: Any) -> Any:
         ),
         "nextCursor": after,
     }
+
+
+# -- companies and deals: read, search, update ----------------------------------------------------
+
+
+class GetRecord(BaseModel):
+    id: str = Field(description="Record id")
+    properties: list[str] | None = Field(
+        default=None, description="Property names to return (default: common ones)"
+    )
+
+
+async def _get_object(ctx: Any, kind: str, args: GetRecord, default_props: list[str]) -> Any:
+    obj = await api(
+        ctx,
+        "GET",
+        f"/crm/v3/objects/{kind}/{args.id}",
+        params={"properties": ",".join(args.properties or default_props)},
+    )
+    return _record(obj)
+
+
+@tool(
+    "hubspot_get_company",
+    "Get one HubSpot company by id with its main properties.",
+    GetRecord,
+    scopes=("crm.objects.companies.read",),
+)
+async def get_company(args: GetRecord, ctx: Any) -> Any:
+    return await _get_object(ctx, "companies", args, COMPANY_PROPS)
+
+
+@tool(
+    "hubspot_search_companies",
+    "Search HubSpot companies by text (name, domain, phone) or property filters.",
+    Search,
+    scopes=("crm.objects.companies.read",),
+)
+async def search_companies(args: Search, ctx: Any) -> Any:
+    return await _search(ctx, "companies", args, COMPANY_PROPS)
+
+
+@tool(
+    "hubspot_update_company",
+    "Update properties of a HubSpot company.",
+    UpdateObject,
+    scopes=("crm.objects.companies.write",),
+)
+async def update_company(args: UpdateObject, ctx: Any) -> Any:
+    return _record(
+        await api(ctx, "PATCH", f"/crm/v3/objects/companies/{args.id}", json={"properties": args.properties})
+    )
+
+
+@tool(
+    "hubspot_get_deal",
+    "Get one HubSpot deal by id: name, amount, pipeline, stage, close date, owner.",
+    GetRecord,
+    scopes=("crm.objects.deals.read",),
+)
+async def get_deal(args: GetRecord, ctx: Any) -> Any:
+    return await _get_object(ctx, "deals", args, DEAL_PROPS)
+
+
+# -- pipelines -------------------------------------------------------------------------------------
+
+
+class NoArgs(BaseModel):
+    pass
+
+
+def _pipeline(p: Any) -> dict[str, Any]:
+    stages = sorted(p.get("stages") or [], key=lambda s: s.get("displayOrder", 0))
+    return {
+        **pick(p, "id", "label", "displayOrder", "archived"),
+        "stages": [
+            {
+                **pick(s, "id", "label", "displayOrder"),
+                "probability": (s.get("metadata") or {}).get("probability"),
+            }
+            for s in stages
+        ],
+    }
+
+
+@tool(
+    "hubspot_list_pipelines",
+    "List HubSpot deal pipelines with their stages in order (ids for creating and moving deals).",
+    NoArgs,
+    scopes=("crm.objects.deals.read",),
+)
+async def list_pipelines(args: NoArgs, ctx: Any) -> Any:
+    body = await api(ctx, "GET", "/crm/v3/pipelines/deals")
+    pipelines = sorted(body.get("results") or [], key=lambda p: p.get("displayOrder", 0))
+    return {"pipelines": [_pipeline(p) for p in pipelines]}
+
+
+# -- associations ----------------------------------------------------------------------------------
+
+ObjectType = Literal["contacts", "companies", "deals"]
+
+
+class ListAssociations(BaseModel):
+    object_type: ObjectType = Field(description="Type of the record whose links to list")
+    object_id: str = Field(description="Id of that record")
+    to_object_type: ObjectType = Field(description="Type of the linked records to list")
+    limit: int = Field(default=100, ge=1, le=500, description="Results per page (max 500)")
+    cursor: str | None = Field(default=None, description="nextCursor from the previous call")
+
+
+@tool(
+    "hubspot_list_associations",
+    "List the HubSpot records linked to a contact, company or deal (e.g. a deal's contacts), with link labels.",
+    ListAssociations,
+    scopes=("crm.objects.contacts.read", "crm.objects.companies.read", "crm.objects.deals.read"),
+)
+async def list_associations(args: ListAssociations, ctx: Any) -> Any:
+    body = await api(
+        ctx,
+        "GET",
+        f"/crm/v4/objects/{args.object_type}/{args.object_id}/associations/{args.to_object_type}",
+        params={"limit": args.limit, "after": args.cursor},
+    )
+    after = ((body.get("paging") or {}).get("next") or {}).get("after")
+    return {
+        "associations": [
+            {
+                "id": str(r.get("toObjectId")),
+                "labels": [t.get("label") for t in r.get("associationTypes") or [] if t.get("label")],
+            }
+            for r in body.get("results") or []
+        ],
+        "nextCursor": after,
+    }
+
+
+class Associate(BaseModel):
+    object_type: ObjectType = Field(description="Type of the first record")
+    object_id: str = Field(description="Id of the first record")
+    to_object_type: ObjectType = Field(description="Type of the record to link it to")
+    to_object_id: str = Field(description="Id of the record to link it to")
+
+
+@tool(
+    "hubspot_associate_records",
+    "Link two HubSpot records with their default association (e.g. a contact to a company or a deal).",
+    Associate,
+    scopes=("crm.objects.contacts.write", "crm.objects.companies.write", "crm.objects.deals.write"),
+)
+async def associate_records(args: Associate, ctx: Any) -> Any:
+    path = (
+        f"/crm/v4/objects/{args.object_type}/{args.object_id}/associations/default/"
+        f"{args.to_object_type}/{args.to_object_id}"
+    )
+    body = await api(ctx, "PUT", path)
+    return {
+        "associated": True,
+        "results": pick_many(
+            (body or {}).get("results"), "from.id", "to.id", "associationSpec.associationTypeId"
+        ),
+    }
+
+
+# -- tasks -----------------------------------------------------------------------------------------
+
+# HUBSPOT_DEFINED task -> record association type ids.
+_TASK_TO = {"contact": 204, "company": 192, "deal": 216}
+
+
+class CreateTask(BaseModel):
+    subject: str = Field(min_length=1, max_length=1000, description="Task title")
+    due: str = Field(description="Due time (ISO 8601), e.g. 2024-05-01T17:00:00Z")
+    body: str | None = Field(default=None, max_length=65_000, description="Task notes")
+    status: Literal["NOT_STARTED", "IN_PROGRESS", "WAITING", "COMPLETED", "DEFERRED"] = Field(
+        default="NOT_STARTED", description="Task status"
+    )
+    priority: Literal["LOW", "MEDIUM", "HIGH"] | None = Field(default=None, description="Task priority")
+    task_type: Literal["TODO", "CALL", "EMAIL"] = Field(default="TODO", description="Kind of task")
+    owner_id: str | None = Field(default=None, description="Owner id to assign it to (hubspot_list_owners)")
+    contact_id: str | None = Field(default=None, description="Link to this contact")
+    company_id: str | None = Field(default=None, description="Link to this company")
+    deal_id: str | None = Field(default=None, description="Link to this deal")
+
+
+@tool(
+    "hubspot_create_task",
+    "Create a HubSpot task (to-do, call, email reminder) with a due date, optionally linked to records.",
+    CreateTask,
+    scopes=("crm.objects.contacts.write",),
+)
+async def create_task(args: CreateTask, ctx: Any) -> Any:
+    props = {
+        "hs_task_subject": args.subject,
+        "hs_timestamp": args.due,
+        "hs_task_body": args.body,
+        "hs_task_status": args.status,
+        "hs_task_priority": args.priority,
+        "hs_task_type": args.task_type,
+        "hubspot_owner_id": args.owner_id,
+    }
+    body: dict[str, Any] = {"properties": {k: v for k, v in props.items() if v is not None}}
+    targets = [("contact", args.contact_id), ("company", args.company_id), ("deal", args.deal_id)]
+    assocs = [_assoc(_TASK_TO[kind], rid) for kind, rid in targets if rid]
+    if assocs:
+        body["associations"] = assocs
+    return _record(await api(ctx, "POST", "/crm/v3/objects/tasks", json=body))
 
 
 TOOLS = [
@@ -294,4 +569,12 @@ TOOLS = [
     update_deal,
     create_note,
     list_owners,
+    get_company,
+    search_companies,
+    update_company,
+    get_deal,
+    list_pipelines,
+    list_associations,
+    associate_records,
+    create_task,
 ]

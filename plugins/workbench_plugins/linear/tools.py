@@ -141,6 +141,7 @@ class ListIssues(Page):
     "linear_list_issues",
     "List Linear issues (tickets), most recently updated first, filtered by team, assignee or state.",
     ListIssues,
+    scopes=("read",),
 )
 async def list_issues(args: ListIssues, ctx: Any) -> Any:
     flt: dict[str, Any] = {}
@@ -162,7 +163,12 @@ class SearchIssues(Page):
     include_comments: bool = Field(default=False, description="Also search comment text")
 
 
-@tool("linear_search_issues", "Full-text search Linear issues (tickets) by words.", SearchIssues)
+@tool(
+    "linear_search_issues",
+    "Full-text search Linear issues (tickets) by words.",
+    SearchIssues,
+    scopes=("read",),
+)
 async def search_issues(args: SearchIssues, ctx: Any) -> Any:
     variables = compact(
         {
@@ -180,7 +186,12 @@ class IssueId(BaseModel):
     id: str = Field(description="Issue id or identifier, e.g. ENG-123")
 
 
-@tool("linear_get_issue", "Get a Linear issue with its description, labels and comments.", IssueId)
+@tool(
+    "linear_get_issue",
+    "Get a Linear issue with its description, labels and its first 50 comments.",
+    IssueId,
+    scopes=("read",),
+)
 async def get_issue(args: IssueId, ctx: Any) -> Any:
     node = (await gql(ctx, GET_ISSUE, {"id": args.id})).get("issue")
     out = _issue(node) or {}
@@ -214,7 +225,7 @@ class CreateIssue(BaseModel):
     due_date: str | None = Field(default=None, description="Due date, YYYY-MM-DD")
 
 
-@tool("linear_create_issue", "Create a Linear issue (ticket) in a team.", CreateIssue)
+@tool("linear_create_issue", "Create a Linear issue (ticket) in a team.", CreateIssue, scopes=("write",))
 async def create_issue(args: CreateIssue, ctx: Any) -> Any:
     input_ = compact(
         {
@@ -249,6 +260,7 @@ class UpdateIssue(IssueId):
     "linear_update_issue",
     "Update a Linear issue: change state (e.g. close it), assignee, priority, title, labels.",
     UpdateIssue,
+    scopes=("write",),
 )
 async def update_issue(args: UpdateIssue, ctx: Any) -> Any:
     input_ = compact(
@@ -278,7 +290,7 @@ class AddComment(BaseModel):
     body: str = Field(min_length=1, description="Comment text (Markdown)")
 
 
-@tool("linear_add_comment", "Comment on a Linear issue.", AddComment)
+@tool("linear_add_comment", "Comment on a Linear issue.", AddComment, scopes=("write",))
 async def add_comment(args: AddComment, ctx: Any) -> Any:
     res = (await gql(ctx, CREATE_COMMENT, {"input": {"issueId": args.issue_id, "body": args.body}})).get(
         "commentCreate"
@@ -290,17 +302,32 @@ def _page_vars(args: Page) -> dict[str, Any]:
     return compact({"first": args.perPage, "after": args.cursor}) or {}
 
 
-@tool("linear_list_teams", "List the Linear teams (with ids and keys) the user belongs to.", Page)
+@tool(
+    "linear_list_teams",
+    "List the Linear teams (with ids and keys) the user belongs to.",
+    Page,
+    scopes=("read",),
+)
 async def list_teams(args: Page, ctx: Any) -> Any:
     return _conn((await gql(ctx, LIST_TEAMS, _page_vars(args))).get("teams") or {}, "teams")
 
 
-@tool("linear_list_projects", "List Linear projects with state, progress and target date.", Page)
+@tool(
+    "linear_list_projects",
+    "List Linear projects with state, progress and target date.",
+    Page,
+    scopes=("read",),
+)
 async def list_projects(args: Page, ctx: Any) -> Any:
     return _conn((await gql(ctx, LIST_PROJECTS, _page_vars(args))).get("projects") or {}, "projects")
 
 
-@tool("linear_list_users", "List the people in the Linear workspace (ids for assigning issues).", Page)
+@tool(
+    "linear_list_users",
+    "List the people in the Linear workspace (ids for assigning issues).",
+    Page,
+    scopes=("read",),
+)
 async def list_users(args: Page, ctx: Any) -> Any:
     return _conn((await gql(ctx, LIST_USERS, _page_vars(args))).get("users") or {}, "users")
 
@@ -327,6 +354,7 @@ def _state(node: dict[str, Any]) -> dict[str, Any]:
     "linear_list_workflow_states",
     "List Linear workflow states (Backlog, Todo, In Progress, Done...) with ids, per team.",
     TeamPage,
+    scopes=("read",),
 )
 async def list_workflow_states(args: TeamPage, ctx: Any) -> Any:
     data = await gql(ctx, LIST_STATES, _team_vars(args))
@@ -337,7 +365,7 @@ def _label(node: dict[str, Any]) -> dict[str, Any]:
     return {**{k: node.get(k) for k in ("id", "name", "color")}, "team": (node.get("team") or {}).get("key")}
 
 
-@tool("linear_list_labels", "List Linear issue labels with their ids.", TeamPage)
+@tool("linear_list_labels", "List Linear issue labels with their ids.", TeamPage, scopes=("read",))
 async def list_labels(args: TeamPage, ctx: Any) -> Any:
     return _conn((await gql(ctx, LIST_LABELS, _team_vars(args))).get("issueLabels") or {}, "labels", _label)
 
@@ -346,7 +374,12 @@ class NoArgs(BaseModel):
     pass
 
 
-@tool("linear_get_viewer", "Get the connected Linear user (who am I) and their organization.", NoArgs)
+@tool(
+    "linear_get_viewer",
+    "Get the connected Linear user (who am I) and their organization.",
+    NoArgs,
+    scopes=("read",),
+)
 async def get_viewer(args: NoArgs, ctx: Any) -> Any:
     viewer = (await gql(ctx, VIEWER)).get("viewer") or {}
     org = viewer.get("organization") or {}

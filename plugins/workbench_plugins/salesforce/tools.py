@@ -74,6 +74,7 @@ class Query(BaseModel):
     "salesforce_query",
     "Run a SOQL query on Salesforce and return the matching records (Accounts, Contacts, Opportunities...).",
     Query,
+    scopes=("api",),
 )
 async def query(args: Query, ctx: Any) -> Any:
     if args.cursor:
@@ -114,6 +115,7 @@ class Search(BaseModel):
     "salesforce_search",
     "Full-text search Salesforce records (accounts, contacts, leads, opportunities) by keyword.",
     Search,
+    scopes=("api",),
 )
 async def search(args: Search, ctx: Any) -> Any:
     # parameterizedSearch takes the text as a plain parameter, so no SOSL escaping is needed.
@@ -138,7 +140,7 @@ class GetRecord(RecordRef):
     fields: list[str] | None = Field(default=None, description="Field API names to return (default: all)")
 
 
-@tool("salesforce_get_record", "Get one Salesforce record by object type and id.", GetRecord)
+@tool("salesforce_get_record", "Get one Salesforce record by object type and id.", GetRecord, scopes=("api",))
 async def get_record(args: GetRecord, ctx: Any) -> Any:
     params = {"fields": ",".join(args.fields)} if args.fields else None
     return _record(await sf(ctx, "GET", f"/sobjects/{args.object}/{args.id}", params=params))
@@ -152,7 +154,10 @@ class CreateRecord(BaseModel):
 
 
 @tool(
-    "salesforce_create_record", "Create a Salesforce record (lead, contact, account, task...).", CreateRecord
+    "salesforce_create_record",
+    "Create a Salesforce record (lead, contact, account, task...).",
+    CreateRecord,
+    scopes=("api",),
 )
 async def create_record(args: CreateRecord, ctx: Any) -> Any:
     res = await sf(ctx, "POST", f"/sobjects/{args.object}", json=args.fields)
@@ -163,13 +168,18 @@ class UpdateRecord(RecordRef):
     fields: dict[str, Any] = Field(description="Field values to change, by API name")
 
 
-@tool("salesforce_update_record", "Update fields of a Salesforce record.", UpdateRecord)
+@tool("salesforce_update_record", "Update fields of a Salesforce record.", UpdateRecord, scopes=("api",))
 async def update_record(args: UpdateRecord, ctx: Any) -> Any:
     await sf(ctx, "PATCH", f"/sobjects/{args.object}/{args.id}", json=args.fields)
     return {"id": args.id, "updated": True}
 
 
-@tool("salesforce_delete_record", "Delete a Salesforce record (moves it to the recycle bin).", RecordRef)
+@tool(
+    "salesforce_delete_record",
+    "Delete a Salesforce record (moves it to the recycle bin).",
+    RecordRef,
+    scopes=("api",),
+)
 async def delete_record(args: RecordRef, ctx: Any) -> Any:
     await sf(ctx, "DELETE", f"/sobjects/{args.object}/{args.id}")
     return {"id": args.id, "deleted": True}
@@ -183,6 +193,7 @@ class ObjectName(BaseModel):
     "salesforce_describe_object",
     "Describe a Salesforce object: its fields (API names, labels, types, picklist values).",
     ObjectName,
+    scopes=("api",),
 )
 async def describe_object(args: ObjectName, ctx: Any) -> Any:
     d = await sf(ctx, "GET", f"/sobjects/{args.object}/describe")
@@ -206,6 +217,7 @@ class ListObjects(BaseModel):
     "salesforce_list_objects",
     "List the Salesforce object types (standard and custom) in the org.",
     ListObjects,
+    scopes=("api",),
 )
 async def list_objects(args: ListObjects, ctx: Any) -> Any:
     body = await sf(ctx, "GET", "/sobjects")
@@ -222,7 +234,10 @@ class Limit(BaseModel):
 
 
 @tool(
-    "salesforce_list_recent", "List the Salesforce records the user viewed or changed most recently.", Limit
+    "salesforce_list_recent",
+    "List the Salesforce records the user viewed or changed most recently.",
+    Limit,
+    scopes=("api",),
 )
 async def list_recent(args: Limit, ctx: Any) -> Any:
     body = await sf(ctx, "GET", "/recent", params={"limit": args.limit})
@@ -233,6 +248,7 @@ async def list_recent(args: Limit, ctx: Any) -> Any:
     "salesforce_list_reports",
     "List Salesforce reports the user recently viewed (ids for running them).",
     Limit,
+    scopes=("api",),
 )
 async def list_reports(args: Limit, ctx: Any) -> Any:
     body = await sf(ctx, "GET", "/analytics/reports")
@@ -244,7 +260,12 @@ class RunReport(BaseModel):
     max_rows: int = Field(default=200, ge=1, le=2000, description="Most detail rows to return")
 
 
-@tool("salesforce_run_report", "Run a Salesforce report and return its columns, rows and totals.", RunReport)
+@tool(
+    "salesforce_run_report",
+    "Run a Salesforce report and return its columns, rows and totals.",
+    RunReport,
+    scopes=("api",),
+)
 async def run_report(args: RunReport, ctx: Any) -> Any:
     body = await sf(ctx, "GET", f"/analytics/reports/{args.report_id}", params={"includeDetails": "true"})
     meta = body.get("reportMetadata") or {}

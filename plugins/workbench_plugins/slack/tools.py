@@ -76,6 +76,7 @@ class SendMessage(BaseModel):
     "slack_send_message",
     "Send (post) a message to a Slack channel, DM or thread.",
     SendMessage,
+    scopes=("chat:write", "chat:write.public"),
 )
 async def send_message(args: SendMessage, ctx: Any) -> Any:
     return await _slack(
@@ -100,7 +101,12 @@ class ListChannels(_Paged):
     excludeArchived: bool = Field(default=True, description="Leave out archived channels")
 
 
-@tool("slack_list_channels", "List Slack channels (id, name, topic, member count).", ListChannels)
+@tool(
+    "slack_list_channels",
+    "List Slack channels (id, name, topic, member count).",
+    ListChannels,
+    scopes=("channels:read", "groups:read", "im:read", "mpim:read"),
+)
 async def list_channels(args: ListChannels, ctx: Any) -> Any:
     return await _slack(
         ctx,
@@ -126,6 +132,7 @@ class History(_Paged):
     "slack_get_channel_history",
     "Read recent messages of a Slack channel, newest first.",
     History,
+    scopes=("channels:history", "groups:history", "im:history", "mpim:history"),
 )
 async def get_channel_history(args: History, ctx: Any) -> Any:
     return await _slack(
@@ -148,7 +155,12 @@ class Replies(_Paged):
     limit: int = Field(default=50, ge=1, le=999, description="Messages per page")
 
 
-@tool("slack_get_thread_replies", "Read a Slack thread: the parent message and its replies.", Replies)
+@tool(
+    "slack_get_thread_replies",
+    "Read a Slack thread: the parent message and its replies.",
+    Replies,
+    scopes=("channels:history", "groups:history", "im:history", "mpim:history"),
+)
 async def get_thread_replies(args: Replies, ctx: Any) -> Any:
     return await _slack(
         ctx,
@@ -164,7 +176,7 @@ class UpdateMessage(BaseModel):
     text: str = Field(min_length=1, description="New text")
 
 
-@tool("slack_update_message", "Edit a Slack message the app posted.", UpdateMessage)
+@tool("slack_update_message", "Edit a Slack message the app posted.", UpdateMessage, scopes=("chat:write",))
 async def update_message(args: UpdateMessage, ctx: Any) -> Any:
     return await _slack(
         ctx,
@@ -179,7 +191,7 @@ class MessageRef(BaseModel):
     ts: str = Field(description="The message's ts")
 
 
-@tool("slack_delete_message", "Delete a Slack message the app posted.", MessageRef)
+@tool("slack_delete_message", "Delete a Slack message the app posted.", MessageRef, scopes=("chat:write",))
 async def delete_message(args: MessageRef, ctx: Any) -> Any:
     return await _slack(
         ctx,
@@ -193,7 +205,9 @@ class Reaction(MessageRef):
     name: str = Field(description="Emoji name without colons, e.g. 'thumbsup'")
 
 
-@tool("slack_add_reaction", "Add an emoji reaction to a Slack message.", Reaction)
+@tool(
+    "slack_add_reaction", "Add an emoji reaction to a Slack message.", Reaction, scopes=("reactions:write",)
+)
 async def add_reaction(args: Reaction, ctx: Any) -> Any:
     return await _slack(
         ctx,
@@ -203,7 +217,7 @@ async def add_reaction(args: Reaction, ctx: Any) -> Any:
     )
 
 
-@tool("slack_get_permalink", "Get the permanent link (URL) to a Slack message.", MessageRef)
+@tool("slack_get_permalink", "Get the permanent link (URL) to a Slack message.", MessageRef, scopes=())
 async def get_permalink(args: MessageRef, ctx: Any) -> Any:
     return await _slack(
         ctx,
@@ -213,7 +227,12 @@ async def get_permalink(args: MessageRef, ctx: Any) -> Any:
     )
 
 
-@tool("slack_list_users", "List the members of the Slack workspace (id, name, email).", _Paged)
+@tool(
+    "slack_list_users",
+    "List the members of the Slack workspace (id, name, email).",
+    _Paged,
+    scopes=("users:read", "users:read.email"),
+)
 async def list_users(args: _Paged, ctx: Any) -> Any:
     return await _slack(
         ctx,
@@ -227,7 +246,9 @@ class UserRef(BaseModel):
     user: str = Field(description="User id, e.g. U0123456789")
 
 
-@tool("slack_get_user", "Get a Slack user's profile by id.", UserRef)
+@tool(
+    "slack_get_user", "Get a Slack user's profile by id.", UserRef, scopes=("users:read", "users:read.email")
+)
 async def get_user(args: UserRef, ctx: Any) -> Any:
     return await _slack(ctx, "users.info", lambda b: pick(b.get("user"), *_USER), params={"user": args.user})
 
@@ -236,7 +257,12 @@ class ByEmail(BaseModel):
     email: str = Field(description="Email address of the person")
 
 
-@tool("slack_find_user_by_email", "Find a Slack user by email address (to DM or mention them).", ByEmail)
+@tool(
+    "slack_find_user_by_email",
+    "Find a Slack user by email address (to DM or mention them).",
+    ByEmail,
+    scopes=("users:read", "users:read.email"),
+)
 async def find_user_by_email(args: ByEmail, ctx: Any) -> Any:
     return await _slack(
         ctx, "users.lookupByEmail", lambda b: pick(b.get("user"), *_USER), params={"email": args.email}
@@ -248,7 +274,12 @@ class CreateChannel(BaseModel):
     isPrivate: bool = Field(default=False, description="Create a private channel")
 
 
-@tool("slack_create_channel", "Create a new Slack channel.", CreateChannel)
+@tool(
+    "slack_create_channel",
+    "Create a new Slack channel.",
+    CreateChannel,
+    scopes=("channels:manage", "groups:write"),
+)
 async def create_channel(args: CreateChannel, ctx: Any) -> Any:
     return await _slack(
         ctx,
@@ -262,7 +293,12 @@ class ChannelRef(BaseModel):
     channel: str = Field(description="Channel id")
 
 
-@tool("slack_join_channel", "Join a public Slack channel (so the app can read and post there).", ChannelRef)
+@tool(
+    "slack_join_channel",
+    "Join a public Slack channel (so the app can read and post there).",
+    ChannelRef,
+    scopes=("channels:join",),
+)
 async def join_channel(args: ChannelRef, ctx: Any) -> Any:
     return await _slack(
         ctx, "conversations.join", lambda b: pick(b.get("channel"), *_CHANNEL), json={"channel": args.channel}
@@ -273,7 +309,12 @@ class Invite(ChannelRef):
     users: list[str] = Field(min_length=1, max_length=1000, description="User ids to invite")
 
 
-@tool("slack_invite_to_channel", "Invite (add) users to a Slack channel.", Invite)
+@tool(
+    "slack_invite_to_channel",
+    "Invite (add) users to a Slack channel.",
+    Invite,
+    scopes=("channels:manage", "groups:write"),
+)
 async def invite_to_channel(args: Invite, ctx: Any) -> Any:
     return await _slack(
         ctx,

@@ -189,13 +189,30 @@ class InvoiceId(BaseModel):
     invoice_id: str = Field(description="Invoice id (in_...)")
 
 
-@tool("stripe_get_invoice", "Get one Stripe invoice with its line items.", InvoiceId)
+_LINE = ("id", "description", "amount", "currency", "quantity")
+_MAX_LINES = 1_000  # 10 pages of 100: a bound on the calls one invoice can cost
+
+
+@tool(
+    "stripe_get_invoice",
+    "Get one Stripe invoice with all its line items (up to 1,000; linesTruncated says if there were more).",
+    InvoiceId,
+)
 async def get_invoice(args: InvoiceId, ctx: Any) -> Any:
     inv = await _get(ctx, f"/invoices/{args.invoice_id}")
     out = pick(inv, *_INVOICE)
-    out["lines"] = pick_many(
-        (inv.get("lines") or {}).get("data"), "id", "description", "amount", "currency", "quantity"
-    )
+    page = inv.get("lines") or {}
+    lines = list(page.get("data") or [])
+    # The invoice embeds only the first page of its lines (10); the rest come from its lines list.
+    while page.get("has_more") and lines and len(lines) < _MAX_LINES:
+        page = await _get(
+            ctx,
+            f"/invoices/{args.invoice_id}/lines",
+            {"limit": min(100, _MAX_LINES - len(lines)), "starting_after": lines[-1].get("id")},
+        )
+        lines.extend(page.get("data") or [])
+    out["lines"] = pick_many(lines, *_LINE)
+    out["linesTruncated"] = bool(page.get("has_more"))
     return out
 
 

@@ -1,0 +1,152 @@
+"""Catalog-wide checks: what every plugin tool promises in its description and scopes.
+
+- OAuth scopes: each tool declares the scopes it needs for every argument value its schema
+  offers, and the manifest requests them (per-request scope facts are checked in
+  test_definitions.py).
+- Cross-references: a description (of a tool or an argument) naming another tool names one that
+  exists, so an agent told "use X" can.
+- Ordering promises ("newest first", "soonest first", ...): each is backed by the request the
+  tool's own test records — the ordering parameter sent, or the provider's documented default
+  left in place.
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+from collections.abc import Callable
+from typing import Any
+
+from workbench.composition import build_registry
+from workbench.registry import OAuth2Auth
+from workbench.tools import Tool
+
+from tests.plugins.catalog_support import Call, Case
+
+PLUGINS = (
+    "airtable",
+    "atlassian_confluence",
+    "atlassian_jira",
+    "github",
+    "google_calendar",
+    "google_drive",
+    "google_gmail",
+    "google_sheets",
+    "hubspot",
+    "linear",
+    "notion",
+    "salesforce",
+    "slack",
+    "stripe",
+    "superset",
+    "zendesk",
+)
+
+
+def _all_tools() -> list[tuple[str, Tool]]:
+    registry = build_registry()
+    out = []
+    for name, entry in registry._entries.items():
+        if entry.manifest.builtin:
+            continue
+        out.extend((name, t) for t in registry.tools_of(name).values())
+    return out
+
+
+def _cases() -> dict[str, list[Case]]:
+    by_tool: dict[str, list[Case]] = {}
+    for plugin in PLUGINS:
+        module = importlib.import_module(f"tests.plugins.test_{plugin}")
+        for case in module.CASES:
+            by_tool.setdefault(case.tool, []).append(case)
+    return by_tool
+
+
+def test_every_plugin_is_listed_here() -> None:
+    import workbench_plugins
+
+    found = {
+        p.name
+        for p in workbench_plugins.__path__ and __import__("pkgutil").iter_modules(workbench_plugins.__path__)
+    }
+    assert found == set(PLUGINS)
+
+
+def test_declared_scopes_are_requested_by_the_manifest() -> None:
+    registry = build_registry()
+    for integration, t in _all_tools():
+        auth = registry.manifest(integration).auth  # type: ignore[union-attr]
+        granted = set(auth.scopes) if isinstance(auth, OAuth2Auth) else set()
+        assert set(t.scopes) <= granted, (t.name, set(t.scopes) - granted)
+        assert len(set(t.scopes)) == len(t.scopes), t.name
+
+
+_TOOL_REF = re.compile(r"\b[a-z]+_[a-z_]+[a-z]\b")
+
+
+def _texts(t: Tool) -> list[str]:
+    texts = [t.description]
+    for spec in t.json_schema().get("properties", {}).values():
+        texts.append(spec.get("description", ""))
+    return texts
+
+
+_VERB_REF = re.compile(r"^[a-z]+_(list|get|create|update|delete|send|search|read|add|run|export|find)_")
+
+
+def test_tools_named_in_descriptions_exist() -> None:
+    tools = _all_tools()
+    names = {t.name for _, t in tools}
+    prefixes = {t.name.split("_")[0] + "_" for _, t in tools}
+    for _, t in tools:
+        for text in _texts(t):
+            for ref in _TOOL_REF.findall(text):
+                # Parameter and field names look alike; a tool reference starts prefix_verb_.
+                known = ref in names or not any(ref.startswith(p) for p in prefixes)
+                assert known or not _VERB_REF.match(ref), f"{t.name} names a tool that does not exist: {ref}"
+
+
+def _q(call: Call) -> dict[str, Any]:
+    return dict(call.query) if isinstance(call.query, list) else call.query
+
+
+def _graphql(call: Call) -> str:
+    return str((call.json or {}).get("query", ""))
+
+
+# How each ordering promise is kept, checked on the first request the tool's test records.
+ORDERING: dict[str, Callable[[Call], bool]] = {
+    # GitHub lists pulls by created desc, commits newest first: neither may be overridden.
+    "github_list_prs": lambda c: "sort" not in _q(c) and "direction" not in _q(c),
+    "github_list_commits": lambda c: "sort" not in _q(c),
+    "jira_list_comments": lambda c: _q(c).get("orderBy") == "-created",
+    # Slack's conversations.history is newest first by default.
+    "slack_get_channel_history": lambda c: "inclusive" not in _q(c),
+    # Upcoming events from now on, by start time, recurring events expanded (orderBy needs it).
+    "calendar_list_events": lambda c: (
+        bool(_q(c).get("timeMin"))
+        and _q(c).get("orderBy") == "startTime"
+        and _q(c).get("singleEvents") == "true"
+    ),
+    "google_drive_list_files": lambda c: str(_q(c).get("orderBy", "")).startswith("modifiedTime desc"),
+    # Stripe lists are newest first and take no sort parameter.
+    "stripe_list_customers": lambda c: not {"sort", "order"} & set(_q(c)),
+    "stripe_list_payments": lambda c: not {"sort", "order"} & set(_q(c)),
+    "linear_list_issues": lambda c: "orderBy: updatedAt" in _graphql(c),
+    # Gmail returns a thread's messages in order; Airtable its comments newest first.
+    "gmail_get_thread": lambda c: True,
+    "airtable_list_comments": lambda c: "sort" not in _q(c),
+}
+_PROMISE = re.compile(r"(newest|oldest|soonest|latest|most recent(ly updated)?)( \w+)? first", re.I)
+
+
+def test_ordering_promises_are_kept() -> None:
+    cases = _cases()
+    promised = {t.name for _, t in _all_tools() if _PROMISE.search(t.description)}
+    assert promised == set(ORDERING), (promised - set(ORDERING), set(ORDERING) - promised)
+    for name, check in ORDERING.items():
+        assert cases.get(name), f"{name} has no request-exact case"
+        for case in cases[name]:
+            assert check(case.calls[0]), (
+                f"{name}: its request does not keep the ordering its description promises"
+            )
