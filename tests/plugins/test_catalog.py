@@ -119,6 +119,11 @@ ORDERING: dict[str, Callable[[Call], bool]] = {
     # GitHub lists pulls by created desc, commits newest first: neither may be overridden.
     "github_list_prs": lambda c: "sort" not in _q(c) and "direction" not in _q(c),
     "github_list_commits": lambda c: "sort" not in _q(c),
+    # Issue comments, reviews and review comments come in ascending id order, runs newest first.
+    "github_list_comments": lambda c: not {"sort", "direction"} & set(_q(c)),
+    "github_list_pr_reviews": lambda c: not {"sort", "direction"} & set(_q(c)),
+    "github_list_pr_review_comments": lambda c: not {"sort", "direction"} & set(_q(c)),
+    "github_list_workflow_runs": lambda c: not {"sort", "direction"} & set(_q(c)),
     "jira_list_comments": lambda c: _q(c).get("orderBy") == "-created",
     # Slack's conversations.history is newest first by default.
     "slack_get_channel_history": lambda c: "inclusive" not in _q(c),

@@ -534,6 +534,277 @@ CASES = [
 ]
 
 
+COMMENT = {
+    "id": 1,
+    "body": "Me too",
+    "user": USER,
+    "html_url": "https://github.com/octocat/Hello-World/issues/1347#issuecomment-1",
+    "created_at": "2011-04-14T16:00:49Z",
+    "updated_at": "2011-04-14T16:00:49Z",
+}
+REVIEW_COMMENT = {
+    "id": 10,
+    "pull_request_review_id": 42,
+    "diff_hunk": "@@ -16,33 +16,40 @@ public class Connection : IConnection...",
+    "path": "file1.txt",
+    "commit_id": "6dcb09b5b57875f334f61aebed695e2e4193db5e",
+    "user": USER,
+    "body": "Great stuff!",
+    "created_at": "2011-04-14T16:00:49Z",
+    "html_url": "https://github.com/octocat/Hello-World/pull/1#discussion-diff-1",
+    "line": 2,
+    "side": "RIGHT",
+}
+REVIEW_COMMENT_SHAPED = {
+    "id": 10,
+    "pull_request_review_id": 42,
+    "in_reply_to_id": None,
+    "user_login": "octocat",
+    "path": "file1.txt",
+    "line": 2,
+    "side": "RIGHT",
+    "commit_id": "6dcb09b5b57875f334f61aebed695e2e4193db5e",
+    "created_at": "2011-04-14T16:00:49Z",
+    "html_url": "https://github.com/octocat/Hello-World/pull/1#discussion-diff-1",
+    "body": "Great stuff!",
+    "diff_hunk": "@@ -16,33 +16,40 @@ public class Connection : IConnection...",
+}
+RUN = {
+    "id": 30433642,
+    "name": "Build",
+    "display_title": "Update README.md",
+    "head_branch": "master",
+    "head_sha": "acb5820ced9479c074f688cc328bf03f341a511d",
+    "run_number": 562,
+    "event": "push",
+    "status": "completed",
+    "conclusion": "failure",
+    "workflow_id": 159038,
+    "run_attempt": 1,
+    "html_url": "https://github.com/octo-org/octo-repo/actions/runs/30433642",
+    "created_at": "2020-01-22T19:33:08Z",
+    "updated_at": "2020-01-22T19:33:08Z",
+}
+RUN_SHAPED = {
+    k: RUN[k]
+    for k in (
+        "id",
+        "name",
+        "display_title",
+        "status",
+        "conclusion",
+        "event",
+        "head_branch",
+        "head_sha",
+        "run_number",
+        "run_attempt",
+        "html_url",
+        "created_at",
+        "updated_at",
+    )
+}
+
+CASES += [
+    Case(
+        "github_list_comments",
+        {"owner": "octocat", "repo": "Hello-World", "number": 1347, "since": "2011-04-01T00:00:00Z"},
+        [
+            Call(
+                "GET",
+                f"{REPO}/issues/1347/comments",
+                {"since": "2011-04-01T00:00:00Z", "per_page": 30, "page": 1},
+                response=[COMMENT],
+                headers={"link": f'<{REPO}/issues/1347/comments?page=2>; rel="next"'},
+            )
+        ],
+        {
+            "comments": [
+                {
+                    "id": 1,
+                    "user_login": "octocat",
+                    "created_at": "2011-04-14T16:00:49Z",
+                    "updated_at": "2011-04-14T16:00:49Z",
+                    "html_url": "https://github.com/octocat/Hello-World/issues/1347#issuecomment-1",
+                    "body": "Me too",
+                }
+            ],
+            "nextPage": 2,
+        },
+    ),
+    Case(
+        "github_list_pr_reviews",
+        {"owner": "octocat", "repo": "Hello-World", "number": 12},
+        [
+            Call(
+                "GET",
+                f"{REPO}/pulls/12/reviews",
+                {"per_page": 30, "page": 1},
+                response=[
+                    {
+                        "id": 80,
+                        "user": USER,
+                        "body": "Here is the body for the review.",
+                        "state": "APPROVED",
+                        "html_url": "https://github.com/octocat/Hello-World/pull/12#pullrequestreview-80",
+                        "submitted_at": "2019-11-17T17:43:43Z",
+                        "commit_id": "ecdd80bb57125d7ba9641ffaa4d7d2c19d3f3091",
+                    }
+                ],
+            )
+        ],
+        {
+            "reviews": [
+                {
+                    "id": 80,
+                    "user_login": "octocat",
+                    "state": "APPROVED",
+                    "submitted_at": "2019-11-17T17:43:43Z",
+                    "commit_id": "ecdd80bb57125d7ba9641ffaa4d7d2c19d3f3091",
+                    "html_url": "https://github.com/octocat/Hello-World/pull/12#pullrequestreview-80",
+                    "body": "Here is the body for the review.",
+                }
+            ],
+            "nextPage": None,
+        },
+    ),
+    Case(
+        "github_list_pr_review_comments",
+        {"owner": "octocat", "repo": "Hello-World", "number": 1, "perPage": 50},
+        [Call("GET", f"{REPO}/pulls/1/comments", {"per_page": 50, "page": 1}, response=[REVIEW_COMMENT])],
+        {"comments": [REVIEW_COMMENT_SHAPED], "nextPage": None},
+    ),
+    Case(
+        "github_add_pr_review_comment",
+        {
+            "owner": "octocat",
+            "repo": "Hello-World",
+            "number": 1,
+            "body": "Great stuff!",
+            "commitId": "6dcb09b5b57875f334f61aebed695e2e4193db5e",
+            "path": "file1.txt",
+            "line": 2,
+        },
+        [
+            Call(
+                "POST",
+                f"{REPO}/pulls/1/comments",
+                json={
+                    "body": "Great stuff!",
+                    "commit_id": "6dcb09b5b57875f334f61aebed695e2e4193db5e",
+                    "path": "file1.txt",
+                    "line": 2,
+                    "side": "RIGHT",
+                },
+                status=201,
+                response=REVIEW_COMMENT,
+            )
+        ],
+        REVIEW_COMMENT_SHAPED,
+    ),
+    Case(
+        "github_create_or_update_file",
+        {
+            "owner": "octocat",
+            "repo": "Hello-World",
+            "path": "notes/hello.txt",
+            "content": "my new file contents",
+            "message": "my commit message",
+            "branch": "docs",
+            "sha": "95b966ae1c166bd92f8ae7d1c313e738c731dfc3",
+        },
+        [
+            Call(
+                "PUT",
+                f"{REPO}/contents/notes/hello.txt",
+                json={
+                    "message": "my commit message",
+                    "content": "bXkgbmV3IGZpbGUgY29udGVudHM=",
+                    "branch": "docs",
+                    "sha": "95b966ae1c166bd92f8ae7d1c313e738c731dfc3",
+                },
+                response={
+                    "content": {
+                        "name": "hello.txt",
+                        "path": "notes/hello.txt",
+                        "sha": "a56507ed892d05a37c6d6128c260937ea4d287bd",
+                        "html_url": "https://github.com/octocat/Hello-World/blob/docs/notes/hello.txt",
+                    },
+                    "commit": {
+                        "sha": "18a43cd8e1e3a79c786e3d808a73d23b6d212b16",
+                        "html_url": "https://github.com/octocat/Hello-World/git/commit/18a43cd8e1e3a79c786e3d808a73d23b6d212b16",
+                        "message": "my commit message",
+                    },
+                },
+            )
+        ],
+        {
+            "path": "notes/hello.txt",
+            "sha": "a56507ed892d05a37c6d6128c260937ea4d287bd",
+            "html_url": "https://github.com/octocat/Hello-World/blob/docs/notes/hello.txt",
+            "commit": {
+                "sha": "18a43cd8e1e3a79c786e3d808a73d23b6d212b16",
+                "html_url": "https://github.com/octocat/Hello-World/git/commit/18a43cd8e1e3a79c786e3d808a73d23b6d212b16",
+            },
+        },
+    ),
+    Case(
+        "github_create_branch",
+        {"owner": "octocat", "repo": "Hello-World", "branch": "fix/typo"},
+        [
+            Call("GET", REPO, response=REPO_BODY),
+            Call(
+                "GET",
+                f"{REPO}/git/ref/heads/master",
+                response={
+                    "ref": "refs/heads/master",
+                    "object": {"type": "commit", "sha": "aa218f56b14c9653891f9e74264a383fa43fefbd"},
+                },
+            ),
+            Call(
+                "POST",
+                f"{REPO}/git/refs",
+                json={"ref": "refs/heads/fix/typo", "sha": "aa218f56b14c9653891f9e74264a383fa43fefbd"},
+                status=201,
+                response={
+                    "ref": "refs/heads/fix/typo",
+                    "object": {"type": "commit", "sha": "aa218f56b14c9653891f9e74264a383fa43fefbd"},
+                },
+            ),
+        ],
+        {
+            "branch": "fix/typo",
+            "ref": "refs/heads/fix/typo",
+            "sha": "aa218f56b14c9653891f9e74264a383fa43fefbd",
+        },
+    ),
+    Case(
+        "github_list_workflow_runs",
+        {
+            "owner": "octocat",
+            "repo": "Hello-World",
+            "workflow": "ci.yml",
+            "branch": "master",
+            "status": "failure",
+        },
+        [
+            Call(
+                "GET",
+                f"{REPO}/actions/workflows/ci.yml/runs",
+                {"branch": "master", "status": "failure", "per_page": 30, "page": 1},
+                response={"total_count": 1, "workflow_runs": [RUN]},
+            )
+        ],
+        {"totalCount": 1, "runs": [RUN_SHAPED], "nextPage": None},
+    ),
+    Case(
+        "github_rerun_workflow_run",
+        {"owner": "octocat", "repo": "Hello-World", "runId": 30433642, "onlyFailed": True},
+        [Call("POST", f"{REPO}/actions/runs/30433642/rerun-failed-jobs", status=201, response={})],
+        {"runId": 30433642, "rerunRequested": True, "onlyFailed": True},
+    ),
+]
+
+
 def test_every_tool_has_a_case() -> None:
     from workbench_plugins.github.tools import TOOLS
 
@@ -692,3 +963,99 @@ async def test_small_binary_file_says_so(tmp_path: Path) -> None:
     )
     result = out["results"][0]["result"]
     assert result["content"] is None and result["binary"] is True
+
+
+async def test_review_comment_reply_and_missing_position(tmp_path: Path) -> None:
+    out = await run_tool(
+        PLUGIN,
+        tmp_path,
+        "github_add_pr_review_comment",
+        {"owner": "octocat", "repo": "Hello-World", "number": 1, "body": "Done", "inReplyTo": 10},
+        [
+            Call(
+                "POST",
+                f"{REPO}/pulls/1/comments/10/replies",
+                json={"body": "Done"},
+                status=201,
+                response={**REVIEW_COMMENT, "id": 11, "in_reply_to_id": 10, "body": "Done"},
+            )
+        ],
+    )
+    assert out == {
+        "results": [{"result": {**REVIEW_COMMENT_SHAPED, "id": 11, "in_reply_to_id": 10, "body": "Done"}}]
+    }
+    out = await run_tool(
+        PLUGIN,
+        tmp_path,
+        "github_add_pr_review_comment",
+        {"owner": "o", "repo": "r", "number": 1, "body": "x"},
+        [],
+    )
+    assert out == {
+        "results": [{"error": "Give commitId, path and line to comment on the diff, or inReplyTo to reply."}]
+    }
+
+
+async def test_create_or_update_file_refuses_more_than_a_megabyte(tmp_path: Path) -> None:
+    out = await run_tool(
+        PLUGIN,
+        tmp_path,
+        "github_create_or_update_file",
+        {"owner": "o", "repo": "r", "path": "big.txt", "content": "é" * 500_001, "message": "m"},
+        [],
+    )
+    assert out == {
+        "results": [{"error": "content is 1000002 bytes; this tool writes files of at most 1000000 bytes."}]
+    }
+
+
+async def test_create_branch_from_a_named_branch_or_a_sha(tmp_path: Path) -> None:
+    ref = {"ref": "refs/heads/b", "object": {"sha": "cafe"}}
+    out = await run_tool(
+        PLUGIN,
+        tmp_path,
+        "github_create_branch",
+        {"owner": "octocat", "repo": "Hello-World", "branch": "b", "fromSha": "cafe"},
+        [
+            Call(
+                "POST",
+                f"{REPO}/git/refs",
+                json={"ref": "refs/heads/b", "sha": "cafe"},
+                status=201,
+                response=ref,
+            )
+        ],
+    )
+    assert out == {"results": [{"result": {"branch": "b", "ref": "refs/heads/b", "sha": "cafe"}}]}
+    out = await run_tool(
+        PLUGIN,
+        tmp_path,
+        "github_create_branch",
+        {"owner": "octocat", "repo": "Hello-World", "branch": "b", "fromBranch": "dev"},
+        [
+            Call(
+                "GET",
+                f"{REPO}/git/ref/heads/dev",
+                response={"ref": "refs/heads/dev", "object": {"sha": "beef"}},
+            ),
+            Call(
+                "POST",
+                f"{REPO}/git/refs",
+                json={"ref": "refs/heads/b", "sha": "beef"},
+                status=201,
+                response=ref,
+            ),
+        ],
+    )
+    assert out["results"][0]["result"]["branch"] == "b"
+
+
+async def test_rerun_all_jobs(tmp_path: Path) -> None:
+    out = await run_tool(
+        PLUGIN,
+        tmp_path,
+        "github_rerun_workflow_run",
+        {"owner": "octocat", "repo": "Hello-World", "runId": 5},
+        [Call("POST", f"{REPO}/actions/runs/5/rerun", status=201)],
+    )
+    assert out == {"results": [{"result": {"runId": 5, "rerunRequested": True, "onlyFailed": False}}]}

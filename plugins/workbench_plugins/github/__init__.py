@@ -8,7 +8,7 @@ manifest = Manifest(
     auth=OAuth2Auth(
         authorize_url="https://github.com/login/oauth/authorize",
         token_url="https://github.com/login/oauth/access_token",
-        scopes=("repo", "read:user", "read:org"),
+        scopes=("repo", "workflow", "read:user", "read:org"),
     ),
     base_url="https://api.github.com",
     tool_prefix="github_",

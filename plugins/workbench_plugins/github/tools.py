@@ -12,6 +12,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 from workbench.sdk import (
+    ToolError,
     UpstreamError,
     api,
     api_response,
@@ -519,6 +520,288 @@ async def search_code(args: SearchCode, ctx: Any) -> Any:
     }
 
 
+# -- conversation and reviews ----------------------------------------------------------------------
+
+
+def _comment(c: Any) -> dict[str, Any]:
+    return {
+        **pick(c, "id", "user.login", "created_at", "updated_at", "html_url"),
+        "body": trim(c.get("body"), 4_000),
+    }
+
+
+class ListComments(IssueRef, _Paged):
+    since: str | None = Field(default=None, description="Only comments updated after this ISO 8601 time")
+
+
+@tool(
+    "github_list_comments",
+    "List the comments of a GitHub issue or pull request conversation, oldest first.",
+    ListComments,
+    scopes=("repo",),
+)
+async def list_comments(args: ListComments, ctx: Any) -> Any:
+    comments, nxt = await _page(
+        ctx, f"/repos/{args.owner}/{args.repo}/issues/{args.number}/comments", args, {"since": args.since}
+    )
+    return {"comments": [_comment(c) for c in comments], "nextPage": nxt}
+
+
+class ListReviews(PrRef, _Paged):
+    pass
+
+
+@tool(
+    "github_list_pr_reviews",
+    "List the reviews of a pull request: who approved, requested changes or commented, oldest first.",
+    ListReviews,
+    scopes=("repo",),
+)
+async def list_pr_reviews(args: ListReviews, ctx: Any) -> Any:
+    reviews, nxt = await _page(ctx, f"/repos/{args.owner}/{args.repo}/pulls/{args.number}/reviews", args)
+    shaped = [
+        {
+            **pick(r, "id", "user.login", "state", "submitted_at", "commit_id", "html_url"),
+            "body": trim(r.get("body"), 4_000),
+        }
+        for r in reviews
+    ]
+    return {"reviews": shaped, "nextPage": nxt}
+
+
+def _review_comment(c: Any) -> dict[str, Any]:
+    out = pick(
+        c,
+        "id",
+        "pull_request_review_id",
+        "in_reply_to_id",
+        "user.login",
+        "path",
+        "line",
+        "side",
+        "commit_id",
+        "created_at",
+        "html_url",
+    )
+    out["body"] = trim(c.get("body"), 4_000)
+    out["diff_hunk"] = trim(c.get("diff_hunk"), 1_500)
+    return out
+
+
+@tool(
+    "github_list_pr_review_comments",
+    "List a pull request's review comments (the ones on lines of the diff), oldest first.",
+    ListReviews,
+    scopes=("repo",),
+)
+async def list_pr_review_comments(args: ListReviews, ctx: Any) -> Any:
+    comments, nxt = await _page(ctx, f"/repos/{args.owner}/{args.repo}/pulls/{args.number}/comments", args)
+    return {"comments": [_review_comment(c) for c in comments], "nextPage": nxt}
+
+
+class AddReviewComment(PrRef):
+    body: str = Field(min_length=1, max_length=65_536, description="Comment text (Markdown)")
+    inReplyTo: int | None = Field(
+        default=None,
+        ge=1,
+        description="Reply to this review comment id (then path/line/commitId are not needed)",
+    )
+    commitId: str | None = Field(
+        default=None, description="SHA of the PR commit to comment on (its head commit)"
+    )
+    path: str | None = Field(default=None, description="File path in the diff, e.g. 'src/app.py'")
+    line: int | None = Field(default=None, ge=1, description="Line of the file in the diff to comment on")
+    side: Literal["LEFT", "RIGHT"] = Field(
+        default="RIGHT", description="RIGHT: the new version of the line; LEFT: the old one"
+    )
+    startLine: int | None = Field(
+        default=None, ge=1, description="First line, for a comment on a range of lines"
+    )
+
+
+@tool(
+    "github_add_pr_review_comment",
+    "Comment on a line (or range) of a pull request's diff, or reply to a review comment.",
+    AddReviewComment,
+    scopes=("repo",),
+)
+async def add_pr_review_comment(args: AddReviewComment, ctx: Any) -> Any:
+    base = f"/repos/{args.owner}/{args.repo}/pulls/{args.number}/comments"
+    if args.inReplyTo is not None:
+        created = await api(ctx, "POST", f"{base}/{args.inReplyTo}/replies", json={"body": args.body})
+        return _review_comment(created)
+    if not (args.commitId and args.path and args.line):
+        raise ToolError("Give commitId, path and line to comment on the diff, or inReplyTo to reply.")
+    body = compact(
+        {
+            "body": args.body,
+            "commit_id": args.commitId,
+            "path": args.path,
+            "line": args.line,
+            "side": args.side,
+            "start_line": args.startLine,
+            "start_side": args.side if args.startLine else None,
+        }
+    )
+    return _review_comment(await api(ctx, "POST", base, json=body))
+
+
+# -- writing to a repository -----------------------------------------------------------------------
+
+_MAX_FILE_BYTES = 1_000_000  # what one tool call may write; larger files belong in git itself
+
+
+class PutFile(_Repo):
+    path: str = Field(min_length=1, description="File path in the repository, e.g. 'docs/intro.md'")
+    content: str = Field(description="The whole new file content (text, at most 1 MB as UTF-8)")
+    message: str = Field(min_length=1, description="Commit message")
+    branch: str | None = Field(default=None, description="Branch to commit to (default: the default branch)")
+    sha: str | None = Field(
+        default=None,
+        description="Blob sha of the file being replaced (required to update; github_get_file gives it)",
+    )
+
+
+@tool(
+    "github_create_or_update_file",
+    "Create or update (commit) one text file in a GitHub repository branch.",
+    PutFile,
+    # Files under .github/workflows/ also need the `workflow` scope.
+    scopes=("repo", "workflow"),
+)
+async def create_or_update_file(args: PutFile, ctx: Any) -> Any:
+    raw = args.content.encode()
+    if len(raw) > _MAX_FILE_BYTES:
+        raise ToolError(
+            f"content is {len(raw)} bytes; this tool writes files of at most {_MAX_FILE_BYTES} bytes."
+        )
+    out = await api(
+        ctx,
+        "PUT",
+        f"/repos/{args.owner}/{args.repo}/contents/{args.path}",
+        json=compact(
+            {
+                "message": args.message,
+                "content": base64.b64encode(raw).decode(),
+                "branch": args.branch,
+                "sha": args.sha,
+            }
+        ),
+    )
+    return {
+        **pick(out.get("content"), "path", "sha", "html_url"),
+        "commit": pick(out.get("commit"), "sha", "html_url"),
+    }
+
+
+class CreateBranch(_Repo):
+    branch: str = Field(min_length=1, max_length=250, description="Name of the new branch, e.g. 'fix/typo'")
+    fromBranch: str | None = Field(
+        default=None, description="Branch to start from (default: the default branch)"
+    )
+    fromSha: str | None = Field(default=None, description="Commit SHA to start from (instead of fromBranch)")
+
+
+@tool(
+    "github_create_branch",
+    "Create a branch in a GitHub repository from another branch or a commit.",
+    CreateBranch,
+    scopes=("repo",),
+)
+async def create_branch(args: CreateBranch, ctx: Any) -> Any:
+    repo = f"/repos/{args.owner}/{args.repo}"
+    sha = args.fromSha
+    if sha is None:
+        start = args.fromBranch or (await api(ctx, "GET", repo)).get("default_branch")
+        sha = ((await api(ctx, "GET", f"{repo}/git/ref/heads/{start}")).get("object") or {}).get("sha")
+    ref = await api(ctx, "POST", f"{repo}/git/refs", json={"ref": f"refs/heads/{args.branch}", "sha": sha})
+    return {"branch": args.branch, "ref": ref.get("ref"), "sha": (ref.get("object") or {}).get("sha")}
+
+
+# -- Actions ---------------------------------------------------------------------------------------
+
+_RUN_FIELDS = (
+    "id",
+    "name",
+    "display_title",
+    "status",
+    "conclusion",
+    "event",
+    "head_branch",
+    "head_sha",
+    "run_number",
+    "run_attempt",
+    "html_url",
+    "created_at",
+    "updated_at",
+)
+
+
+class ListRuns(_Repo, _Paged):
+    workflow: str | None = Field(
+        default=None, description="Only runs of this workflow: its file name (e.g. 'ci.yml') or id"
+    )
+    branch: str | None = Field(default=None, description="Only runs for this branch")
+    status: (
+        Literal[
+            "completed",
+            "action_required",
+            "cancelled",
+            "failure",
+            "neutral",
+            "skipped",
+            "stale",
+            "success",
+            "timed_out",
+            "in_progress",
+            "queued",
+            "requested",
+            "waiting",
+            "pending",
+        ]
+        | None
+    ) = Field(default=None, description="Only runs with this status or conclusion")
+    event: str | None = Field(default=None, description="Only runs triggered by this event, e.g. 'push'")
+
+
+@tool(
+    "github_list_workflow_runs",
+    "List GitHub Actions workflow runs (CI builds) of a repository, newest first, with status and result.",
+    ListRuns,
+    scopes=("repo",),
+)
+async def list_workflow_runs(args: ListRuns, ctx: Any) -> Any:
+    repo = f"/repos/{args.owner}/{args.repo}/actions"
+    path = f"{repo}/workflows/{args.workflow}/runs" if args.workflow else f"{repo}/runs"
+    found, nxt = await _page(
+        ctx, path, args, {"branch": args.branch, "status": args.status, "event": args.event}
+    )
+    return {
+        "totalCount": found.get("total_count"),
+        "runs": pick_many(found.get("workflow_runs"), *_RUN_FIELDS),
+        "nextPage": nxt,
+    }
+
+
+class Rerun(_Repo):
+    runId: int = Field(ge=1, description="Workflow run id (github_list_workflow_runs)")
+    onlyFailed: bool = Field(
+        default=False, description="Re-run only the failed jobs (and what they depend on)"
+    )
+
+
+@tool(
+    "github_rerun_workflow_run",
+    "Re-run a GitHub Actions workflow run, all of its jobs or only the failed ones.",
+    Rerun,
+    scopes=("repo",),
+)
+async def rerun_workflow_run(args: Rerun, ctx: Any) -> Any:
+    action = "rerun-failed-jobs" if args.onlyFailed else "rerun"
+    await api(ctx, "POST", f"/repos/{args.owner}/{args.repo}/actions/runs/{args.runId}/{action}")
+    return {"runId": args.runId, "rerunRequested": True, "onlyFailed": args.onlyFailed}
+
+
 TOOLS = [
     list_prs,
     create_pr,
@@ -538,4 +821,12 @@ TOOLS = [
     list_commits,
     get_file,
     search_code,
+    list_comments,
+    list_pr_reviews,
+    list_pr_review_comments,
+    add_pr_review_comment,
+    create_or_update_file,
+    create_branch,
+    list_workflow_runs,
+    rerun_workflow_run,
 ]
