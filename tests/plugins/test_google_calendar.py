@@ -340,6 +340,63 @@ CASES = [
 ]
 
 
+WEEKLY = {
+    "id": "rec1",
+    "status": "confirmed",
+    "summary": "Standup",
+    "start": {"dateTime": "2024-10-07T09:00:00+02:00", "timeZone": "Europe/Paris"},
+    "end": {"dateTime": "2024-10-07T09:15:00+02:00", "timeZone": "Europe/Paris"},
+    "recurrence": ["RRULE:FREQ=WEEKLY;BYDAY=MO;COUNT=10"],
+}
+WEEKLY_SHAPED = {
+    "id": "rec1",
+    "summary": "Standup",
+    "status": "confirmed",
+    "location": None,
+    "htmlLink": None,
+    "hangoutLink": None,
+    "organizer_email": None,
+    "start": "2024-10-07T09:00:00+02:00",
+    "end": "2024-10-07T09:15:00+02:00",
+    "allDay": False,
+    "description": None,
+    "attendees": [],
+    "recurrence": ["RRULE:FREQ=WEEKLY;BYDAY=MO;COUNT=10"],
+}
+OCCURRENCE = {**WEEKLY, "id": "rec1_20241014T070000Z", "recurringEventId": "rec1"}
+del OCCURRENCE["recurrence"]
+OCCURRENCE["start"] = {"dateTime": "2024-10-14T09:00:00+02:00"}
+OCCURRENCE["end"] = {"dateTime": "2024-10-14T09:15:00+02:00"}
+
+CASES += [
+    Case(
+        "calendar_list_event_instances",
+        {"eventId": "rec1", "timeMin": "2024-10-10T00:00:00Z", "limit": 1},
+        [
+            Call(
+                "GET",
+                f"{EV}/rec1/instances",
+                {"timeMin": "2024-10-10T00:00:00Z", "maxResults": 1},
+                response={"kind": "calendar#events", "items": [OCCURRENCE], "nextPageToken": "p2"},
+            )
+        ],
+        {
+            "events": [
+                {
+                    **{k: v for k, v in WEEKLY_SHAPED.items() if k != "recurrence"},
+                    "id": "rec1_20241014T070000Z",
+                    "start": "2024-10-14T09:00:00+02:00",
+                    "end": "2024-10-14T09:15:00+02:00",
+                    "recurringEventId": "rec1",
+                }
+            ],
+            "timeMin": "2024-10-10T00:00:00Z",
+            "nextPageToken": "p2",
+        },
+    ),
+]
+
+
 def test_every_tool_has_a_case() -> None:
     from workbench_plugins.google_calendar.tools import TOOLS
 
@@ -423,3 +480,53 @@ def test_now_is_an_rfc3339_utc_time() -> None:
     import re
 
     assert re.fullmatch(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z", google_calendar_tools._now())
+
+
+async def test_create_a_recurring_event(tmp_path: Path) -> None:
+    out = await run_tool(
+        PLUGIN,
+        tmp_path,
+        "calendar_create_event",
+        {
+            "summary": "Standup",
+            "start": "2024-10-07T09:00:00",
+            "end": "2024-10-07T09:15:00",
+            "timeZone": "Europe/Paris",
+            "recurrence": ["RRULE:FREQ=WEEKLY;BYDAY=MO;COUNT=10"],
+            "sendUpdates": "none",
+        },
+        [
+            Call(
+                "POST",
+                EV,
+                {"sendUpdates": "none"},
+                json={
+                    "summary": "Standup",
+                    "start": {"dateTime": "2024-10-07T09:00:00", "timeZone": "Europe/Paris"},
+                    "end": {"dateTime": "2024-10-07T09:15:00", "timeZone": "Europe/Paris"},
+                    "recurrence": ["RRULE:FREQ=WEEKLY;BYDAY=MO;COUNT=10"],
+                },
+                response=WEEKLY,
+            )
+        ],
+    )
+    assert out == {"results": [{"result": WEEKLY_SHAPED}]}
+
+
+@pytest.mark.parametrize(
+    ("extra", "error"),
+    [
+        (
+            {"recurrence": ["FREQ=WEEKLY"], "timeZone": "UTC"},
+            "Not an RFC 5545 recurrence line: 'FREQ=WEEKLY' (e.g. 'RRULE:FREQ=WEEKLY;COUNT=4').",
+        ),
+        (
+            {"recurrence": ["RRULE:FREQ=DAILY"]},
+            "A recurring event with a start time needs timeZone (e.g. 'Europe/Paris').",
+        ),
+    ],
+)
+async def test_bad_recurrence_is_refused_before_any_request(tmp_path: Path, extra: dict, error: str) -> None:
+    args = {"summary": "x", "start": "2024-10-07T09:00:00", "end": "2024-10-07T10:00:00", **extra}
+    out = await run_tool(PLUGIN, tmp_path, "calendar_create_event", args, [])
+    assert out == {"results": [{"error": error}]}

@@ -3,6 +3,7 @@ resources as documented."""
 
 from __future__ import annotations
 
+import base64
 import json
 from email import message_from_bytes, policy
 from pathlib import Path
@@ -345,6 +346,68 @@ CASES = [
 ]
 
 
+PDF_BYTES = b"%PDF-1.7\n\xe2\xe3\xcf\xd3 scanned page\n"
+DOCX = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
+
+CASES += [
+    Case(
+        "google_drive_download_file",
+        {"fileId": "1Pdf"},
+        [
+            Call(
+                "GET",
+                f"{FILES}/1Pdf",
+                {"fields": "id,name,mimeType,size", **ALL},
+                response={
+                    "id": "1Pdf",
+                    "name": "scan.pdf",
+                    "mimeType": "application/pdf",
+                    "size": str(len(PDF_BYTES)),
+                },
+            ),
+            Call("GET", f"{FILES}/1Pdf", {"alt": "media", **ALL}, response=PDF_BYTES.decode("latin-1")),
+        ],
+        {
+            "id": "1Pdf",
+            "name": "scan.pdf",
+            "mimeType": "application/pdf",
+            "size": len(PDF_BYTES.decode("latin-1").encode()),
+            "contentBase64": base64.b64encode(PDF_BYTES.decode("latin-1").encode()).decode(),
+        },
+    ),
+    Case(
+        "google_drive_list_shared_drives",
+        {"limit": 10},
+        [
+            Call(
+                "GET",
+                "https://www.googleapis.com/drive/v3/drives",
+                {"pageSize": 10, "fields": "nextPageToken,drives(id,name,createdTime,hidden)"},
+                response={
+                    "kind": "drive#driveList",
+                    "drives": [
+                        {
+                            "kind": "drive#drive",
+                            "id": "0AFx",
+                            "name": "Sales",
+                            "createdTime": "2024-01-02T03:04:05Z",
+                            "hidden": False,
+                        }
+                    ],
+                    "nextPageToken": "~!!~AI9",
+                },
+            )
+        ],
+        {
+            "drives": [
+                {"id": "0AFx", "name": "Sales", "createdTime": "2024-01-02T03:04:05Z", "hidden": False}
+            ],
+            "nextPageToken": "~!!~AI9",
+        },
+    ),
+]
+
+
 def test_every_tool_has_a_case() -> None:
     from workbench_plugins.google_drive.tools import TOOLS
 
@@ -447,7 +510,7 @@ async def test_reading_a_binary_file_is_refused_clearly(tmp_path: Path) -> None:
         "results": [
             {
                 "error": "'scan.pdf' is application/pdf; only Google Docs/Sheets/Slides and text "
-                "files can be read as text."
+                "files can be read as text; google_drive_download_file returns its bytes."
             }
         ]
     }
@@ -484,3 +547,81 @@ async def test_upstream_404_becomes_tool_error(tmp_path: Path) -> None:
         ],
     )
     assert out == {"results": [{"error": "google-drive API error 404: File not found: nope."}]}
+
+
+async def test_download_exports_a_google_doc(tmp_path: Path) -> None:
+    out = await run_tool(
+        PLUGIN,
+        tmp_path,
+        "google_drive_download_file",
+        {"fileId": "1Doc", "exportAs": "docx"},
+        [
+            Call(
+                "GET",
+                f"{FILES}/1Doc",
+                {"fields": "id,name,mimeType,size", **ALL},
+                response={"id": "1Doc", "name": "Plan", "mimeType": "application/vnd.google-apps.document"},
+            ),
+            Call("GET", f"{FILES}/1Doc/export", {"mimeType": DOCX}, response="PK-docx"),
+        ],
+    )
+    assert out == {
+        "results": [
+            {
+                "result": {
+                    "id": "1Doc",
+                    "name": "Plan",
+                    "mimeType": DOCX,
+                    "size": 7,
+                    "contentBase64": "UEstZG9jeA==",
+                }
+            }
+        ]
+    }
+
+
+async def test_download_refuses_files_over_the_cap_before_fetching_them(tmp_path: Path) -> None:
+    out = await run_tool(
+        PLUGIN,
+        tmp_path,
+        "google_drive_download_file",
+        {"fileId": "1Big"},
+        [
+            Call(
+                "GET",
+                f"{FILES}/1Big",
+                {"fields": "id,name,mimeType,size", **ALL},
+                response={"id": "1Big", "name": "video.mp4", "mimeType": "video/mp4", "size": "5000001"},
+            )
+        ],
+    )
+    assert out == {
+        "results": [{"error": "'video.mp4' is 5000001 bytes; this tool returns at most 5000000 bytes."}]
+    }
+
+
+async def test_download_refuses_an_export_over_the_cap(tmp_path: Path) -> None:
+    out = await run_tool(
+        PLUGIN,
+        tmp_path,
+        "google_drive_download_file",
+        {"fileId": "1Deck"},
+        [
+            Call(
+                "GET",
+                f"{FILES}/1Deck",
+                {"fields": "id,name,mimeType,size", **ALL},
+                response={
+                    "id": "1Deck",
+                    "name": "Deck",
+                    "mimeType": "application/vnd.google-apps.presentation",
+                },
+            ),
+            Call("GET", f"{FILES}/1Deck/export", {"mimeType": "application/pdf"}, response="x" * 5_000_001),
+        ],
+    )
+    assert out == {
+        "results": [
+            {"error": "'Deck' is 5000001 bytes as application/pdf; this tool returns at most 5000000 bytes."}
+        ]
+    }

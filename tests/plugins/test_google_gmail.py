@@ -388,6 +388,119 @@ CASES = [
 ]
 
 
+PDF = b"%PDF-1.4\n%\xe2\xe3\xcf\xd3\n1 0 obj<<>>endobj\n"
+REPLY_META_Q = {
+    "format": "metadata",
+    "metadataHeaders": ["Subject", "From", "Reply-To", "To", "Cc", "Message-ID", "References"],
+}
+
+
+def check_reply_draft(request: httpx.Request) -> None:
+    body = json.loads(request.content)
+    assert body["message"]["threadId"] == "18c2f0a1b2c3d4e5"
+    mail = message_from_bytes(base64.urlsafe_b64decode(body["message"]["raw"]), policy=policy.default)
+    assert mail["Subject"] == "Re: Quarterly numbers" and mail["In-Reply-To"] == "<CAF=abc123@mail.gmail.com>"
+    assert mail.get_content().strip() == "Draft answer."
+
+
+def check_attached(request: httpx.Request) -> None:
+    mail = sent_mail(request)
+    assert mail["To"] == "ada@example.com" and mail["Subject"] == "Report"
+    parts = list(mail.iter_attachments())
+    assert [(p.get_filename(), p.get_content_type(), p.get_content()) for p in parts] == [
+        ("q3.pdf", "application/pdf", PDF)
+    ]
+    assert mail.get_body(("plain",)).get_content().strip() == "Attached."
+
+
+CASES += [
+    Case(
+        "gmail_get_attachment",
+        {"id": "18c2f0a1b2c3d4e5", "attachmentId": "ANGjdJ8x"},
+        [
+            Call(
+                "GET",
+                f"{ME}/messages/18c2f0a1b2c3d4e5/attachments/ANGjdJ8x",
+                response={"size": len(PDF), "data": base64.urlsafe_b64encode(PDF).decode().rstrip("=")},
+            )
+        ],
+        {"attachmentId": "ANGjdJ8x", "size": len(PDF), "contentBase64": base64.b64encode(PDF).decode()},
+    ),
+    Case(
+        "gmail_search_threads",
+        {"q": "from:ada@example.com", "limit": 2},
+        [
+            Call(
+                "GET",
+                f"{ME}/threads",
+                {"q": "from:ada@example.com", "maxResults": 2},
+                response={
+                    "threads": [
+                        {
+                            "id": "18c2f0a1b2c3d4e5",
+                            "snippet": "Here are the Q3 numbers &amp; notes",
+                            "historyId": "9",
+                        }
+                    ],
+                    "nextPageToken": "09876",
+                    "resultSizeEstimate": 3,
+                },
+            )
+        ],
+        {
+            "threads": [{"id": "18c2f0a1b2c3d4e5", "snippet": "Here are the Q3 numbers & notes"}],
+            "nextPageToken": "09876",
+            "resultSizeEstimate": 3,
+        },
+    ),
+    Case(
+        "gmail_create_reply_draft",
+        {"id": "18c2f0a1b2c3d4e5", "body": "Draft answer."},
+        [
+            Call(
+                "GET",
+                f"{ME}/messages/18c2f0a1b2c3d4e5",
+                REPLY_META_Q,
+                response={
+                    **META,
+                    "payload": {
+                        "headers": [*HEADERS, {"name": "Message-ID", "value": "<CAF=abc123@mail.gmail.com>"}]
+                    },
+                },
+            ),
+            Call(
+                "POST",
+                f"{ME}/drafts",
+                json=ANY,
+                check=check_reply_draft,
+                response={
+                    "id": "r-1",
+                    "message": {"id": "18c3", "threadId": "18c2f0a1b2c3d4e5", "labelIds": ["DRAFT"]},
+                },
+            ),
+        ],
+        {"id": "r-1", "message_id": "18c3", "message_threadId": "18c2f0a1b2c3d4e5"},
+    ),
+    Case(
+        "gmail_create_label",
+        {"name": "Clients/Acme", "showInMessageList": False},
+        [
+            Call(
+                "POST",
+                f"{ME}/labels",
+                json={
+                    "name": "Clients/Acme",
+                    "messageListVisibility": "hide",
+                    "labelListVisibility": "labelShow",
+                },
+                response={"id": "Label_12", "name": "Clients/Acme", "type": "user"},
+            )
+        ],
+        {"id": "Label_12", "name": "Clients/Acme", "type": "user"},
+    ),
+]
+
+
 def test_every_tool_has_a_case() -> None:
     from workbench_plugins.google_gmail.tools import TOOLS
 
@@ -433,3 +546,53 @@ async def test_upstream_404_becomes_tool_error(tmp_path: Path) -> None:
         ],
     )
     assert out == {"results": [{"error": "google-gmail API error 404: Requested entity was not found."}]}
+
+
+async def test_send_email_with_an_attachment(tmp_path: Path) -> None:
+    out = await run_tool(
+        PLUGIN,
+        tmp_path,
+        "gmail_send_email",
+        {
+            "to": ["ada@example.com"],
+            "subject": "Report",
+            "body": "Attached.",
+            "attachments": [
+                {
+                    "filename": "q3.pdf",
+                    "mimeType": "application/pdf",
+                    "contentBase64": base64.b64encode(PDF).decode(),
+                }
+            ],
+        },
+        [Call("POST", f"{ME}/messages/send", json=ANY, response=SENT, check=check_attached)],
+    )
+    assert out == {"results": [{"result": SENT}]}
+
+
+async def test_attachments_are_checked_before_sending(tmp_path: Path) -> None:
+    bad = {
+        "to": ["a@b.c"],
+        "subject": "s",
+        "body": "b",
+        "attachments": [{"filename": "x", "contentBase64": "***"}],
+    }
+    out = await run_tool(PLUGIN, tmp_path, "gmail_send_email", bad, [])
+    assert out == {"results": [{"error": "attachment 'x': contentBase64 is not valid base64"}]}
+    big = base64.b64encode(b"\0" * 18_000_001).decode()
+    too_big = {**bad, "attachments": [{"filename": "x", "contentBase64": big}]}
+    out = await run_tool(PLUGIN, tmp_path, "gmail_create_draft", too_big, [])
+    assert out == {"results": [{"error": "attachments total 18000001 bytes; the limit is 18000000 bytes."}]}
+
+
+async def test_attachment_over_the_cap_is_refused_with_its_size(tmp_path: Path) -> None:
+    out = await run_tool(
+        PLUGIN,
+        tmp_path,
+        "gmail_get_attachment",
+        {"id": "m1", "attachmentId": "a1"},
+        [Call("GET", f"{ME}/messages/m1/attachments/a1", response={"size": 7_000_000, "data": "AAAA"})],
+    )
+    assert out == {
+        "results": [{"error": "The attachment is 7000000 bytes; this tool returns at most 5000000 bytes."}]
+    }

@@ -34,6 +34,19 @@ def _when(value: str, tz: str | None) -> dict[str, str]:
     return {"dateTime": value, "timeZone": tz} if tz else {"dateTime": value}
 
 
+_RULE = re.compile(r"^(RRULE|EXRULE|RDATE|EXDATE)[;:]\S+$")
+
+
+def _check_recurrence(rules: list[str] | None, start: str | None, tz: str | None) -> None:
+    if not rules:
+        return
+    bad = [r for r in rules if not _RULE.match(r)]
+    if bad:
+        raise ToolError(f"Not an RFC 5545 recurrence line: {bad[0]!r} (e.g. 'RRULE:FREQ=WEEKLY;COUNT=4').")
+    if start and not _DATE.match(start) and not tz:
+        raise ToolError("A recurring event with a start time needs timeZone (e.g. 'Europe/Paris').")
+
+
 def _now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
@@ -50,6 +63,8 @@ def _event(e: Any) -> dict[str, Any]:
         "allDay": "date" in (e.get("start") or {}),
         "description": trim(e.get("description"), 4_000),
         "attendees": pick_many(e.get("attendees"), "email", "responseStatus"),
+        **({"recurrence": e["recurrence"]} if e.get("recurrence") else {}),
+        **({"recurringEventId": e["recurringEventId"]} if e.get("recurringEventId") else {}),
     }
 
 
@@ -147,15 +162,22 @@ class CreateEvent(_Cal):
     attendees: list[str] | None = Field(default=None, description="Guest email addresses")
     addMeet: bool = Field(default=False, description="Attach a new Google Meet video link")
     sendUpdates: SendUpdates = Field(default="all", description="Email invitations to guests")
+    recurrence: list[str] | None = Field(
+        default=None,
+        max_length=10,
+        description="Make it recurring: RFC 5545 lines, e.g. ['RRULE:FREQ=WEEKLY;BYDAY=MO;COUNT=10'] "
+        "(needs timeZone unless start is a date)",
+    )
 
 
 @tool(
     "calendar_create_event",
-    "Create (schedule, book) a Google Calendar event or meeting and invite guests.",
+    "Create (schedule, book) a Google Calendar event or meeting, one-off or recurring, and invite guests.",
     CreateEvent,
     scopes=_SCOPES,
 )
 async def create_event(args: CreateEvent, ctx: Any) -> Any:
+    _check_recurrence(args.recurrence, args.start, args.timeZone)
     body = compact(
         {
             "summary": args.summary,
@@ -164,6 +186,7 @@ async def create_event(args: CreateEvent, ctx: Any) -> Any:
             "description": args.description,
             "location": args.location,
             "attendees": [{"email": a} for a in args.attendees] if args.attendees else None,
+            "recurrence": args.recurrence,
             "conferenceData": (
                 {
                     "createRequest": {
@@ -337,6 +360,41 @@ async def move_event(args: MoveEvent, ctx: Any) -> Any:
     return _event(moved)
 
 
+class Instances(EventRef):
+    timeMin: str | None = Field(
+        default=None, description="Occurrences ending after this RFC 3339 time (default: now)"
+    )
+    timeMax: str | None = Field(default=None, description="Occurrences starting before this RFC 3339 time")
+    limit: int = Field(default=25, ge=1, le=2500, description="Occurrences per page")
+    pageToken: str | None = Field(default=None, description="Cursor from the previous page")
+
+
+@tool(
+    "calendar_list_event_instances",
+    "List the occurrences of a recurring Google Calendar event, from now on unless timeMin says otherwise.",
+    Instances,
+    scopes=_SCOPES,
+)
+async def list_event_instances(args: Instances, ctx: Any) -> Any:
+    time_min = args.timeMin or _now()
+    page = await api(
+        ctx,
+        "GET",
+        f"{_events(args.calendarId)}/{args.eventId}/instances",
+        params={
+            "timeMin": time_min,
+            "timeMax": args.timeMax,
+            "maxResults": args.limit,
+            "pageToken": args.pageToken,
+        },
+    )
+    return {
+        "events": [_event(e) for e in page.get("items", [])],
+        "timeMin": time_min,
+        "nextPageToken": page.get("nextPageToken"),
+    }
+
+
 TOOLS = [
     list_calendars,
     list_events,
@@ -348,4 +406,5 @@ TOOLS = [
     find_free_busy,
     respond_to_event,
     move_event,
+    list_event_instances,
 ]

@@ -7,6 +7,7 @@ List tools take `limit` and `pageToken` and return `nextPageToken`.
 
 from __future__ import annotations
 
+import base64
 import json
 import uuid
 from typing import Any, Literal
@@ -138,7 +139,8 @@ class ReadFile(FileRef):
 @tool(
     "google_drive_read_file",
     "Read a Google Drive file's contents as text: Docs and Slides as plain text, text files as is, and "
-    "a Google Sheet's first sheet only, as CSV (sheets_read_range reads any sheet).",
+    "a Google Sheet's first sheet only, as CSV (sheets_read_range reads any sheet); "
+    "google_drive_download_file gets PDFs and other binary files.",
     ReadFile,
     scopes=_SCOPES,
 )
@@ -153,7 +155,7 @@ async def read_file(args: ReadFile, ctx: Any) -> Any:
         resp = await api_response(ctx, "GET", f"{FILES}/{args.fileId}", params={"alt": "media", **_ALL})
     else:
         raise ToolError(
-            f"'{meta.get('name')}' is {mime or 'binary'}; only Google Docs/Sheets/Slides and text files can be read as text."
+            f"'{meta.get('name')}' is {mime or 'binary'}; only Google Docs/Sheets/Slides and text files can be read as text; google_drive_download_file returns its bytes."
         )
     return {**pick(meta, "id", "name", "mimeType"), "content": trim(resp.text, args.maxChars)}
 
@@ -369,6 +371,89 @@ async def list_permissions(args: FileRef, ctx: Any) -> Any:
     }
 
 
+# -- binary download, shared drives ----------------------------------------------------------------
+
+_MAX_DOWNLOAD = 5_000_000  # bytes returned (as base64: about 6.7 MB of text)
+_EXPORT_AS = {
+    "pdf": "application/pdf",
+    "docx": "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+    "xlsx": "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+    "pptx": "application/vnd.openxmlformats-officedocument.presentationml.presentation",
+}
+
+
+class Download(FileRef):
+    exportAs: Literal["pdf", "docx", "xlsx", "pptx"] = Field(
+        default="pdf", description="Format for a Google Doc/Sheet/Slides file (ignored for other files)"
+    )
+
+
+@tool(
+    "google_drive_download_file",
+    "Download a Google Drive file's bytes as base64 (PDFs, images, Office files; Google Docs exported, "
+    "e.g. as PDF); up to 5 MB.",
+    Download,
+    scopes=_SCOPES,
+)
+async def download_file(args: Download, ctx: Any) -> Any:
+    meta = await api(ctx, "GET", f"{FILES}/{args.fileId}", params={"fields": "id,name,mimeType,size", **_ALL})
+    mime = meta.get("mimeType", "")
+    if mime == FOLDER:
+        raise ToolError(f"'{meta.get('name')}' is a folder; list it with google_drive_list_files.")
+    if mime.startswith(_GOOGLE):
+        mime = _EXPORT_AS[args.exportAs]
+        resp = await api_response(ctx, "GET", f"{FILES}/{args.fileId}/export", params={"mimeType": mime})
+    else:
+        if int(meta.get("size") or 0) > _MAX_DOWNLOAD:
+            raise ToolError(
+                f"'{meta.get('name')}' is {meta.get('size')} bytes; this tool returns at most {_MAX_DOWNLOAD} bytes."
+            )
+        resp = await api_response(ctx, "GET", f"{FILES}/{args.fileId}", params={"alt": "media", **_ALL})
+    data = resp.content
+    if len(data) > _MAX_DOWNLOAD:
+        raise ToolError(
+            f"'{meta.get('name')}' is {len(data)} bytes as {mime}; this tool returns at most {_MAX_DOWNLOAD} bytes."
+        )
+    return {
+        **pick(meta, "id", "name"),
+        "mimeType": mime,
+        "size": len(data),
+        "contentBase64": base64.b64encode(data).decode(),
+    }
+
+
+class ListDrives(BaseModel):
+    q: str | None = Field(
+        default=None, description="Drive search on shared drives, e.g. \"name contains 'Sales'\""
+    )
+    limit: int = Field(default=50, ge=1, le=100, description="Shared drives per page")
+    pageToken: str | None = Field(default=None, description="Cursor from the previous page")
+
+
+@tool(
+    "google_drive_list_shared_drives",
+    "List the shared drives (team drives) the user is a member of; their ids work as folderId.",
+    ListDrives,
+    scopes=_SCOPES,
+)
+async def list_shared_drives(args: ListDrives, ctx: Any) -> Any:
+    page = await api(
+        ctx,
+        "GET",
+        "/drive/v3/drives",
+        params={
+            "q": args.q,
+            "pageSize": args.limit,
+            "pageToken": args.pageToken,
+            "fields": "nextPageToken,drives(id,name,createdTime,hidden)",
+        },
+    )
+    return {
+        "drives": pick_many(page.get("drives"), "id", "name", "createdTime", "hidden"),
+        "nextPageToken": page.get("nextPageToken"),
+    }
+
+
 TOOLS = [
     list_files,
     search,
@@ -382,4 +467,6 @@ TOOLS = [
     trash_file,
     share_file,
     list_permissions,
+    download_file,
+    list_shared_drives,
 ]

@@ -16,7 +16,7 @@ from email.message import EmailMessage
 from typing import Any
 
 from pydantic import BaseModel, Field
-from workbench.sdk import api, compact, pick, pick_many, trim
+from workbench.sdk import ToolError, api, compact, pick, pick_many, trim
 from workbench.tools import tool
 
 # Every tool works with the one scope the manifest asks for (the discovery document lists it
@@ -99,6 +99,7 @@ def _raw(
     cc: list[str] | None = None,
     bcc: list[str] | None = None,
     extra: dict[str, str] | None = None,
+    attachments: list[Attachment] | None = None,
 ) -> str:
     msg = EmailMessage()
     msg["To"] = ", ".join(to)
@@ -110,7 +111,38 @@ def _raw(
     for name, value in (extra or {}).items():
         msg[name] = value
     msg.set_content(body)
+    for a in attachments or []:
+        maintype, _, subtype = a.mimeType.partition("/")
+        msg.add_attachment(a.data(), maintype=maintype, subtype=subtype, filename=a.filename)
     return base64.urlsafe_b64encode(msg.as_bytes()).decode()
+
+
+_MAX_ATTACH = 18_000_000  # bytes in all: Gmail's 25 MB send limit applies after base64 (x4/3)
+
+
+class Attachment(BaseModel):
+    filename: str = Field(min_length=1, max_length=255, description="File name shown to the recipient")
+    contentBase64: str = Field(
+        min_length=1, description="The file's bytes, base64-encoded (standard or URL-safe)"
+    )
+    mimeType: str = Field(
+        default="application/octet-stream",
+        pattern=r"^[\w.+-]+/[\w.+-]+$",
+        description="e.g. 'application/pdf'",
+    )
+
+    def data(self) -> bytes:
+        text = self.contentBase64.strip().replace("-", "+").replace("_", "/")
+        try:
+            return base64.b64decode(text + "=" * (-len(text) % 4), validate=True)
+        except ValueError as exc:
+            raise ToolError(f"attachment '{self.filename}': contentBase64 is not valid base64") from exc
+
+
+def _check_attachments(attachments: list[Attachment] | None) -> None:
+    total = sum(len(a.data()) for a in attachments or [])
+    if total > _MAX_ATTACH:
+        raise ToolError(f"attachments total {total} bytes; the limit is {_MAX_ATTACH} bytes.")
 
 
 class SearchMessages(BaseModel):
@@ -166,7 +198,7 @@ class MessageRef(BaseModel):
 
 @tool(
     "gmail_get_message",
-    "Read one Gmail email: headers, plain-text body and attachment list.",
+    "Read one Gmail email: headers, plain-text body and attachment list (gmail_get_attachment downloads one).",
     MessageRef,
     scopes=_SCOPES,
 )
@@ -195,16 +227,20 @@ class Compose(BaseModel):
     body: str = Field(description="Plain-text body")
     cc: list[str] | None = Field(default=None, description="Cc addresses")
     bcc: list[str] | None = Field(default=None, description="Bcc addresses")
+    attachments: list[Attachment] | None = Field(
+        default=None, max_length=20, description="Files to attach (at most 18 MB in all)"
+    )
 
 
 @tool(
     "gmail_send_email",
-    "Send an email (mail, message) from the connected Gmail account.",
+    "Send an email (mail, message), with optional file attachments, from the connected Gmail account.",
     Compose,
     scopes=_SCOPES,
 )
 async def send_email(args: Compose, ctx: Any) -> Any:
-    raw = _raw(args.to, args.subject, args.body, args.cc, args.bcc)
+    _check_attachments(args.attachments)
+    raw = _raw(args.to, args.subject, args.body, args.cc, args.bcc, attachments=args.attachments)
     sent = await api(ctx, "POST", f"{ME}/messages/send", json={"raw": raw})
     return pick(sent, "id", "threadId", "labelIds")
 
@@ -222,6 +258,13 @@ class Reply(BaseModel):
     scopes=_SCOPES,
 )
 async def reply_to_message(args: Reply, ctx: Any) -> Any:
+    raw, thread_id = await _reply(ctx, args)
+    sent = await api(ctx, "POST", f"{ME}/messages/send", json={"raw": raw, "threadId": thread_id})
+    return pick(sent, "id", "threadId", "labelIds")
+
+
+async def _reply(ctx: Any, args: Reply) -> tuple[str, Any]:
+    """The reply's raw RFC 2822 text (threading headers set) and the thread to put it in."""
     original = await api(
         ctx,
         "GET",
@@ -240,10 +283,19 @@ async def reply_to_message(args: Reply, ctx: Any) -> Any:
     message_id = h.get("message-id", "")
     threading = {"In-Reply-To": message_id, "References": f"{h.get('references', '')} {message_id}".strip()}
     raw = _raw(to, subject, args.body, cc, extra=threading if message_id else None)
-    sent = await api(
-        ctx, "POST", f"{ME}/messages/send", json={"raw": raw, "threadId": original.get("threadId")}
-    )
-    return pick(sent, "id", "threadId", "labelIds")
+    return raw, original.get("threadId")
+
+
+@tool(
+    "gmail_create_reply_draft",
+    "Save a reply to a Gmail email as a draft in its thread (to review and send later).",
+    Reply,
+    scopes=_SCOPES,
+)
+async def create_reply_draft(args: Reply, ctx: Any) -> Any:
+    raw, thread_id = await _reply(ctx, args)
+    draft = await api(ctx, "POST", f"{ME}/drafts", json={"message": {"raw": raw, "threadId": thread_id}})
+    return pick(draft, "id", "message.id", "message.threadId")
 
 
 @tool(
@@ -253,7 +305,8 @@ async def reply_to_message(args: Reply, ctx: Any) -> Any:
     scopes=_SCOPES,
 )
 async def create_draft(args: Compose, ctx: Any) -> Any:
-    raw = _raw(args.to, args.subject, args.body, args.cc, args.bcc)
+    _check_attachments(args.attachments)
+    raw = _raw(args.to, args.subject, args.body, args.cc, args.bcc, attachments=args.attachments)
     draft = await api(ctx, "POST", f"{ME}/drafts", json={"message": {"raw": raw}})
     return pick(draft, "id", "message.id", "message.threadId")
 
@@ -331,6 +384,102 @@ async def get_profile(args: NoArgs, ctx: Any) -> Any:
     return pick(profile, "emailAddress", "messagesTotal", "threadsTotal")
 
 
+# -- attachments, threads, labels ------------------------------------------------------------------
+
+_MAX_DOWNLOAD = 5_000_000  # bytes of one attachment returned (as base64: about 6.7 MB of text)
+
+
+class AttachmentRef(MessageRef):
+    attachmentId: str = Field(description="attachmentId from gmail_get_message's attachment list")
+
+
+@tool(
+    "gmail_get_attachment",
+    "Download a Gmail attachment as base64 (up to 5 MB; a larger one is refused with its size).",
+    AttachmentRef,
+    scopes=_SCOPES,
+)
+async def get_attachment(args: AttachmentRef, ctx: Any) -> Any:
+    body = await api(ctx, "GET", f"{ME}/messages/{args.id}/attachments/{args.attachmentId}")
+    size = body.get("size")
+    if isinstance(size, int) and size > _MAX_DOWNLOAD:
+        raise ToolError(f"The attachment is {size} bytes; this tool returns at most {_MAX_DOWNLOAD} bytes.")
+    data = body.get("data") or ""
+    raw = base64.urlsafe_b64decode(data + "=" * (-len(data) % 4))
+    if len(raw) > _MAX_DOWNLOAD:
+        raise ToolError(
+            f"The attachment is {len(raw)} bytes; this tool returns at most {_MAX_DOWNLOAD} bytes."
+        )
+    return {
+        "attachmentId": args.attachmentId,
+        "size": len(raw),
+        "contentBase64": base64.b64encode(raw).decode(),
+    }
+
+
+class SearchThreads(BaseModel):
+    q: str = Field(
+        default="", description="Gmail search, e.g. 'from:ada@example.com newer_than:7d' ('' for all)"
+    )
+    labelIds: list[str] | None = Field(default=None, description="Only threads with all these labels")
+    limit: int = Field(default=10, ge=1, le=50, description="Threads per page")
+    pageToken: str | None = Field(default=None, description="Cursor from the previous page")
+
+
+@tool(
+    "gmail_search_threads",
+    "Search (list) Gmail conversations (threads) with Gmail query syntax; returns thread ids and snippets.",
+    SearchThreads,
+    scopes=_SCOPES,
+)
+async def search_threads(args: SearchThreads, ctx: Any) -> Any:
+    page = await api(
+        ctx,
+        "GET",
+        f"{ME}/threads",
+        params={
+            "q": args.q or None,
+            "labelIds": args.labelIds,
+            "maxResults": args.limit,
+            "pageToken": args.pageToken,
+        },
+    )
+    return {
+        "threads": [
+            {"id": t.get("id"), "snippet": html.unescape(t.get("snippet") or "")}
+            for t in page.get("threads") or []
+        ],
+        "nextPageToken": page.get("nextPageToken"),
+        "resultSizeEstimate": page.get("resultSizeEstimate"),
+    }
+
+
+class CreateLabel(BaseModel):
+    name: str = Field(min_length=1, max_length=225, description="Label name; 'Parent/Child' nests it")
+    showInMessageList: bool = Field(default=True, description="Show the label on messages in the list")
+    showInLabelList: bool = Field(default=True, description="Show the label in the label list")
+
+
+@tool(
+    "gmail_create_label",
+    "Create a Gmail label (its id then works with gmail_modify_labels).",
+    CreateLabel,
+    scopes=_SCOPES,
+)
+async def create_label(args: CreateLabel, ctx: Any) -> Any:
+    label = await api(
+        ctx,
+        "POST",
+        f"{ME}/labels",
+        json={
+            "name": args.name,
+            "messageListVisibility": "show" if args.showInMessageList else "hide",
+            "labelListVisibility": "labelShow" if args.showInLabelList else "labelHide",
+        },
+    )
+    return pick(label, "id", "name", "type")
+
+
 TOOLS = [
     search_messages,
     get_message,
@@ -344,4 +493,8 @@ TOOLS = [
     modify_labels,
     trash_message,
     get_profile,
+    get_attachment,
+    search_threads,
+    create_reply_draft,
+    create_label,
 ]
