@@ -313,6 +313,305 @@ CASES = [
 ]
 
 
+AG = f"{GW}/ex/jira/{CLOUD}/rest/agile/1.0"
+C = {"cloudId": CLOUD}
+WORKLOG = {
+    "id": "100028",
+    "author": {"accountId": "5b10a2844c20165700ede21g", "displayName": "Mia Krystof"},
+    "comment": {
+        "type": "doc",
+        "version": 1,
+        "content": [{"type": "paragraph", "content": [{"type": "text", "text": "I did some work here."}]}],
+    },
+    "started": "2021-01-17T12:34:00.000+0000",
+    "timeSpent": "3h 20m",
+    "timeSpentSeconds": 12000,
+    "issueId": "10002",
+}
+WORKLOG_SHAPED = {
+    "id": "100028",
+    "author_displayName": "Mia Krystof",
+    "timeSpent": "3h 20m",
+    "timeSpentSeconds": 12000,
+    "started": "2021-01-17T12:34:00.000+0000",
+    "comment": "I did some work here.",
+}
+
+CASES += [
+    Case(
+        "jira_list_issue_types",
+        {**C, "projectKey": "ED"},
+        [
+            Call(
+                "GET",
+                f"{J}/issue/createmeta/ED/issuetypes",
+                {"startAt": 0, "maxResults": 50},
+                response={
+                    "issueTypes": [
+                        {
+                            "id": "10001",
+                            "name": "Bug",
+                            "subtask": False,
+                            "description": "A problem",
+                            "iconUrl": "x",
+                        },
+                        {"id": "10003", "name": "Sub-task", "subtask": True, "description": ""},
+                    ],
+                    "maxResults": 50,
+                    "startAt": 0,
+                    "total": 2,
+                },
+            )
+        ],
+        {
+            "issueTypes": [
+                {"id": "10001", "name": "Bug", "subtask": False, "description": "A problem"},
+                {"id": "10003", "name": "Sub-task", "subtask": True, "description": ""},
+            ],
+            "nextStartAt": None,
+        },
+    ),
+    Case(
+        "jira_get_create_fields",
+        {**C, "projectKey": "ED", "issueTypeId": "10001", "limit": 2},
+        [
+            Call(
+                "GET",
+                f"{J}/issue/createmeta/ED/issuetypes/10001",
+                {"startAt": 0, "maxResults": 2},
+                response={
+                    "fields": [
+                        {
+                            "fieldId": "summary",
+                            "name": "Summary",
+                            "required": True,
+                            "schema": {"type": "string", "system": "summary"},
+                            "hasDefaultValue": False,
+                        },
+                        {
+                            "fieldId": "priority",
+                            "name": "Priority",
+                            "required": False,
+                            "schema": {"type": "priority"},
+                            "hasDefaultValue": True,
+                            "allowedValues": [{"id": "1", "name": "Highest"}, {"id": "3", "name": "Medium"}],
+                        },
+                    ],
+                    "maxResults": 2,
+                    "startAt": 0,
+                    "total": 5,
+                },
+            )
+        ],
+        {
+            "fields": [
+                {
+                    "fieldId": "summary",
+                    "name": "Summary",
+                    "required": True,
+                    "schema_type": "string",
+                    "schema_items": None,
+                    "hasDefaultValue": False,
+                    "allowedValues": None,
+                },
+                {
+                    "fieldId": "priority",
+                    "name": "Priority",
+                    "required": False,
+                    "schema_type": "priority",
+                    "schema_items": None,
+                    "hasDefaultValue": True,
+                    "allowedValues": ["Highest", "Medium"],
+                },
+            ],
+            "nextStartAt": 2,
+        },
+    ),
+    Case(
+        "jira_list_link_types",
+        C,
+        [
+            Call(
+                "GET",
+                f"{J}/issueLinkType",
+                response={
+                    "issueLinkTypes": [
+                        {
+                            "id": "1000",
+                            "name": "Blocks",
+                            "inward": "is blocked by",
+                            "outward": "blocks",
+                            "self": "x",
+                        }
+                    ]
+                },
+            )
+        ],
+        {"linkTypes": [{"id": "1000", "name": "Blocks", "inward": "is blocked by", "outward": "blocks"}]},
+    ),
+    Case(
+        "jira_link_issues",
+        {
+            **C,
+            "type": "Blocks",
+            "outwardIssue": "ED-1",
+            "inwardIssue": "ED-2",
+            "comment": "Needs the API first",
+        },
+        [
+            Call(
+                "POST",
+                f"{J}/issueLink",
+                json={
+                    "type": {"name": "Blocks"},
+                    "outwardIssue": {"key": "ED-1"},
+                    "inwardIssue": {"key": "ED-2"},
+                    "comment": {
+                        "body": {
+                            "type": "doc",
+                            "version": 1,
+                            "content": [
+                                {
+                                    "type": "paragraph",
+                                    "content": [{"type": "text", "text": "Needs the API first"}],
+                                }
+                            ],
+                        }
+                    },
+                },
+                status=201,
+            )
+        ],
+        {"linked": True, "type": "Blocks", "outwardIssue": "ED-1", "inwardIssue": "ED-2"},
+    ),
+    Case(
+        "jira_list_worklogs",
+        {**C, "issueKey": "ED-1", "limit": 1},
+        [
+            Call(
+                "GET",
+                f"{J}/issue/ED-1/worklog",
+                {"startAt": 0, "maxResults": 1},
+                response={"startAt": 0, "maxResults": 1, "total": 3, "worklogs": [WORKLOG]},
+            )
+        ],
+        {"worklogs": [WORKLOG_SHAPED], "total": 3, "nextStartAt": 1},
+    ),
+    Case(
+        "jira_add_worklog",
+        {
+            **C,
+            "issueKey": "ED-1",
+            "timeSpent": "3h 20m",
+            "started": "2021-01-17T12:34:00.000+0000",
+            "comment": "I did some work here.",
+        },
+        [
+            Call(
+                "POST",
+                f"{J}/issue/ED-1/worklog",
+                json={
+                    "timeSpent": "3h 20m",
+                    "started": "2021-01-17T12:34:00.000+0000",
+                    "comment": WORKLOG["comment"],
+                },
+                status=201,
+                response=WORKLOG,
+            )
+        ],
+        WORKLOG_SHAPED,
+    ),
+    Case(
+        "jira_list_boards",
+        {**C, "projectKey": "ED", "type": "scrum"},
+        [
+            Call(
+                "GET",
+                f"{AG}/board",
+                {"projectKeyOrId": "ED", "type": "scrum", "startAt": 0, "maxResults": 50},
+                response={
+                    "maxResults": 50,
+                    "startAt": 0,
+                    "isLast": True,
+                    "values": [
+                        {
+                            "id": 84,
+                            "name": "ED board",
+                            "type": "scrum",
+                            "location": {"projectKey": "ED", "projectId": 10000},
+                        }
+                    ],
+                },
+            )
+        ],
+        {
+            "boards": [{"id": 84, "name": "ED board", "type": "scrum", "location_projectKey": "ED"}],
+            "nextStartAt": None,
+        },
+    ),
+    Case(
+        "jira_list_sprints",
+        {**C, "boardId": 84, "state": ["active", "future"], "limit": 1},
+        [
+            Call(
+                "GET",
+                f"{AG}/board/84/sprint",
+                {"state": "active,future", "startAt": 0, "maxResults": 1},
+                response={
+                    "maxResults": 1,
+                    "startAt": 0,
+                    "isLast": False,
+                    "values": [
+                        {
+                            "id": 37,
+                            "name": "Sprint 7",
+                            "state": "active",
+                            "startDate": "2024-05-01T08:00:00.000Z",
+                            "endDate": "2024-05-15T08:00:00.000Z",
+                            "goal": "Ship search",
+                            "originBoardId": 84,
+                        }
+                    ],
+                },
+            )
+        ],
+        {
+            "sprints": [
+                {
+                    "id": 37,
+                    "name": "Sprint 7",
+                    "state": "active",
+                    "startDate": "2024-05-01T08:00:00.000Z",
+                    "endDate": "2024-05-15T08:00:00.000Z",
+                    "completeDate": None,
+                    "goal": "Ship search",
+                }
+            ],
+            "nextStartAt": 1,
+        },
+    ),
+    Case(
+        "jira_list_sprint_issues",
+        {**C, "sprintId": 37, "jql": "status != Done"},
+        [
+            Call(
+                "GET",
+                f"{AG}/sprint/37/issue",
+                {"jql": "status != Done", "fields": FIELDS, "startAt": 0, "maxResults": 50},
+                response={"startAt": 0, "maxResults": 50, "total": 1, "issues": [ISSUE]},
+            )
+        ],
+        {"issues": [SHAPED], "total": 1, "nextStartAt": None},
+    ),
+    Case(
+        "jira_move_issues_to_sprint",
+        {**C, "sprintId": 37, "issueKeys": ["ED-1", "ED-2"]},
+        [Call("POST", f"{AG}/sprint/37/issue", json={"issues": ["ED-1", "ED-2"]}, status=204)],
+        {"sprintId": 37, "moved": ["ED-1", "ED-2"]},
+    ),
+]
+
+
 def test_every_tool_has_a_case() -> None:
     from workbench_plugins.atlassian_jira.tools import TOOLS
 

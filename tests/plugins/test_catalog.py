@@ -125,6 +125,8 @@ ORDERING: dict[str, Callable[[Call], bool]] = {
     "github_list_pr_review_comments": lambda c: not {"sort", "direction"} & set(_q(c)),
     "github_list_workflow_runs": lambda c: not {"sort", "direction"} & set(_q(c)),
     "jira_list_comments": lambda c: _q(c).get("orderBy") == "-created",
+    # Jira returns an issue's worklogs in the order they were created.
+    "jira_list_worklogs": lambda c: "orderBy" not in _q(c),
     # Slack's conversations.history is newest first by default.
     "slack_get_channel_history": lambda c: "inclusive" not in _q(c),
     # Upcoming events from now on, by start time, recurring events expanded (orderBy needs it).

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import httpx
 import pytest
 from workbench_plugins.slack import tools as slack_tools
 
-from tests.plugins.catalog_support import Call, Case, Plugin, check_catalog, run_case, run_tool
+from tests.plugins.catalog_support import ANY, Call, Case, Plugin, check_catalog, run_case, run_tool
 
 PLUGIN = Plugin("slack")
 
@@ -351,6 +352,108 @@ CASES = [
 ]
 
 
+UPLOAD_URL = "https://files.slack.com/upload/v1/CwABAAAAXgsAAgAAAA4CAA"
+
+
+def check_uploaded_bytes(request: httpx.Request) -> None:
+    assert request.content == b"name,total\nada,3\n"
+    assert request.headers["content-type"] == "application/octet-stream"
+
+
+CASES += [
+    Case(
+        "slack_open_dm",
+        {"users": ["W1234567890"]},
+        [
+            Call(
+                "POST",
+                f"{API}/conversations.open",
+                json={"users": "W1234567890", "return_im": True},
+                response={"ok": True, "no_op": True, "already_open": True, "channel": {"id": "D069C7QFK"}},
+            )
+        ],
+        {"channel": "D069C7QFK", "alreadyOpen": True},
+    ),
+    Case(
+        "slack_get_channel_info",
+        {"channel": "C012AB3CD"},
+        [
+            Call(
+                "GET",
+                f"{API}/conversations.info",
+                {"channel": "C012AB3CD", "include_num_members": "true"},
+                response={
+                    "ok": True,
+                    "channel": {
+                        **CHANNEL,
+                        "created": 1449252889,
+                        "creator": "W012A3BCD",
+                        "is_im": False,
+                        "is_mpim": False,
+                    },
+                },
+            )
+        ],
+        {**CHANNEL_SHAPED, "created": 1449252889, "creator": "W012A3BCD", "is_im": False, "is_mpim": False},
+    ),
+    Case(
+        "slack_upload_file",
+        {
+            "channel": "C012AB3CD",
+            "filename": "totals.csv",
+            "content": "name,total\nada,3\n",
+            "initialComment": "Totals",
+        },
+        [
+            Call(
+                "POST",
+                f"{API}/files.getUploadURLExternal",
+                form=[("filename", "totals.csv"), ("length", "17")],
+                response={"ok": True, "upload_url": UPLOAD_URL, "file_id": "F123ABC456"},
+            ),
+            Call(
+                "POST",
+                "https://files.slack.com/upload/v1/CwABAAAAXgsAAgAAAA4CAA",
+                json=ANY,
+                check=check_uploaded_bytes,
+                response="OK - 17",
+            ),
+            Call(
+                "POST",
+                f"{API}/files.completeUploadExternal",
+                json={
+                    "files": [{"id": "F123ABC456", "title": "totals.csv"}],
+                    "channel_id": "C012AB3CD",
+                    "initial_comment": "Totals",
+                },
+                response={
+                    "ok": True,
+                    "files": [
+                        {
+                            "id": "F123ABC456",
+                            "name": "totals.csv",
+                            "title": "totals.csv",
+                            "permalink": "https://example.slack.com/files/U1/F123ABC456/totals.csv",
+                        }
+                    ],
+                },
+            ),
+        ],
+        {
+            "ok": True,
+            "files": [
+                {
+                    "id": "F123ABC456",
+                    "title": "totals.csv",
+                    "name": "totals.csv",
+                    "permalink": "https://example.slack.com/files/U1/F123ABC456/totals.csv",
+                }
+            ],
+        },
+    ),
+]
+
+
 def test_every_tool_has_a_case() -> None:
     from workbench_plugins.slack.tools import TOOLS
 
@@ -400,3 +503,65 @@ async def test_http_error_is_a_tool_error(tmp_path: Path) -> None:
         [Call("GET", f"{API}/users.info", {"user": "U1"}, status=500, response="upstream exploded")],
     )
     assert out == {"results": [{"error": "slack API error 500: upstream exploded"}]}
+
+
+@pytest.mark.parametrize(
+    ("args", "error"),
+    [
+        ({}, "Give exactly one of content (text) or contentBase64 (binary)."),
+        (
+            {"content": "a", "contentBase64": "YQ=="},
+            "Give exactly one of content (text) or contentBase64 (binary).",
+        ),
+        ({"contentBase64": "%%%"}, "contentBase64 is not valid base64."),
+        ({"content": ""}, "The file is empty; Slack does not take empty files."),
+        (
+            {"content": "x" * 10_000_001},
+            "The file is 10000001 bytes; this tool uploads at most 10000000 bytes.",
+        ),
+    ],
+)
+async def test_upload_refuses_bad_content_before_any_request(tmp_path: Path, args: dict, error: str) -> None:
+    out = await run_tool(
+        PLUGIN, tmp_path, "slack_upload_file", {"channel": "C1", "filename": "f", **args}, []
+    )
+    assert out == {"results": [{"error": error}]}
+
+
+async def test_upload_never_sends_the_token_off_slack(tmp_path: Path) -> None:
+    out = await run_tool(
+        PLUGIN,
+        tmp_path,
+        "slack_upload_file",
+        {"channel": "C1", "filename": "f.bin", "contentBase64": "AAEC"},
+        [
+            Call(
+                "POST",
+                f"{API}/files.getUploadURLExternal",
+                form=[("filename", "f.bin"), ("length", "3")],
+                response={"ok": True, "upload_url": "https://evil.example/upload", "file_id": "F1"},
+            )
+        ],
+    )
+    assert out == {
+        "results": [{"error": "Slack answered with an upload URL outside files.slack.com; not uploading."}]
+    }
+
+
+async def test_upload_passes_slack_refusal_through(tmp_path: Path) -> None:
+    refusal = {"ok": False, "error": "missing_scope", "needed": "files:write"}
+    out = await run_tool(
+        PLUGIN,
+        tmp_path,
+        "slack_upload_file",
+        {"channel": "C1", "filename": "f.txt", "content": "hi"},
+        [
+            Call(
+                "POST",
+                f"{API}/files.getUploadURLExternal",
+                form=[("filename", "f.txt"), ("length", "2")],
+                response=refusal,
+            )
+        ],
+    )
+    assert out == {"results": [{"result": refusal}]}

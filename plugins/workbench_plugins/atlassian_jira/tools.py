@@ -6,7 +6,7 @@ Rich text (descriptions, comments) is Atlassian Document Format in v3: tools acc
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 from workbench.sdk import ToolError, api, compact, pick, pick_many, trim
@@ -366,6 +366,304 @@ async def find_users(args: FindUsers, ctx: Any) -> Any:
     return {"users": pick_many(users, "accountId", "displayName", "emailAddress", "active")}
 
 
+# -- creating issues: types and fields per project -------------------------------------------------
+
+
+def _offset_page(page: Any, start: int, key: str) -> tuple[list[Any], int | None]:
+    """A startAt/maxResults page and the next offset (None on the last page)."""
+    items = page.get(key) or []
+    end = start + len(items)
+    if "isLast" in page:
+        return items, None if page["isLast"] else end
+    return items, end if end < (page.get("total") or 0) else None
+
+
+class _ProjectRef(SiteArgs):
+    projectKey: str = Field(description="Project key or id, e.g. 'ACME'")
+    limit: int = Field(default=50, ge=1, le=200, description="Results per page")
+    startAt: int = Field(default=0, ge=0, description="Offset (use nextStartAt)")
+
+
+@tool(
+    "jira_list_issue_types",
+    "List the issue types (Bug, Task, Story, Epic, Sub-task...) that can be created in a Jira project.",
+    _ProjectRef,
+    scopes=("read:jira-work",),
+)
+async def list_issue_types(args: _ProjectRef, ctx: Any) -> Any:
+    base = await site_path(ctx, args.cloudId, "jira")
+    page = await api(
+        ctx,
+        "GET",
+        f"{base}/rest/api/3/issue/createmeta/{args.projectKey}/issuetypes",
+        params={"startAt": args.startAt, "maxResults": args.limit},
+    )
+    types, nxt = _offset_page(page, args.startAt, "issueTypes")
+    return {"issueTypes": pick_many(types, "id", "name", "subtask", "description"), "nextStartAt": nxt}
+
+
+class CreateFields(_ProjectRef):
+    issueTypeId: str = Field(description="Issue type id (jira_list_issue_types)")
+
+
+@tool(
+    "jira_get_create_fields",
+    "List the fields of a Jira project's issue type when creating an issue: which are required, their "
+    "types and allowed values.",
+    CreateFields,
+    scopes=("read:jira-work",),
+)
+async def get_create_fields(args: CreateFields, ctx: Any) -> Any:
+    base = await site_path(ctx, args.cloudId, "jira")
+    page = await api(
+        ctx,
+        "GET",
+        f"{base}/rest/api/3/issue/createmeta/{args.projectKey}/issuetypes/{args.issueTypeId}",
+        params={"startAt": args.startAt, "maxResults": args.limit},
+    )
+    fields, nxt = _offset_page(page, args.startAt, "fields")
+    shaped = []
+    for f in fields:
+        allowed = [
+            v.get("name") or v.get("value") or v.get("id") for v in (f.get("allowedValues") or [])[:50]
+        ]
+        shaped.append(
+            {
+                **pick(f, "fieldId", "name", "required", "schema.type", "schema.items", "hasDefaultValue"),
+                "allowedValues": allowed or None,
+            }
+        )
+    return {"fields": shaped, "nextStartAt": nxt}
+
+
+# -- links and worklogs ----------------------------------------------------------------------------
+
+
+class ListLinkTypes(SiteArgs):
+    pass
+
+
+@tool(
+    "jira_list_link_types",
+    "List the Jira issue link types (Blocks, Duplicate, Relates...) with their inward and outward wording.",
+    ListLinkTypes,
+    scopes=("read:jira-work",),
+)
+async def list_link_types(args: ListLinkTypes, ctx: Any) -> Any:
+    base = await site_path(ctx, args.cloudId, "jira")
+    found = await api(ctx, "GET", f"{base}/rest/api/3/issueLinkType")
+    return {"linkTypes": pick_many(found.get("issueLinkTypes"), "id", "name", "inward", "outward")}
+
+
+class LinkIssues(SiteArgs):
+    type: str = Field(min_length=1, description="Link type name, e.g. 'Blocks' (jira_list_link_types)")
+    outwardIssue: str = Field(description="Issue on the outward side, e.g. the one that blocks ('ACME-1')")
+    inwardIssue: str = Field(description="Issue on the inward side, e.g. the one that is blocked ('ACME-2')")
+    comment: str | None = Field(default=None, description="Comment to add to the outward issue")
+
+
+@tool(
+    "jira_link_issues",
+    "Link two Jira issues (e.g. ACME-1 blocks ACME-2, duplicates, relates to).",
+    LinkIssues,
+    scopes=("write:jira-work",),
+)
+async def link_issues(args: LinkIssues, ctx: Any) -> Any:
+    base = await site_path(ctx, args.cloudId, "jira")
+    body: dict[str, Any] = {
+        "type": {"name": args.type},
+        "outwardIssue": {"key": args.outwardIssue},
+        "inwardIssue": {"key": args.inwardIssue},
+    }
+    if args.comment:
+        body["comment"] = {"body": to_adf(args.comment)}
+    await api(ctx, "POST", f"{base}/rest/api/3/issueLink", json=body)
+    return {
+        "linked": True,
+        "type": args.type,
+        "outwardIssue": args.outwardIssue,
+        "inwardIssue": args.inwardIssue,
+    }
+
+
+def _worklog(w: Any) -> dict[str, Any]:
+    return {
+        **pick(w, "id", "author.displayName", "timeSpent", "timeSpentSeconds", "started"),
+        "comment": trim(adf_text(w.get("comment")), 2_000),
+    }
+
+
+class ListWorklogs(_IssueRef):
+    limit: int = Field(default=50, ge=1, le=1000, description="Worklogs per page")
+    startAt: int = Field(default=0, ge=0, description="Offset (use nextStartAt)")
+
+
+@tool(
+    "jira_list_worklogs",
+    "List the time logged on a Jira issue (who, how long, when), oldest first.",
+    ListWorklogs,
+    scopes=("read:jira-work",),
+)
+async def list_worklogs(args: ListWorklogs, ctx: Any) -> Any:
+    base = await site_path(ctx, args.cloudId, "jira")
+    page = await api(
+        ctx,
+        "GET",
+        f"{base}/rest/api/3/issue/{args.issueKey}/worklog",
+        params={"startAt": args.startAt, "maxResults": args.limit},
+    )
+    logs, nxt = _offset_page(page, args.startAt, "worklogs")
+    return {"worklogs": [_worklog(w) for w in logs], "total": page.get("total"), "nextStartAt": nxt}
+
+
+class AddWorklog(_IssueRef):
+    timeSpent: str = Field(
+        pattern=r"^\s*(\d+(\.\d+)?[wdhm]\s*)+$",
+        description="Time spent in Jira's format, e.g. '3h 30m' or '1d'",
+    )
+    started: str | None = Field(
+        default=None,
+        pattern=r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}[+-]\d{4}$",
+        description="When the work started, e.g. '2024-05-01T09:00:00.000+0000' (default: now)",
+    )
+    comment: str | None = Field(default=None, description="What was done")
+
+
+@tool(
+    "jira_add_worklog",
+    "Log time spent on a Jira issue (a worklog), optionally with when it started and a comment.",
+    AddWorklog,
+    scopes=("write:jira-work",),
+)
+async def add_worklog(args: AddWorklog, ctx: Any) -> Any:
+    base = await site_path(ctx, args.cloudId, "jira")
+    body = compact(
+        {
+            "timeSpent": args.timeSpent.strip(),
+            "started": args.started,
+            "comment": to_adf(args.comment) if args.comment else None,
+        }
+    )
+    return _worklog(await api(ctx, "POST", f"{base}/rest/api/3/issue/{args.issueKey}/worklog", json=body))
+
+
+# -- boards and sprints (Jira Software Agile API) --------------------------------------------------
+
+
+class ListBoards(SiteArgs):
+    projectKey: str | None = Field(default=None, description="Only boards of this project (key or id)")
+    type: Literal["scrum", "kanban", "simple"] | None = Field(
+        default=None, description="Only this board type"
+    )
+    name: str | None = Field(default=None, description="Only boards whose name contains this")
+    limit: int = Field(default=50, ge=1, le=50, description="Boards per page (max 50)")
+    startAt: int = Field(default=0, ge=0, description="Offset (use nextStartAt)")
+
+
+@tool(
+    "jira_list_boards",
+    "List Jira Software boards (scrum and kanban), optionally for one project.",
+    ListBoards,
+    scopes=("read:jira-work",),
+)
+async def list_boards(args: ListBoards, ctx: Any) -> Any:
+    base = await site_path(ctx, args.cloudId, "jira")
+    page = await api(
+        ctx,
+        "GET",
+        f"{base}/rest/agile/1.0/board",
+        params={
+            "projectKeyOrId": args.projectKey,
+            "type": args.type,
+            "name": args.name,
+            "startAt": args.startAt,
+            "maxResults": args.limit,
+        },
+    )
+    boards, nxt = _offset_page(page, args.startAt, "values")
+    return {"boards": pick_many(boards, "id", "name", "type", "location.projectKey"), "nextStartAt": nxt}
+
+
+class ListSprints(SiteArgs):
+    boardId: int = Field(ge=1, description="Board id (jira_list_boards); must be a scrum board")
+    state: list[Literal["future", "active", "closed"]] | None = Field(
+        default=None, description="Only sprints in these states, e.g. ['active']"
+    )
+    limit: int = Field(default=50, ge=1, le=50, description="Sprints per page (max 50)")
+    startAt: int = Field(default=0, ge=0, description="Offset (use nextStartAt)")
+
+
+@tool(
+    "jira_list_sprints",
+    "List the sprints of a Jira scrum board (active, future, closed) with their dates and goals.",
+    ListSprints,
+    scopes=("read:jira-work",),
+)
+async def list_sprints(args: ListSprints, ctx: Any) -> Any:
+    base = await site_path(ctx, args.cloudId, "jira")
+    page = await api(
+        ctx,
+        "GET",
+        f"{base}/rest/agile/1.0/board/{args.boardId}/sprint",
+        params={
+            "state": ",".join(args.state) if args.state else None,
+            "startAt": args.startAt,
+            "maxResults": args.limit,
+        },
+    )
+    sprints, nxt = _offset_page(page, args.startAt, "values")
+    return {
+        "sprints": pick_many(sprints, "id", "name", "state", "startDate", "endDate", "completeDate", "goal"),
+        "nextStartAt": nxt,
+    }
+
+
+class SprintIssues(SiteArgs):
+    sprintId: int = Field(ge=1, description="Sprint id (jira_list_sprints)")
+    jql: str | None = Field(default=None, description="Extra JQL filter, e.g. 'status != Done'")
+    limit: int = Field(default=50, ge=1, le=100, description="Issues per page")
+    startAt: int = Field(default=0, ge=0, description="Offset (use nextStartAt)")
+
+
+@tool(
+    "jira_list_sprint_issues",
+    "List the issues in a Jira sprint, optionally filtered with JQL.",
+    SprintIssues,
+    scopes=("read:jira-work",),
+)
+async def list_sprint_issues(args: SprintIssues, ctx: Any) -> Any:
+    base = await site_path(ctx, args.cloudId, "jira")
+    page = await api(
+        ctx,
+        "GET",
+        f"{base}/rest/agile/1.0/sprint/{args.sprintId}/issue",
+        params={"jql": args.jql, "fields": _FIELDS, "startAt": args.startAt, "maxResults": args.limit},
+    )
+    issues, nxt = _offset_page(page, args.startAt, "issues")
+    return {"issues": [_issue(i) for i in issues], "total": page.get("total"), "nextStartAt": nxt}
+
+
+class MoveToSprint(SiteArgs):
+    sprintId: int = Field(ge=1, description="Sprint id to move the issues into")
+    issueKeys: list[str] = Field(
+        min_length=1, max_length=50, description="Issue keys, at most 50, e.g. ['ACME-1']"
+    )
+
+
+@tool(
+    "jira_move_issues_to_sprint",
+    "Move Jira issues (up to 50) into a sprint.",
+    MoveToSprint,
+    scopes=("write:jira-work",),
+)
+async def move_issues_to_sprint(args: MoveToSprint, ctx: Any) -> Any:
+    base = await site_path(ctx, args.cloudId, "jira")
+    await api(
+        ctx, "POST", f"{base}/rest/agile/1.0/sprint/{args.sprintId}/issue", json={"issues": args.issueKeys}
+    )
+    return {"sprintId": args.sprintId, "moved": args.issueKeys}
+
+
 TOOLS = [
     list_sites,
     search_issues,
@@ -379,4 +677,14 @@ TOOLS = [
     assign_issue,
     list_projects,
     find_users,
+    list_issue_types,
+    get_create_fields,
+    list_link_types,
+    link_issues,
+    list_worklogs,
+    add_worklog,
+    list_boards,
+    list_sprints,
+    list_sprint_issues,
+    move_issues_to_sprint,
 ]

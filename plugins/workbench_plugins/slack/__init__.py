@@ -26,10 +26,15 @@ manifest = Manifest(
             "reactions:write",
             "users:read",
             "users:read.email",
+            "im:write",
+            "mpim:write",
+            "files:write",
         ),
         scope_separator=",",
     ),
     base_url="https://slack.com/api",
     tool_prefix="slack_",
+    # slack_upload_file sends the bytes to the upload URL Slack hands out, on this host.
+    allowed_hosts=("files.slack.com",),
     curl_proxy=True,
 )

@@ -10,11 +10,13 @@ List methods take `limit` and `cursor` and return `nextCursor` (None on the last
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Callable
 from typing import Any
+from urllib.parse import urlsplit
 
 from pydantic import BaseModel, Field
-from workbench.sdk import api, compact, pick, pick_many, trim
+from workbench.sdk import ToolError, api, compact, pick, pick_many, trim
 from workbench.tools import tool
 
 
@@ -324,6 +326,113 @@ async def invite_to_channel(args: Invite, ctx: Any) -> Any:
     )
 
 
+class OpenDm(BaseModel):
+    users: list[str] = Field(
+        min_length=1, max_length=8, description="User ids (U…): one for a direct message, 2-8 for a group DM"
+    )
+
+
+@tool(
+    "slack_open_dm",
+    "Open (or find) a Slack direct message with one person or a group DM; returns the DM's channel id.",
+    OpenDm,
+    scopes=("im:write", "mpim:write"),
+)
+async def open_dm(args: OpenDm, ctx: Any) -> Any:
+    return await _slack(
+        ctx,
+        "conversations.open",
+        lambda b: {
+            "channel": (b.get("channel") or {}).get("id"),
+            "alreadyOpen": bool(b.get("already_open")),
+        },
+        json={"users": ",".join(args.users), "return_im": True},
+    )
+
+
+@tool(
+    "slack_get_channel_info",
+    "Get a Slack channel's details: name, topic, purpose, member count, private or archived.",
+    ChannelRef,
+    scopes=("channels:read", "groups:read", "im:read", "mpim:read"),
+)
+async def get_channel_info(args: ChannelRef, ctx: Any) -> Any:
+    return await _slack(
+        ctx,
+        "conversations.info",
+        lambda b: {**pick(b.get("channel"), *_CHANNEL, "created", "creator", "is_im", "is_mpim")},
+        params={"channel": args.channel, "include_num_members": "true"},
+    )
+
+
+_MAX_UPLOAD = 10_000_000  # bytes one call may upload
+
+
+class UploadFile(BaseModel):
+    channel: str = Field(description="Channel id (C…) or DM id (D…) to share the file in")
+    filename: str = Field(min_length=1, max_length=255, description="File name, e.g. 'report.csv'")
+    content: str | None = Field(default=None, description="Text content of the file (or give contentBase64)")
+    contentBase64: str | None = Field(
+        default=None, description="Binary content, base64-encoded (up to 10 MB)"
+    )
+    title: str | None = Field(
+        default=None, max_length=255, description="Title shown in Slack (default: filename)"
+    )
+    initialComment: str | None = Field(default=None, description="Message posted with the file")
+    threadTs: str | None = Field(default=None, description="Share it as a reply in this thread")
+
+
+def _upload_bytes(args: UploadFile) -> bytes:
+    if (args.content is None) == (args.contentBase64 is None):
+        raise ToolError("Give exactly one of content (text) or contentBase64 (binary).")
+    if args.content is not None:
+        data = args.content.encode()
+    else:
+        try:
+            data = base64.b64decode(str(args.contentBase64).strip(), validate=True)
+        except ValueError as exc:
+            raise ToolError("contentBase64 is not valid base64.") from exc
+    if not data:
+        raise ToolError("The file is empty; Slack does not take empty files.")
+    if len(data) > _MAX_UPLOAD:
+        raise ToolError(f"The file is {len(data)} bytes; this tool uploads at most {_MAX_UPLOAD} bytes.")
+    return data
+
+
+@tool(
+    "slack_upload_file",
+    "Upload a file (text or base64 bytes, up to 10 MB) and share it in a Slack channel, DM or thread.",
+    UploadFile,
+    scopes=("files:write",),
+)
+async def upload_file(args: UploadFile, ctx: Any) -> Any:
+    data = _upload_bytes(args)
+    # Slack's upload flow: reserve an upload URL, send the bytes there, then complete and share.
+    ticket = await api(
+        ctx, "POST", "/files.getUploadURLExternal", data={"filename": args.filename, "length": str(len(data))}
+    )
+    if not isinstance(ticket, dict) or not ticket.get("ok"):
+        return ticket
+    url = urlsplit(str(ticket.get("upload_url")))
+    if url.scheme != "https" or url.hostname != "files.slack.com":
+        # The credential goes along with the bytes: only to Slack's own upload host.
+        raise ToolError("Slack answered with an upload URL outside files.slack.com; not uploading.")
+    await api(
+        ctx, "POST", ticket["upload_url"], content=data, headers={"Content-Type": "application/octet-stream"}
+    )
+    return await _slack(
+        ctx,
+        "files.completeUploadExternal",
+        lambda b: {"ok": True, "files": pick_many(b.get("files"), "id", "title", "name", "permalink")},
+        json={
+            "files": [{"id": ticket["file_id"], "title": args.title or args.filename}],
+            "channel_id": args.channel,
+            "initial_comment": args.initialComment,
+            "thread_ts": args.threadTs,
+        },
+    )
+
+
 TOOLS = [
     send_message,
     list_channels,
@@ -339,4 +448,7 @@ TOOLS = [
     create_channel,
     join_channel,
     invite_to_channel,
+    open_dm,
+    get_channel_info,
+    upload_file,
 ]
