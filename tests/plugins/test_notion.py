@@ -18,6 +18,7 @@ from tests.plugins.catalog_support import (
     exchange_code,
     run_case,
     run_error,
+    run_tool,
     tool_names,
 )
 
@@ -472,6 +473,135 @@ CASES = [
 ]
 
 
+TODO_OUT = {
+    "id": "ac803deb-7b3a-4183-b40d-b8bd1e5d3f0c",
+    "type": "to_do",
+    "text": "Buy kale",
+    "checked": True,
+    "has_children": False,
+}
+HEADING = {"type": "heading_2", "heading_2": {"rich_text": [{"type": "text", "text": {"content": "Plan"}}]}}
+
+
+def para(n: int) -> dict:
+    return {
+        "object": "block",
+        "type": "paragraph",
+        "paragraph": {"rich_text": [{"type": "text", "text": {"content": f"p{n}"}}]},
+    }
+
+
+def made(n: int) -> dict:
+    return {
+        "object": "block",
+        "id": f"b{n}",
+        "type": "paragraph",
+        "has_children": False,
+        "paragraph": {"rich_text": [{"plain_text": f"p{n}"}]},
+    }
+
+
+CASES += [
+    Case(
+        "notion_append_blocks",
+        {"block_id": PAGE_ID, "children": [HEADING]},
+        [
+            Call(
+                "PATCH",
+                f"{API}/blocks/{PAGE_ID}/children",
+                json={"children": [HEADING]},
+                response={
+                    "object": "list",
+                    "results": [
+                        {
+                            **PARAGRAPH,
+                            "id": "h1",
+                            "type": "heading_2",
+                            "heading_2": {"rich_text": [{"plain_text": "Plan"}]},
+                        }
+                    ],
+                },
+                expect_headers=V,
+            )
+        ],
+        {"appended": 1, "blocks": [{"id": "h1", "type": "heading_2", "text": "Plan", "has_children": False}]},
+    ),
+    Case(
+        "notion_update_block",
+        {"block_id": TODO["id"], "text": "Buy kale and chard", "checked": False},
+        [
+            Call("GET", f"{API}/blocks/{TODO['id']}", response=TODO, expect_headers=V),
+            Call(
+                "PATCH",
+                f"{API}/blocks/{TODO['id']}",
+                json={
+                    "to_do": {
+                        "rich_text": [{"type": "text", "text": {"content": "Buy kale and chard"}}],
+                        "checked": False,
+                    }
+                },
+                response={
+                    **TODO,
+                    "to_do": {"rich_text": [{"plain_text": "Buy kale and chard"}], "checked": False},
+                },
+                expect_headers=V,
+            ),
+        ],
+        {**TODO_OUT, "text": "Buy kale and chard", "checked": False},
+    ),
+    Case(
+        "notion_delete_block",
+        {"block_id": PARAGRAPH["id"]},
+        [
+            Call(
+                "DELETE",
+                f"{API}/blocks/{PARAGRAPH['id']}",
+                response={**PARAGRAPH, "archived": True},
+                expect_headers=V,
+            )
+        ],
+        {"id": PARAGRAPH["id"], "archived": True},
+    ),
+    Case(
+        "notion_create_database",
+        {
+            "parent_page_id": PAGE_ID,
+            "title": "Grocery List",
+            "properties": {"Price": {"number": {"format": "dollar"}}},
+        },
+        [
+            Call(
+                "POST",
+                f"{API}/databases",
+                json={
+                    "parent": {"type": "page_id", "page_id": PAGE_ID},
+                    "title": [{"type": "text", "text": {"content": "Grocery List"}}],
+                    "is_inline": False,
+                    "properties": {"Name": {"title": {}}, "Price": {"number": {"format": "dollar"}}},
+                },
+                response={
+                    "object": "database",
+                    "id": DB_ID,
+                    "title": [{"type": "text", "plain_text": "Grocery List"}],
+                    "url": f"https://www.notion.so/{DB_ID.replace('-', '')}",
+                    "properties": {
+                        "Name": {"id": "title", "type": "title", "title": {}},
+                        "Price": {"id": "dia[", "type": "number", "number": {"format": "dollar"}},
+                    },
+                },
+                expect_headers=V,
+            )
+        ],
+        {
+            "id": DB_ID,
+            "title": "Grocery List",
+            "url": f"https://www.notion.so/{DB_ID.replace('-', '')}",
+            "properties": {"Name": "title", "Price": "number"},
+        },
+    ),
+]
+
+
 def test_every_tool_has_a_case() -> None:
     assert tool_names(notion_tools) == {c.tool for c in CASES}
 
@@ -544,3 +674,115 @@ async def test_connecting_sends_client_credentials_as_http_basic(tmp_path: Path)
     assert "client_secret" not in form
     assert form["grant_type"] == "authorization_code" and form["code"] == "code-123"
     assert tokens.credential == {"access_token": "secret_notion_tok", "token_type": "bearer"}
+
+
+async def test_append_more_than_100_blocks_in_order_batches(tmp_path: Path) -> None:
+    """250 blocks after an anchor: three requests of 100, 100, 50, each after the last block added."""
+    blocks = [para(n) for n in range(250)]
+    calls = []
+    after = "anchor"
+    for start in (0, 100, 200):
+        end = min(start + 100, 250)
+        calls.append(
+            Call(
+                "PATCH",
+                f"{API}/blocks/{PAGE_ID}/children",
+                json={"children": blocks[start:end], "after": after},
+                response={"object": "list", "results": [made(n) for n in range(start, end)]},
+                expect_headers=V,
+            )
+        )
+        after = f"b{end - 1}"
+    out = await run_tool(
+        PLUGIN,
+        tmp_path,
+        "notion_append_blocks",
+        {"block_id": PAGE_ID, "children": blocks, "after": "anchor"},
+        calls,
+    )
+    result = out["results"][0]["result"]
+    assert result["appended"] == 250 and [b["id"] for b in result["blocks"]] == [f"b{n}" for n in range(250)]
+
+
+async def test_append_text_and_create_page_batch_long_text(tmp_path: Path) -> None:
+    text = "\n\n".join(f"p{n}" for n in range(150))
+    out = await run_tool(
+        PLUGIN,
+        tmp_path,
+        "notion_append_text",
+        {"block_id": PAGE_ID, "text": text},
+        [
+            Call(
+                "PATCH",
+                f"{API}/blocks/{PAGE_ID}/children",
+                json={"children": [para(n) for n in range(100)]},
+                response={"results": [made(n) for n in range(100)]},
+            ),
+            Call(
+                "PATCH",
+                f"{API}/blocks/{PAGE_ID}/children",
+                json={"children": [para(n) for n in range(100, 150)]},
+                response={"results": [made(n) for n in range(100, 150)]},
+            ),
+        ],
+    )
+    assert len(out["results"][0]["result"]["blocks"]) == 150
+    out = await run_tool(
+        PLUGIN,
+        tmp_path,
+        "notion_create_page",
+        {"title": "Notes", "parent_page_id": PAGE_ID, "content": text},
+        [
+            Call(
+                "POST",
+                f"{API}/pages",
+                json={
+                    "parent": {"page_id": PAGE_ID},
+                    "properties": {"title": {"title": [{"type": "text", "text": {"content": "Notes"}}]}},
+                    "children": [para(n) for n in range(100)],
+                },
+                response=PAGE,
+            ),
+            Call(
+                "PATCH",
+                f"{API}/blocks/{PAGE['id']}/children",
+                json={"children": [para(n) for n in range(100, 150)]},
+                response={"results": []},
+            ),
+        ],
+    )
+    assert "error" not in out["results"][0]
+
+
+async def test_too_many_blocks_are_refused_before_any_request(tmp_path: Path) -> None:
+    text = "\n\n".join(f"p{n}" for n in range(1001))
+    out = await run_tool(PLUGIN, tmp_path, "notion_append_text", {"block_id": PAGE_ID, "text": text}, [])
+    assert out == {"results": [{"error": "1001 blocks; one call appends at most 1000."}]}
+
+
+@pytest.mark.parametrize(
+    ("block", "args", "error"),
+    [
+        (
+            {"id": "i1", "type": "image", "image": {}},
+            {"text": "x"},
+            "Block i1 is a image block; only text blocks can be edited here.",
+        ),
+        (
+            {"id": "i1", "type": "paragraph", "paragraph": {}},
+            {"checked": True},
+            "Block i1 is a paragraph block; only to-do blocks can be checked.",
+        ),
+    ],
+)
+async def test_update_block_refuses_what_it_cannot_edit(
+    tmp_path: Path, block: dict, args: dict, error: str
+) -> None:
+    out = await run_tool(
+        PLUGIN,
+        tmp_path,
+        "notion_update_block",
+        {"block_id": "i1", **args},
+        [Call("GET", f"{API}/blocks/i1", response=block)],
+    )
+    assert out == {"results": [{"error": error}]}

@@ -421,6 +421,191 @@ CASES = [
 ]
 
 
+PRODUCT = {
+    "id": "prod_NWjs8kKbJWmuuc",
+    "object": "product",
+    "active": True,
+    "created": 1678833149,
+    "default_price": "price_1MoBy5LkdIwHu7ixZhnattbh",
+    "description": None,
+    "metadata": {},
+    "name": "Gold Plan",
+}
+PRODUCT_OUT = {
+    k: PRODUCT[k] for k in ("id", "name", "description", "active", "default_price", "created", "metadata")
+}
+PRICE = {
+    "id": "price_1MoBy5LkdIwHu7ixZhnattbh",
+    "object": "price",
+    "active": True,
+    "created": 1679431181,
+    "currency": "usd",
+    "nickname": None,
+    "product": "prod_NWjs8kKbJWmuuc",
+    "recurring": {"interval": "month", "interval_count": 1, "usage_type": "licensed"},
+    "type": "recurring",
+    "unit_amount": 1000,
+}
+PRICE_OUT = {
+    k: PRICE[k]
+    for k in (
+        "id",
+        "product",
+        "active",
+        "currency",
+        "unit_amount",
+        "type",
+        "recurring",
+        "nickname",
+        "created",
+    )
+}
+SUB = {
+    "id": "sub_1MlPf9LkdIwHu7ixB6VIYRyX",
+    "object": "subscription",
+    "customer": "cus_NffrFeUfNV2Hib",
+    "status": "canceled",
+    "cancel_at_period_end": False,
+    "cancel_at": None,
+    "canceled_at": 1678768842,
+    "current_period_end": 1680641305,
+}
+
+CASES += [
+    Case(
+        "stripe_list_products",
+        {"active": True, "limit": 3},
+        [
+            Call(
+                "GET",
+                f"{API}/products",
+                {"limit": 3, "active": "true"},
+                response={"object": "list", "data": [PRODUCT], "has_more": False},
+                expect_headers=V,
+            )
+        ],
+        {"products": [PRODUCT_OUT], "hasMore": False, "nextCursor": None},
+    ),
+    Case(
+        "stripe_create_product",
+        {"name": "Gold Plan", "unit_amount": 1000, "currency": "usd", "recurring": {"interval": "month"}},
+        [
+            Call(
+                "POST",
+                f"{API}/products",
+                form=[
+                    ("name", "Gold Plan"),
+                    ("default_price_data[unit_amount]", "1000"),
+                    ("default_price_data[currency]", "usd"),
+                    ("default_price_data[recurring][interval]", "month"),
+                    ("default_price_data[recurring][interval_count]", "1"),
+                ],
+                response=PRODUCT,
+                expect_headers=V,
+            )
+        ],
+        PRODUCT_OUT,
+    ),
+    Case(
+        "stripe_list_prices",
+        {"product_id": "prod_NWjs8kKbJWmuuc", "type": "recurring"},
+        [
+            Call(
+                "GET",
+                f"{API}/prices",
+                {"limit": 10, "product": "prod_NWjs8kKbJWmuuc", "type": "recurring"},
+                response={"object": "list", "data": [PRICE], "has_more": True},
+                expect_headers=V,
+            )
+        ],
+        {"prices": [PRICE_OUT], "hasMore": True, "nextCursor": "price_1MoBy5LkdIwHu7ixZhnattbh"},
+    ),
+    Case(
+        "stripe_create_price",
+        {
+            "product_id": "prod_NWjs8kKbJWmuuc",
+            "unit_amount": 1000,
+            "currency": "usd",
+            "recurring": {"interval": "month"},
+        },
+        [
+            Call(
+                "POST",
+                f"{API}/prices",
+                form=[
+                    ("product", "prod_NWjs8kKbJWmuuc"),
+                    ("unit_amount", "1000"),
+                    ("currency", "usd"),
+                    ("recurring[interval]", "month"),
+                    ("recurring[interval_count]", "1"),
+                ],
+                response=PRICE,
+                expect_headers=V,
+            )
+        ],
+        PRICE_OUT,
+    ),
+    Case(
+        "stripe_create_payment_link",
+        {
+            "line_items": [{"price_id": "price_1MoC3TLkdIwHu7ixcIbKelAC", "quantity": 2}],
+            "after_completion_url": "https://example.com/thanks",
+        },
+        [
+            Call(
+                "POST",
+                f"{API}/payment_links",
+                form=[
+                    ("line_items[0][price]", "price_1MoC3TLkdIwHu7ixcIbKelAC"),
+                    ("line_items[0][quantity]", "2"),
+                    ("after_completion[type]", "redirect"),
+                    ("after_completion[redirect][url]", "https://example.com/thanks"),
+                ],
+                response={
+                    "id": "plink_1MoC3ULkdIwHu7ixZjtGpVl2",
+                    "object": "payment_link",
+                    "active": True,
+                    "currency": "usd",
+                    "url": "https://buy.stripe.com/test_cN25nr0iZ7bUa7meUY",
+                },
+                expect_headers=V,
+            )
+        ],
+        {
+            "id": "plink_1MoC3ULkdIwHu7ixZjtGpVl2",
+            "url": "https://buy.stripe.com/test_cN25nr0iZ7bUa7meUY",
+            "active": True,
+            "currency": "usd",
+        },
+    ),
+    Case(
+        "stripe_cancel_subscription",
+        {"subscription_id": "sub_1MlPf9LkdIwHu7ixB6VIYRyX", "prorate": True},
+        [
+            Call(
+                "DELETE",
+                f"{API}/subscriptions/sub_1MlPf9LkdIwHu7ixB6VIYRyX",
+                {"invoice_now": "false", "prorate": "true"},
+                response=SUB,
+                expect_headers=V,
+            )
+        ],
+        {
+            k: SUB[k]
+            for k in (
+                "id",
+                "customer",
+                "status",
+                "cancel_at_period_end",
+                "cancel_at",
+                "canceled_at",
+                "current_period_end",
+            )
+        },
+    ),
+]
+
+
 def test_every_tool_has_a_case() -> None:
     assert tool_names(stripe_tools) == {c.tool for c in CASES}
 
@@ -526,3 +711,48 @@ async def test_get_invoice_stops_at_the_line_cap_and_says_so(tmp_path: Path) -> 
     result = out["results"][0]["result"]
     assert len(result["lines"]) == 1000
     assert result["linesTruncated"] is True
+
+
+async def test_cancel_subscription_at_period_end_keeps_it_until_then(tmp_path: Path) -> None:
+    kept = {
+        **SUB,
+        "status": "active",
+        "cancel_at_period_end": True,
+        "cancel_at": 1680641305,
+        "canceled_at": None,
+    }
+    out = await run_tool(
+        PLUGIN,
+        tmp_path,
+        "stripe_cancel_subscription",
+        {"subscription_id": "sub_1", "at_period_end": True},
+        [
+            Call(
+                "POST",
+                f"{API}/subscriptions/sub_1",
+                form=[("cancel_at_period_end", "true")],
+                response=kept,
+                expect_headers=V,
+            )
+        ],
+    )
+    result = out["results"][0]["result"]
+    assert result["status"] == "active" and result["cancel_at_period_end"] is True
+
+
+async def test_create_product_without_a_price_sends_no_price(tmp_path: Path) -> None:
+    out = await run_tool(
+        PLUGIN,
+        tmp_path,
+        "stripe_create_product",
+        {"name": "Gold Plan", "metadata": {"tier": "gold"}},
+        [
+            Call(
+                "POST",
+                f"{API}/products",
+                form=[("name", "Gold Plan"), ("metadata[tier]", "gold")],
+                response=PRODUCT,
+            )
+        ],
+    )
+    assert out == {"results": [{"result": PRODUCT_OUT}]}

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
-from workbench.sdk import api, pick
+from workbench.sdk import ToolError, api, pick
 from workbench.tools import tool
 
 NOTION_VERSION = "2022-06-28"
@@ -199,9 +199,15 @@ async def create_page(args: CreatePage, ctx: Any) -> Any:
         "parent": parent,
         "properties": {args.title_property: {"title": _rich(args.title)}, **(args.properties or {})},
     }
-    if args.content:
-        body["children"] = _paragraphs(args.content)
-    return _page(await _call(ctx, "POST", "/pages", json=body))
+    children = _paragraphs(args.content or "")
+    if len(children) > _MAX_BLOCKS:
+        raise ToolError(f"{len(children)} paragraphs; one call writes at most {_MAX_BLOCKS}.")
+    if children:
+        body["children"] = children[:_BATCH]  # a page is created with at most 100 blocks
+    page = await _call(ctx, "POST", "/pages", json=body)
+    if len(children) > _BATCH:
+        await _append(ctx, page["id"], children[_BATCH:])
+    return _page(page)
 
 
 class UpdatePage(PageId):
@@ -227,12 +233,14 @@ class AppendText(BaseModel):
     text: str = Field(min_length=1, description="Text to append; blank lines separate paragraphs")
 
 
-@tool("notion_append_text", "Append paragraphs of text to the end of a Notion page.", AppendText)
+@tool(
+    "notion_append_text",
+    "Append paragraphs of text (up to 1,000) to the end of a Notion page.",
+    AppendText,
+)
 async def append_text(args: AppendText, ctx: Any) -> Any:
-    res = await _call(
-        ctx, "PATCH", f"/blocks/{args.block_id}/children", json={"children": _paragraphs(args.text)}
-    )
-    return {"blocks": [_block(b) for b in res.get("results") or []]}
+    added = await _append(ctx, args.block_id, _paragraphs(args.text))
+    return {"blocks": [_block(b) for b in added]}
 
 
 class DatabaseId(BaseModel):
@@ -331,6 +339,153 @@ async def list_comments(args: ListComments, ctx: Any) -> Any:
     return {"comments": [_comment(c) for c in res.get("results") or []], **_cursor(res)}
 
 
+# -- blocks: append in batches, update, delete -----------------------------------------------------
+
+_BATCH = 100  # Notion appends at most 100 blocks per request
+_MAX_BLOCKS = 1_000  # what one tool call may append: at most 10 requests
+
+
+async def _append(
+    ctx: Any, block_id: str, children: list[dict[str, Any]], after: str | None = None
+) -> list[Any]:
+    """Append `children` in order, 100 per request; each batch goes after the previous one."""
+    if len(children) > _MAX_BLOCKS:
+        raise ToolError(f"{len(children)} blocks; one call appends at most {_MAX_BLOCKS}.")
+    added: list[Any] = []
+    for start in range(0, len(children), _BATCH):
+        body: dict[str, Any] = {"children": children[start : start + _BATCH]}
+        if after:
+            body["after"] = after
+        res = await _call(ctx, "PATCH", f"/blocks/{block_id}/children", json=body)
+        results = res.get("results") or []
+        added.extend(results)
+        if after and results:
+            # With `after`, the next batch must follow the last block just added, not the anchor.
+            after = results[-1].get("id") or after
+    return added
+
+
+class AppendBlocks(BaseModel):
+    block_id: str = Field(description="Page (or block) id to append to")
+    children: list[dict[str, Any]] = Field(
+        min_length=1,
+        max_length=_MAX_BLOCKS,
+        description="Notion block objects, e.g. {'type': 'heading_2', 'heading_2': {'rich_text': "
+        "[{'text': {'content': 'Plan'}}]}}; up to 1,000, sent 100 per request",
+    )
+    after: str | None = Field(
+        default=None, description="Insert after this child block id (default: at the end)"
+    )
+
+
+@tool(
+    "notion_append_blocks",
+    "Append Notion blocks (headings, lists, to-dos, code...) to a page, any number up to 1,000, in order.",
+    AppendBlocks,
+)
+async def append_blocks(args: AppendBlocks, ctx: Any) -> Any:
+    added = await _append(ctx, args.block_id, args.children, args.after)
+    return {"appended": len(added), "blocks": [_block(b) for b in added]}
+
+
+_TEXT_BLOCKS = (
+    "paragraph",
+    "heading_1",
+    "heading_2",
+    "heading_3",
+    "bulleted_list_item",
+    "numbered_list_item",
+    "to_do",
+    "toggle",
+    "quote",
+    "callout",
+    "code",
+)
+
+
+class UpdateBlock(BaseModel):
+    block_id: str = Field(description="Block id (notion_get_page_content lists them)")
+    text: str | None = Field(default=None, max_length=100_000, description="New text of a text block")
+    checked: bool | None = Field(default=None, description="Tick (true) or untick (false) a to-do block")
+
+
+@tool(
+    "notion_update_block",
+    "Edit a Notion block: replace the text of a paragraph, heading, list item, to-do, quote or code "
+    "block, or tick a to-do.",
+    UpdateBlock,
+)
+async def update_block(args: UpdateBlock, ctx: Any) -> Any:
+    if args.text is None and args.checked is None:
+        raise ToolError("Nothing to change: give text or checked.")
+    block = await _call(ctx, "GET", f"/blocks/{args.block_id}")
+    kind = block.get("type", "")
+    if kind not in _TEXT_BLOCKS:
+        raise ToolError(
+            f"Block {args.block_id} is a {kind or 'unknown'} block; only text blocks can be edited here."
+        )
+    if args.checked is not None and kind != "to_do":
+        raise ToolError(f"Block {args.block_id} is a {kind} block; only to-do blocks can be checked.")
+    change: dict[str, Any] = {}
+    if args.text is not None:
+        change["rich_text"] = _rich(args.text)
+    if args.checked is not None:
+        change["checked"] = args.checked
+    return _block(await _call(ctx, "PATCH", f"/blocks/{args.block_id}", json={kind: change}))
+
+
+class BlockId(BaseModel):
+    block_id: str = Field(description="Block id")
+
+
+@tool("notion_delete_block", "Delete (archive) a Notion block from its page.", BlockId)
+async def delete_block(args: BlockId, ctx: Any) -> Any:
+    block = await _call(ctx, "DELETE", f"/blocks/{args.block_id}")
+    return {"id": block.get("id"), "archived": block.get("archived")}
+
+
+# -- databases -------------------------------------------------------------------------------------
+
+
+class CreateDatabase(BaseModel):
+    parent_page_id: str = Field(description="Page to create the database in")
+    title: str = Field(min_length=1, max_length=2_000, description="Database title")
+    title_property: str = Field(default="Name", min_length=1, description="Name of the title column")
+    properties: dict[str, dict[str, Any]] | None = Field(
+        default=None,
+        max_length=100,
+        description="Other columns in Notion's schema format, e.g. {'Status': {'select': {'options': "
+        "[{'name': 'Open'}]}}, 'Due': {'date': {}}}",
+    )
+    inline: bool = Field(default=False, description="Show it inline in the page (true) or as a child page")
+
+
+@tool(
+    "notion_create_database",
+    "Create a Notion database (a table) in a page, with a title column and any other columns.",
+    CreateDatabase,
+)
+async def create_database(args: CreateDatabase, ctx: Any) -> Any:
+    props: dict[str, Any] = {args.title_property: {"title": {}}, **(args.properties or {})}
+    db = await _call(
+        ctx,
+        "POST",
+        "/databases",
+        json={
+            "parent": {"type": "page_id", "page_id": args.parent_page_id},
+            "title": _rich(args.title),
+            "is_inline": args.inline,
+            "properties": props,
+        },
+    )
+    return {
+        "id": db.get("id"),
+        "title": plain_text(db.get("title")),
+        "url": db.get("url"),
+        "properties": {name: p.get("type") for name, p in (db.get("properties") or {}).items()},
+    }
+
+
 TOOLS = [
     search,
     get_page,
@@ -344,4 +499,8 @@ TOOLS = [
     list_users,
     add_comment,
     list_comments,
+    append_blocks,
+    update_block,
+    delete_block,
+    create_database,
 ]

@@ -57,20 +57,27 @@ _PAYMENT_INTENT = (
 _REFUND = ("id", "amount", "currency", "status", "payment_intent", "charge", "reason", "created")
 
 
-def _form(values: dict[str, Any]) -> dict[str, str]:
-    """Stripe's form encoding: None dropped, booleans lower-case, dicts as key[sub]."""
+def _form(values: dict[str, Any], prefix: str = "") -> dict[str, str]:
+    """Stripe's form encoding: None dropped, booleans lower-case, dicts as key[sub], lists as
+    key[0][sub], to any depth."""
     out: dict[str, str] = {}
     for key, value in values.items():
+        name = f"{prefix}[{key}]" if prefix else str(key)
         if value is None:
             continue
         if isinstance(value, dict):
-            for sub, item in value.items():
-                out[f"{key}[{sub}]"] = str(item)
+            out.update(_form(value, name))
+        elif isinstance(value, list):
+            out.update(_form(dict(enumerate(value)), name))
         elif isinstance(value, bool):
-            out[key] = "true" if value else "false"
+            out[name] = "true" if value else "false"
         else:
-            out[key] = str(value)
+            out[name] = str(value)
     return out
+
+
+def _bool(value: bool | None) -> str | None:
+    return None if value is None else ("true" if value else "false")
 
 
 async def _get(ctx: Any, path: str, params: dict[str, Any] | None = None) -> Any:
@@ -363,6 +370,186 @@ async def get_balance(args: NoArgs, ctx: Any) -> Any:
     }
 
 
+# -- products, prices, payment links ---------------------------------------------------------------
+
+_PRODUCT = ("id", "name", "description", "active", "default_price", "created", "metadata")
+_PRICE = ("id", "product", "active", "currency", "unit_amount", "type", "recurring", "nickname", "created")
+_CURRENCY = r"^[a-z]{3}$"
+
+
+class ListProducts(Page):
+    active: bool | None = Field(default=None, description="Only active (true) or archived (false) products")
+
+
+@tool("stripe_list_products", "List Stripe products (what you sell), newest first.", ListProducts)
+async def list_products(args: ListProducts, ctx: Any) -> Any:
+    body = await _get(
+        ctx,
+        "/products",
+        {"limit": args.limit, "starting_after": args.cursor, "active": _bool(args.active)},
+    )
+    return _page(body, "products", _PRODUCT)
+
+
+class Recurring(BaseModel):
+    interval: Literal["day", "week", "month", "year"] = Field(description="Billing period")
+    interval_count: int = Field(default=1, ge=1, le=365, description="Periods between bills, e.g. 3 months")
+
+
+class CreateProduct(BaseModel):
+    name: str = Field(min_length=1, max_length=250, description="Product name shown to customers")
+    description: str | None = Field(default=None, max_length=5_000, description="Product description")
+    unit_amount: int | None = Field(
+        default=None, ge=0, description="Default price in the smallest unit (cents); omit for no price"
+    )
+    currency: str = Field(
+        default="usd", pattern=_CURRENCY, description="Currency of the default price, e.g. 'usd'"
+    )
+    recurring: Recurring | None = Field(
+        default=None, description="Make the default price a subscription price"
+    )
+    metadata: dict[str, str] | None = Field(default=None, description="Your own key-value data")
+
+
+@tool(
+    "stripe_create_product",
+    "Create a Stripe product, optionally with a default one-off or recurring price.",
+    CreateProduct,
+)
+async def create_product(args: CreateProduct, ctx: Any) -> Any:
+    price = None
+    if args.unit_amount is not None:
+        price = {"unit_amount": args.unit_amount, "currency": args.currency}
+        if args.recurring:
+            price["recurring"] = args.recurring.model_dump()
+    body = {
+        "name": args.name,
+        "description": args.description,
+        "default_price_data": price,
+        "metadata": args.metadata,
+    }
+    return pick(await _post(ctx, "/products", body), *_PRODUCT)
+
+
+class ListPrices(Page):
+    product_id: str | None = Field(default=None, description="Only prices of this product (prod_...)")
+    active: bool | None = Field(default=None, description="Only active (true) or inactive (false) prices")
+    type: Literal["one_time", "recurring"] | None = Field(default=None, description="Only this kind of price")
+
+
+@tool(
+    "stripe_list_prices",
+    "List Stripe prices (amount, currency, one-off or recurring), optionally for one product.",
+    ListPrices,
+)
+async def list_prices(args: ListPrices, ctx: Any) -> Any:
+    body = await _get(
+        ctx,
+        "/prices",
+        {
+            "limit": args.limit,
+            "starting_after": args.cursor,
+            "product": args.product_id,
+            "active": _bool(args.active),
+            "type": args.type,
+        },
+    )
+    return _page(body, "prices", _PRICE)
+
+
+class CreatePrice(BaseModel):
+    product_id: str = Field(description="Product the price is for (prod_...)")
+    unit_amount: int = Field(ge=0, description="Amount in the smallest unit (cents)")
+    currency: str = Field(
+        pattern=_CURRENCY, description="Three-letter ISO currency code, lower case, e.g. 'usd'"
+    )
+    recurring: Recurring | None = Field(
+        default=None, description="Bill it every period (a subscription price)"
+    )
+    nickname: str | None = Field(
+        default=None, max_length=250, description="Internal name, e.g. 'Pro monthly'"
+    )
+
+
+@tool("stripe_create_price", "Create a Stripe price (one-off or recurring) for a product.", CreatePrice)
+async def create_price(args: CreatePrice, ctx: Any) -> Any:
+    body = {
+        "product": args.product_id,
+        "unit_amount": args.unit_amount,
+        "currency": args.currency,
+        "recurring": args.recurring.model_dump() if args.recurring else None,
+        "nickname": args.nickname,
+    }
+    return pick(await _post(ctx, "/prices", body), *_PRICE)
+
+
+class LineItem(BaseModel):
+    price_id: str = Field(description="Price to sell (price_...)")
+    quantity: int = Field(default=1, ge=1, le=999_999, description="How many")
+
+
+class CreatePaymentLink(BaseModel):
+    line_items: list[LineItem] = Field(
+        min_length=1, max_length=20, description="What the link sells (1-20 prices)"
+    )
+    after_completion_url: str | None = Field(
+        default=None, pattern=r"^https://", description="Send the buyer to this https URL after paying"
+    )
+
+
+@tool(
+    "stripe_create_payment_link",
+    "Create a Stripe payment link: a shareable checkout URL selling one or more prices.",
+    CreatePaymentLink,
+)
+async def create_payment_link(args: CreatePaymentLink, ctx: Any) -> Any:
+    body: dict[str, Any] = {
+        "line_items": [{"price": i.price_id, "quantity": i.quantity} for i in args.line_items],
+    }
+    if args.after_completion_url:
+        body["after_completion"] = {"type": "redirect", "redirect": {"url": args.after_completion_url}}
+    return pick(await _post(ctx, "/payment_links", body), "id", "url", "active", "currency")
+
+
+class CancelSubscription(BaseModel):
+    subscription_id: str = Field(description="Subscription to cancel (sub_...)")
+    at_period_end: bool = Field(
+        default=False, description="Keep it until the paid period ends (true) or end it now (false)"
+    )
+    invoice_now: bool = Field(
+        default=False, description="Ending now: invoice pending usage and proration at once"
+    )
+    prorate: bool = Field(default=False, description="Ending now: credit the unused time")
+
+
+@tool(
+    "stripe_cancel_subscription",
+    "Cancel a Stripe subscription now, or at the end of the period already paid for.",
+    CancelSubscription,
+)
+async def cancel_subscription(args: CancelSubscription, ctx: Any) -> Any:
+    fields = (
+        "id",
+        "customer",
+        "status",
+        "cancel_at_period_end",
+        "cancel_at",
+        "canceled_at",
+        "current_period_end",
+    )
+    if args.at_period_end:
+        sub = await _post(ctx, f"/subscriptions/{args.subscription_id}", {"cancel_at_period_end": True})
+    else:
+        sub = await api(
+            ctx,
+            "DELETE",
+            f"/v1/subscriptions/{args.subscription_id}",
+            params={"invoice_now": _bool(args.invoice_now), "prorate": _bool(args.prorate)},
+            headers=_HEADERS,
+        )
+    return pick(sub, *fields)
+
+
 TOOLS = [
     list_customers,
     search_customers,
@@ -378,4 +565,10 @@ TOOLS = [
     list_subscriptions,
     create_refund,
     get_balance,
+    list_products,
+    create_product,
+    list_prices,
+    create_price,
+    create_payment_link,
+    cancel_subscription,
 ]
