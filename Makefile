@@ -5,7 +5,7 @@ UV := $(shell command -v uv 2>/dev/null || echo $(HOME)/.local/bin/uv)
 PY := 3.11
 export UV_PYTHON_DOWNLOADS := never
 
-.PHONY: serve test setup setup-serve setup-test lint typecheck unit e2e bench clean
+.PHONY: serve test setup setup-serve setup-test setup-bench lint typecheck unit e2e bench clean
 
 $(UV):
 	python3 -m pip install --user --quiet "uv==$(UV_VERSION)"
@@ -37,7 +37,11 @@ unit: setup
 test: setup-test lint
 	$(UV) run --frozen pytest -q
 
-bench: setup
+# The benchmarks also need the comparison points (FastMCP, retrieval baselines): the `bench` group.
+setup-bench: $(UV)
+	$(UV) sync --frozen --all-extras --group dev --group bench --python $(PY)
+
+bench: setup-bench
 	$(UV) run --frozen python bench/run_all.py
 
 clean:

@@ -1,13 +1,13 @@
-"""tools/call throughput and latency: the local gateway vs a minimal official-SDK server.
+"""tools/call throughput and latency: the local gateway vs FastMCP and the official SDK.
 
-Both servers run as single uvicorn processes on loopback; the same load generator (this process,
+All servers run as single uvicorn processes on loopback; the same load generator (this process,
 httpx over keep-alive connections) drives each in turn, in one run, with the same concurrency and
 request count; the generator writes pre-built requests on raw keep-alive sockets so that it
-costs far less than either server. The gateway runs a no-op tool through execute_tools (the full engine path:
-auth by API key, lookup, validation, audit row in SQLite, metrics); the SDK server runs an
-equivalent no-op tool.
+costs far less than any server. The gateway runs a no-op tool through execute_tools (the full engine path:
+auth by API key, lookup, validation, audit row in SQLite, metrics); FastMCP (PyPI `fastmcp`) and
+the official SDK's server each run an equivalent no-op tool.
 
-    uv run python bench/mcp_throughput.py [--requests 3000] [--concurrency 16]
+    uv run python bench/mcp_throughput.py [--requests 3000] [--concurrency 16] [--json]
 """
 
 from __future__ import annotations
@@ -95,6 +95,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--requests", type=int, default=3000)
     parser.add_argument("--concurrency", type=int, default=16)
+    parser.add_argument("--json", action="store_true", help="print one JSON object (for run_all.py)")
     args = parser.parse_args()
     call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call"}
     results: dict[str, dict[str, float]] = {}
@@ -114,20 +115,29 @@ def main() -> None:
                 drive(f"{base}/mcp", headers, body, args.requests, args.concurrency)
             )
 
-    port = free_port()
-    script = Path(__file__).with_name("sdk_reference_server.py")
-    with running([sys.executable, str(script), str(port)], ready_url=f"tcp://127.0.0.1:{port}"):
-        body = {**call, "params": {"name": "noop", "arguments": {}}}
-        headers = {**HEADERS, "MCP-Protocol-Version": "2025-11-25"}
-        results["mcp-sdk"] = asyncio.run(
-            drive(f"http://127.0.0.1:{port}/mcp", headers, body, args.requests, args.concurrency)
-        )
+    for name, script in (("fastmcp", "fastmcp_reference_server.py"), ("mcp-sdk", "sdk_reference_server.py")):
+        port = free_port()
+        path = Path(__file__).with_name(script)
+        with running([sys.executable, str(path), str(port)], ready_url=f"tcp://127.0.0.1:{port}"):
+            body = {**call, "params": {"name": "noop", "arguments": {}}}
+            headers = {**HEADERS, "MCP-Protocol-Version": "2025-11-25"}
+            results[name] = asyncio.run(
+                drive(f"http://127.0.0.1:{port}/mcp", headers, body, args.requests, args.concurrency)
+            )
 
+    ratios = {name: results["workbench"]["rps"] / results[name]["rps"] for name in ("fastmcp", "mcp-sdk")}
+    if args.json:
+        print(
+            json.dumps(
+                {"results": results, "ratio_vs_fastmcp": ratios["fastmcp"], "ratio_vs_sdk": ratios["mcp-sdk"]}
+            )
+        )
+        return
     print(f"tools/call, {args.requests} requests, concurrency {args.concurrency}, one uvicorn process each")
     for name, r in results.items():
         print(f"  {name:10s} {r['rps']:8.0f} req/s   p50 {r['p50_ms']:6.2f} ms   p99 {r['p99_ms']:6.2f} ms")
-    ratio = results["workbench"]["rps"] / results["mcp-sdk"]["rps"]
-    print(f"  throughput ratio workbench / mcp-sdk: {ratio:.2f}x")
+    print(f"  throughput ratio workbench / fastmcp: {ratios['fastmcp']:.2f}x (goal >= 5x)")
+    print(f"  throughput ratio workbench / mcp-sdk: {ratios['mcp-sdk']:.2f}x")
 
 
 if __name__ == "__main__":

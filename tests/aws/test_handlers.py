@@ -121,7 +121,9 @@ def test_mcp_session_over_dynamodb_and_kms(lambda_env: Settings, capsys: pytest.
     metric = counters[0]
     assert metric["_aws"]["CloudWatchMetrics"][0]["Namespace"] == "Workbench"
     assert metric["_aws"]["CloudWatchMetrics"][0]["Dimensions"] == [["integration", "success"]]
-    assert metric["tools"] == ["create_jot"] and metric["success"] == "true" and metric["integration"] == "jots"
+    assert (
+        metric["tools"] == ["create_jot"] and metric["success"] == "true" and metric["integration"] == "jots"
+    )
     assert metric["workbench_tool_executions_total"] == 1.0
     assert any("workbench_tool_execution_duration_seconds" in m for m in emf)
     requests = [line for line in lines if line.get("message") == "request"]
