@@ -392,6 +392,82 @@ ROOT_FIELDS = {
 }
 
 
+CYCLE = {
+    "id": "cyc-1",
+    "number": 12,
+    "name": None,
+    "startsAt": "2024-05-06T00:00:00.000Z",
+    "endsAt": "2024-05-20T00:00:00.000Z",
+    "completedAt": None,
+    "progress": 0.4,
+    "isActive": True,
+    "team": {"key": "ENG"},
+}
+
+CASES += [
+    Case(
+        "linear_list_cycles",
+        {"team_id": "team-1", "when": "active"},
+        [
+            gql(
+                lt.LIST_CYCLES,
+                {"first": 25, "filter": {"team": {"id": {"eq": "team-1"}}, "isActive": {"eq": True}}},
+                {"cycles": conn(CYCLE)},
+            )
+        ],
+        {"cycles": [{**CYCLE, "team": "ENG"}], "nextCursor": None},
+    ),
+    Case(
+        "linear_list_cycle_issues",
+        {"cycle_id": "cyc-1", "perPage": 10},
+        [
+            gql(
+                lt.CYCLE_ISSUES,
+                {"id": "cyc-1", "first": 10},
+                {"cycle": {"id": "cyc-1", "number": 12, "name": None, "issues": conn(ISSUE, end="c2")}},
+            )
+        ],
+        {"cycle": {"id": "cyc-1", "number": 12, "name": None}, "issues": [ISSUE_OUT], "nextCursor": "c2"},
+    ),
+    Case(
+        "linear_create_project",
+        {"name": "Search v2", "team_ids": ["team-1"], "target_date": "2024-09-30"},
+        [
+            gql(
+                lt.CREATE_PROJECT,
+                {"input": {"name": "Search v2", "teamIds": ["team-1"], "targetDate": "2024-09-30"}},
+                {
+                    "projectCreate": {
+                        "success": True,
+                        "project": {
+                            "id": "proj-9",
+                            "name": "Search v2",
+                            "state": "planned",
+                            "url": "https://linear.app/acme/project/search-v2",
+                            "targetDate": "2024-09-30",
+                        },
+                    }
+                },
+            )
+        ],
+        {
+            "success": True,
+            "id": "proj-9",
+            "name": "Search v2",
+            "state": "planned",
+            "url": "https://linear.app/acme/project/search-v2",
+            "targetDate": "2024-09-30",
+        },
+    ),
+    Case(
+        "linear_archive_issue",
+        {"id": "ENG-123"},
+        [gql(lt.ARCHIVE_ISSUE, {"id": "ENG-123"}, {"issueArchive": {"success": True}})],
+        {"id": "ENG-123", "archived": True},
+    ),
+]
+
+
 def test_every_tool_has_a_case() -> None:
     assert tool_names(lt) == {c.tool for c in CASES}
 

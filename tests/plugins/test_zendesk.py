@@ -8,7 +8,16 @@ from pathlib import Path
 import pytest
 from workbench_plugins.zendesk import tools as zendesk_tools
 
-from tests.plugins.catalog_support import Call, Case, Plugin, check_catalog, run_case, run_error, tool_names
+from tests.plugins.catalog_support import (
+    Call,
+    Case,
+    Plugin,
+    check_catalog,
+    run_case,
+    run_error,
+    run_tool,
+    tool_names,
+)
 
 CRED = {
     "email": "jdoe@example.com",
@@ -327,6 +336,132 @@ CASES = [
 ]
 
 
+MACRO = {
+    "id": 25,
+    "title": "Close and redirect to topics",
+    "description": "Close the ticket with a link to the forum",
+    "active": True,
+    "updated_at": "2019-09-16T02:17:38Z",
+    "actions": [{"field": "status", "value": "solved"}, {"field": "priority", "value": "normal"}],
+    "restriction": None,
+}
+MACRO_RESULT = {
+    "result": {
+        "ticket": {"id": 35436, "status": "solved", "priority": "normal"},
+        "comment": {
+            "body": "Thanks, see the forum.",
+            "html_body": "<p>Thanks, see the forum.</p>",
+            "public": True,
+            "scoped_body": [],
+        },
+    }
+}
+
+CASES += [
+    Case(
+        "zendesk_list_macros",
+        {"active": True, "perPage": 10},
+        [
+            Call(
+                "GET",
+                f"{API}/macros",
+                {"page[size]": 10, "active": "true"},
+                response={"macros": [MACRO], "meta": META_END},
+            )
+        ],
+        {
+            "macros": [
+                {
+                    "id": 25,
+                    "title": "Close and redirect to topics",
+                    "description": "Close the ticket with a link to the forum",
+                    "active": True,
+                    "updated_at": "2019-09-16T02:17:38Z",
+                    "actions": [
+                        {"field": "status", "value": "solved"},
+                        {"field": "priority", "value": "normal"},
+                    ],
+                }
+            ],
+            "nextCursor": None,
+        },
+    ),
+    Case(
+        "zendesk_apply_macro",
+        {"ticket_id": 35436, "macro_id": 25},
+        [
+            Call("GET", f"{API}/tickets/35436/macros/25/apply", response=MACRO_RESULT),
+            Call(
+                "PUT",
+                f"{API}/tickets/35436",
+                json={
+                    "ticket": {
+                        "status": "solved",
+                        "priority": "normal",
+                        "comment": {
+                            "body": "Thanks, see the forum.",
+                            "html_body": "<p>Thanks, see the forum.</p>",
+                            "public": True,
+                        },
+                    }
+                },
+                response={"ticket": {**TICKET, "status": "solved"}},
+            ),
+        ],
+        {"ticket_id": 35436, "applied": True, "ticket": {**TICKET_OUT, "status": "solved"}},
+    ),
+    Case(
+        "zendesk_list_views",
+        {},
+        [
+            Call(
+                "GET",
+                f"{API}/views",
+                {"page[size]": 25},
+                response={
+                    "views": [
+                        {
+                            "id": 25,
+                            "title": "Tickets updated <12 Hours",
+                            "active": True,
+                            "position": 3,
+                            "updated_at": "2011-05-05T10:38:52Z",
+                            "conditions": {},
+                        }
+                    ],
+                    "meta": META_MORE,
+                },
+            )
+        ],
+        {
+            "views": [
+                {
+                    "id": 25,
+                    "title": "Tickets updated <12 Hours",
+                    "active": True,
+                    "position": 3,
+                    "updated_at": "2011-05-05T10:38:52Z",
+                }
+            ],
+            "nextCursor": "xxx",
+        },
+    ),
+    Case(
+        "zendesk_list_view_tickets",
+        {"view_id": 25, "perPage": 2, "cursor": "abc"},
+        [
+            Call(
+                "GET",
+                f"{API}/views/25/tickets",
+                {"page[size]": 2, "page[after]": "abc"},
+                response={"tickets": [TICKET], "meta": META_END},
+            )
+        ],
+        {"tickets": [TICKET_OUT], "nextCursor": None},
+    ),
+]
+
+
 def test_every_tool_has_a_case() -> None:
     assert tool_names(zendesk_tools) == {c.tool for c in CASES}
 
@@ -411,3 +546,32 @@ async def test_validation_error_names_the_problem(tmp_path: Path) -> None:
         ],
         "zendesk API error 422: RecordInvalid: Record validation errors: Email: nope is not properly formatted",
     )
+
+
+async def test_apply_macro_preview_changes_nothing(tmp_path: Path) -> None:
+    out = await run_tool(
+        PLUGIN,
+        tmp_path,
+        "zendesk_apply_macro",
+        {"ticket_id": 35436, "macro_id": 25, "preview": True},
+        [Call("GET", f"{API}/tickets/35436/macros/25/apply", response=MACRO_RESULT)],
+    )
+    assert out == {
+        "results": [
+            {
+                "result": {
+                    "ticket_id": 35436,
+                    "applied": False,
+                    "changes": {
+                        "status": "solved",
+                        "priority": "normal",
+                        "comment": {
+                            "body": "Thanks, see the forum.",
+                            "html_body": "<p>Thanks, see the forum.</p>",
+                            "public": True,
+                        },
+                    },
+                }
+            }
+        ]
+    }

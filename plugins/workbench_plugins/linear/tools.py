@@ -8,10 +8,10 @@ Every call is a POST to /graphql with `{query, variables}`. Linear reports failu
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
-from workbench.sdk import UpstreamError, compact
+from workbench.sdk import ToolError, UpstreamError, compact
 from workbench.tools import tool
 
 _ISSUE_FIELDS = """
@@ -390,6 +390,132 @@ async def get_viewer(args: NoArgs, ctx: Any) -> Any:
     }
 
 
+# -- cycles, projects, archiving -------------------------------------------------------------------
+
+LIST_CYCLES = f"""query Cycles($first: Int, $after: String, $filter: CycleFilter) {{
+  cycles(first: $first, after: $after, filter: $filter) {{
+    nodes {{ id number name startsAt endsAt completedAt progress isActive team {{ key }} }}
+    {_PAGE}
+  }}
+}}"""
+
+CYCLE_ISSUES = f"""query CycleIssues($id: String!, $first: Int, $after: String) {{
+  cycle(id: $id) {{
+    id number name
+    issues(first: $first, after: $after) {{ nodes {{ {_ISSUE_FIELDS} }} {_PAGE} }}
+  }}
+}}"""
+
+CREATE_PROJECT = """mutation ProjectCreate($input: ProjectCreateInput!) {
+  projectCreate(input: $input) { success project { id name state url targetDate } }
+}"""
+
+ARCHIVE_ISSUE = """mutation IssueArchive($id: String!) {
+  issueArchive(id: $id) { success }
+}"""
+
+
+class ListCycles(Page):
+    team_id: str | None = Field(default=None, description="Only this team's cycles (team id)")
+    when: Literal["all", "active", "upcoming", "past"] = Field(
+        default="all", description="Only the active cycle, upcoming ones or past ones"
+    )
+
+
+@tool(
+    "linear_list_cycles",
+    "List Linear cycles (sprints) with dates and progress, optionally the active one of a team.",
+    ListCycles,
+    scopes=("read",),
+)
+async def list_cycles(args: ListCycles, ctx: Any) -> Any:
+    flt: dict[str, Any] = {}
+    if args.team_id:
+        flt["team"] = {"id": {"eq": args.team_id}}
+    if args.when == "active":
+        flt["isActive"] = {"eq": True}
+    elif args.when == "upcoming":
+        flt["isFuture"] = {"eq": True}
+    elif args.when == "past":
+        flt["isPast"] = {"eq": True}
+    variables = {**_page_vars(args), **({"filter": flt} if flt else {})}
+    cycles = (await gql(ctx, LIST_CYCLES, variables)).get("cycles") or {}
+    return _conn(cycles, "cycles", lambda c: {**c, "team": (c.get("team") or {}).get("key")})
+
+
+class CycleIssues(Page):
+    cycle_id: str = Field(description="Cycle id (linear_list_cycles)")
+
+
+@tool(
+    "linear_list_cycle_issues",
+    "List the issues planned in a Linear cycle (sprint).",
+    CycleIssues,
+    scopes=("read",),
+)
+async def list_cycle_issues(args: CycleIssues, ctx: Any) -> Any:
+    cycle = (await gql(ctx, CYCLE_ISSUES, {"id": args.cycle_id, **_page_vars(args)})).get("cycle")
+    if cycle is None:
+        raise ToolError(f"No Linear cycle with id {args.cycle_id}.")
+    return {
+        "cycle": {k: cycle.get(k) for k in ("id", "number", "name")},
+        **_conn(cycle.get("issues") or {}, "issues", _issue),
+    }
+
+
+class CreateProject(BaseModel):
+    name: str = Field(min_length=1, max_length=255, description="Project name")
+    team_ids: list[str] = Field(
+        min_length=1, max_length=20, description="Ids of the teams the project belongs to"
+    )
+    description: str | None = Field(default=None, max_length=255, description="Short summary")
+    content: str | None = Field(default=None, description="Project description (Markdown)")
+    lead_id: str | None = Field(default=None, description="User id of the project lead")
+    start_date: str | None = Field(
+        default=None, pattern=r"^\d{4}-\d{2}-\d{2}$", description="Start, YYYY-MM-DD"
+    )
+    target_date: str | None = Field(
+        default=None, pattern=r"^\d{4}-\d{2}-\d{2}$", description="Target, YYYY-MM-DD"
+    )
+
+
+@tool(
+    "linear_create_project",
+    "Create a Linear project for one or more teams.",
+    CreateProject,
+    scopes=("write",),
+)
+async def create_project(args: CreateProject, ctx: Any) -> Any:
+    project_input = compact(
+        {
+            "name": args.name,
+            "teamIds": args.team_ids,
+            "description": args.description,
+            "content": args.content,
+            "leadId": args.lead_id,
+            "startDate": args.start_date,
+            "targetDate": args.target_date,
+        }
+    )
+    res = (await gql(ctx, CREATE_PROJECT, {"input": project_input})).get("projectCreate") or {}
+    return {"success": res.get("success"), **(res.get("project") or {})}
+
+
+class IssueRef(BaseModel):
+    id: str = Field(description="Issue id or identifier, e.g. 'ENG-123'")
+
+
+@tool(
+    "linear_archive_issue",
+    "Archive a Linear issue (hide it from views; it can be restored in Linear).",
+    IssueRef,
+    scopes=("write",),
+)
+async def archive_issue(args: IssueRef, ctx: Any) -> Any:
+    res = (await gql(ctx, ARCHIVE_ISSUE, {"id": args.id})).get("issueArchive") or {}
+    return {"id": args.id, "archived": bool(res.get("success"))}
+
+
 TOOLS = [
     list_issues,
     search_issues,
@@ -403,4 +529,8 @@ TOOLS = [
     list_workflow_states,
     list_labels,
     get_viewer,
+    list_cycles,
+    list_cycle_issues,
+    create_project,
+    archive_issue,
 ]

@@ -289,6 +289,84 @@ async def list_groups(args: Page, ctx: Any) -> Any:
     return {"groups": groups, "nextCursor": _next(body)}
 
 
+# -- macros and views ------------------------------------------------------------------------------
+
+
+class ListMacros(Page):
+    active: bool | None = Field(default=None, description="Only active (true) or inactive (false) macros")
+
+
+@tool(
+    "zendesk_list_macros",
+    "List Zendesk macros (canned replies and ticket updates) with their ids and what they do.",
+    ListMacros,
+)
+async def list_macros(args: ListMacros, ctx: Any) -> Any:
+    active = None if args.active is None else str(args.active).lower()
+    body = await zd(ctx, "GET", "/macros", params={**_cursor_params(args), "active": active})
+    macros = [
+        {
+            **pick(m, "id", "title", "description", "active", "updated_at"),
+            "actions": [pick(a, "field", "value") for a in m.get("actions") or []],
+        }
+        for m in body.get("macros") or []
+    ]
+    return {"macros": macros, "nextCursor": _next(body)}
+
+
+class ApplyMacro(TicketId):
+    macro_id: int = Field(ge=1, description="Macro id (zendesk_list_macros)")
+    preview: bool = Field(default=False, description="Only show what the macro would change; change nothing")
+
+
+@tool(
+    "zendesk_apply_macro",
+    "Apply a Zendesk macro to a ticket (its reply and field changes), or preview what it would do.",
+    ApplyMacro,
+)
+async def apply_macro(args: ApplyMacro, ctx: Any) -> Any:
+    # Zendesk's apply endpoint only computes the result; saving it is a ticket update.
+    result = (await zd(ctx, "GET", f"/tickets/{args.ticket_id}/macros/{args.macro_id}/apply")).get(
+        "result"
+    ) or {}
+    changes = {k: v for k, v in (result.get("ticket") or {}).items() if k != "id"}
+    comment = result.get("comment")
+    if comment:
+        changes["comment"] = {k: comment[k] for k in ("body", "html_body", "public") if k in comment}
+    if args.preview:
+        return {"ticket_id": args.ticket_id, "applied": False, "changes": changes}
+    body = await zd(ctx, "PUT", f"/tickets/{args.ticket_id}", json={"ticket": changes})
+    return {"ticket_id": args.ticket_id, "applied": True, "ticket": pick(body.get("ticket"), *_TICKET)}
+
+
+class ListViews(Page):
+    active: bool | None = Field(default=None, description="Only active (true) or inactive (false) views")
+
+
+@tool(
+    "zendesk_list_views", "List Zendesk views (saved ticket queues, e.g. 'My unsolved tickets').", ListViews
+)
+async def list_views(args: ListViews, ctx: Any) -> Any:
+    active = None if args.active is None else str(args.active).lower()
+    body = await zd(ctx, "GET", "/views", params={**_cursor_params(args), "active": active})
+    views = [pick(v, "id", "title", "active", "position", "updated_at") for v in body.get("views") or []]
+    return {"views": views, "nextCursor": _next(body)}
+
+
+class ViewTickets(Page):
+    view_id: int = Field(ge=1, description="View id (zendesk_list_views)")
+
+
+@tool(
+    "zendesk_list_view_tickets",
+    "List the tickets in a Zendesk view (queue), in the view's order.",
+    ViewTickets,
+)
+async def list_view_tickets(args: ViewTickets, ctx: Any) -> Any:
+    body = await zd(ctx, "GET", f"/views/{args.view_id}/tickets", params=_cursor_params(args))
+    return {"tickets": [pick(t, *_TICKET) for t in body.get("tickets") or []], "nextCursor": _next(body)}
+
+
 TOOLS = [
     list_tickets,
     get_ticket,
@@ -302,4 +380,8 @@ TOOLS = [
     create_user,
     list_organizations,
     list_groups,
+    list_macros,
+    apply_macro,
+    list_views,
+    list_view_tickets,
 ]
