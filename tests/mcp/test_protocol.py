@@ -206,7 +206,45 @@ def test_result_cap_truncates_with_a_notice() -> None:
     assert text.startswith('{"results": [{"result": "xxx')
     body, notice = text[:60_000], text[60_000:]
     assert len(body) == 60_000
-    assert notice.startswith("\n\n[truncated: the response was 70") and "cap is 60000" in notice
+    assert notice.startswith("\n\n[truncated: the response is longer than the cap of 60000 characters.")
+
+
+def test_the_cap_keeps_the_exact_json_prefix_whatever_the_shape() -> None:
+    """Capped text is exactly the first `cap` characters of the payload's JSON (the same text
+    json.dumps gives), for wide, deep, numeric and non-ASCII payloads, at every cap around the size."""
+    shapes = [
+        {"results": [{"result": {"rows": [[i, i * 0.5, None, True] for i in range(300)]}}]},
+        {"results": [{"result": {"é": ["ü" * 50, {"k": list(range(40))}] * 30}}]},
+        {"results": [{"result": "x" * 900}, {"error": "boom"}]},
+    ]
+    for payload in shapes:
+        full = json.dumps(payload, ensure_ascii=False)
+        for cap in (50, len(full) // 3, len(full) - 1, len(full), len(full) + 1, 10 * len(full)):
+            text = render_tool_payload(payload, cap)[0]["text"]
+            if cap >= len(full):
+                assert text == full
+            else:
+                assert text[:cap] == full[:cap] and text[cap:].startswith("\n\n[truncated:")
+
+
+def test_a_huge_result_is_not_serialised_whole(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A 5 MB result is encoded only up to the cap: the encoder is never asked for all of it."""
+    import workbench.mcp.protocol as protocol
+
+    produced: list[int] = []
+    real = protocol._ENCODER.iterencode
+
+    def counting(value: Any) -> Any:
+        for chunk in real(value):
+            produced.append(len(chunk))
+            yield chunk
+
+    monkeypatch.setattr(protocol._ENCODER, "iterencode", counting)
+    monkeypatch.setattr(protocol._ENCODER, "encode", lambda value: pytest.fail("encoded whole"))
+    payload = {"results": [{"result": {"rows": ["r" * 100] * 50_000}}]}
+    text = render_tool_payload(payload, 60_000)[0]["text"]
+    assert text.startswith('{"results": [{"result": {"rows": ["rrr')
+    assert sum(produced) < 60_000 + 1_000
 
 
 def test_under_the_cap_is_untouched() -> None:
@@ -234,4 +272,4 @@ async def test_execute_tools_over_mcp_shares_one_60000_character_budget(tmp_path
     assert len(content) == 1 and content[0]["type"] == "text"
     body, notice = content[0]["text"][:60_000], content[0]["text"][60_000:]
     assert body.startswith('{"results": [{"result": {"value": "xxx')
-    assert notice.startswith("\n\n[truncated: the response was 8") and "cap is 60000" in notice
+    assert notice.startswith("\n\n[truncated: the response is longer than the cap of 60000 characters.")

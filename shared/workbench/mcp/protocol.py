@@ -41,7 +41,7 @@ INSTRUCTIONS = (
     "A NOT_CONNECTED result means: call connect, give the user the link, then wait_for_connection."
 )
 TRUNCATION_NOTICE = (
-    "\n\n[truncated: the response was {size} characters and the cap is {cap}. Pass limit/perPage "
+    "\n\n[truncated: the response is longer than the cap of {cap} characters. Pass limit/perPage "
     "arguments, use return to project what you need, or split the batch.]"
 )
 
@@ -103,12 +103,54 @@ def _render(payload: Any, cap: int) -> tuple[list[dict[str, Any]], bool]:
     _find_images(payload, images)
     if images:
         return list(images), False
-    text = json.dumps(payload, ensure_ascii=False, default=str)
-    if len(text) > cap:
-        return [
-            {"type": "text", "text": text[:cap] + TRUNCATION_NOTICE.format(size=len(text), cap=cap)}
-        ], False
+    text, whole = _capped_json(payload, cap)
+    if not whole:
+        return [{"type": "text", "text": text + TRUNCATION_NOTICE.format(cap=cap)}], False
     return [{"type": "text", "text": text}], True
+
+
+_ENCODER = json.JSONEncoder(ensure_ascii=False, default=str)
+
+
+def _capped_json(payload: Any, cap: int) -> tuple[str, bool]:
+    """(the payload's JSON text, at most `cap` characters; whether that is all of it).
+
+    A payload that is certainly over the cap is encoded incrementally and only up to the cap, so a
+    multi-megabyte result costs what 60,000 characters cost, not its whole size."""
+    if not _longer_than(payload, cap):
+        text = _ENCODER.encode(payload)
+        return (text, True) if len(text) <= cap else (text[:cap], False)
+    parts: list[str] = []
+    size = 0
+    for chunk in _ENCODER.iterencode(payload):
+        parts.append(chunk)
+        size += len(chunk)
+        if size > cap:
+            return "".join(parts)[:cap], False
+    return "".join(parts), True
+
+
+def _longer_than(payload: Any, budget: int) -> bool:
+    """Whether `payload`'s JSON text is certainly longer than `budget` characters: counts a lower
+    bound (string lengths plus punctuation) and stops as soon as it is over."""
+    stack = [payload]
+    seen = 0
+    while stack:
+        value = stack.pop()
+        if isinstance(value, str):
+            seen += len(value) + 2  # its quotes
+        elif isinstance(value, dict):
+            seen += 2 + len(value)  # the braces, and a colon per member
+            stack.extend(value.keys())
+            stack.extend(value.values())
+        elif isinstance(value, list | tuple):
+            seen += 2  # the brackets
+            stack.extend(value)
+        else:
+            seen += 1  # a number, true/false/null: at least one character
+        if seen > budget:
+            return True
+    return False
 
 
 def _revision_features(version: str) -> tuple[bool, bool]:
