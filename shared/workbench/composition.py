@@ -23,12 +23,13 @@ from workbench.external import ExternalServers
 from workbench.oauth.service import OAuthServer
 from workbench.oauth_client import ProviderOAuth
 from workbench.observability import Metrics
-from workbench.registry import Registry
+from workbench.registry import Manifest, Registry
 from workbench.search import SearchDoc, SearchIndex
 from workbench.settings import Settings
-from workbench.stores import Stores
+from workbench.stores import Stores, User
 from workbench.tokens import FileSigningKeys, SigningKeySource, TokenService
 from workbench.vault import Vault
+from workbench.verify import verify_credential
 from workbench.web.sessions import SessionCodec
 
 if TYPE_CHECKING:
@@ -104,6 +105,10 @@ class Gateway:
         return self.oauth
 
     # -- queries used by several surfaces -----------------------------------------------------
+
+    async def verify(self, user: User, manifest: Manifest, credential: dict[str, Any]) -> bool:
+        """Check a credential with the manifest's probe before storing it (raises VerificationFailed)."""
+        return await verify_credential(self.engine, user, manifest, credential)
 
     def connection_status(self, user_id: str, only: Collection[str] | None = None) -> dict[str, bool]:
         """Whether the user is connected to each integration (or to those in `only`)."""
@@ -262,7 +267,13 @@ def build_gateway(
         api_keys=ApiKeys(stores.users, stores.api_keys),
         vault=vault,
         connections=ConnectFlow(
-            settings, registry, stores.pending, clock=clock, oauth=provider_oauth, credentials=credentials
+            settings,
+            registry,
+            stores.pending,
+            clock=clock,
+            oauth=provider_oauth,
+            credentials=credentials,
+            verify=functools.partial(verify_credential, engine),
         ),
         provider_oauth=provider_oauth,
         external=external,

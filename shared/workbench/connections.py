@@ -4,8 +4,9 @@ A link minted by `connect` is a claim, not a capability: it names the user it wa
 carries no PKCE verifier; nothing is sent to the provider until the same user redeems it from a
 portal session (`redeem`, behind POST /api/connect/redeem). Only then are the PKCE verifier and the
 single-use `state` created (kept server-side in the TTL store) and the provider consent URL built;
-the provider's redirect lands on `complete`, which exchanges the code with the verifier, stores the
-tokens encrypted and marks the pending record CONNECTED.
+the provider's redirect lands on `complete`, which exchanges the code with the verifier, checks the
+new token with the manifest's probe, stores the tokens encrypted and marks the pending record
+CONNECTED. A failed check stores nothing.
 """
 
 from __future__ import annotations
@@ -17,13 +18,15 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from workbench.registry import Registry
+from workbench.errors import InvalidInput, VerificationFailed
+from workbench.registry import Manifest, OAuth2Auth, Registry
 from workbench.settings import Settings
 from workbench.stores import OAuthState, PendingConnect, PendingStore, User
 
 if TYPE_CHECKING:
     from workbench.credentials import Credentials
     from workbench.oauth_client import ProviderOAuth
+    from workbench.verify import Verifier
 
 __all__ = ["BROWSER_PAGE", "STATE_TTL_SECONDS", "CallbackError", "ConnectFlow", "Redeemed"]
 
@@ -57,6 +60,7 @@ class ConnectFlow:
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         oauth: ProviderOAuth | None = None,
         credentials: Credentials | None = None,
+        verify: Verifier | None = None,
     ) -> None:
         self.settings = settings
         self.registry = registry
@@ -65,6 +69,8 @@ class ConnectFlow:
         self.sleep = sleep
         self.oauth = oauth
         self.credentials = credentials
+        # Checks a new credential before it is stored (the manifest's probe); None: not checked.
+        self.verify = verify
 
     @property
     def _base_url(self) -> str:
@@ -128,8 +134,10 @@ class ConnectFlow:
 
     # -- redeem and callback (browser side) -----------------------------------------------------
 
-    def redeem(self, user: User, connection_id: str) -> Redeemed:
-        """Turn a connect link into the next step, for the user it was minted for only."""
+    def redeem(self, user: User, connection_id: str, *, login_host: str | None = None) -> Redeemed:
+        """Turn a connect link into the next step, for the user it was minted for only.
+
+        `login_host` is the sign-in host the person chose, for a manifest that asks for one."""
         now = self.clock()
         rec = self.pending.get(connection_id, now=now) if connection_id else None
         if rec is None or rec.user_id != user.id:
@@ -145,14 +153,20 @@ class ConnectFlow:
         if rec.auth_type == "cookie":
             url = self._base_url + BROWSER_PAGE.format(connection_id=rec.id)
             return Redeemed(200, {"type": "cookie", "url": url})
-        if rec.auth_type != "oauth2" or self.oauth is None:
+        if rec.auth_type != "oauth2" or self.oauth is None or not isinstance(manifest.auth, OAuth2Auth):
             return Redeemed(400, {"error": f"{rec.integration} cannot be connected through a link"})
-        from workbench.oauth_client import ProviderError, pkce_verifier
+        from workbench.oauth_client import ProviderError, login_host_for, pkce_verifier
 
+        host = ""
+        if manifest.auth.login_hosts is not None:
+            try:
+                host = login_host_for(manifest.auth.login_hosts, login_host)
+            except InvalidInput as exc:
+                return Redeemed(400, {"error": "INVALID_LOGIN_HOST", "message": str(exc)})
         verifier = pkce_verifier()
         state = secrets.token_urlsafe(32)
         try:
-            url = self.oauth.consent_url(manifest, state=state, verifier=verifier)
+            url = self.oauth.consent_url(manifest, state=state, verifier=verifier, login_host=host or None)
         except ProviderError as exc:
             return Redeemed(503, {"error": "NOT_CONFIGURED", "message": exc.description or str(exc)})
         self.pending.put_state(
@@ -164,6 +178,7 @@ class ConnectFlow:
                 code_verifier=verifier,
                 redirect_uri=self.oauth.redirect_uri(rec.integration),
                 expires_at=now + STATE_TTL_SECONDS,
+                login_host=host,
             )
         )
         return Redeemed(200, {"type": "oauth2", "url": url})
@@ -177,7 +192,9 @@ class ConnectFlow:
         code: str | None,
         error: str | None = None,
     ) -> str:
-        """Finish a provider consent; returns the integration name. Raises CallbackError, storing nothing."""
+        """Finish a provider consent; returns the integration name. Raises CallbackError, storing nothing.
+
+        The new credential is checked with the manifest's probe before it is stored."""
         from workbench.oauth_client import ProviderError
 
         now = self.clock()
@@ -200,14 +217,37 @@ class ConnectFlow:
         if manifest is None or self.oauth is None or self.credentials is None:
             raise CallbackError(f"{integration} cannot be connected on this gateway.")
         try:
-            tokens = await self.oauth.exchange_code(manifest, code=code, verifier=taken.code_verifier)
+            tokens = await self.oauth.exchange_code(
+                manifest, code=code, verifier=taken.code_verifier, login_host=taken.login_host or None
+            )
         except ProviderError as exc:
             raise CallbackError(
                 f"The provider refused the authorization code ({exc.error}). Nothing was stored; "
                 "open the connect link again to retry."
             ) from exc
+        now = self.clock()
+        credential = dict(tokens.credential)
+        if taken.login_host:
+            credential["login_host"] = taken.login_host  # refreshes go back to the same host
+        user_token = tokens.user_credential(now)
+        if user_token is not None:
+            credential["user_token"] = user_token
+        verified_at = await self._verified(user, manifest, credential)
         self.credentials.save(
-            user.id, integration, tokens.credential, expires_at=tokens.expires_at(self.clock())
+            user.id, integration, credential, expires_at=tokens.expires_at(now), verified_at=verified_at
         )
         self.pending.mark_connected(taken.connection_id)
         return integration
+
+    async def _verified(self, user: User, manifest: Manifest, credential: dict[str, Any]) -> float | None:
+        """When the manifest's probe passed (None: no probe); a failure stores nothing."""
+        if self.verify is None:
+            return None
+        try:
+            checked = await self.verify(user, manifest, credential)
+        except VerificationFailed as exc:
+            raise CallbackError(
+                f"{manifest.display_name} signed you in, but checking the connection failed: {exc} "
+                "Nothing was stored."
+            ) from exc
+        return self.clock() if checked else None

@@ -2,9 +2,14 @@
 injected into each upstream call. The agent never sees them.
 
 The decrypted credential is a dict:
-  oauth2:  {"access_token", "refresh_token"?, "token_type"?, "scope"?}
+  oauth2:  {"access_token", "refresh_token"?, "token_type"?, "scope"?, <token_fields>?,
+            "login_host"?, "user_token"?: {"access_token", "refresh_token"?, "expires_at"?, ...}}
   api_key: {<field name>: <value>, ...} as the manifest declares
   cookie:  {"cookies": [{"name", "value", "domain", "path", "expires"}]}
+
+One refresh mechanism serves two triggers: the stored token expires within the margin (before a
+request), or the provider answered a request with what the manifest declares as "token rejected"
+(after it; the request is then retried once). Either way exactly one instance calls the provider.
 """
 
 from __future__ import annotations
@@ -12,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -28,6 +33,7 @@ from workbench.errors import (
 )
 from workbench.registry import ApiKeyAuth, CookieAuth, Manifest, NoAuth, OAuth2Auth
 from workbench.stores import LEASE_SUFFIX, Connection, ConnectionStore
+from workbench.tools import TokenKind
 
 if TYPE_CHECKING:
     from workbench.oauth_client import TokenSet
@@ -40,6 +46,7 @@ __all__ = [
     "InjectedAuth",
     "Refresher",
     "credential_context",
+    "token_of",
 ]
 
 REFRESH_MARGIN_SECONDS = 30
@@ -49,13 +56,22 @@ REFRESH_MARGIN_SECONDS = 30
 # itself if its holder dies.
 LEASE_SECONDS = 30.0
 _POLL_SECONDS = 0.05
+_MAX_ERROR = 300
 
-# (manifest, refresh token) -> the provider's token response; raises ProviderError when refused.
-Refresher = Callable[[Manifest, str], Awaitable["TokenSet"]]
+# (manifest, refresh token, the stored credential) -> the provider's token response; raises
+# ProviderError when refused. The stored credential says where to go (a per-connection login host).
+Refresher = Callable[[Manifest, str, Mapping[str, Any]], Awaitable["TokenSet"]]
 
 
 def credential_context(user_id: str, integration: str) -> dict[str, str]:
     return {"user": user_id, "integration": integration, "field": "credential"}
+
+
+def token_of(cred: Mapping[str, Any], kind: TokenKind) -> str | None:
+    """The token of that kind in a stored credential, if there is one."""
+    holder = cred if kind == "access" else cred.get("user_token")
+    token = holder.get("access_token") if isinstance(holder, Mapping) else None
+    return str(token) if token else None
 
 
 class Credentials:
@@ -76,17 +92,35 @@ class Credentials:
         self._refresh = refresh
         self._sleep = sleep
         # In-process single flight: concurrent callers on one event loop share one refresh task.
-        self._inflight: dict[tuple[int, str, str], asyncio.Task[dict[str, Any]]] = {}
+        self._inflight: dict[tuple[int, str, str, str, str | None], asyncio.Task[dict[str, Any]]] = {}
 
     # -- storage -------------------------------------------------------------------------------
 
     def save(
-        self, user_id: str, integration: str, credential: dict[str, Any], *, expires_at: float | None = None
+        self,
+        user_id: str,
+        integration: str,
+        credential: dict[str, Any],
+        *,
+        expires_at: float | None = None,
+        verified_at: float | None = None,
     ) -> None:
+        """Store a new credential (connect, reconnect, key replaced): any earlier error is cleared."""
         blob = self.cipher.encrypt_json(credential, credential_context(user_id, integration))
         current = self.store.get(user_id, integration)
         version = (current.version if current else 0) + 1
-        self.store.put(Connection(user_id, integration, blob, "connected", expires_at, self.clock(), version))
+        self.store.put(
+            Connection(
+                user_id,
+                integration,
+                blob,
+                "connected",
+                expires_at,
+                self.clock(),
+                version,
+                verified_at=verified_at,
+            )
+        )
 
     def delete(self, user_id: str, integration: str) -> None:
         """Disconnect: the stored credential and its refresh lease row go together."""
@@ -120,37 +154,91 @@ class Credentials:
 
     # -- use -----------------------------------------------------------------------------------
 
-    def _stale(self, conn: Connection) -> bool:
-        return conn.expires_at is not None and conn.expires_at - self.clock() <= REFRESH_MARGIN_SECONDS
+    def _stale(self, expires_at: Any) -> bool:
+        return isinstance(expires_at, int | float) and expires_at - self.clock() <= REFRESH_MARGIN_SECONDS
 
-    async def access(self, manifest: Manifest, user_id: str, conn: Connection | None) -> dict[str, Any]:
-        """The usable credential, refreshed first if it expires within the margin."""
+    def _needs_refresh(
+        self, conn: Connection, kind: TokenKind, rejected: str | None
+    ) -> tuple[bool, dict[str, Any]]:
+        """Whether the stored token of `kind` still has to be refreshed, and the credential read.
+        After a rejection: while the stored token is still the one the provider refused."""
+        cred = self.load(conn)
+        if rejected is not None:
+            return token_of(cred, kind) == rejected, cred
+        if kind == "access":
+            return self._stale(conn.expires_at), cred
+        return self._stale((cred.get("user_token") or {}).get("expires_at")), cred
+
+    async def access(
+        self, manifest: Manifest, user_id: str, conn: Connection | None, *, kind: TokenKind = "access"
+    ) -> dict[str, Any]:
+        """The usable credential, refreshed first if its `kind` token expires within the margin."""
         conn = _usable(manifest, conn)
-        if isinstance(manifest.auth, OAuth2Auth) and self._stale(conn):
-            return await self._refresh_shared(manifest, user_id)
-        return self.load(conn)
+        if not isinstance(manifest.auth, OAuth2Auth):
+            return self.load(conn)
+        if kind == "access" and not self._stale(conn.expires_at):
+            return self.load(conn)  # the common path: no decrypt beyond this one
+        stale, cred = self._needs_refresh(conn, kind, None)
+        if kind == "user" and token_of(cred, "user") is None:
+            raise CredentialError(
+                manifest.name,
+                f"{manifest.name} has no user token for this connection. Use connect('{manifest.name}') "
+                "to reconnect and grant the user permissions.",
+            )
+        if stale:
+            return await self._refresh_shared(manifest, user_id, kind, None)
+        return cred
 
-    async def _refresh_shared(self, manifest: Manifest, user_id: str) -> dict[str, Any]:
+    async def after_rejection(
+        self, manifest: Manifest, user_id: str, rejected: str, *, kind: TokenKind = "access"
+    ) -> dict[str, Any]:
+        """The provider refused `rejected` (the manifest's token_rejected): refresh once, however
+        many requests and instances saw the refusal, and return the credential to retry with."""
+        return await self._refresh_shared(manifest, user_id, kind, rejected)
+
+    @staticmethod
+    async def rejects(manifest: Manifest, response: httpx.Response) -> bool:
+        """Whether `response` is what the manifest declares as "token rejected" (its body is read
+        only when the status matches a rule that looks at the body)."""
+        auth = manifest.auth
+        if not isinstance(auth, OAuth2Auth):
+            return False
+        for rule in auth.token_rejected:
+            if response.status_code != rule.status:
+                continue
+            if not rule.body_contains:
+                return True
+            await response.aread()
+            if rule.body_contains in response.text:
+                return True
+        return False
+
+    async def _refresh_shared(
+        self, manifest: Manifest, user_id: str, kind: TokenKind, rejected: str | None
+    ) -> dict[str, Any]:
         loop = asyncio.get_running_loop()
-        key = (id(loop), user_id, manifest.name)
+        key = (id(loop), user_id, manifest.name, kind, rejected)
         task = self._inflight.get(key)
         if task is None:
-            task = loop.create_task(self._refresh_across_instances(manifest, user_id))
+            task = loop.create_task(self._refresh_across_instances(manifest, user_id, kind, rejected))
             self._inflight[key] = task
             task.add_done_callback(lambda _t: self._inflight.pop(key, None))
         return await asyncio.shield(task)
 
-    async def _refresh_across_instances(self, manifest: Manifest, user_id: str) -> dict[str, Any]:
+    async def _refresh_across_instances(
+        self, manifest: Manifest, user_id: str, kind: TokenKind, rejected: str | None
+    ) -> dict[str, Any]:
         """Exactly one instance calls the provider; the others wait for its result and re-read."""
         give_up = time.monotonic() + LEASE_SECONDS + 5
         while True:
             latest = _usable(manifest, self.store.get(user_id, manifest.name))
-            if not self._stale(latest):
-                return self.load(latest)  # another instance refreshed meanwhile
+            needed, cred = self._needs_refresh(latest, kind, rejected)
+            if not needed:
+                return cred  # another instance refreshed meanwhile
             lease = self._take_lease(user_id, manifest.name)
             if lease is not None:
                 try:
-                    return await self._refresh_holding_lease(manifest, user_id)
+                    return await self._refresh_holding_lease(manifest, user_id, kind, rejected)
                 finally:
                     self._release_lease(lease)
             if time.monotonic() > give_up:
@@ -160,56 +248,102 @@ class Credentials:
                 )
             await self._sleep(_POLL_SECONDS)
 
-    async def _refresh_holding_lease(self, manifest: Manifest, user_id: str) -> dict[str, Any]:
+    async def _refresh_holding_lease(
+        self, manifest: Manifest, user_id: str, kind: TokenKind, rejected: str | None
+    ) -> dict[str, Any]:
         from workbench.oauth_client import ProviderError
 
-        latest = _usable(manifest, self.store.get(user_id, manifest.name))
-        cred = self.load(latest)
-        if not self._stale(latest):
+        name = manifest.name
+        latest = _usable(manifest, self.store.get(user_id, name))
+        needed, cred = self._needs_refresh(latest, kind, rejected)
+        if not needed:
             return cred  # refreshed between our read and taking the lease
-        refresh_token = cred.get("refresh_token")
+        holder = cred if kind == "access" else dict(cred.get("user_token") or {})
+        refresh_token = holder.get("refresh_token")
+        what = "access token" if kind == "access" else "user token"
         if not refresh_token:
-            raise CredentialError(
-                manifest.name,
-                f"{manifest.name} access token has expired and no refresh token is stored. "
-                f"Use connect('{manifest.name}') to reconnect.",
-            )
+            if rejected is None:
+                raise CredentialError(
+                    name,
+                    f"{name} {what} has expired and no refresh token is stored. "
+                    f"Use connect('{name}') to reconnect.",
+                )
+            # The provider says the token is dead and nothing can renew it: only reconnecting helps.
+            detail = f"the provider refused the {what} and no refresh token is stored"
+            self._record(latest, detail, reconnect=kind == "access")
+            if kind == "access":
+                raise ReconnectRequired(name, detail)
+            raise CredentialError(name, f"{name}: {detail}. Use connect('{name}') to reconnect.")
         if self._refresh is None:
-            raise CredentialError(
-                manifest.name, f"{manifest.name} tokens cannot be refreshed on this gateway."
-            )
+            raise CredentialError(name, f"{name} tokens cannot be refreshed on this gateway.")
         try:
-            tokens = await self._refresh(manifest, str(refresh_token))
+            tokens = await self._refresh(manifest, str(refresh_token), cred)
         except ProviderError as exc:
             if not exc.permanent:
+                self._record(latest, f"token refresh failed ({exc})", reconnect=False)
                 raise CredentialError(
-                    manifest.name,
-                    f"{manifest.name} token refresh failed ({exc}); try the call again shortly.",
+                    name, f"{name} token refresh failed ({exc}); try the call again shortly."
                 ) from exc
             # The provider refused the refresh token (revoked, replayed, expired): only the user can fix it.
-            self.store.put(
-                replace(
-                    latest, status="reconnect_required", updated_at=self.clock(), version=latest.version + 1
-                ),
-                expected_version=latest.version,
+            self._record(
+                latest, f"the provider refused the refresh ({exc.error})", reconnect=kind == "access"
             )
-            raise ReconnectRequired(manifest.name, exc.error) from exc
-        # A provider that does not rotate refresh tokens keeps the old one.
-        new_cred = {**cred, **tokens.credential}
-        blob = self.cipher.encrypt_json(new_cred, credential_context(user_id, manifest.name))
+            if kind == "access":
+                raise ReconnectRequired(name, exc.error) from exc
+            raise CredentialError(
+                name,
+                f"{name} refused the user token's refresh ({exc.error}). Use connect('{name}') to reconnect.",
+            ) from exc
         now = self.clock()
+        expires_at = latest.expires_at
+        if kind == "access":
+            # A provider that does not rotate refresh tokens keeps the old one.
+            new_cred = {**cred, **tokens.credential}
+            expires_at = tokens.expires_at(now)
+            user = tokens.user_credential(now)
+            if user is not None:
+                new_cred["user_token"] = {**holder.get("user_token", {}), **user}
+        else:
+            renewed = {**holder, **tokens.credential}
+            renewed.pop("expires_at", None)
+            if tokens.expires_in is not None:
+                renewed["expires_at"] = now + tokens.expires_in
+            new_cred = {**cred, "user_token": renewed}
+        blob = self.cipher.encrypt_json(new_cred, credential_context(user_id, name))
         written = self.store.put(
-            Connection(
-                user_id, manifest.name, blob, "connected", tokens.expires_at(now), now, latest.version + 1
+            replace(
+                latest,
+                credential=blob,
+                status="connected",
+                expires_at=expires_at,
+                updated_at=now,
+                version=latest.version + 1,
+                last_error="",
+                last_error_at=None,
             ),
             expected_version=latest.version,
         )
         if not written:  # the user reconnected or disconnected meanwhile: theirs wins
-            current = self.store.get(user_id, manifest.name)
+            current = self.store.get(user_id, name)
             if current is None:
-                raise NotConnected(manifest.name)
+                raise NotConnected(name)
             return self.load(current)
         return new_cred
+
+    def _record(self, latest: Connection, error: str, *, reconnect: bool) -> None:
+        """Keep the failure on the connection (the portal shows it); only the lease holder writes."""
+        now = self.clock()
+        self.store.put(
+            replace(
+                latest,
+                status="reconnect_required" if reconnect else latest.status,
+                updated_at=now,
+                version=latest.version + 1,
+                last_error=error[:_MAX_ERROR],
+                last_error_at=now,
+            ),
+            expected_version=latest.version,
+        )
 
     def _take_lease(self, user_id: str, integration: str) -> Connection | None:
         key = integration + LEASE_SUFFIX
@@ -227,10 +361,12 @@ class Credentials:
         )
 
     @staticmethod
-    def headers_for(manifest: Manifest, cred: dict[str, Any]) -> dict[str, str]:
+    def headers_for(
+        manifest: Manifest, cred: Mapping[str, Any], kind: TokenKind = "access"
+    ) -> dict[str, str]:
         auth = manifest.auth
         if isinstance(auth, OAuth2Auth):
-            return {"Authorization": f"Bearer {cred['access_token']}"}
+            return {"Authorization": f"Bearer {token_of(cred, kind) or ''}"}
         if isinstance(auth, ApiKeyAuth):
             values = [str(cred.get(f.name, "")) for f in auth.fields]
             if auth.scheme == "Basic":
@@ -263,13 +399,38 @@ def _cookies_live(cred: dict[str, Any], auth: CookieAuth, now: float) -> bool:
     return bool(live) and (not wanted or wanted <= live)
 
 
+# What InjectedAuth asks for: the headers to send and the token they carry (None: not a token that
+# can be refreshed), the connection's API base for relative URLs, and, after an answer, fresh
+# headers to retry with (None: do not retry).
+HeadersFn = Callable[[], Awaitable[tuple[dict[str, str], str | None]]]
+RetryFn = Callable[[httpx.Response, str], Awaitable[dict[str, str] | None]]
+BaseFn = Callable[[], Awaitable[str]]
+
+
 class InjectedAuth(httpx.Auth):
-    """httpx auth flow that asks for the credential per request (so a refresh lands mid-batch)."""
+    """httpx auth flow that asks for the credential per request (so a refresh lands mid-batch),
+    joins a relative URL to the connection's own API base when the manifest has one (Salesforce's
+    instance_url is only known once the credential is read), and sends the request a second time,
+    with fresh headers, when `retry` says the answer means the token was rejected."""
 
-    def __init__(self, headers: Callable[[], Any]) -> None:
+    def __init__(
+        self, headers: HeadersFn, *, retry: RetryFn | None = None, base: BaseFn | None = None
+    ) -> None:
         self._headers = headers
+        self._retry = retry
+        self._base = base
 
-    async def async_auth_flow(self, request: httpx.Request):  # type: ignore[no-untyped-def]
-        for name, value in (await self._headers()).items():
-            request.headers[name] = value
-        yield request
+    async def async_auth_flow(self, request: httpx.Request) -> AsyncGenerator[httpx.Request, httpx.Response]:
+        if self._base is not None and not request.url.host:
+            request.url = httpx.URL(await self._base()).join(request.url)
+            request.headers["Host"] = request.url.netloc.decode("ascii")
+        headers, token = await self._headers()
+        request.headers.update(headers)
+        response = yield request
+        if self._retry is None or token is None:
+            return
+        fresh = await self._retry(response, token)
+        if fresh is None:
+            return
+        request.headers.update(fresh)
+        yield request  # once: a second refusal is the tool's answer

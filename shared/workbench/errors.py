@@ -8,10 +8,11 @@ WorkbenchError
 ├── ConflictError             a conditional write lost a race, or a name is taken
 ├── CryptoError               a blob that does not decrypt for its row
 ├── UpstreamTimeout           an upstream call ran past the timeout that applied to it
-└── CredentialError           a provider credential that cannot be used
-    ├── NotConnected          no stored credential for (user, integration)
-    ├── ReconnectRequired     the provider rejected the refresh; the user must connect again
-    └── CredentialUnreadable  the stored credential does not decrypt; the user must connect again
+├── CredentialError           a provider credential that cannot be used
+│   ├── NotConnected          no stored credential for (user, integration)
+│   ├── ReconnectRequired     the provider rejected the refresh; the user must connect again
+│   └── CredentialUnreadable  the stored credential does not decrypt; the user must connect again
+└── VerificationFailed        connecting: the credential did not pass the manifest's probe (nothing stored)
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ __all__ = [
     "ReconnectRequired",
     "RegistryError",
     "UpstreamTimeout",
+    "VerificationFailed",
     "WorkbenchError",
     "upstream_timeout",
     "upstream_timeout_message",
@@ -132,3 +134,7 @@ class CredentialUnreadable(CredentialError):
             f"{integration} credential cannot be decrypted (it was stored under another key or is damaged). "
             f"Use connect('{integration}') to reconnect.",
         )
+
+
+class VerificationFailed(WorkbenchError):
+    """The credential being connected failed its check; the message is for the person connecting."""

@@ -13,17 +13,20 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 from pydantic import ValidationError
 
 from workbench.auth import Principal
-from workbench.credentials import Credentials, InjectedAuth
+from workbench.credentials import Credentials, InjectedAuth, token_of
+from workbench.errors import CredentialError
 from workbench.jsontext import nesting_exceeds
 from workbench.observability import Metrics, log_event
-from workbench.registry import Manifest, Registry
-from workbench.stores import AuditStore, Connection, ConnectionStore
-from workbench.tools import CancelSignal, EmitFn, Tool
+from workbench.plain_errors import PlainErrors
+from workbench.registry import Manifest, OAuth2Auth, Registry
+from workbench.stores import AuditStore, Connection, ConnectionStore, User
+from workbench.tools import CancelSignal, EmitFn, TokenKind, Tool, ToolContext
 
 __all__ = [
     "MAX_ARGS_DEPTH",
@@ -64,40 +67,104 @@ def validation_message(exc: ValidationError) -> str:
 
 
 class _Context:
-    """The ToolContext a handler receives."""
+    """The ToolContext a handler receives (see workbench.tools.ToolContext).
+
+    `preset` is a credential not (yet) stored: connecting probes it before anything is written, so
+    nothing is refreshed for it either.
+    """
 
     def __init__(
-        self, engine: Engine, principal: Principal, manifest: Manifest, conn: Connection | None
+        self,
+        engine: Engine,
+        user: User,
+        manifest: Manifest,
+        conn: Connection | None,
+        *,
+        preset: dict[str, Any] | None = None,
     ) -> None:
-        self.user_id = principal.user.id
-        self.user = principal.user
+        self.user_id = user.id
+        self._user = user
         self.integration = manifest.name
         self.manifest = manifest
         self.signal: CancelSignal | None = None
         self.emit: EmitFn | None = None
         self._engine = engine
         self._conn = conn
-        self._http: httpx.AsyncClient | None = None
-        self._cred: dict[str, Any] | None = None
+        self._preset = preset is not None
+        self._cred: dict[str, Any] | None = preset
+        self._clients: dict[TokenKind, httpx.AsyncClient] = {}
+
+    @property
+    def user(self) -> User:
+        return self._user
 
     async def credential(self) -> dict[str, Any]:
         if self._cred is None:
             self._cred = await self._engine.credentials.access(self.manifest, self.user_id, self._conn)
         return self._cred
 
-    async def get_token(self) -> str:
-        cred = await self.credential()
-        token = cred.get("access_token") or next(iter(cred.values()), "")
-        return str(token)
+    async def _credential_for(self, kind: TokenKind) -> dict[str, Any]:
+        if kind == "access" or self._preset:
+            return await self.credential()
+        # The user token has its own expiry: checked (and refreshed) on its own.
+        self._cred = await self._engine.credentials.access(self.manifest, self.user_id, self._conn, kind=kind)
+        return self._cred
 
-    async def _auth_headers(self) -> dict[str, str]:
-        return self._engine.credentials.headers_for(self.manifest, await self.credential())
+    async def get_token(self, kind: TokenKind = "access") -> str:
+        cred = await self._credential_for(kind)
+        if not isinstance(self.manifest.auth, OAuth2Auth):
+            return str(next(iter(cred.values()), ""))  # an API key's first field
+        token = token_of(cred, kind)
+        if token is None:
+            raise CredentialError(
+                self.integration,
+                f"{self.integration} has no {kind} token for this connection. "
+                f"Use connect('{self.integration}') to reconnect.",
+            )
+        return token
+
+    def http_as(self, kind: TokenKind) -> httpx.AsyncClient:
+        client = self._clients.get(kind)
+        if client is None:
+            engine, manifest = self._engine, self.manifest
+
+            async def headers() -> tuple[dict[str, str], str | None]:
+                cred = await self._credential_for(kind)
+                return engine.credentials.headers_for(manifest, cred, kind), token_of(cred, kind)
+
+            async def retry(response: httpx.Response, sent: str) -> dict[str, str] | None:
+                if self._preset or not await engine.credentials.rejects(manifest, response):
+                    return None
+                fresh = await engine.credentials.after_rejection(manifest, self.user_id, sent, kind=kind)
+                self._cred = fresh
+                if token_of(fresh, kind) in (None, sent):
+                    return None
+                return engine.credentials.headers_for(manifest, fresh, kind)
+
+            base = None
+            if isinstance(manifest.auth, OAuth2Auth) and manifest.auth.base_url_field:
+                field_name = manifest.auth.base_url_field
+
+                async def base() -> str:
+                    url = str((await self.credential()).get(field_name) or "")
+                    parts = urlsplit(url)
+                    if parts.scheme != "https" or not parts.hostname:
+                        raise CredentialError(
+                            manifest.name,
+                            f"The {manifest.display_name} connection has no {field_name}; "
+                            f"reconnect {manifest.display_name}.",
+                        )
+                    return url
+
+            auth = InjectedAuth(
+                headers, retry=retry if isinstance(manifest.auth, OAuth2Auth) else None, base=base
+            )
+            client = self._clients[kind] = engine.http_client(manifest, auth)
+        return client
 
     @property
     def http(self) -> httpx.AsyncClient:
-        if self._http is None:
-            self._http = self._engine.http_client(self.manifest, InjectedAuth(self._auth_headers))
-        return self._http
+        return self.http_as("access")
 
     @property
     def services(self) -> Any:
@@ -153,7 +220,8 @@ class Engine:
 
     def http_client(self, manifest: Manifest, auth: httpx.Auth) -> httpx.AsyncClient:
         if self._shared_transport is None:
-            self._shared_transport = self._transport or httpx.AsyncHTTPTransport(retries=1)
+            # Plain words for network failures: their OS wording would reach the agent and the portal.
+            self._shared_transport = PlainErrors(self._transport or httpx.AsyncHTTPTransport(retries=1))
         return httpx.AsyncClient(
             base_url=manifest.base_url,
             auth=auth,
@@ -295,7 +363,7 @@ class Engine:
                 audit_error = f"SAFEPARSE_ERROR: {exc}"
                 args = SimpleNamespace(**call.args)
 
-        ctx = _Context(self, scope.principal, manifest, conn)
+        ctx: ToolContext = _Context(self, scope.principal.user, manifest, conn)
         result = await tool.execute(args, signal, emit, ctx)  # never raises: failures come back as text
         if not result.success:
             return {"error": result.text}, manifest.name, audit_error, True

@@ -2,28 +2,36 @@
 
 PKCE (S256) on every flow, confidential clients included; the verifier never leaves the server.
 Client credentials per plugin come from `<PLUGIN>_CLIENT_ID` / `<PLUGIN>_CLIENT_SECRET`; a set id
-with an unset secret is a public, PKCE-only client. Token requests are form-encoded (RFC 6749
-§4.1.3, §6) with the client credentials in the body, which every common provider accepts.
+with an unset secret is a public, PKCE-only client.
+
+Token requests follow the manifest's declared style (`OAuth2Auth`): a form-encoded (RFC 6749
+§4.1.3, §6) or JSON body, the client secret in the body (`client_secret_post`) or as HTTP Basic
+(`client_secret_basic`, RFC 6749 §2.3.1), and any extra headers the provider needs. A provider that
+signs people in on a host chosen per connection (Salesforce) has `{login_host}` in its URLs.
 """
 
 from __future__ import annotations
 
 import base64
 import hashlib
+import re
 import secrets
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import parse_qsl, quote, urlencode
+from urllib.parse import parse_qsl, quote, urlencode, urlsplit
 
 import httpx
 
-from workbench.registry import Manifest, OAuth2Auth
+from workbench.errors import InvalidInput
+from workbench.registry import LoginHosts, Manifest, OAuth2Auth
 from workbench.settings import Settings
 
 __all__ = [
     "ProviderError",
     "ProviderOAuth",
     "TokenSet",
+    "login_host_for",
     "pkce_challenge",
     "pkce_verifier",
 ]
@@ -58,18 +66,70 @@ class ProviderError(Exception):
         self.permanent = permanent
 
 
-_PERMANENT = frozenset({"invalid_grant", "invalid_client", "unauthorized_client", "unsupported_grant_type"})
+_PERMANENT = frozenset(
+    {
+        "invalid_grant",
+        "invalid_client",
+        "unauthorized_client",
+        "unsupported_grant_type",
+        # Slack's names for the same refusals (answered with 200 and "ok": false).
+        "invalid_refresh_token",
+        "invalid_code",
+        "code_already_used",
+        "invalid_client_id",
+        "bad_client_secret",
+    }
+)
 
 
 @dataclass(frozen=True, slots=True)
 class TokenSet:
-    """A token response, split into what is stored encrypted and when the access token expires."""
+    """A token response, split into what is stored encrypted and when the access token expires.
 
-    credential: dict[str, Any]  # access_token, refresh_token?, token_type?, scope?
+    `user` is the person's own token issued next to the app's (Slack's `authed_user`), with its
+    expiry already made absolute by `user_credential`."""
+
+    credential: dict[str, Any]  # access_token, refresh_token?, token_type?, scope?, token_fields
     expires_in: float | None
+    user: dict[str, Any] | None = None
+    user_expires_in: float | None = None
 
     def expires_at(self, now: float) -> float | None:
         return now + self.expires_in if self.expires_in is not None else None
+
+    def user_credential(self, now: float) -> dict[str, Any] | None:
+        if self.user is None:
+            return None
+        if self.user_expires_in is None:
+            return dict(self.user)
+        return {**self.user, "expires_at": now + self.user_expires_in}
+
+
+_HOSTNAME = re.compile(
+    r"^(?=.{1,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)+$"
+)
+
+
+def login_host_for(hosts: LoginHosts, value: str | None) -> str:
+    """The sign-in host a person chose: one of the manifest's choices, or a typed host under one of
+    its `custom_suffixes` (the client secret is sent there, so nothing else is accepted)."""
+    if not value or not value.strip():
+        return hosts.choices[0][1]
+    host = value.strip().lower().removeprefix("https://").rstrip("/")
+    if host in {h for _, h in hosts.choices}:
+        return host
+    allowed = " or ".join(f"…{suffix}" for suffix in hosts.custom_suffixes)
+    if (
+        _HOSTNAME.match(host)
+        and hosts.custom_suffixes
+        and any(host.endswith(suffix) and len(host) > len(suffix) for suffix in hosts.custom_suffixes)
+    ):
+        return host
+    if not hosts.custom_suffixes:
+        raise InvalidInput("Choose one of the listed sign-in hosts.")
+    raise InvalidInput(
+        f"The sign-in host must be a host name ending in {allowed}, e.g. acme{hosts.custom_suffixes[0]}."
+    )
 
 
 class ProviderOAuth:
@@ -98,7 +158,9 @@ class ProviderOAuth:
             )
         return client_id, secret
 
-    def consent_url(self, manifest: Manifest, *, state: str, verifier: str) -> str:
+    def consent_url(
+        self, manifest: Manifest, *, state: str, verifier: str, login_host: str | None = None
+    ) -> str:
         auth = _oauth2(manifest)
         client_id, _ = self.client(manifest)
         params: dict[str, str] = {
@@ -106,29 +168,37 @@ class ProviderOAuth:
             "client_id": client_id,
             "redirect_uri": self.redirect_uri(manifest.name),
             "state": state,
-            "code_challenge": pkce_challenge(verifier),
-            "code_challenge_method": "S256",
         }
+        if auth.pkce:
+            params.update(code_challenge=pkce_challenge(verifier), code_challenge_method="S256")
         if auth.scopes:
             params["scope"] = auth.scope_separator.join(auth.scopes)
+        if auth.user_scopes:
+            params[auth.user_scope_param] = auth.scope_separator.join(auth.user_scopes)
         params.update(dict(auth.extra_authorize_params))
-        sep = "&" if "?" in auth.authorize_url else "?"
-        return f"{auth.authorize_url}{sep}{urlencode(params)}"
+        url = _on_host(auth.authorize_url, auth, login_host)
+        sep = "&" if "?" in url else "?"
+        return f"{url}{sep}{urlencode(params)}"
 
-    async def exchange_code(self, manifest: Manifest, *, code: str, verifier: str) -> TokenSet:
-        return await self._token_request(
-            manifest,
-            {
-                "grant_type": "authorization_code",
-                "code": code,
-                "redirect_uri": self.redirect_uri(manifest.name),
-                "code_verifier": verifier,
-            },
-        )
+    async def exchange_code(
+        self, manifest: Manifest, *, code: str, verifier: str, login_host: str | None = None
+    ) -> TokenSet:
+        grant = {
+            "grant_type": "authorization_code",
+            "code": code,
+            "redirect_uri": self.redirect_uri(manifest.name),
+        }
+        if _oauth2(manifest).pkce:
+            grant["code_verifier"] = verifier
+        return await self._token_request(manifest, grant, login_host)
 
-    async def refresh(self, manifest: Manifest, refresh_token: str) -> TokenSet:
+    async def refresh(
+        self, manifest: Manifest, refresh_token: str, stored: Mapping[str, Any] | None = None
+    ) -> TokenSet:
+        """A refresh_token grant, at the sign-in host the connection was made on (if it has one)."""
+        login_host = str((stored or {}).get("login_host") or "") or None
         return await self._token_request(
-            manifest, {"grant_type": "refresh_token", "refresh_token": refresh_token}
+            manifest, {"grant_type": "refresh_token", "refresh_token": refresh_token}, login_host
         )
 
     # -- internals -------------------------------------------------------------------------------
@@ -136,46 +206,84 @@ class ProviderOAuth:
     def _http(self) -> httpx.AsyncClient:
         return httpx.AsyncClient(transport=self.transport, timeout=_TIMEOUT)
 
-    async def _token_request(self, manifest: Manifest, form: dict[str, str]) -> TokenSet:
+    async def _token_request(
+        self, manifest: Manifest, grant: dict[str, str], login_host: str | None
+    ) -> TokenSet:
         auth = _oauth2(manifest)
         client_id, secret = self.client(manifest)
-        form = {**form, "client_id": client_id}
-        headers = {"Accept": "application/json", "User-Agent": "workbench/0.1"}
+        body = dict(grant)
+        headers = {"Accept": "application/json", "User-Agent": "workbench/0.1", **dict(auth.token_headers)}
         if secret and auth.token_auth == "client_secret_basic":
             pair = f"{quote(client_id, safe='')}:{quote(secret, safe='')}".encode()
             headers["Authorization"] = "Basic " + base64.b64encode(pair).decode("ascii")
-        elif secret:
-            form["client_secret"] = secret
+        else:  # client_secret_post, or a public client identifying itself
+            body["client_id"] = client_id
+            if secret:
+                body["client_secret"] = secret
+        url = _on_host(auth.token_url, auth, login_host)
         try:
             async with self._http() as http:
-                resp = await http.post(auth.token_url, data=form, headers=headers)
+                if auth.token_body == "json":
+                    resp = await http.post(url, json=body, headers=headers)
+                else:
+                    resp = await http.post(url, data=body, headers=headers)
         except httpx.HTTPError as exc:
             raise ProviderError("unreachable", f"token endpoint: {type(exc).__name__}") from exc
-        body = _parse_body(resp)
-        error = body.get("error")
-        if resp.status_code >= 400 or error:
-            code = str(error or f"http_{resp.status_code}")
-            # GitHub answers bad_verification_code with 200; treat every refused grant the same way.
-            permanent = (
-                code in _PERMANENT or code == "bad_verification_code" or resp.status_code in (400, 401)
-            )
+        return _token_set(auth, resp)
+
+
+def _on_host(url: str, auth: OAuth2Auth, login_host: str | None) -> str:
+    if auth.login_hosts is None:
+        return url
+    return url.replace("{login_host}", login_host or auth.login_hosts.choices[0][1])
+
+
+def _token_set(auth: OAuth2Auth, resp: httpx.Response) -> TokenSet:
+    body = _parse_body(resp)
+    error = body.get("error")
+    # Slack answers errors with 200 and {"ok": false, "error": ...}: refused all the same.
+    if resp.status_code >= 400 or error or body.get("ok") is False:
+        code = str(error or f"http_{resp.status_code}")
+        # GitHub answers bad_verification_code with 200; treat every refused grant the same way.
+        permanent = code in _PERMANENT or code == "bad_verification_code" or resp.status_code in (400, 401)
+        raise ProviderError(
+            code,
+            str(body.get("error_description") or body.get("message") or ""),
+            status=resp.status_code,
+            permanent=permanent,
+        )
+    access = body.get("access_token")
+    if not isinstance(access, str) or not access:
+        raise ProviderError("invalid_response", "the token response has no access_token")
+    credential = {
+        k: body[k]
+        for k in ("access_token", "refresh_token", "token_type", "scope", *auth.token_fields)
+        if body.get(k)
+    }
+    if auth.base_url_field:
+        base = str(credential.get(auth.base_url_field) or "")
+        parts = urlsplit(base)
+        if parts.scheme != "https" or not parts.hostname:
             raise ProviderError(
-                code, str(body.get("error_description") or ""), status=resp.status_code, permanent=permanent
+                "invalid_response", f"the token response's {auth.base_url_field} is not an https URL"
             )
-        access = body.get("access_token")
-        if not isinstance(access, str) or not access:
-            raise ProviderError("invalid_response", "the token response has no access_token")
-        credential = {
-            k: body[k]
-            for k in ("access_token", "refresh_token", "token_type", "scope", *auth.token_fields)
-            if body.get(k)
+    user, user_expires_in = None, None
+    nested = body.get(auth.user_token_field) if auth.user_scopes else None
+    if isinstance(nested, dict) and isinstance(nested.get("access_token"), str) and nested["access_token"]:
+        user = {
+            k: nested[k]
+            for k in ("access_token", "refresh_token", "token_type", "scope", "id")
+            if nested.get(k)
         }
-        expires_in: float | None
-        try:
-            expires_in = float(body["expires_in"]) if body.get("expires_in") is not None else None
-        except (TypeError, ValueError):
-            expires_in = None
-        return TokenSet(credential, expires_in)
+        user_expires_in = _seconds(nested.get("expires_in"))
+    return TokenSet(credential, _seconds(body.get("expires_in")), user, user_expires_in)
+
+
+def _seconds(value: Any) -> float | None:
+    try:
+        return float(value) if value is not None else None
+    except (TypeError, ValueError):
+        return None
 
 
 def _oauth2(manifest: Manifest) -> OAuth2Auth:

@@ -25,12 +25,15 @@ from urllib.parse import parse_qs, urlsplit
 
 import httpx
 
+from workbench.tools import TokenKind, ToolContext
+
 __all__ = [
     "ToolError",
     "UpstreamError",
     "api",
     "api_response",
     "compact",
+    "error_detail",
     "next_link",
     "pick",
     "pick_many",
@@ -80,7 +83,8 @@ def _error_text(value: Any) -> str:
     return str(value)
 
 
-def _error_detail(resp: httpx.Response) -> str:
+def error_detail(resp: httpx.Response) -> str:
+    """A provider's error answer as one line (its own message where it has one)."""
     try:
         body = resp.json()
     except ValueError:
@@ -94,7 +98,7 @@ def _error_detail(resp: httpx.Response) -> str:
 
 
 async def api_response(
-    ctx: Any,
+    ctx: ToolContext,
     method: str,
     url: str,
     *,
@@ -103,18 +107,20 @@ async def api_response(
     data: Any = None,
     content: bytes | str | None = None,
     headers: Mapping[str, str] | None = None,
+    kind: TokenKind = "access",
 ) -> httpx.Response:
-    """The raw response, after mapping error statuses to UpstreamError."""
-    resp: httpx.Response = await ctx.http.request(
+    """The raw response, after mapping error statuses to UpstreamError. `kind="user"` sends the
+    connection's user token instead of the app's (Slack's search needs one)."""
+    resp = await ctx.http_as(kind).request(
         method, url, params=compact(params), json=json, data=data, content=content, headers=headers
     )
     if resp.status_code >= 400:
-        raise UpstreamError(ctx.integration, resp.status_code, _error_detail(resp))
+        raise UpstreamError(ctx.integration, resp.status_code, error_detail(resp))
     return resp
 
 
 async def api(
-    ctx: Any,
+    ctx: ToolContext,
     method: str,
     url: str,
     *,
@@ -123,10 +129,11 @@ async def api(
     data: Any = None,
     content: bytes | str | None = None,
     headers: Mapping[str, str] | None = None,
+    kind: TokenKind = "access",
 ) -> Any:
     """Call the integration's API and return the decoded JSON body (None for an empty body)."""
     resp = await api_response(
-        ctx, method, url, params=params, json=json, data=data, content=content, headers=headers
+        ctx, method, url, params=params, json=json, data=data, content=content, headers=headers, kind=kind
     )
     if not resp.content:
         return None

@@ -22,18 +22,21 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from pydantic import BaseModel
 
 if TYPE_CHECKING:
     import httpx
 
+    from workbench.stores import User
+
 __all__ = [
     "CancelSignal",
     "EmitFn",
+    "TokenKind",
     "Tool",
     "ToolContext",
     "ToolResult",
@@ -104,8 +107,18 @@ def error_text(exc: BaseException) -> str:
     return str(exc)
 
 
+# Which of a connection's tokens a request uses: the integration's usual one, or the token a
+# provider issues for the person themselves next to it (Slack's user token, `authed_user`).
+TokenKind = Literal["access", "user"]
+
+
 class ToolContext(Protocol):
-    """What an execute function receives besides its arguments."""
+    """What an execute function receives besides its arguments (plugins type `ctx` with it).
+
+    The credential never appears in a tool's arguments or results: `http` injects it per request,
+    refreshes it first when it is about to expire, and, when the provider answers that the token is
+    no longer valid (the manifest's `token_rejected`), refreshes it once and retries the request once.
+    """
 
     user_id: str
     integration: str
@@ -113,12 +126,26 @@ class ToolContext(Protocol):
     emit: EmitFn | None
 
     @property
-    def http(self) -> httpx.AsyncClient:
-        """An HTTP client for the integration's API with the user's credential injected."""
+    def user(self) -> User:
+        """The Workbench user the tool runs for."""
         ...
 
-    async def get_token(self) -> str:
-        """The user's current access token for this integration (refreshed if it expires soon)."""
+    @property
+    def http(self) -> httpx.AsyncClient:
+        """An HTTP client for the integration's API (its base URL) with the user's credential injected."""
+        ...
+
+    def http_as(self, kind: TokenKind) -> httpx.AsyncClient:
+        """Like `http`, with the connection's `kind` token injected (`"user"`: the person's own token)."""
+        ...
+
+    async def get_token(self, kind: TokenKind = "access") -> str:
+        """The current token of that kind (refreshed first if it expires soon)."""
+        ...
+
+    async def credential(self) -> Mapping[str, Any]:
+        """The whole stored credential: API-key fields, or the token response's kept fields
+        (e.g. Salesforce's `instance_url`). Read-only."""
         ...
 
 
@@ -161,7 +188,7 @@ class Tool:
         input: Any,
         signal: CancelSignal | None = None,
         emit: EmitFn | None = None,
-        ctx: Any = None,
+        ctx: ToolContext | None = None,
     ) -> ToolResult:
         """Run the function; always returns a ToolResult (see the module docstring)."""
         if signal is not None and signal.aborted:
@@ -185,7 +212,7 @@ class Tool:
             return value
         return ToolResult(True, value, _summary(value))
 
-    async def _call(self, input: Any, ctx: Any, emit: EmitFn | None) -> Any:
+    async def _call(self, input: Any, ctx: ToolContext | None, emit: EmitFn | None) -> Any:
         fn = self.fn
         if self._arity is None:  # inspect.signature is slow: once per tool, not once per call
             self._arity = max(_positional_count(fn), 1)

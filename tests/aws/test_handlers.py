@@ -285,7 +285,10 @@ def test_the_templates_nightly_schedule_event_runs_through_the_rest_handler(lamb
     closed = f"http://127.0.0.1:{free_port()}"
     gw.credentials.save(svc.id, "superset", {"username": "svc", "password": "pw", "base_url": closed})
     answer = load_entry("rest").handler(event, None)
-    assert answer == {"results": [{"error": "All connection attempts failed"}]}
+    port = closed.rsplit(":", 1)[1]
+    assert answer == {
+        "results": [{"error": f"127.0.0.1:{port} refused the connection. Check the address and port."}]
+    }
 
 
 def test_dynamodb_unreachable_fails_fast_with_a_500_and_a_logged_request(

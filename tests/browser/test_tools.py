@@ -187,7 +187,7 @@ async def test_plugin_tools_cannot_reach_the_browser(browser_gateway: Gateway) -
     principal = principal_for(browser_gateway)
     plugin = Manifest(name="sneaky", version="1", display_name="Sneaky", auth=NoAuth())
     with pytest.raises(AttributeError):
-        _ = _Context(browser_gateway.engine, principal, plugin, None).services
+        _ = _Context(browser_gateway.engine, principal.user, plugin, None).services
     builtin = browser_gateway.registry.manifest("browser")
     assert builtin is not None
-    assert _Context(browser_gateway.engine, principal, builtin, None).services.browser is not None
+    assert _Context(browser_gateway.engine, principal.user, builtin, None).services.browser is not None

@@ -6,7 +6,7 @@ import asyncio
 import os
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +36,7 @@ class Provider:
         self.rotate = rotate
         self._lock = threading.Lock()
 
-    async def __call__(self, manifest: Manifest, refresh_token: str) -> TokenSet:
+    async def __call__(self, manifest: Manifest, refresh_token: str, stored: Mapping[str, Any]) -> TokenSet:
         with self._lock:
             self.calls.append(refresh_token)
             n = len(self.calls)

@@ -123,6 +123,28 @@ def test_connections_conditional_put(stores: Stores) -> None:
     assert stores.connections.get("usr_a", "github") == second
 
 
+def test_connection_verification_and_last_error_roundtrip(stores: Stores) -> None:
+    """The fields the portal shows per connection: when it was verified, its last error and when."""
+    checked = _conn(verified_at=NOW - 60.25)
+    assert checked.last_error == "" and checked.last_error_at is None
+    stores.connections.put(checked)
+    assert stores.connections.get("usr_a", "github") == checked
+    failing = replace(
+        checked,
+        version=2,
+        status="reconnect_required",
+        last_error="the provider refused the refresh (invalid_grant) — «é»",
+        last_error_at=NOW + 0.5,
+    )
+    assert stores.connections.put(failing, expected_version=1) is True
+    assert stores.connections.get("usr_a", "github") == failing
+    assert stores.connections.list_for("usr_a") == [failing]
+    # A new credential clears them again (nothing of the old row survives a plain put).
+    fresh = _conn(version=3)
+    stores.connections.put(fresh)
+    assert stores.connections.get("usr_a", "github") == fresh
+
+
 def test_connections_racing_refreshes_have_one_winner(stores: Stores) -> None:
     stores.connections.put(_conn(version=3))
     wins = _race(
@@ -170,6 +192,12 @@ def test_take_state_is_single_use(stores: Stores) -> None:
     assert stores.pending.take_state("st_1", now=NOW) == _state()
     assert stores.pending.take_state("st_1", now=NOW) is None
     assert stores.pending.take_state("st_never", now=NOW) is None
+
+
+def test_state_keeps_the_chosen_login_host(stores: Stores) -> None:
+    chosen = replace(_state("st_sf"), integration="salesforce", login_host="acme.my.salesforce.com")
+    stores.pending.put_state(chosen)
+    assert stores.pending.take_state("st_sf", now=NOW) == chosen
 
 
 def test_take_state_after_expiry_is_none_and_consumed(stores: Stores) -> None:

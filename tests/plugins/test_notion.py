@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import base64
+import json
 from pathlib import Path
-from urllib.parse import parse_qsl
 
 import pytest
 import workbench_plugins.notion as notion_pkg
@@ -652,7 +652,7 @@ async def test_upstream_error_becomes_tool_error(tmp_path: Path) -> None:
 
 
 async def test_connecting_sends_client_credentials_as_http_basic(tmp_path: Path) -> None:
-    """Notion's token endpoint takes the client id and secret as HTTP Basic, not in the body."""
+    """Notion's token endpoint takes the client id and secret as HTTP Basic, a JSON body and Notion-Version."""
     request, tokens = await exchange_code(
         tmp_path,
         notion_pkg.manifest,
@@ -670,9 +670,14 @@ async def test_connecting_sends_client_credentials_as_http_basic(tmp_path: Path)
         request.headers["authorization"]
         == "Basic " + base64.b64encode(b"client-id-1:s3cr3t%2F%2B%3D").decode()
     )
-    form = dict(parse_qsl(request.content.decode()))
-    assert "client_secret" not in form
-    assert form["grant_type"] == "authorization_code" and form["code"] == "code-123"
+    # A JSON body of the documented fields only (no client secret, no PKCE verifier) and the version header.
+    assert request.headers["content-type"] == "application/json"
+    assert request.headers["notion-version"] == "2022-06-28"
+    assert json.loads(request.content) == {
+        "grant_type": "authorization_code",
+        "code": "code-123",
+        "redirect_uri": "http://127.0.0.1:8787/api/auth/plugin/notion/callback",
+    }
     assert tokens.credential == {"access_token": "secret_notion_tok", "token_type": "bearer"}
 
 

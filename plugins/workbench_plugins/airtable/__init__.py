@@ -1,4 +1,4 @@
-from workbench.registry import Manifest, OAuth2Auth
+from workbench.registry import Manifest, OAuth2Auth, Probe
 
 manifest = Manifest(
     name="airtable",
@@ -22,4 +22,5 @@ manifest = Manifest(
     base_url="https://api.airtable.com",
     tool_prefix="airtable_",
     curl_proxy=True,
+    probe=Probe("GET", "/v0/meta/whoami"),
 )

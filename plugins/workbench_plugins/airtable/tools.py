@@ -11,7 +11,7 @@ from urllib.parse import quote
 
 from pydantic import BaseModel, Field
 from workbench.sdk import api, pick, pick_many
-from workbench.tools import tool
+from workbench.tools import ToolContext, tool
 
 _MAX_WRITE = 10
 
@@ -42,7 +42,7 @@ class Cursor(BaseModel):
     Cursor,
     scopes=("schema.bases:read",),
 )
-async def list_bases(args: Cursor, ctx: Any) -> Any:
+async def list_bases(args: Cursor, ctx: ToolContext) -> Any:
     body = await api(ctx, "GET", "/v0/meta/bases", params={"offset": args.cursor})
     return {
         "bases": pick_many(body.get("bases"), "id", "name", "permissionLevel"),
@@ -60,7 +60,7 @@ class BaseId(BaseModel):
     BaseId,
     scopes=("schema.bases:read",),
 )
-async def get_base_schema(args: BaseId, ctx: Any) -> Any:
+async def get_base_schema(args: BaseId, ctx: ToolContext) -> Any:
     body = await api(ctx, "GET", f"/v0/meta/bases/{args.base_id}/tables")
     return {
         "tables": [
@@ -91,7 +91,7 @@ class ListRecords(Table, Cursor):
     ListRecords,
     scopes=("data.records:read",),
 )
-async def list_records(args: ListRecords, ctx: Any) -> Any:
+async def list_records(args: ListRecords, ctx: ToolContext) -> Any:
     return _records(
         await api(
             ctx, "GET", _table_path(args.base_id, args.table), params=_list_params(args, args.filter_formula)
@@ -125,7 +125,7 @@ class SearchRecords(ListRecords):
     SearchRecords,
     scopes=("data.records:read",),
 )
-async def search_records(args: SearchRecords, ctx: Any) -> Any:
+async def search_records(args: SearchRecords, ctx: ToolContext) -> Any:
     needle = args.query.replace("\\", "\\\\").replace('"', '\\"')
     field = args.field.replace("}", "\\}")
     formula = f'SEARCH(LOWER("{needle}"), LOWER({{{field}}}))'
@@ -146,7 +146,7 @@ class RecordRef(Table):
     RecordRef,
     scopes=("data.records:read",),
 )
-async def get_record(args: RecordRef, ctx: Any) -> Any:
+async def get_record(args: RecordRef, ctx: ToolContext) -> Any:
     rec = await api(ctx, "GET", f"{_table_path(args.base_id, args.table)}/{args.record_id}")
     return pick(rec, "id", "createdTime", "fields")
 
@@ -164,7 +164,7 @@ class CreateRecords(Table):
     CreateRecords,
     scopes=("data.records:write",),
 )
-async def create_records(args: CreateRecords, ctx: Any) -> Any:
+async def create_records(args: CreateRecords, ctx: ToolContext) -> Any:
     body = {"records": [{"fields": f} for f in args.records], "typecast": args.typecast}
     return _records(await api(ctx, "POST", _table_path(args.base_id, args.table), json=body))
 
@@ -185,7 +185,7 @@ class UpdateRecords(Table):
     UpdateRecords,
     scopes=("data.records:write",),
 )
-async def update_records(args: UpdateRecords, ctx: Any) -> Any:
+async def update_records(args: UpdateRecords, ctx: ToolContext) -> Any:
     body = {"records": [r.model_dump() for r in args.records], "typecast": args.typecast}
     return _records(await api(ctx, "PATCH", _table_path(args.base_id, args.table), json=body))
 
@@ -204,7 +204,7 @@ class UpsertRecords(CreateRecords):
     UpsertRecords,
     scopes=("data.records:write",),
 )
-async def upsert_records(args: UpsertRecords, ctx: Any) -> Any:
+async def upsert_records(args: UpsertRecords, ctx: ToolContext) -> Any:
     body = {
         "performUpsert": {"fieldsToMergeOn": args.merge_on},
         "records": [{"fields": f} for f in args.records],
@@ -230,7 +230,7 @@ class DeleteRecords(Table):
     DeleteRecords,
     scopes=("data.records:write",),
 )
-async def delete_records(args: DeleteRecords, ctx: Any) -> Any:
+async def delete_records(args: DeleteRecords, ctx: ToolContext) -> Any:
     res = await api(
         ctx, "DELETE", _table_path(args.base_id, args.table), params={"records[]": args.record_ids}
     )
@@ -267,7 +267,7 @@ class CreateTable(BaseId):
     CreateTable,
     scopes=("schema.bases:write",),
 )
-async def create_table(args: CreateTable, ctx: Any) -> Any:
+async def create_table(args: CreateTable, ctx: ToolContext) -> Any:
     body: dict[str, Any] = {"name": args.name, "fields": [_field_body(f) for f in args.fields]}
     if args.description:
         body["description"] = args.description
@@ -288,7 +288,7 @@ class CreateField(BaseId, FieldSpec):
     CreateField,
     scopes=("schema.bases:write",),
 )
-async def create_field(args: CreateField, ctx: Any) -> Any:
+async def create_field(args: CreateField, ctx: ToolContext) -> Any:
     spec = FieldSpec(**args.model_dump(include={"name", "type", "description", "options"}))
     f = await api(
         ctx, "POST", f"/v0/meta/bases/{args.base_id}/tables/{args.table_id}/fields", json=_field_body(spec)
@@ -310,7 +310,7 @@ class ListComments(RecordRef, Cursor):
     ListComments,
     scopes=("data.recordComments:read",),
 )
-async def list_comments(args: ListComments, ctx: Any) -> Any:
+async def list_comments(args: ListComments, ctx: ToolContext) -> Any:
     body = await api(
         ctx,
         "GET",
@@ -330,7 +330,7 @@ class AddComment(RecordRef):
     AddComment,
     scopes=("data.recordComments:write",),
 )
-async def add_comment(args: AddComment, ctx: Any) -> Any:
+async def add_comment(args: AddComment, ctx: ToolContext) -> Any:
     c = await api(
         ctx,
         "POST",

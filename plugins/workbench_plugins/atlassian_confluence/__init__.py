@@ -1,4 +1,4 @@
-from workbench.registry import Manifest, OAuth2Auth
+from workbench.registry import Manifest, OAuth2Auth, Probe
 
 # Same Atlassian 3LO gateway as Jira: calls go to /ex/confluence/{cloudId}/wiki/... (see
 # workbench_plugins.atlassian_jira.cloud for how the site is chosen).
@@ -26,4 +26,5 @@ manifest = Manifest(
     base_url="https://api.atlassian.com",
     tool_prefix="confluence_",
     curl_proxy=True,
+    probe=Probe("GET", "/oauth/token/accessible-resources"),
 )

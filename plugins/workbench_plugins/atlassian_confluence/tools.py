@@ -11,12 +11,12 @@ from typing import Any, Literal
 
 from pydantic import Field
 from workbench.sdk import ToolError, api, compact, pick, query_param, trim
-from workbench.tools import tool
+from workbench.tools import ToolContext, tool
 
 from workbench_plugins.atlassian_jira.cloud import SiteArgs, site_path
 
 
-async def _v2(ctx: Any, cloud_id: str | None) -> str:
+async def _v2(ctx: ToolContext, cloud_id: str | None) -> str:
     return f"{await site_path(ctx, cloud_id, 'confluence')}/wiki/api/v2"
 
 
@@ -48,7 +48,7 @@ class ListSpaces(_Paged):
     ListSpaces,
     scopes=("read:space:confluence",),
 )
-async def list_spaces(args: ListSpaces, ctx: Any) -> Any:
+async def list_spaces(args: ListSpaces, ctx: ToolContext) -> Any:
     base = await _v2(ctx, args.cloudId)
     body = await api(
         ctx,
@@ -76,7 +76,7 @@ class ListPages(_Paged):
     ListPages,
     scopes=("read:space:confluence", "read:page:confluence"),
 )
-async def list_pages(args: ListPages, ctx: Any) -> Any:
+async def list_pages(args: ListPages, ctx: ToolContext) -> Any:
     base = await _v2(ctx, args.cloudId)
     space_id = args.spaceId
     if space_id is None:
@@ -106,7 +106,7 @@ class PageRef(SiteArgs):
     PageRef,
     scopes=("read:page:confluence",),
 )
-async def get_page(args: PageRef, ctx: Any) -> Any:
+async def get_page(args: PageRef, ctx: ToolContext) -> Any:
     base = await _v2(ctx, args.cloudId)
     raw = await api(ctx, "GET", f"{base}/pages/{args.pageId}", params={"body-format": "storage"})
     body = ((raw.get("body") or {}).get("storage") or {}).get("value")
@@ -129,7 +129,7 @@ class CreatePage(SiteArgs):
     CreatePage,
     scopes=("write:page:confluence",),
 )
-async def create_page(args: CreatePage, ctx: Any) -> Any:
+async def create_page(args: CreatePage, ctx: ToolContext) -> Any:
     base = await _v2(ctx, args.cloudId)
     raw = await api(
         ctx,
@@ -161,7 +161,7 @@ class UpdatePage(PageRef):
     UpdatePage,
     scopes=("read:page:confluence", "write:page:confluence"),
 )
-async def update_page(args: UpdatePage, ctx: Any) -> Any:
+async def update_page(args: UpdatePage, ctx: ToolContext) -> Any:
     base = await _v2(ctx, args.cloudId)
     current = await api(ctx, "GET", f"{base}/pages/{args.pageId}")
     version = int((current.get("version") or {}).get("number") or 0) + 1
@@ -186,7 +186,7 @@ async def update_page(args: UpdatePage, ctx: Any) -> Any:
     PageRef,
     scopes=("delete:page:confluence",),
 )
-async def delete_page(args: PageRef, ctx: Any) -> Any:
+async def delete_page(args: PageRef, ctx: ToolContext) -> Any:
     base = await _v2(ctx, args.cloudId)
     await api(ctx, "DELETE", f"{base}/pages/{args.pageId}")
     return {"id": args.pageId, "deleted": True}
@@ -202,7 +202,7 @@ class ListChildren(PageRef, _Paged):
     ListChildren,
     scopes=("read:page:confluence",),
 )
-async def list_child_pages(args: ListChildren, ctx: Any) -> Any:
+async def list_child_pages(args: ListChildren, ctx: ToolContext) -> Any:
     base = await _v2(ctx, args.cloudId)
     body = await api(
         ctx,
@@ -227,7 +227,7 @@ class Search(_Paged):
     Search,
     scopes=("search:confluence",),
 )
-async def search(args: Search, ctx: Any) -> Any:
+async def search(args: Search, ctx: ToolContext) -> Any:
     site = await site_path(ctx, args.cloudId, "confluence")
     body = await api(
         ctx,
@@ -263,7 +263,7 @@ class ListComments(PageRef, _Paged):
     ListComments,
     scopes=("read:comment:confluence",),
 )
-async def list_comments(args: ListComments, ctx: Any) -> Any:
+async def list_comments(args: ListComments, ctx: ToolContext) -> Any:
     base = await _v2(ctx, args.cloudId)
     body = await api(
         ctx,
@@ -291,7 +291,7 @@ class AddComment(PageRef):
     AddComment,
     scopes=("write:comment:confluence",),
 )
-async def add_comment(args: AddComment, ctx: Any) -> Any:
+async def add_comment(args: AddComment, ctx: ToolContext) -> Any:
     base = await _v2(ctx, args.cloudId)
     raw = await api(
         ctx,

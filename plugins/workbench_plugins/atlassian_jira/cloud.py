@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 from workbench.sdk import ToolError, api, pick_many
+from workbench.tools import ToolContext
 
 __all__ = ["SiteArgs", "accessible_sites", "site_path"]
 
@@ -27,11 +28,11 @@ class SiteArgs(BaseModel):
     )
 
 
-async def accessible_sites(ctx: Any) -> list[dict[str, Any]]:
+async def accessible_sites(ctx: ToolContext) -> list[dict[str, Any]]:
     return pick_many(await api(ctx, "GET", RESOURCES), "id", "name", "url", "scopes")
 
 
-async def site_path(ctx: Any, cloud_id: str | None, product: Literal["jira", "confluence"]) -> str:
+async def site_path(ctx: ToolContext, cloud_id: str | None, product: Literal["jira", "confluence"]) -> str:
     """The path prefix for the product's API on the chosen site, e.g. '/ex/jira/<cloudId>'."""
     if cloud_id:
         return f"/ex/{product}/{cloud_id}"

@@ -10,7 +10,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 from workbench.sdk import ToolError, api, compact, pick, pick_many, trim
-from workbench.tools import tool
+from workbench.tools import ToolContext, tool
 
 from workbench_plugins.atlassian_jira.cloud import SiteArgs, accessible_sites, site_path
 
@@ -100,7 +100,7 @@ class ListSites(BaseModel):
     ListSites,
     scopes=(),
 )
-async def list_sites(args: ListSites, ctx: Any) -> Any:
+async def list_sites(args: ListSites, ctx: ToolContext) -> Any:
     return {"sites": await accessible_sites(ctx)}
 
 
@@ -119,7 +119,7 @@ class SearchIssues(SiteArgs):
     SearchIssues,
     scopes=("read:jira-work",),
 )
-async def search_issues(args: SearchIssues, ctx: Any) -> Any:
+async def search_issues(args: SearchIssues, ctx: ToolContext) -> Any:
     base = await site_path(ctx, args.cloudId, "jira")
     found = await api(
         ctx,
@@ -139,7 +139,7 @@ async def search_issues(args: SearchIssues, ctx: Any) -> Any:
 
 
 @tool("jira_get_issue", "Get one Jira issue with its description.", _IssueRef, scopes=("read:jira-work",))
-async def get_issue(args: _IssueRef, ctx: Any) -> Any:
+async def get_issue(args: _IssueRef, ctx: ToolContext) -> Any:
     base = await site_path(ctx, args.cloudId, "jira")
     raw = await api(
         ctx, "GET", f"{base}/rest/api/3/issue/{args.issueKey}", params={"fields": f"{_FIELDS},description"}
@@ -165,7 +165,7 @@ class CreateIssue(SiteArgs):
     CreateIssue,
     scopes=("write:jira-work",),
 )
-async def create_issue(args: CreateIssue, ctx: Any) -> Any:
+async def create_issue(args: CreateIssue, ctx: ToolContext) -> Any:
     base = await site_path(ctx, args.cloudId, "jira")
     fields = compact(
         {
@@ -196,7 +196,7 @@ class UpdateIssue(_IssueRef):
     UpdateIssue,
     scopes=("write:jira-work",),
 )
-async def update_issue(args: UpdateIssue, ctx: Any) -> Any:
+async def update_issue(args: UpdateIssue, ctx: ToolContext) -> Any:
     fields = compact(
         {
             "summary": args.summary,
@@ -217,7 +217,7 @@ class AddComment(_IssueRef):
 
 
 @tool("jira_add_comment", "Add a comment to a Jira issue.", AddComment, scopes=("write:jira-work",))
-async def add_comment(args: AddComment, ctx: Any) -> Any:
+async def add_comment(args: AddComment, ctx: ToolContext) -> Any:
     base = await site_path(ctx, args.cloudId, "jira")
     raw = await api(
         ctx, "POST", f"{base}/rest/api/3/issue/{args.issueKey}/comment", json={"body": to_adf(args.body)}
@@ -236,7 +236,7 @@ class ListComments(_IssueRef):
     ListComments,
     scopes=("read:jira-work",),
 )
-async def list_comments(args: ListComments, ctx: Any) -> Any:
+async def list_comments(args: ListComments, ctx: ToolContext) -> Any:
     base = await site_path(ctx, args.cloudId, "jira")
     page = await api(
         ctx,
@@ -259,7 +259,7 @@ async def list_comments(args: ListComments, ctx: Any) -> Any:
     _IssueRef,
     scopes=("read:jira-work",),
 )
-async def list_transitions(args: _IssueRef, ctx: Any) -> Any:
+async def list_transitions(args: _IssueRef, ctx: ToolContext) -> Any:
     base = await site_path(ctx, args.cloudId, "jira")
     found = await api(ctx, "GET", f"{base}/rest/api/3/issue/{args.issueKey}/transitions")
     return {"transitions": pick_many(found.get("transitions"), "id", "name", "to.name")}
@@ -277,7 +277,7 @@ class Transition(_IssueRef):
     Transition,
     scopes=("read:jira-work", "write:jira-work"),
 )
-async def transition_issue(args: Transition, ctx: Any) -> Any:
+async def transition_issue(args: Transition, ctx: ToolContext) -> Any:
     base = await site_path(ctx, args.cloudId, "jira")
     path = f"{base}/rest/api/3/issue/{args.issueKey}/transitions"
     available = (await api(ctx, "GET", path)).get("transitions", [])
@@ -312,7 +312,7 @@ class Assign(_IssueRef):
     Assign,
     scopes=("write:jira-work",),
 )
-async def assign_issue(args: Assign, ctx: Any) -> Any:
+async def assign_issue(args: Assign, ctx: ToolContext) -> Any:
     base = await site_path(ctx, args.cloudId, "jira")
     await api(
         ctx, "PUT", f"{base}/rest/api/3/issue/{args.issueKey}/assignee", json={"accountId": args.accountId}
@@ -332,7 +332,7 @@ class ListProjects(SiteArgs):
     ListProjects,
     scopes=("read:jira-work",),
 )
-async def list_projects(args: ListProjects, ctx: Any) -> Any:
+async def list_projects(args: ListProjects, ctx: ToolContext) -> Any:
     base = await site_path(ctx, args.cloudId, "jira")
     page = await api(
         ctx,
@@ -358,7 +358,7 @@ class FindUsers(SiteArgs):
     FindUsers,
     scopes=("read:jira-user",),
 )
-async def find_users(args: FindUsers, ctx: Any) -> Any:
+async def find_users(args: FindUsers, ctx: ToolContext) -> Any:
     base = await site_path(ctx, args.cloudId, "jira")
     users = await api(
         ctx, "GET", f"{base}/rest/api/3/user/search", params={"query": args.query, "maxResults": args.limit}
@@ -390,7 +390,7 @@ class _ProjectRef(SiteArgs):
     _ProjectRef,
     scopes=("read:jira-work",),
 )
-async def list_issue_types(args: _ProjectRef, ctx: Any) -> Any:
+async def list_issue_types(args: _ProjectRef, ctx: ToolContext) -> Any:
     base = await site_path(ctx, args.cloudId, "jira")
     page = await api(
         ctx,
@@ -413,7 +413,7 @@ class CreateFields(_ProjectRef):
     CreateFields,
     scopes=("read:jira-work",),
 )
-async def get_create_fields(args: CreateFields, ctx: Any) -> Any:
+async def get_create_fields(args: CreateFields, ctx: ToolContext) -> Any:
     base = await site_path(ctx, args.cloudId, "jira")
     page = await api(
         ctx,
@@ -449,7 +449,7 @@ class ListLinkTypes(SiteArgs):
     ListLinkTypes,
     scopes=("read:jira-work",),
 )
-async def list_link_types(args: ListLinkTypes, ctx: Any) -> Any:
+async def list_link_types(args: ListLinkTypes, ctx: ToolContext) -> Any:
     base = await site_path(ctx, args.cloudId, "jira")
     found = await api(ctx, "GET", f"{base}/rest/api/3/issueLinkType")
     return {"linkTypes": pick_many(found.get("issueLinkTypes"), "id", "name", "inward", "outward")}
@@ -468,7 +468,7 @@ class LinkIssues(SiteArgs):
     LinkIssues,
     scopes=("write:jira-work",),
 )
-async def link_issues(args: LinkIssues, ctx: Any) -> Any:
+async def link_issues(args: LinkIssues, ctx: ToolContext) -> Any:
     base = await site_path(ctx, args.cloudId, "jira")
     body: dict[str, Any] = {
         "type": {"name": args.type},
@@ -504,7 +504,7 @@ class ListWorklogs(_IssueRef):
     ListWorklogs,
     scopes=("read:jira-work",),
 )
-async def list_worklogs(args: ListWorklogs, ctx: Any) -> Any:
+async def list_worklogs(args: ListWorklogs, ctx: ToolContext) -> Any:
     base = await site_path(ctx, args.cloudId, "jira")
     page = await api(
         ctx,
@@ -535,7 +535,7 @@ class AddWorklog(_IssueRef):
     AddWorklog,
     scopes=("write:jira-work",),
 )
-async def add_worklog(args: AddWorklog, ctx: Any) -> Any:
+async def add_worklog(args: AddWorklog, ctx: ToolContext) -> Any:
     base = await site_path(ctx, args.cloudId, "jira")
     body = compact(
         {
@@ -566,7 +566,7 @@ class ListBoards(SiteArgs):
     ListBoards,
     scopes=("read:jira-work",),
 )
-async def list_boards(args: ListBoards, ctx: Any) -> Any:
+async def list_boards(args: ListBoards, ctx: ToolContext) -> Any:
     base = await site_path(ctx, args.cloudId, "jira")
     page = await api(
         ctx,
@@ -599,7 +599,7 @@ class ListSprints(SiteArgs):
     ListSprints,
     scopes=("read:jira-work",),
 )
-async def list_sprints(args: ListSprints, ctx: Any) -> Any:
+async def list_sprints(args: ListSprints, ctx: ToolContext) -> Any:
     base = await site_path(ctx, args.cloudId, "jira")
     page = await api(
         ctx,
@@ -631,7 +631,7 @@ class SprintIssues(SiteArgs):
     SprintIssues,
     scopes=("read:jira-work",),
 )
-async def list_sprint_issues(args: SprintIssues, ctx: Any) -> Any:
+async def list_sprint_issues(args: SprintIssues, ctx: ToolContext) -> Any:
     base = await site_path(ctx, args.cloudId, "jira")
     page = await api(
         ctx,
@@ -656,7 +656,7 @@ class MoveToSprint(SiteArgs):
     MoveToSprint,
     scopes=("write:jira-work",),
 )
-async def move_issues_to_sprint(args: MoveToSprint, ctx: Any) -> Any:
+async def move_issues_to_sprint(args: MoveToSprint, ctx: ToolContext) -> Any:
     base = await site_path(ctx, args.cloudId, "jira")
     await api(
         ctx, "POST", f"{base}/rest/agile/1.0/sprint/{args.sprintId}/issue", json={"issues": args.issueKeys}

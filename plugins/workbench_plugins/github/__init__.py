@@ -1,4 +1,4 @@
-from workbench.registry import Manifest, OAuth2Auth
+from workbench.registry import Manifest, OAuth2Auth, Probe
 
 manifest = Manifest(
     name="github",
@@ -13,4 +13,5 @@ manifest = Manifest(
     base_url="https://api.github.com",
     tool_prefix="github_",
     curl_proxy=True,
+    probe=Probe("GET", "/user"),
 )

@@ -23,7 +23,7 @@ from workbench.sdk import (
     query_param,
     trim,
 )
-from workbench.tools import tool
+from workbench.tools import ToolContext, tool
 
 _PR_FIELDS = (
     "number",
@@ -61,7 +61,9 @@ class _Paged(BaseModel):
     page: int = Field(default=1, ge=1, description="Page number, starting at 1 (use nextPage)")
 
 
-async def _page(ctx: Any, path: str, args: _Paged, params: dict[str, Any] | None = None) -> tuple[Any, Any]:
+async def _page(
+    ctx: ToolContext, path: str, args: _Paged, params: dict[str, Any] | None = None
+) -> tuple[Any, Any]:
     """One page of a GitHub list endpoint and the next page number (None on the last page)."""
     resp = await api_response(
         ctx, "GET", path, params={**(params or {}), "per_page": args.perPage, "page": args.page}
@@ -93,7 +95,7 @@ class ListPrs(_Repo, _Paged):
     ListPrs,
     scopes=("repo",),
 )
-async def list_prs(args: ListPrs, ctx: Any) -> Any:
+async def list_prs(args: ListPrs, ctx: ToolContext) -> Any:
     prs, nxt = await _page(
         ctx,
         f"/repos/{args.owner}/{args.repo}/pulls",
@@ -112,7 +114,7 @@ class CreatePr(_Repo):
 
 
 @tool("github_create_pr", "Create (open) a pull request on a GitHub repository.", CreatePr, scopes=("repo",))
-async def create_pr(args: CreatePr, ctx: Any) -> Any:
+async def create_pr(args: CreatePr, ctx: ToolContext) -> Any:
     pr = await api(
         ctx,
         "POST",
@@ -140,7 +142,7 @@ class PrRef(_Repo):
     PrRef,
     scopes=("repo",),
 )
-async def get_pr(args: PrRef, ctx: Any) -> Any:
+async def get_pr(args: PrRef, ctx: ToolContext) -> Any:
     pr = await api(ctx, "GET", f"/repos/{args.owner}/{args.repo}/pulls/{args.number}")
     out = pick(
         pr,
@@ -167,7 +169,7 @@ class ListPrFiles(PrRef, _Paged):
     ListPrFiles,
     scopes=("repo",),
 )
-async def list_pr_files(args: ListPrFiles, ctx: Any) -> Any:
+async def list_pr_files(args: ListPrFiles, ctx: ToolContext) -> Any:
     files, nxt = await _page(ctx, f"/repos/{args.owner}/{args.repo}/pulls/{args.number}/files", args)
     shaped = []
     for f in files:
@@ -185,7 +187,7 @@ class MergePr(PrRef):
 
 
 @tool("github_merge_pr", "Merge a pull request (merge, squash or rebase).", MergePr, scopes=("repo",))
-async def merge_pr(args: MergePr, ctx: Any) -> Any:
+async def merge_pr(args: MergePr, ctx: ToolContext) -> Any:
     out = await api(
         ctx,
         "PUT",
@@ -215,7 +217,7 @@ class ReviewPr(PrRef):
     ReviewPr,
     scopes=("repo",),
 )
-async def review_pr(args: ReviewPr, ctx: Any) -> Any:
+async def review_pr(args: ReviewPr, ctx: ToolContext) -> Any:
     review = await api(
         ctx,
         "POST",
@@ -240,7 +242,7 @@ class ListIssues(_Repo, _Paged):
     ListIssues,
     scopes=("repo",),
 )
-async def list_issues(args: ListIssues, ctx: Any) -> Any:
+async def list_issues(args: ListIssues, ctx: ToolContext) -> Any:
     issues, nxt = await _page(
         ctx,
         f"/repos/{args.owner}/{args.repo}/issues",
@@ -255,7 +257,7 @@ class IssueRef(_Repo):
 
 
 @tool("github_get_issue", "Get one GitHub issue with its description.", IssueRef, scopes=("repo",))
-async def get_issue(args: IssueRef, ctx: Any) -> Any:
+async def get_issue(args: IssueRef, ctx: ToolContext) -> Any:
     issue = await api(ctx, "GET", f"/repos/{args.owner}/{args.repo}/issues/{args.number}")
     return {**_issue(issue), "body": trim(issue.get("body"), 10_000)}
 
@@ -273,7 +275,7 @@ class CreateIssue(_Repo):
     CreateIssue,
     scopes=("repo",),
 )
-async def create_issue(args: CreateIssue, ctx: Any) -> Any:
+async def create_issue(args: CreateIssue, ctx: ToolContext) -> Any:
     issue = await api(
         ctx,
         "POST",
@@ -302,7 +304,7 @@ class UpdateIssue(IssueRef):
     UpdateIssue,
     scopes=("repo",),
 )
-async def update_issue(args: UpdateIssue, ctx: Any) -> Any:
+async def update_issue(args: UpdateIssue, ctx: ToolContext) -> Any:
     issue = await api(
         ctx,
         "PATCH",
@@ -331,7 +333,7 @@ class CommentIssue(IssueRef):
     CommentIssue,
     scopes=("repo",),
 )
-async def comment_issue(args: CommentIssue, ctx: Any) -> Any:
+async def comment_issue(args: CommentIssue, ctx: ToolContext) -> Any:
     comment = await api(
         ctx,
         "POST",
@@ -354,7 +356,7 @@ class SearchIssues(_Paged):
     SearchIssues,
     scopes=("repo",),
 )
-async def search_issues(args: SearchIssues, ctx: Any) -> Any:
+async def search_issues(args: SearchIssues, ctx: ToolContext) -> Any:
     found, nxt = await _page(ctx, "/search/issues", args, {"q": args.q})
     return {
         "totalCount": found.get("total_count"),
@@ -379,7 +381,7 @@ class ListRepos(_Paged):
     ListRepos,
     scopes=("repo",),
 )
-async def list_repos(args: ListRepos, ctx: Any) -> Any:
+async def list_repos(args: ListRepos, ctx: ToolContext) -> Any:
     repos, nxt = await _page(ctx, "/user/repos", args, {"sort": args.sort, "visibility": args.visibility})
     return {"repositories": pick_many(repos, *_REPO_FIELDS), "nextPage": nxt}
 
@@ -390,7 +392,7 @@ async def list_repos(args: ListRepos, ctx: Any) -> Any:
     _Repo,
     scopes=("repo",),
 )
-async def get_repo(args: _Repo, ctx: Any) -> Any:
+async def get_repo(args: _Repo, ctx: ToolContext) -> Any:
     repo = await api(ctx, "GET", f"/repos/{args.owner}/{args.repo}")
     return pick(repo, *_REPO_FIELDS, "forks_count", "topics", "archived")
 
@@ -400,7 +402,7 @@ class ListBranches(_Repo, _Paged):
 
 
 @tool("github_list_branches", "List branches of a GitHub repository.", ListBranches, scopes=("repo",))
-async def list_branches(args: ListBranches, ctx: Any) -> Any:
+async def list_branches(args: ListBranches, ctx: ToolContext) -> Any:
     branches, nxt = await _page(ctx, f"/repos/{args.owner}/{args.repo}/branches", args)
     return {"branches": pick_many(branches, "name", "commit.sha", "protected"), "nextPage": nxt}
 
@@ -417,7 +419,7 @@ class ListCommits(_Repo, _Paged):
     ListCommits,
     scopes=("repo",),
 )
-async def list_commits(args: ListCommits, ctx: Any) -> Any:
+async def list_commits(args: ListCommits, ctx: ToolContext) -> Any:
     commits, nxt = await _page(
         ctx,
         f"/repos/{args.owner}/{args.repo}/commits",
@@ -451,7 +453,7 @@ _RAW_BYTES = 200_000  # bytes read of a file over 1 MB: enough for _MAX_TEXT cha
     GetFile,
     scopes=("repo",),
 )
-async def get_file(args: GetFile, ctx: Any) -> Any:
+async def get_file(args: GetFile, ctx: ToolContext) -> Any:
     path = f"/repos/{args.owner}/{args.repo}/contents/{args.path}"
     found = await api(ctx, "GET", path, params={"ref": args.ref})
     if isinstance(found, list):  # a directory
@@ -481,7 +483,7 @@ async def get_file(args: GetFile, ctx: Any) -> Any:
     return out
 
 
-async def _raw_head(ctx: Any, path: str, ref: str | None) -> bytes:
+async def _raw_head(ctx: ToolContext, path: str, ref: str | None) -> bytes:
     """The first _RAW_BYTES of a file, read raw and streamed (the file may be up to 100 MB)."""
     params = {"ref": ref} if ref else None
     headers = {"Accept": "application/vnd.github.raw+json"}
@@ -511,7 +513,7 @@ class SearchCode(_Paged):
     SearchCode,
     scopes=("repo",),
 )
-async def search_code(args: SearchCode, ctx: Any) -> Any:
+async def search_code(args: SearchCode, ctx: ToolContext) -> Any:
     found, nxt = await _page(ctx, "/search/code", args, {"q": args.q})
     return {
         "totalCount": found.get("total_count"),
@@ -540,7 +542,7 @@ class ListComments(IssueRef, _Paged):
     ListComments,
     scopes=("repo",),
 )
-async def list_comments(args: ListComments, ctx: Any) -> Any:
+async def list_comments(args: ListComments, ctx: ToolContext) -> Any:
     comments, nxt = await _page(
         ctx, f"/repos/{args.owner}/{args.repo}/issues/{args.number}/comments", args, {"since": args.since}
     )
@@ -557,7 +559,7 @@ class ListReviews(PrRef, _Paged):
     ListReviews,
     scopes=("repo",),
 )
-async def list_pr_reviews(args: ListReviews, ctx: Any) -> Any:
+async def list_pr_reviews(args: ListReviews, ctx: ToolContext) -> Any:
     reviews, nxt = await _page(ctx, f"/repos/{args.owner}/{args.repo}/pulls/{args.number}/reviews", args)
     shaped = [
         {
@@ -594,7 +596,7 @@ def _review_comment(c: Any) -> dict[str, Any]:
     ListReviews,
     scopes=("repo",),
 )
-async def list_pr_review_comments(args: ListReviews, ctx: Any) -> Any:
+async def list_pr_review_comments(args: ListReviews, ctx: ToolContext) -> Any:
     comments, nxt = await _page(ctx, f"/repos/{args.owner}/{args.repo}/pulls/{args.number}/comments", args)
     return {"comments": [_review_comment(c) for c in comments], "nextPage": nxt}
 
@@ -625,7 +627,7 @@ class AddReviewComment(PrRef):
     AddReviewComment,
     scopes=("repo",),
 )
-async def add_pr_review_comment(args: AddReviewComment, ctx: Any) -> Any:
+async def add_pr_review_comment(args: AddReviewComment, ctx: ToolContext) -> Any:
     base = f"/repos/{args.owner}/{args.repo}/pulls/{args.number}/comments"
     if args.inReplyTo is not None:
         created = await api(ctx, "POST", f"{base}/{args.inReplyTo}/replies", json={"body": args.body})
@@ -669,7 +671,7 @@ class PutFile(_Repo):
     # Files under .github/workflows/ also need the `workflow` scope.
     scopes=("repo", "workflow"),
 )
-async def create_or_update_file(args: PutFile, ctx: Any) -> Any:
+async def create_or_update_file(args: PutFile, ctx: ToolContext) -> Any:
     raw = args.content.encode()
     if len(raw) > _MAX_FILE_BYTES:
         raise ToolError(
@@ -708,7 +710,7 @@ class CreateBranch(_Repo):
     CreateBranch,
     scopes=("repo",),
 )
-async def create_branch(args: CreateBranch, ctx: Any) -> Any:
+async def create_branch(args: CreateBranch, ctx: ToolContext) -> Any:
     repo = f"/repos/{args.owner}/{args.repo}"
     sha = args.fromSha
     if sha is None:
@@ -770,7 +772,7 @@ class ListRuns(_Repo, _Paged):
     ListRuns,
     scopes=("repo",),
 )
-async def list_workflow_runs(args: ListRuns, ctx: Any) -> Any:
+async def list_workflow_runs(args: ListRuns, ctx: ToolContext) -> Any:
     repo = f"/repos/{args.owner}/{args.repo}/actions"
     path = f"{repo}/workflows/{args.workflow}/runs" if args.workflow else f"{repo}/runs"
     found, nxt = await _page(
@@ -796,7 +798,7 @@ class Rerun(_Repo):
     Rerun,
     scopes=("repo",),
 )
-async def rerun_workflow_run(args: Rerun, ctx: Any) -> Any:
+async def rerun_workflow_run(args: Rerun, ctx: ToolContext) -> Any:
     action = "rerun-failed-jobs" if args.onlyFailed else "rerun"
     await api(ctx, "POST", f"/repos/{args.owner}/{args.repo}/actions/runs/{args.runId}/{action}")
     return {"runId": args.runId, "rerunRequested": True, "onlyFailed": args.onlyFailed}

@@ -1,4 +1,4 @@
-from workbench.registry import Manifest, OAuth2Auth
+from workbench.registry import Manifest, OAuth2Auth, Probe
 
 manifest = Manifest(
     name="google-calendar",
@@ -15,4 +15,5 @@ manifest = Manifest(
     base_url="https://www.googleapis.com",
     tool_prefix="calendar_",
     curl_proxy=True,
+    probe=Probe("GET", "/calendar/v3/users/me/calendarList?maxResults=1"),
 )

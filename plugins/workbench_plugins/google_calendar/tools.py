@@ -14,7 +14,7 @@ from urllib.parse import quote
 
 from pydantic import BaseModel, Field
 from workbench.sdk import ToolError, api, compact, pick, pick_many, trim
-from workbench.tools import tool
+from workbench.tools import ToolContext, tool
 
 # Every tool works with the one scope the manifest asks for (the discovery document lists it
 # for each method called; tests/plugins/test_definitions.py checks that).
@@ -83,7 +83,7 @@ class ListCalendars(BaseModel):
     ListCalendars,
     scopes=_SCOPES,
 )
-async def list_calendars(args: ListCalendars, ctx: Any) -> Any:
+async def list_calendars(args: ListCalendars, ctx: ToolContext) -> Any:
     page = await api(
         ctx,
         "GET",
@@ -114,7 +114,7 @@ class ListEvents(_Cal):
     ListEvents,
     scopes=_SCOPES,
 )
-async def list_events(args: ListEvents, ctx: Any) -> Any:
+async def list_events(args: ListEvents, ctx: ToolContext) -> Any:
     # Without timeMin Google starts at the calendar's oldest event; "soonest first" means upcoming.
     time_min = args.timeMin or _now()
     page = await api(
@@ -148,7 +148,7 @@ class EventRef(_Cal):
     EventRef,
     scopes=_SCOPES,
 )
-async def get_event(args: EventRef, ctx: Any) -> Any:
+async def get_event(args: EventRef, ctx: ToolContext) -> Any:
     return _event(await api(ctx, "GET", f"{_events(args.calendarId)}/{args.eventId}"))
 
 
@@ -176,7 +176,7 @@ class CreateEvent(_Cal):
     CreateEvent,
     scopes=_SCOPES,
 )
-async def create_event(args: CreateEvent, ctx: Any) -> Any:
+async def create_event(args: CreateEvent, ctx: ToolContext) -> Any:
     _check_recurrence(args.recurrence, args.start, args.timeZone)
     body = compact(
         {
@@ -226,7 +226,7 @@ class UpdateEvent(EventRef):
     UpdateEvent,
     scopes=_SCOPES,
 )
-async def update_event(args: UpdateEvent, ctx: Any) -> Any:
+async def update_event(args: UpdateEvent, ctx: ToolContext) -> Any:
     body = compact(
         {
             "summary": args.summary,
@@ -254,7 +254,7 @@ class DeleteEvent(EventRef):
 
 
 @tool("calendar_delete_event", "Delete (cancel) a Google Calendar event.", DeleteEvent, scopes=_SCOPES)
-async def delete_event(args: DeleteEvent, ctx: Any) -> Any:
+async def delete_event(args: DeleteEvent, ctx: ToolContext) -> Any:
     await api(
         ctx, "DELETE", f"{_events(args.calendarId)}/{args.eventId}", params={"sendUpdates": args.sendUpdates}
     )
@@ -272,7 +272,7 @@ class QuickAdd(_Cal):
     QuickAdd,
     scopes=_SCOPES,
 )
-async def quick_add(args: QuickAdd, ctx: Any) -> Any:
+async def quick_add(args: QuickAdd, ctx: ToolContext) -> Any:
     created = await api(
         ctx,
         "POST",
@@ -297,7 +297,7 @@ class FreeBusy(BaseModel):
     FreeBusy,
     scopes=_SCOPES,
 )
-async def find_free_busy(args: FreeBusy, ctx: Any) -> Any:
+async def find_free_busy(args: FreeBusy, ctx: ToolContext) -> Any:
     found = await api(
         ctx,
         "POST",
@@ -332,7 +332,7 @@ class Respond(EventRef):
     Respond,
     scopes=_SCOPES,
 )
-async def respond_to_event(args: Respond, ctx: Any) -> Any:
+async def respond_to_event(args: Respond, ctx: ToolContext) -> Any:
     path = f"{_events(args.calendarId)}/{args.eventId}"
     event = await api(ctx, "GET", path)
     attendees = event.get("attendees") or []
@@ -350,7 +350,7 @@ class MoveEvent(EventRef):
 
 
 @tool("calendar_move_event", "Move a Google Calendar event to another calendar.", MoveEvent, scopes=_SCOPES)
-async def move_event(args: MoveEvent, ctx: Any) -> Any:
+async def move_event(args: MoveEvent, ctx: ToolContext) -> Any:
     moved = await api(
         ctx,
         "POST",
@@ -375,7 +375,7 @@ class Instances(EventRef):
     Instances,
     scopes=_SCOPES,
 )
-async def list_event_instances(args: Instances, ctx: Any) -> Any:
+async def list_event_instances(args: Instances, ctx: ToolContext) -> Any:
     time_min = args.timeMin or _now()
     page = await api(
         ctx,

@@ -1,4 +1,4 @@
-from workbench.registry import Manifest, OAuth2Auth
+from workbench.registry import Manifest, OAuth2Auth, Probe
 
 manifest = Manifest(
     name="google-drive",
@@ -17,4 +17,5 @@ manifest = Manifest(
     base_url="https://www.googleapis.com",
     tool_prefix="google_drive_",
     curl_proxy=True,
+    probe=Probe("GET", "/drive/v3/about?fields=user"),
 )

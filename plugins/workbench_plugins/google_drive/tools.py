@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 from workbench.sdk import ToolError, api, api_response, compact, pick, pick_many, trim
-from workbench.tools import tool
+from workbench.tools import ToolContext, tool
 
 # Every tool works with the one scope the manifest asks for (the discovery document lists it
 # for each method called; tests/plugins/test_definitions.py checks that).
@@ -41,7 +41,7 @@ def _quote(value: str) -> str:
     return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
-async def _list(ctx: Any, q: str, limit: int, page_token: str | None, order_by: str | None) -> Any:
+async def _list(ctx: ToolContext, q: str, limit: int, page_token: str | None, order_by: str | None) -> Any:
     page = await api(
         ctx,
         "GET",
@@ -78,7 +78,7 @@ class ListFiles(BaseModel):
     ListFiles,
     scopes=_SCOPES,
 )
-async def list_files(args: ListFiles, ctx: Any) -> Any:
+async def list_files(args: ListFiles, ctx: ToolContext) -> Any:
     clauses = ["trashed = false"]
     if args.folderId:
         clauses.append(f"{_quote(args.folderId)} in parents")
@@ -100,7 +100,7 @@ class Search(BaseModel):
     Search,
     scopes=_SCOPES,
 )
-async def search(args: Search, ctx: Any) -> Any:
+async def search(args: Search, ctx: ToolContext) -> Any:
     q = f"fullText contains {_quote(args.text)} and trashed = false"
     if args.mimeType:
         q += f" and mimeType = {_quote(args.mimeType)}"
@@ -117,7 +117,7 @@ class FileRef(BaseModel):
     FileRef,
     scopes=_SCOPES,
 )
-async def get_file(args: FileRef, ctx: Any) -> Any:
+async def get_file(args: FileRef, ctx: ToolContext) -> Any:
     meta = await api(
         ctx,
         "GET",
@@ -144,7 +144,7 @@ class ReadFile(FileRef):
     ReadFile,
     scopes=_SCOPES,
 )
-async def read_file(args: ReadFile, ctx: Any) -> Any:
+async def read_file(args: ReadFile, ctx: ToolContext) -> Any:
     meta = await api(ctx, "GET", f"{FILES}/{args.fileId}", params={"fields": "id,name,mimeType,size", **_ALL})
     mime = meta.get("mimeType", "")
     if mime in _EXPORT:
@@ -179,7 +179,7 @@ class Upload(BaseModel):
     Upload,
     scopes=_SCOPES,
 )
-async def upload(args: Upload, ctx: Any) -> Any:
+async def upload(args: Upload, ctx: ToolContext) -> Any:
     metadata = compact(
         {
             "name": args.name,
@@ -216,7 +216,7 @@ class UpdateContent(FileRef):
     UpdateContent,
     scopes=_SCOPES,
 )
-async def update_file_content(args: UpdateContent, ctx: Any) -> Any:
+async def update_file_content(args: UpdateContent, ctx: ToolContext) -> Any:
     updated = await api(
         ctx,
         "PATCH",
@@ -234,7 +234,7 @@ class CreateFolder(BaseModel):
 
 
 @tool("google_drive_create_folder", "Create a folder in Google Drive.", CreateFolder, scopes=_SCOPES)
-async def create_folder(args: CreateFolder, ctx: Any) -> Any:
+async def create_folder(args: CreateFolder, ctx: ToolContext) -> Any:
     created = await api(
         ctx,
         "POST",
@@ -260,7 +260,7 @@ class UpdateFile(FileRef):
     UpdateFile,
     scopes=_SCOPES,
 )
-async def update_file(args: UpdateFile, ctx: Any) -> Any:
+async def update_file(args: UpdateFile, ctx: ToolContext) -> Any:
     updated = await api(
         ctx,
         "PATCH",
@@ -282,7 +282,7 @@ class CopyFile(FileRef):
 
 
 @tool("google_drive_copy_file", "Copy (duplicate) a Google Drive file.", CopyFile, scopes=_SCOPES)
-async def copy_file(args: CopyFile, ctx: Any) -> Any:
+async def copy_file(args: CopyFile, ctx: ToolContext) -> Any:
     copied = await api(
         ctx,
         "POST",
@@ -299,7 +299,7 @@ async def copy_file(args: CopyFile, ctx: Any) -> Any:
     FileRef,
     scopes=_SCOPES,
 )
-async def trash_file(args: FileRef, ctx: Any) -> Any:
+async def trash_file(args: FileRef, ctx: ToolContext) -> Any:
     trashed = await api(
         ctx,
         "PATCH",
@@ -327,7 +327,7 @@ class Share(FileRef):
     Share,
     scopes=_SCOPES,
 )
-async def share_file(args: Share, ctx: Any) -> Any:
+async def share_file(args: Share, ctx: ToolContext) -> Any:
     if args.type in ("user", "group") and not args.emailAddress:
         raise ToolError(f"emailAddress is required to share with a {args.type}.")
     if args.type == "domain" and not args.domain:
@@ -357,7 +357,7 @@ async def share_file(args: Share, ctx: Any) -> Any:
     FileRef,
     scopes=_SCOPES,
 )
-async def list_permissions(args: FileRef, ctx: Any) -> Any:
+async def list_permissions(args: FileRef, ctx: ToolContext) -> Any:
     found = await api(
         ctx,
         "GET",
@@ -395,7 +395,7 @@ class Download(FileRef):
     Download,
     scopes=_SCOPES,
 )
-async def download_file(args: Download, ctx: Any) -> Any:
+async def download_file(args: Download, ctx: ToolContext) -> Any:
     meta = await api(ctx, "GET", f"{FILES}/{args.fileId}", params={"fields": "id,name,mimeType,size", **_ALL})
     mime = meta.get("mimeType", "")
     if mime == FOLDER:
@@ -436,7 +436,7 @@ class ListDrives(BaseModel):
     ListDrives,
     scopes=_SCOPES,
 )
-async def list_shared_drives(args: ListDrives, ctx: Any) -> Any:
+async def list_shared_drives(args: ListDrives, ctx: ToolContext) -> Any:
     page = await api(
         ctx,
         "GET",

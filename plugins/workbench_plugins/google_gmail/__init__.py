@@ -1,4 +1,4 @@
-from workbench.registry import Manifest, OAuth2Auth
+from workbench.registry import Manifest, OAuth2Auth, Probe
 
 manifest = Manifest(
     name="google-gmail",
@@ -15,4 +15,5 @@ manifest = Manifest(
     base_url="https://gmail.googleapis.com",
     tool_prefix="gmail_",
     curl_proxy=True,
+    probe=Probe("GET", "/gmail/v1/users/me/profile"),
 )

@@ -17,7 +17,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 from workbench.sdk import ToolError, api, compact, pick, pick_many, trim
-from workbench.tools import tool
+from workbench.tools import ToolContext, tool
 
 # Every tool works with the one scope the manifest asks for (the discovery document lists it
 # for each method called; tests/plugins/test_definitions.py checks that).
@@ -161,7 +161,7 @@ class SearchMessages(BaseModel):
     SearchMessages,
     scopes=_SCOPES,
 )
-async def search_messages(args: SearchMessages, ctx: Any) -> Any:
+async def search_messages(args: SearchMessages, ctx: ToolContext) -> Any:
     page = await api(
         ctx,
         "GET",
@@ -202,7 +202,7 @@ class MessageRef(BaseModel):
     MessageRef,
     scopes=_SCOPES,
 )
-async def get_message(args: MessageRef, ctx: Any) -> Any:
+async def get_message(args: MessageRef, ctx: ToolContext) -> Any:
     return _full(await api(ctx, "GET", f"{ME}/messages/{args.id}", params={"format": "full"}))
 
 
@@ -216,7 +216,7 @@ class ThreadRef(BaseModel):
     ThreadRef,
     scopes=_SCOPES,
 )
-async def get_thread(args: ThreadRef, ctx: Any) -> Any:
+async def get_thread(args: ThreadRef, ctx: ToolContext) -> Any:
     thread = await api(ctx, "GET", f"{ME}/threads/{args.id}", params={"format": "full"})
     return {"id": thread.get("id"), "messages": [_full(m) for m in thread.get("messages", [])]}
 
@@ -238,7 +238,7 @@ class Compose(BaseModel):
     Compose,
     scopes=_SCOPES,
 )
-async def send_email(args: Compose, ctx: Any) -> Any:
+async def send_email(args: Compose, ctx: ToolContext) -> Any:
     _check_attachments(args.attachments)
     raw = _raw(args.to, args.subject, args.body, args.cc, args.bcc, attachments=args.attachments)
     sent = await api(ctx, "POST", f"{ME}/messages/send", json={"raw": raw})
@@ -257,13 +257,13 @@ class Reply(BaseModel):
     Reply,
     scopes=_SCOPES,
 )
-async def reply_to_message(args: Reply, ctx: Any) -> Any:
+async def reply_to_message(args: Reply, ctx: ToolContext) -> Any:
     raw, thread_id = await _reply(ctx, args)
     sent = await api(ctx, "POST", f"{ME}/messages/send", json={"raw": raw, "threadId": thread_id})
     return pick(sent, "id", "threadId", "labelIds")
 
 
-async def _reply(ctx: Any, args: Reply) -> tuple[str, Any]:
+async def _reply(ctx: ToolContext, args: Reply) -> tuple[str, Any]:
     """The reply's raw RFC 2822 text (threading headers set) and the thread to put it in."""
     original = await api(
         ctx,
@@ -292,7 +292,7 @@ async def _reply(ctx: Any, args: Reply) -> tuple[str, Any]:
     Reply,
     scopes=_SCOPES,
 )
-async def create_reply_draft(args: Reply, ctx: Any) -> Any:
+async def create_reply_draft(args: Reply, ctx: ToolContext) -> Any:
     raw, thread_id = await _reply(ctx, args)
     draft = await api(ctx, "POST", f"{ME}/drafts", json={"message": {"raw": raw, "threadId": thread_id}})
     return pick(draft, "id", "message.id", "message.threadId")
@@ -304,7 +304,7 @@ async def create_reply_draft(args: Reply, ctx: Any) -> Any:
     Compose,
     scopes=_SCOPES,
 )
-async def create_draft(args: Compose, ctx: Any) -> Any:
+async def create_draft(args: Compose, ctx: ToolContext) -> Any:
     _check_attachments(args.attachments)
     raw = _raw(args.to, args.subject, args.body, args.cc, args.bcc, attachments=args.attachments)
     draft = await api(ctx, "POST", f"{ME}/drafts", json={"message": {"raw": raw}})
@@ -319,7 +319,7 @@ class ListDrafts(BaseModel):
 @tool(
     "gmail_list_drafts", "List Gmail drafts (ids, to send with gmail_send_draft).", ListDrafts, scopes=_SCOPES
 )
-async def list_drafts(args: ListDrafts, ctx: Any) -> Any:
+async def list_drafts(args: ListDrafts, ctx: ToolContext) -> Any:
     page = await api(
         ctx, "GET", f"{ME}/drafts", params={"maxResults": args.limit, "pageToken": args.pageToken}
     )
@@ -334,7 +334,7 @@ class DraftRef(BaseModel):
 
 
 @tool("gmail_send_draft", "Send an existing Gmail draft.", DraftRef, scopes=_SCOPES)
-async def send_draft(args: DraftRef, ctx: Any) -> Any:
+async def send_draft(args: DraftRef, ctx: ToolContext) -> Any:
     sent = await api(ctx, "POST", f"{ME}/drafts/send", json={"id": args.id})
     return pick(sent, "id", "threadId", "labelIds")
 
@@ -344,7 +344,7 @@ class NoArgs(BaseModel):
 
 
 @tool("gmail_list_labels", "List Gmail labels (system and user labels, with ids).", NoArgs, scopes=_SCOPES)
-async def list_labels(args: NoArgs, ctx: Any) -> Any:
+async def list_labels(args: NoArgs, ctx: ToolContext) -> Any:
     page = await api(ctx, "GET", f"{ME}/labels")
     return {"labels": pick_many(page.get("labels"), "id", "name", "type")}
 
@@ -362,7 +362,7 @@ class ModifyLabels(MessageRef):
     ModifyLabels,
     scopes=_SCOPES,
 )
-async def modify_labels(args: ModifyLabels, ctx: Any) -> Any:
+async def modify_labels(args: ModifyLabels, ctx: ToolContext) -> Any:
     msg = await api(
         ctx,
         "POST",
@@ -373,13 +373,13 @@ async def modify_labels(args: ModifyLabels, ctx: Any) -> Any:
 
 
 @tool("gmail_trash_message", "Move a Gmail email to the trash.", MessageRef, scopes=_SCOPES)
-async def trash_message(args: MessageRef, ctx: Any) -> Any:
+async def trash_message(args: MessageRef, ctx: ToolContext) -> Any:
     msg = await api(ctx, "POST", f"{ME}/messages/{args.id}/trash")
     return pick(msg, "id", "threadId", "labelIds")
 
 
 @tool("gmail_get_profile", "Get the connected Gmail address and mailbox totals.", NoArgs, scopes=_SCOPES)
-async def get_profile(args: NoArgs, ctx: Any) -> Any:
+async def get_profile(args: NoArgs, ctx: ToolContext) -> Any:
     profile = await api(ctx, "GET", f"{ME}/profile")
     return pick(profile, "emailAddress", "messagesTotal", "threadsTotal")
 
@@ -399,7 +399,7 @@ class AttachmentRef(MessageRef):
     AttachmentRef,
     scopes=_SCOPES,
 )
-async def get_attachment(args: AttachmentRef, ctx: Any) -> Any:
+async def get_attachment(args: AttachmentRef, ctx: ToolContext) -> Any:
     body = await api(ctx, "GET", f"{ME}/messages/{args.id}/attachments/{args.attachmentId}")
     size = body.get("size")
     if isinstance(size, int) and size > _MAX_DOWNLOAD:
@@ -432,7 +432,7 @@ class SearchThreads(BaseModel):
     SearchThreads,
     scopes=_SCOPES,
 )
-async def search_threads(args: SearchThreads, ctx: Any) -> Any:
+async def search_threads(args: SearchThreads, ctx: ToolContext) -> Any:
     page = await api(
         ctx,
         "GET",
@@ -466,7 +466,7 @@ class CreateLabel(BaseModel):
     CreateLabel,
     scopes=_SCOPES,
 )
-async def create_label(args: CreateLabel, ctx: Any) -> Any:
+async def create_label(args: CreateLabel, ctx: ToolContext) -> Any:
     label = await api(
         ctx,
         "POST",

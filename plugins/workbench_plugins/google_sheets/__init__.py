@@ -1,4 +1,4 @@
-from workbench.registry import Manifest, OAuth2Auth
+from workbench.registry import Manifest, OAuth2Auth, Probe
 
 manifest = Manifest(
     name="google-sheets",
@@ -15,4 +15,6 @@ manifest = Manifest(
     base_url="https://sheets.googleapis.com",
     tool_prefix="sheets_",
     curl_proxy=True,
+    # The Sheets API has no "who am I" call: Google's tokeninfo checks the token and its scope.
+    probe=Probe("POST", "https://www.googleapis.com/oauth2/v2/tokeninfo", token_param="access_token"),
 )

@@ -12,7 +12,7 @@ from urllib.parse import quote
 
 from pydantic import BaseModel, Field
 from workbench.sdk import api, compact, pick
-from workbench.tools import tool
+from workbench.tools import ToolContext, tool
 
 # Every tool works with the one scope the manifest asks for (the discovery document lists it
 # for each method called; tests/plugins/test_definitions.py checks that).
@@ -53,7 +53,7 @@ class Create(BaseModel):
 
 
 @tool("sheets_create_spreadsheet", "Create a new Google Sheets spreadsheet.", Create, scopes=_SCOPES)
-async def create_spreadsheet(args: Create, ctx: Any) -> Any:
+async def create_spreadsheet(args: Create, ctx: ToolContext) -> Any:
     body = compact(
         {
             "properties": {"title": args.title},
@@ -73,7 +73,7 @@ async def create_spreadsheet(args: Create, ctx: Any) -> Any:
     SheetRef,
     scopes=_SCOPES,
 )
-async def get_spreadsheet(args: SheetRef, ctx: Any) -> Any:
+async def get_spreadsheet(args: SheetRef, ctx: ToolContext) -> Any:
     meta = await api(
         ctx,
         "GET",
@@ -107,7 +107,7 @@ class ReadRange(SheetRef):
     ReadRange,
     scopes=_SCOPES,
 )
-async def read_range(args: ReadRange, ctx: Any) -> Any:
+async def read_range(args: ReadRange, ctx: ToolContext) -> Any:
     vr = await api(
         ctx,
         "GET",
@@ -122,7 +122,7 @@ class BatchRead(SheetRef):
 
 
 @tool("sheets_batch_read", "Read several ranges of a Google Sheet in one call.", BatchRead, scopes=_SCOPES)
-async def batch_read(args: BatchRead, ctx: Any) -> Any:
+async def batch_read(args: BatchRead, ctx: ToolContext) -> Any:
     found = await api(ctx, "GET", f"{S}/{args.spreadsheetId}/values:batchGet", params={"ranges": args.ranges})
     return {"valueRanges": [_values(vr) for vr in found.get("valueRanges", [])]}
 
@@ -144,7 +144,7 @@ _UPDATED = ("updatedRange", "updatedRows", "updatedColumns", "updatedCells")
     WriteRange,
     scopes=_SCOPES,
 )
-async def write_range(args: WriteRange, ctx: Any) -> Any:
+async def write_range(args: WriteRange, ctx: ToolContext) -> Any:
     done = await api(
         ctx,
         "PUT",
@@ -169,7 +169,7 @@ class AppendRows(SheetRef):
     AppendRows,
     scopes=_SCOPES,
 )
-async def append_rows(args: AppendRows, ctx: Any) -> Any:
+async def append_rows(args: AppendRows, ctx: ToolContext) -> Any:
     done = await api(
         ctx,
         "POST",
@@ -187,7 +187,7 @@ class ClearRange(SheetRef):
 @tool(
     "sheets_clear_range", "Clear (erase) the values in a range of a Google Sheet.", ClearRange, scopes=_SCOPES
 )
-async def clear_range(args: ClearRange, ctx: Any) -> Any:
+async def clear_range(args: ClearRange, ctx: ToolContext) -> Any:
     done = await api(ctx, "POST", f"{S}/{args.spreadsheetId}/values/{_range(args.range)}:clear", json={})
     return pick(done, "spreadsheetId", "clearedRange")
 
@@ -210,7 +210,7 @@ class BatchWrite(SheetRef):
     BatchWrite,
     scopes=_SCOPES,
 )
-async def batch_write(args: BatchWrite, ctx: Any) -> Any:
+async def batch_write(args: BatchWrite, ctx: ToolContext) -> Any:
     done = await api(
         ctx,
         "POST",
@@ -230,7 +230,7 @@ class AddSheet(SheetRef):
 
 
 @tool("sheets_add_sheet", "Add a new sheet (tab) to a Google Sheets spreadsheet.", AddSheet, scopes=_SCOPES)
-async def add_sheet(args: AddSheet, ctx: Any) -> Any:
+async def add_sheet(args: AddSheet, ctx: ToolContext) -> Any:
     grid = compact({"rowCount": args.rows, "columnCount": args.columns})
     props = compact({"title": args.title, "gridProperties": grid or None})
     done = await api(
@@ -253,7 +253,7 @@ class DeleteSheet(SheetRef):
     DeleteSheet,
     scopes=_SCOPES,
 )
-async def delete_sheet(args: DeleteSheet, ctx: Any) -> Any:
+async def delete_sheet(args: DeleteSheet, ctx: ToolContext) -> Any:
     await api(
         ctx,
         "POST",

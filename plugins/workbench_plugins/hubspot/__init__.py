@@ -1,4 +1,4 @@
-from workbench.registry import Manifest, OAuth2Auth
+from workbench.registry import Manifest, OAuth2Auth, Probe
 
 manifest = Manifest(
     name="hubspot",
@@ -22,4 +22,5 @@ manifest = Manifest(
     base_url="https://api.hubapi.com",
     tool_prefix="hubspot_",
     curl_proxy=True,
+    probe=Probe("GET", "/crm/v3/owners/?limit=1"),
 )

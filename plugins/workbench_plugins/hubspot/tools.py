@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 from workbench.sdk import ToolError, api, pick, pick_many
-from workbench.tools import tool
+from workbench.tools import ToolContext, tool
 
 CONTACT_PROPS = [
     "email",
@@ -60,7 +60,7 @@ def _assoc(type_id: int, to_id: str) -> dict[str, Any]:
     }
 
 
-async def _list_objects(ctx: Any, kind: str, args: Any, default_props: list[str]) -> Any:
+async def _list_objects(ctx: ToolContext, kind: str, args: Any, default_props: list[str]) -> Any:
     body = await api(
         ctx,
         "GET",
@@ -88,7 +88,7 @@ class Page(BaseModel):
     Page,
     scopes=("crm.objects.contacts.read",),
 )
-async def list_contacts(args: Page, ctx: Any) -> Any:
+async def list_contacts(args: Page, ctx: ToolContext) -> Any:
     return await _list_objects(ctx, "contacts", args, CONTACT_PROPS)
 
 
@@ -106,7 +106,7 @@ class GetContact(BaseModel):
     GetContact,
     scopes=("crm.objects.contacts.read",),
 )
-async def get_contact(args: GetContact, ctx: Any) -> Any:
+async def get_contact(args: GetContact, ctx: ToolContext) -> Any:
     obj = await api(
         ctx,
         "GET",
@@ -133,7 +133,7 @@ class Search(BaseModel):
     properties: list[str] | None = Field(default=None, description="Property names to return")
 
 
-async def _search(ctx: Any, kind: str, args: Search, default_props: list[str]) -> Any:
+async def _search(ctx: ToolContext, kind: str, args: Search, default_props: list[str]) -> Any:
     body: dict[str, Any] = {"limit": args.limit, "properties": args.properties or default_props}
     if args.query:
         body["query"] = args.query
@@ -150,7 +150,7 @@ async def _search(ctx: Any, kind: str, args: Search, default_props: list[str]) -
     Search,
     scopes=("crm.objects.contacts.read",),
 )
-async def search_contacts(args: Search, ctx: Any) -> Any:
+async def search_contacts(args: Search, ctx: ToolContext) -> Any:
     return await _search(ctx, "contacts", args, CONTACT_PROPS)
 
 
@@ -160,7 +160,7 @@ async def search_contacts(args: Search, ctx: Any) -> Any:
     Search,
     scopes=("crm.objects.deals.read",),
 )
-async def search_deals(args: Search, ctx: Any) -> Any:
+async def search_deals(args: Search, ctx: ToolContext) -> Any:
     return await _search(ctx, "deals", args, DEAL_PROPS)
 
 
@@ -182,7 +182,7 @@ class CreateContact(BaseModel):
     CreateContact,
     scopes=("crm.objects.contacts.write",),
 )
-async def create_contact(args: CreateContact, ctx: Any) -> Any:
+async def create_contact(args: CreateContact, ctx: ToolContext) -> Any:
     props = {k: v for k, v in args.model_dump(exclude={"properties"}).items() if v is not None}
     props.update(args.properties or {})
     return _record(await api(ctx, "POST", "/crm/v3/objects/contacts", json={"properties": props}))
@@ -199,7 +199,7 @@ class UpdateObject(BaseModel):
     UpdateObject,
     scopes=("crm.objects.contacts.write",),
 )
-async def update_contact(args: UpdateObject, ctx: Any) -> Any:
+async def update_contact(args: UpdateObject, ctx: ToolContext) -> Any:
     return _record(
         await api(ctx, "PATCH", f"/crm/v3/objects/contacts/{args.id}", json={"properties": args.properties})
     )
@@ -211,7 +211,7 @@ async def update_contact(args: UpdateObject, ctx: Any) -> Any:
     Page,
     scopes=("crm.objects.companies.read",),
 )
-async def list_companies(args: Page, ctx: Any) -> Any:
+async def list_companies(args: Page, ctx: ToolContext) -> Any:
     return await _list_objects(ctx, "companies", args, COMPANY_PROPS)
 
 
@@ -229,7 +229,7 @@ class CreateCompany(BaseModel):
     CreateCompany,
     scopes=("crm.objects.companies.write",),
 )
-async def create_company(args: CreateCompany, ctx: Any) -> Any:
+async def create_company(args: CreateCompany, ctx: ToolContext) -> Any:
     props = {"name": args.name, **({"domain": args.domain} if args.domain else {}), **(args.properties or {})}
     return _record(await api(ctx, "POST", "/crm/v3/objects/companies", json={"properties": props}))
 
@@ -240,7 +240,7 @@ async def create_company(args: CreateCompany, ctx: Any) -> Any:
     Page,
     scopes=("crm.objects.deals.read",),
 )
-async def list_deals(args: Page, ctx: Any) -> Any:
+async def list_deals(args: Page, ctx: ToolContext) -> Any:
     return await _list_objects(ctx, "deals", args, DEAL_PROPS)
 
 
@@ -263,7 +263,7 @@ class CreateDeal(BaseModel):
     CreateDeal,
     scopes=("crm.objects.deals.read", "crm.objects.deals.write"),
 )
-async def create_deal(args: CreateDeal, ctx: Any) -> Any:
+async def create_deal(args: CreateDeal, ctx: ToolContext) -> Any:
     if args.dealstage is None:
         # Stage ids belong to one pipeline: look up this pipeline's first stage, never assume one.
         pipeline = await api(ctx, "GET", f"/crm/v3/pipelines/deals/{args.pipeline}")
@@ -295,7 +295,7 @@ async def create_deal(args: CreateDeal, ctx: Any) -> Any:
     UpdateObject,
     scopes=("crm.objects.deals.write",),
 )
-async def update_deal(args: UpdateObject, ctx: Any) -> Any:
+async def update_deal(args: UpdateObject, ctx: ToolContext) -> Any:
     return _record(
         await api(ctx, "PATCH", f"/crm/v3/objects/deals/{args.id}", json={"properties": args.properties})
     )
@@ -315,7 +315,7 @@ class CreateNote(BaseModel):
     CreateNote,
     scopes=("crm.objects.contacts.write",),
 )
-async def create_note(args: CreateNote, ctx: Any) -> Any:
+async def create_note(args: CreateNote, ctx: ToolContext) -> Any:
     targets = [("contact", args.contact_id), ("company", args.company_id), ("deal", args.deal_id)]
     assocs = [_assoc(_NOTE_TO[kind], rid) for kind, rid in targets if rid]
     if not assocs:
@@ -336,7 +336,7 @@ class ListOwners(BaseModel):
     ListOwners,
     scopes=("crm.objects.owners.read",),
 )
-async def list_owners(args: ListOwners, ctx: Any) -> Any:
+async def list_owners(args: ListOwners, ctx: ToolContext) -> Any:
     body = await api(
         ctx, "GET", "/crm/v3/owners", params={"email": args.email, "limit": args.limit, "after": args.cursor}
     )
@@ -359,7 +359,7 @@ class GetRecord(BaseModel):
     )
 
 
-async def _get_object(ctx: Any, kind: str, args: GetRecord, default_props: list[str]) -> Any:
+async def _get_object(ctx: ToolContext, kind: str, args: GetRecord, default_props: list[str]) -> Any:
     obj = await api(
         ctx,
         "GET",
@@ -375,7 +375,7 @@ async def _get_object(ctx: Any, kind: str, args: GetRecord, default_props: list[
     GetRecord,
     scopes=("crm.objects.companies.read",),
 )
-async def get_company(args: GetRecord, ctx: Any) -> Any:
+async def get_company(args: GetRecord, ctx: ToolContext) -> Any:
     return await _get_object(ctx, "companies", args, COMPANY_PROPS)
 
 
@@ -385,7 +385,7 @@ async def get_company(args: GetRecord, ctx: Any) -> Any:
     Search,
     scopes=("crm.objects.companies.read",),
 )
-async def search_companies(args: Search, ctx: Any) -> Any:
+async def search_companies(args: Search, ctx: ToolContext) -> Any:
     return await _search(ctx, "companies", args, COMPANY_PROPS)
 
 
@@ -395,7 +395,7 @@ async def search_companies(args: Search, ctx: Any) -> Any:
     UpdateObject,
     scopes=("crm.objects.companies.write",),
 )
-async def update_company(args: UpdateObject, ctx: Any) -> Any:
+async def update_company(args: UpdateObject, ctx: ToolContext) -> Any:
     return _record(
         await api(ctx, "PATCH", f"/crm/v3/objects/companies/{args.id}", json={"properties": args.properties})
     )
@@ -407,7 +407,7 @@ async def update_company(args: UpdateObject, ctx: Any) -> Any:
     GetRecord,
     scopes=("crm.objects.deals.read",),
 )
-async def get_deal(args: GetRecord, ctx: Any) -> Any:
+async def get_deal(args: GetRecord, ctx: ToolContext) -> Any:
     return await _get_object(ctx, "deals", args, DEAL_PROPS)
 
 
@@ -438,7 +438,7 @@ def _pipeline(p: Any) -> dict[str, Any]:
     NoArgs,
     scopes=("crm.objects.deals.read",),
 )
-async def list_pipelines(args: NoArgs, ctx: Any) -> Any:
+async def list_pipelines(args: NoArgs, ctx: ToolContext) -> Any:
     body = await api(ctx, "GET", "/crm/v3/pipelines/deals")
     pipelines = sorted(body.get("results") or [], key=lambda p: p.get("displayOrder", 0))
     return {"pipelines": [_pipeline(p) for p in pipelines]}
@@ -463,7 +463,7 @@ class ListAssociations(BaseModel):
     ListAssociations,
     scopes=("crm.objects.contacts.read", "crm.objects.companies.read", "crm.objects.deals.read"),
 )
-async def list_associations(args: ListAssociations, ctx: Any) -> Any:
+async def list_associations(args: ListAssociations, ctx: ToolContext) -> Any:
     body = await api(
         ctx,
         "GET",
@@ -496,7 +496,7 @@ class Associate(BaseModel):
     Associate,
     scopes=("crm.objects.contacts.write", "crm.objects.companies.write", "crm.objects.deals.write"),
 )
-async def associate_records(args: Associate, ctx: Any) -> Any:
+async def associate_records(args: Associate, ctx: ToolContext) -> Any:
     path = (
         f"/crm/v4/objects/{args.object_type}/{args.object_id}/associations/default/"
         f"{args.to_object_type}/{args.to_object_id}"
@@ -537,7 +537,7 @@ class CreateTask(BaseModel):
     CreateTask,
     scopes=("crm.objects.contacts.write",),
 )
-async def create_task(args: CreateTask, ctx: Any) -> Any:
+async def create_task(args: CreateTask, ctx: ToolContext) -> Any:
     props = {
         "hs_task_subject": args.subject,
         "hs_timestamp": args.due,

@@ -1,4 +1,4 @@
-from workbench.registry import Manifest, OAuth2Auth
+from workbench.registry import Manifest, OAuth2Auth, Probe
 
 manifest = Manifest(
     name="linear",
@@ -14,4 +14,5 @@ manifest = Manifest(
     base_url="https://api.linear.app",
     tool_prefix="linear_",
     curl_proxy=True,
+    probe=Probe("POST", "/graphql", json='{"query": "{ viewer { id } }"}'),
 )

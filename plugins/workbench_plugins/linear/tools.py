@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 from workbench.sdk import ToolError, UpstreamError, compact
-from workbench.tools import tool
+from workbench.tools import ToolContext, tool
 
 _ISSUE_FIELDS = """
       id identifier title priority priorityLabel url createdAt updatedAt dueDate
@@ -83,7 +83,7 @@ VIEWER = """query Viewer {
 }"""
 
 
-async def gql(ctx: Any, query: str, variables: dict[str, Any] | None = None) -> Any:
+async def gql(ctx: ToolContext, query: str, variables: dict[str, Any] | None = None) -> Any:
     resp = await ctx.http.request("POST", "/graphql", json={"query": query, "variables": variables or {}})
     try:
         body = resp.json()
@@ -143,7 +143,7 @@ class ListIssues(Page):
     ListIssues,
     scopes=("read",),
 )
-async def list_issues(args: ListIssues, ctx: Any) -> Any:
+async def list_issues(args: ListIssues, ctx: ToolContext) -> Any:
     flt: dict[str, Any] = {}
     if args.team_id:
         flt["team"] = {"id": {"eq": args.team_id}}
@@ -169,7 +169,7 @@ class SearchIssues(Page):
     SearchIssues,
     scopes=("read",),
 )
-async def search_issues(args: SearchIssues, ctx: Any) -> Any:
+async def search_issues(args: SearchIssues, ctx: ToolContext) -> Any:
     variables = compact(
         {
             "term": args.term,
@@ -192,7 +192,7 @@ class IssueId(BaseModel):
     IssueId,
     scopes=("read",),
 )
-async def get_issue(args: IssueId, ctx: Any) -> Any:
+async def get_issue(args: IssueId, ctx: ToolContext) -> Any:
     node = (await gql(ctx, GET_ISSUE, {"id": args.id})).get("issue")
     out = _issue(node) or {}
     out["description"] = node.get("description") if node else None
@@ -226,7 +226,7 @@ class CreateIssue(BaseModel):
 
 
 @tool("linear_create_issue", "Create a Linear issue (ticket) in a team.", CreateIssue, scopes=("write",))
-async def create_issue(args: CreateIssue, ctx: Any) -> Any:
+async def create_issue(args: CreateIssue, ctx: ToolContext) -> Any:
     input_ = compact(
         {
             "teamId": args.team_id,
@@ -262,7 +262,7 @@ class UpdateIssue(IssueId):
     UpdateIssue,
     scopes=("write",),
 )
-async def update_issue(args: UpdateIssue, ctx: Any) -> Any:
+async def update_issue(args: UpdateIssue, ctx: ToolContext) -> Any:
     input_ = compact(
         {
             "title": args.title,
@@ -291,7 +291,7 @@ class AddComment(BaseModel):
 
 
 @tool("linear_add_comment", "Comment on a Linear issue.", AddComment, scopes=("write",))
-async def add_comment(args: AddComment, ctx: Any) -> Any:
+async def add_comment(args: AddComment, ctx: ToolContext) -> Any:
     res = (await gql(ctx, CREATE_COMMENT, {"input": {"issueId": args.issue_id, "body": args.body}})).get(
         "commentCreate"
     ) or {}
@@ -308,7 +308,7 @@ def _page_vars(args: Page) -> dict[str, Any]:
     Page,
     scopes=("read",),
 )
-async def list_teams(args: Page, ctx: Any) -> Any:
+async def list_teams(args: Page, ctx: ToolContext) -> Any:
     return _conn((await gql(ctx, LIST_TEAMS, _page_vars(args))).get("teams") or {}, "teams")
 
 
@@ -318,7 +318,7 @@ async def list_teams(args: Page, ctx: Any) -> Any:
     Page,
     scopes=("read",),
 )
-async def list_projects(args: Page, ctx: Any) -> Any:
+async def list_projects(args: Page, ctx: ToolContext) -> Any:
     return _conn((await gql(ctx, LIST_PROJECTS, _page_vars(args))).get("projects") or {}, "projects")
 
 
@@ -328,7 +328,7 @@ async def list_projects(args: Page, ctx: Any) -> Any:
     Page,
     scopes=("read",),
 )
-async def list_users(args: Page, ctx: Any) -> Any:
+async def list_users(args: Page, ctx: ToolContext) -> Any:
     return _conn((await gql(ctx, LIST_USERS, _page_vars(args))).get("users") or {}, "users")
 
 
@@ -356,7 +356,7 @@ def _state(node: dict[str, Any]) -> dict[str, Any]:
     TeamPage,
     scopes=("read",),
 )
-async def list_workflow_states(args: TeamPage, ctx: Any) -> Any:
+async def list_workflow_states(args: TeamPage, ctx: ToolContext) -> Any:
     data = await gql(ctx, LIST_STATES, _team_vars(args))
     return _conn(data.get("workflowStates") or {}, "states", _state)
 
@@ -366,7 +366,7 @@ def _label(node: dict[str, Any]) -> dict[str, Any]:
 
 
 @tool("linear_list_labels", "List Linear issue labels with their ids.", TeamPage, scopes=("read",))
-async def list_labels(args: TeamPage, ctx: Any) -> Any:
+async def list_labels(args: TeamPage, ctx: ToolContext) -> Any:
     return _conn((await gql(ctx, LIST_LABELS, _team_vars(args))).get("issueLabels") or {}, "labels", _label)
 
 
@@ -380,7 +380,7 @@ class NoArgs(BaseModel):
     NoArgs,
     scopes=("read",),
 )
-async def get_viewer(args: NoArgs, ctx: Any) -> Any:
+async def get_viewer(args: NoArgs, ctx: ToolContext) -> Any:
     viewer = (await gql(ctx, VIEWER)).get("viewer") or {}
     org = viewer.get("organization") or {}
     return {
@@ -428,7 +428,7 @@ class ListCycles(Page):
     ListCycles,
     scopes=("read",),
 )
-async def list_cycles(args: ListCycles, ctx: Any) -> Any:
+async def list_cycles(args: ListCycles, ctx: ToolContext) -> Any:
     flt: dict[str, Any] = {}
     if args.team_id:
         flt["team"] = {"id": {"eq": args.team_id}}
@@ -453,7 +453,7 @@ class CycleIssues(Page):
     CycleIssues,
     scopes=("read",),
 )
-async def list_cycle_issues(args: CycleIssues, ctx: Any) -> Any:
+async def list_cycle_issues(args: CycleIssues, ctx: ToolContext) -> Any:
     cycle = (await gql(ctx, CYCLE_ISSUES, {"id": args.cycle_id, **_page_vars(args)})).get("cycle")
     if cycle is None:
         raise ToolError(f"No Linear cycle with id {args.cycle_id}.")
@@ -485,7 +485,7 @@ class CreateProject(BaseModel):
     CreateProject,
     scopes=("write",),
 )
-async def create_project(args: CreateProject, ctx: Any) -> Any:
+async def create_project(args: CreateProject, ctx: ToolContext) -> Any:
     project_input = compact(
         {
             "name": args.name,
@@ -511,7 +511,7 @@ class IssueRef(BaseModel):
     IssueRef,
     scopes=("write",),
 )
-async def archive_issue(args: IssueRef, ctx: Any) -> Any:
+async def archive_issue(args: IssueRef, ctx: ToolContext) -> Any:
     res = (await gql(ctx, ARCHIVE_ISSUE, {"id": args.id})).get("issueArchive") or {}
     return {"id": args.id, "archived": bool(res.get("success"))}
 

@@ -11,13 +11,13 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 from workbench.sdk import ToolError, api, pick
-from workbench.tools import tool
+from workbench.tools import ToolContext, tool
 
 NOTION_VERSION = "2022-06-28"
 _HEADERS = {"Notion-Version": NOTION_VERSION}
 
 
-async def _call(ctx: Any, method: str, path: str, *, params: Any = None, json: Any = None) -> Any:
+async def _call(ctx: ToolContext, method: str, path: str, *, params: Any = None, json: Any = None) -> Any:
     return await api(ctx, method, f"/v1{path}", params=params, json=json, headers=_HEADERS)
 
 
@@ -132,7 +132,7 @@ class Search(Page):
     "Search Notion pages and databases shared with the integration by title.",
     Search,
 )
-async def search(args: Search, ctx: Any) -> Any:
+async def search(args: Search, ctx: ToolContext) -> Any:
     body: dict[str, Any] = {"query": args.query, "page_size": args.perPage}
     if args.type:
         body["filter"] = {"property": "object", "value": args.type}
@@ -147,7 +147,7 @@ class PageId(BaseModel):
 
 
 @tool("notion_get_page", "Get a Notion page's title, URL and property values.", PageId)
-async def get_page(args: PageId, ctx: Any) -> Any:
+async def get_page(args: PageId, ctx: ToolContext) -> Any:
     return _page(await _call(ctx, "GET", f"/pages/{args.page_id}"))
 
 
@@ -160,7 +160,7 @@ class BlockChildren(Page):
     "Read the content (blocks: paragraphs, headings, lists, to-dos) of a Notion page as plain text.",
     BlockChildren,
 )
-async def get_page_content(args: BlockChildren, ctx: Any) -> Any:
+async def get_page_content(args: BlockChildren, ctx: ToolContext) -> Any:
     res = await _call(
         ctx,
         "GET",
@@ -189,7 +189,7 @@ class CreatePage(BaseModel):
     "Create a Notion page under a page, or a new row (page) in a Notion database.",
     CreatePage,
 )
-async def create_page(args: CreatePage, ctx: Any) -> Any:
+async def create_page(args: CreatePage, ctx: ToolContext) -> Any:
     if bool(args.parent_page_id) == bool(args.parent_database_id):
         raise ValueError("Give exactly one of parent_page_id or parent_database_id")
     parent = (
@@ -217,12 +217,12 @@ class UpdatePage(PageId):
 
 
 @tool("notion_update_page", "Update property values of a Notion page or database row.", UpdatePage)
-async def update_page(args: UpdatePage, ctx: Any) -> Any:
+async def update_page(args: UpdatePage, ctx: ToolContext) -> Any:
     return _page(await _call(ctx, "PATCH", f"/pages/{args.page_id}", json={"properties": args.properties}))
 
 
 @tool("notion_archive_page", "Archive (move to trash / delete) a Notion page.", PageId)
-async def archive_page(args: PageId, ctx: Any) -> Any:
+async def archive_page(args: PageId, ctx: ToolContext) -> Any:
     return _page(
         await _call(ctx, "PATCH", f"/pages/{args.page_id}", json={"archived": True}), properties=False
     )
@@ -238,7 +238,7 @@ class AppendText(BaseModel):
     "Append paragraphs of text (up to 1,000) to the end of a Notion page.",
     AppendText,
 )
-async def append_text(args: AppendText, ctx: Any) -> Any:
+async def append_text(args: AppendText, ctx: ToolContext) -> Any:
     added = await _append(ctx, args.block_id, _paragraphs(args.text))
     return {"blocks": [_block(b) for b in added]}
 
@@ -252,7 +252,7 @@ class DatabaseId(BaseModel):
     "Get a Notion database's title and its columns (property names and types).",
     DatabaseId,
 )
-async def get_database(args: DatabaseId, ctx: Any) -> Any:
+async def get_database(args: DatabaseId, ctx: ToolContext) -> Any:
     db = await _call(ctx, "GET", f"/databases/{args.database_id}")
     props = db.get("properties") or {}
     columns = {}
@@ -280,7 +280,7 @@ class QueryDatabase(DatabaseId, Page):
     "Query rows of a Notion database with an optional filter and sort.",
     QueryDatabase,
 )
-async def query_database(args: QueryDatabase, ctx: Any) -> Any:
+async def query_database(args: QueryDatabase, ctx: ToolContext) -> Any:
     body: dict[str, Any] = {"page_size": args.perPage}
     if args.filter:
         body["filter"] = args.filter
@@ -293,7 +293,7 @@ async def query_database(args: QueryDatabase, ctx: Any) -> Any:
 
 
 @tool("notion_list_users", "List the people and bots in the Notion workspace.", Page)
-async def list_users(args: Page, ctx: Any) -> Any:
+async def list_users(args: Page, ctx: ToolContext) -> Any:
     res = await _call(ctx, "GET", "/users", params={"page_size": args.perPage, "start_cursor": args.cursor})
     users = [
         {**pick(u, "id", "type", "name", "avatar_url"), "email": (u.get("person") or {}).get("email")}
@@ -307,7 +307,7 @@ class AddComment(PageId):
 
 
 @tool("notion_add_comment", "Add a comment to a Notion page.", AddComment)
-async def add_comment(args: AddComment, ctx: Any) -> Any:
+async def add_comment(args: AddComment, ctx: ToolContext) -> Any:
     res = await _call(
         ctx, "POST", "/comments", json={"parent": {"page_id": args.page_id}, "rich_text": _rich(args.text)}
     )
@@ -329,7 +329,7 @@ class ListComments(Page):
 
 
 @tool("notion_list_comments", "List the open comments on a Notion page or block.", ListComments)
-async def list_comments(args: ListComments, ctx: Any) -> Any:
+async def list_comments(args: ListComments, ctx: ToolContext) -> Any:
     res = await _call(
         ctx,
         "GET",
@@ -346,7 +346,7 @@ _MAX_BLOCKS = 1_000  # what one tool call may append: at most 10 requests
 
 
 async def _append(
-    ctx: Any, block_id: str, children: list[dict[str, Any]], after: str | None = None
+    ctx: ToolContext, block_id: str, children: list[dict[str, Any]], after: str | None = None
 ) -> list[Any]:
     """Append `children` in order, 100 per request; each batch goes after the previous one."""
     if len(children) > _MAX_BLOCKS:
@@ -383,7 +383,7 @@ class AppendBlocks(BaseModel):
     "Append Notion blocks (headings, lists, to-dos, code...) to a page, any number up to 1,000, in order.",
     AppendBlocks,
 )
-async def append_blocks(args: AppendBlocks, ctx: Any) -> Any:
+async def append_blocks(args: AppendBlocks, ctx: ToolContext) -> Any:
     added = await _append(ctx, args.block_id, args.children, args.after)
     return {"appended": len(added), "blocks": [_block(b) for b in added]}
 
@@ -415,7 +415,7 @@ class UpdateBlock(BaseModel):
     "block, or tick a to-do.",
     UpdateBlock,
 )
-async def update_block(args: UpdateBlock, ctx: Any) -> Any:
+async def update_block(args: UpdateBlock, ctx: ToolContext) -> Any:
     if args.text is None and args.checked is None:
         raise ToolError("Nothing to change: give text or checked.")
     block = await _call(ctx, "GET", f"/blocks/{args.block_id}")
@@ -439,7 +439,7 @@ class BlockId(BaseModel):
 
 
 @tool("notion_delete_block", "Delete (archive) a Notion block from its page.", BlockId)
-async def delete_block(args: BlockId, ctx: Any) -> Any:
+async def delete_block(args: BlockId, ctx: ToolContext) -> Any:
     block = await _call(ctx, "DELETE", f"/blocks/{args.block_id}")
     return {"id": block.get("id"), "archived": block.get("archived")}
 
@@ -465,7 +465,7 @@ class CreateDatabase(BaseModel):
     "Create a Notion database (a table) in a page, with a title column and any other columns.",
     CreateDatabase,
 )
-async def create_database(args: CreateDatabase, ctx: Any) -> Any:
+async def create_database(args: CreateDatabase, ctx: ToolContext) -> Any:
     props: dict[str, Any] = {args.title_property: {"title": {}}, **(args.properties or {})}
     db = await _call(
         ctx,

@@ -1,31 +1,22 @@
 """Salesforce REST API tools (https://developer.salesforce.com/docs/atlas.en-us.api_rest.meta/api_rest/).
 
 Requests go to the org's own host, `instance_url`, which Salesforce returns in the OAuth token
-response (and again on every refresh); the engine stores the whole token response as the
-credential, so tools read it with `ctx.credential()` and build absolute URLs. Errors come back
-as a list `[{"message", "errorCode"}]`.
+response (and again on every refresh): the manifest names it as the connection's API base
+(`base_url_field`), so tools send relative paths through `ctx.http`. Errors come back as a list
+`[{"message", "errorCode"}]`; an expired session (401 INVALID_SESSION_ID) is refreshed and
+retried by the engine.
 """
 
 from __future__ import annotations
 
 from typing import Any
-from urllib.parse import urlsplit
 
 from pydantic import BaseModel, Field
 from workbench.sdk import UpstreamError, compact, pick_many
-from workbench.tools import tool
+from workbench.tools import ToolContext, tool
 
 API_VERSION = "v62.0"
 _DATA = f"/services/data/{API_VERSION}"
-
-
-async def _instance(ctx: Any) -> str:
-    cred = await ctx.credential()
-    url = str(cred.get("instance_url") or "").rstrip("/")
-    parts = urlsplit(url)
-    if parts.scheme != "https" or not parts.netloc:
-        raise ValueError("The Salesforce connection has no instance_url; reconnect Salesforce.")
-    return url
 
 
 def _detail(resp: Any) -> str:
@@ -40,9 +31,9 @@ def _detail(resp: Any) -> str:
     return str(body)[:500]
 
 
-async def sf(ctx: Any, method: str, path: str, *, params: Any = None, json: Any = None) -> Any:
+async def sf(ctx: ToolContext, method: str, path: str, *, params: Any = None, json: Any = None) -> Any:
     """Call `instance_url + path`; a path under /services/data is taken as is (pagination URLs)."""
-    url = await _instance(ctx) + (path if path.startswith("/services/") else _DATA + path)
+    url = path if path.startswith("/services/") else _DATA + path
     resp = await ctx.http.request(method, url, params=compact(params), json=json)
     if resp.status_code >= 400:
         raise UpstreamError(ctx.integration, resp.status_code, _detail(resp))
@@ -76,7 +67,7 @@ class Query(BaseModel):
     Query,
     scopes=("api",),
 )
-async def query(args: Query, ctx: Any) -> Any:
+async def query(args: Query, ctx: ToolContext) -> Any:
     if args.cursor:
         if not args.cursor.startswith(f"{_DATA}/query/"):
             raise ValueError("cursor must be a nextCursor returned by salesforce_query")
@@ -117,15 +108,14 @@ class Search(BaseModel):
     Search,
     scopes=("api",),
 )
-async def search(args: Search, ctx: Any) -> Any:
+async def search(args: Search, ctx: ToolContext) -> Any:
     # parameterizedSearch takes the text as a plain parameter, so no SOSL escaping is needed.
     params: list[tuple[str, Any]] = [("q", args.text)]
     for obj in args.objects:
         params.append(("sobject", obj))
         params.append((f"{obj}.fields", _SEARCH_FIELDS.get(obj, "Id,Name")))
     params.append(("overallLimit", args.limit))
-    url = await _instance(ctx) + f"{_DATA}/parameterizedSearch/"
-    resp = await ctx.http.request("GET", url, params=params)
+    resp = await ctx.http.request("GET", f"{_DATA}/parameterizedSearch/", params=params)
     if resp.status_code >= 400:
         raise UpstreamError(ctx.integration, resp.status_code, _detail(resp))
     return {"records": [_record(r) for r in resp.json().get("searchRecords") or []]}
@@ -141,7 +131,7 @@ class GetRecord(RecordRef):
 
 
 @tool("salesforce_get_record", "Get one Salesforce record by object type and id.", GetRecord, scopes=("api",))
-async def get_record(args: GetRecord, ctx: Any) -> Any:
+async def get_record(args: GetRecord, ctx: ToolContext) -> Any:
     params = {"fields": ",".join(args.fields)} if args.fields else None
     return _record(await sf(ctx, "GET", f"/sobjects/{args.object}/{args.id}", params=params))
 
@@ -159,7 +149,7 @@ class CreateRecord(BaseModel):
     CreateRecord,
     scopes=("api",),
 )
-async def create_record(args: CreateRecord, ctx: Any) -> Any:
+async def create_record(args: CreateRecord, ctx: ToolContext) -> Any:
     res = await sf(ctx, "POST", f"/sobjects/{args.object}", json=args.fields)
     return {"id": res.get("id"), "success": res.get("success"), "errors": res.get("errors") or []}
 
@@ -169,7 +159,7 @@ class UpdateRecord(RecordRef):
 
 
 @tool("salesforce_update_record", "Update fields of a Salesforce record.", UpdateRecord, scopes=("api",))
-async def update_record(args: UpdateRecord, ctx: Any) -> Any:
+async def update_record(args: UpdateRecord, ctx: ToolContext) -> Any:
     await sf(ctx, "PATCH", f"/sobjects/{args.object}/{args.id}", json=args.fields)
     return {"id": args.id, "updated": True}
 
@@ -180,7 +170,7 @@ async def update_record(args: UpdateRecord, ctx: Any) -> Any:
     RecordRef,
     scopes=("api",),
 )
-async def delete_record(args: RecordRef, ctx: Any) -> Any:
+async def delete_record(args: RecordRef, ctx: ToolContext) -> Any:
     await sf(ctx, "DELETE", f"/sobjects/{args.object}/{args.id}")
     return {"id": args.id, "deleted": True}
 
@@ -195,7 +185,7 @@ class ObjectName(BaseModel):
     ObjectName,
     scopes=("api",),
 )
-async def describe_object(args: ObjectName, ctx: Any) -> Any:
+async def describe_object(args: ObjectName, ctx: ToolContext) -> Any:
     d = await sf(ctx, "GET", f"/sobjects/{args.object}/describe")
     fields = []
     for f in d.get("fields") or []:
@@ -219,7 +209,7 @@ class ListObjects(BaseModel):
     ListObjects,
     scopes=("api",),
 )
-async def list_objects(args: ListObjects, ctx: Any) -> Any:
+async def list_objects(args: ListObjects, ctx: ToolContext) -> Any:
     body = await sf(ctx, "GET", "/sobjects")
     objs = [
         o
@@ -239,7 +229,7 @@ class Limit(BaseModel):
     Limit,
     scopes=("api",),
 )
-async def list_recent(args: Limit, ctx: Any) -> Any:
+async def list_recent(args: Limit, ctx: ToolContext) -> Any:
     body = await sf(ctx, "GET", "/recent", params={"limit": args.limit})
     return {"records": [_record(r) for r in body or []]}
 
@@ -250,7 +240,7 @@ async def list_recent(args: Limit, ctx: Any) -> Any:
     Limit,
     scopes=("api",),
 )
-async def list_reports(args: Limit, ctx: Any) -> Any:
+async def list_reports(args: Limit, ctx: ToolContext) -> Any:
     body = await sf(ctx, "GET", "/analytics/reports")
     return {"reports": pick_many((body or [])[: args.limit], "id", "name")}
 
@@ -266,7 +256,7 @@ class RunReport(BaseModel):
     RunReport,
     scopes=("api",),
 )
-async def run_report(args: RunReport, ctx: Any) -> Any:
+async def run_report(args: RunReport, ctx: ToolContext) -> Any:
     body = await sf(ctx, "GET", f"/analytics/reports/{args.report_id}", params={"includeDetails": "true"})
     meta = body.get("reportMetadata") or {}
     info = (body.get("reportExtendedMetadata") or {}).get("detailColumnInfo") or {}

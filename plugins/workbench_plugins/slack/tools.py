@@ -17,11 +17,11 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, Field
 from workbench.sdk import ToolError, api, compact, pick, pick_many, trim
-from workbench.tools import tool
+from workbench.tools import ToolContext, tool
 
 
 async def _slack(
-    ctx: Any,
+    ctx: ToolContext,
     method: str,
     shape: Callable[[dict[str, Any]], Any],
     *,
@@ -80,7 +80,7 @@ class SendMessage(BaseModel):
     SendMessage,
     scopes=("chat:write", "chat:write.public"),
 )
-async def send_message(args: SendMessage, ctx: Any) -> Any:
+async def send_message(args: SendMessage, ctx: ToolContext) -> Any:
     return await _slack(
         ctx,
         "chat.postMessage",
@@ -109,7 +109,7 @@ class ListChannels(_Paged):
     ListChannels,
     scopes=("channels:read", "groups:read", "im:read", "mpim:read"),
 )
-async def list_channels(args: ListChannels, ctx: Any) -> Any:
+async def list_channels(args: ListChannels, ctx: ToolContext) -> Any:
     return await _slack(
         ctx,
         "conversations.list",
@@ -136,7 +136,7 @@ class History(_Paged):
     History,
     scopes=("channels:history", "groups:history", "im:history", "mpim:history"),
 )
-async def get_channel_history(args: History, ctx: Any) -> Any:
+async def get_channel_history(args: History, ctx: ToolContext) -> Any:
     return await _slack(
         ctx,
         "conversations.history",
@@ -163,7 +163,7 @@ class Replies(_Paged):
     Replies,
     scopes=("channels:history", "groups:history", "im:history", "mpim:history"),
 )
-async def get_thread_replies(args: Replies, ctx: Any) -> Any:
+async def get_thread_replies(args: Replies, ctx: ToolContext) -> Any:
     return await _slack(
         ctx,
         "conversations.replies",
@@ -179,7 +179,7 @@ class UpdateMessage(BaseModel):
 
 
 @tool("slack_update_message", "Edit a Slack message the app posted.", UpdateMessage, scopes=("chat:write",))
-async def update_message(args: UpdateMessage, ctx: Any) -> Any:
+async def update_message(args: UpdateMessage, ctx: ToolContext) -> Any:
     return await _slack(
         ctx,
         "chat.update",
@@ -194,7 +194,7 @@ class MessageRef(BaseModel):
 
 
 @tool("slack_delete_message", "Delete a Slack message the app posted.", MessageRef, scopes=("chat:write",))
-async def delete_message(args: MessageRef, ctx: Any) -> Any:
+async def delete_message(args: MessageRef, ctx: ToolContext) -> Any:
     return await _slack(
         ctx,
         "chat.delete",
@@ -210,7 +210,7 @@ class Reaction(MessageRef):
 @tool(
     "slack_add_reaction", "Add an emoji reaction to a Slack message.", Reaction, scopes=("reactions:write",)
 )
-async def add_reaction(args: Reaction, ctx: Any) -> Any:
+async def add_reaction(args: Reaction, ctx: ToolContext) -> Any:
     return await _slack(
         ctx,
         "reactions.add",
@@ -220,7 +220,7 @@ async def add_reaction(args: Reaction, ctx: Any) -> Any:
 
 
 @tool("slack_get_permalink", "Get the permanent link (URL) to a Slack message.", MessageRef, scopes=())
-async def get_permalink(args: MessageRef, ctx: Any) -> Any:
+async def get_permalink(args: MessageRef, ctx: ToolContext) -> Any:
     return await _slack(
         ctx,
         "chat.getPermalink",
@@ -235,7 +235,7 @@ async def get_permalink(args: MessageRef, ctx: Any) -> Any:
     _Paged,
     scopes=("users:read", "users:read.email"),
 )
-async def list_users(args: _Paged, ctx: Any) -> Any:
+async def list_users(args: _Paged, ctx: ToolContext) -> Any:
     return await _slack(
         ctx,
         "users.list",
@@ -251,7 +251,7 @@ class UserRef(BaseModel):
 @tool(
     "slack_get_user", "Get a Slack user's profile by id.", UserRef, scopes=("users:read", "users:read.email")
 )
-async def get_user(args: UserRef, ctx: Any) -> Any:
+async def get_user(args: UserRef, ctx: ToolContext) -> Any:
     return await _slack(ctx, "users.info", lambda b: pick(b.get("user"), *_USER), params={"user": args.user})
 
 
@@ -265,7 +265,7 @@ class ByEmail(BaseModel):
     ByEmail,
     scopes=("users:read", "users:read.email"),
 )
-async def find_user_by_email(args: ByEmail, ctx: Any) -> Any:
+async def find_user_by_email(args: ByEmail, ctx: ToolContext) -> Any:
     return await _slack(
         ctx, "users.lookupByEmail", lambda b: pick(b.get("user"), *_USER), params={"email": args.email}
     )
@@ -282,7 +282,7 @@ class CreateChannel(BaseModel):
     CreateChannel,
     scopes=("channels:manage", "groups:write"),
 )
-async def create_channel(args: CreateChannel, ctx: Any) -> Any:
+async def create_channel(args: CreateChannel, ctx: ToolContext) -> Any:
     return await _slack(
         ctx,
         "conversations.create",
@@ -301,7 +301,7 @@ class ChannelRef(BaseModel):
     ChannelRef,
     scopes=("channels:join",),
 )
-async def join_channel(args: ChannelRef, ctx: Any) -> Any:
+async def join_channel(args: ChannelRef, ctx: ToolContext) -> Any:
     return await _slack(
         ctx, "conversations.join", lambda b: pick(b.get("channel"), *_CHANNEL), json={"channel": args.channel}
     )
@@ -317,7 +317,7 @@ class Invite(ChannelRef):
     Invite,
     scopes=("channels:manage", "groups:write"),
 )
-async def invite_to_channel(args: Invite, ctx: Any) -> Any:
+async def invite_to_channel(args: Invite, ctx: ToolContext) -> Any:
     return await _slack(
         ctx,
         "conversations.invite",
@@ -338,7 +338,7 @@ class OpenDm(BaseModel):
     OpenDm,
     scopes=("im:write", "mpim:write"),
 )
-async def open_dm(args: OpenDm, ctx: Any) -> Any:
+async def open_dm(args: OpenDm, ctx: ToolContext) -> Any:
     return await _slack(
         ctx,
         "conversations.open",
@@ -356,7 +356,7 @@ async def open_dm(args: OpenDm, ctx: Any) -> Any:
     ChannelRef,
     scopes=("channels:read", "groups:read", "im:read", "mpim:read"),
 )
-async def get_channel_info(args: ChannelRef, ctx: Any) -> Any:
+async def get_channel_info(args: ChannelRef, ctx: ToolContext) -> Any:
     return await _slack(
         ctx,
         "conversations.info",
@@ -405,7 +405,7 @@ def _upload_bytes(args: UploadFile) -> bytes:
     UploadFile,
     scopes=("files:write",),
 )
-async def upload_file(args: UploadFile, ctx: Any) -> Any:
+async def upload_file(args: UploadFile, ctx: ToolContext) -> Any:
     data = _upload_bytes(args)
     # Slack's upload flow: reserve an upload URL, send the bytes there, then complete and share.
     ticket = await api(

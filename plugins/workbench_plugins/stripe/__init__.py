@@ -1,4 +1,4 @@
-from workbench.registry import ApiKeyAuth, ApiKeyField, Manifest
+from workbench.registry import ApiKeyAuth, ApiKeyField, Manifest, Probe
 
 manifest = Manifest(
     name="stripe",
@@ -19,4 +19,5 @@ manifest = Manifest(
     base_url="https://api.stripe.com",
     tool_prefix="stripe_",
     curl_proxy=True,
+    probe=Probe("GET", "/v1/balance"),
 )

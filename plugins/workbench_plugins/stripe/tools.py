@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 from workbench.sdk import api, pick, pick_many
-from workbench.tools import tool
+from workbench.tools import ToolContext, tool
 
 STRIPE_VERSION = "2024-06-20"
 _HEADERS = {"Stripe-Version": STRIPE_VERSION}
@@ -68,7 +68,7 @@ def _form(values: dict[str, Any], prefix: str = "") -> dict[str, str]:
         if isinstance(value, dict):
             out.update(_form(value, name))
         elif isinstance(value, list):
-            out.update(_form(dict(enumerate(value)), name))
+            out.update(_form({str(i): item for i, item in enumerate(value)}, name))
         elif isinstance(value, bool):
             out[name] = "true" if value else "false"
         else:
@@ -80,11 +80,11 @@ def _bool(value: bool | None) -> str | None:
     return None if value is None else ("true" if value else "false")
 
 
-async def _get(ctx: Any, path: str, params: dict[str, Any] | None = None) -> Any:
+async def _get(ctx: ToolContext, path: str, params: dict[str, Any] | None = None) -> Any:
     return await api(ctx, "GET", f"/v1{path}", params=params, headers=_HEADERS)
 
 
-async def _post(ctx: Any, path: str, body: dict[str, Any] | None = None) -> Any:
+async def _post(ctx: ToolContext, path: str, body: dict[str, Any] | None = None) -> Any:
     return await api(ctx, "POST", f"/v1{path}", data=_form(body or {}), headers=_HEADERS)
 
 
@@ -113,7 +113,7 @@ class ListCustomers(Page):
     "List Stripe customers, newest first, optionally filtered by email.",
     ListCustomers,
 )
-async def list_customers(args: ListCustomers, ctx: Any) -> Any:
+async def list_customers(args: ListCustomers, ctx: ToolContext) -> Any:
     body = await _get(
         ctx, "/customers", {"limit": args.limit, "starting_after": args.cursor, "email": args.email}
     )
@@ -135,7 +135,7 @@ class SearchCustomers(BaseModel):
     "Search Stripe customers with Stripe's search query language (by email, name, phone, metadata).",
     SearchCustomers,
 )
-async def search_customers(args: SearchCustomers, ctx: Any) -> Any:
+async def search_customers(args: SearchCustomers, ctx: ToolContext) -> Any:
     body = await _get(
         ctx, "/customers/search", {"query": args.query, "limit": args.limit, "page": args.cursor}
     )
@@ -151,7 +151,7 @@ class CustomerId(BaseModel):
 
 
 @tool("stripe_get_customer", "Get one Stripe customer by id.", CustomerId)
-async def get_customer(args: CustomerId, ctx: Any) -> Any:
+async def get_customer(args: CustomerId, ctx: ToolContext) -> Any:
     return pick(await _get(ctx, f"/customers/{args.customer_id}"), *_CUSTOMER)
 
 
@@ -166,7 +166,7 @@ class CreateCustomer(BaseModel):
 
 
 @tool("stripe_create_customer", "Create a Stripe customer.", CreateCustomer)
-async def create_customer(args: CreateCustomer, ctx: Any) -> Any:
+async def create_customer(args: CreateCustomer, ctx: ToolContext) -> Any:
     return pick(await _post(ctx, "/customers", args.model_dump()), *_CUSTOMER)
 
 
@@ -178,7 +178,7 @@ class ListInvoices(Page):
 
 
 @tool("stripe_list_invoices", "List Stripe invoices, optionally for one customer or status.", ListInvoices)
-async def list_invoices(args: ListInvoices, ctx: Any) -> Any:
+async def list_invoices(args: ListInvoices, ctx: ToolContext) -> Any:
     body = await _get(
         ctx,
         "/invoices",
@@ -205,7 +205,7 @@ _MAX_LINES = 1_000  # 10 pages of 100: a bound on the calls one invoice can cost
     "Get one Stripe invoice with all its line items (up to 1,000; linesTruncated says if there were more).",
     InvoiceId,
 )
-async def get_invoice(args: InvoiceId, ctx: Any) -> Any:
+async def get_invoice(args: InvoiceId, ctx: ToolContext) -> Any:
     inv = await _get(ctx, f"/invoices/{args.invoice_id}")
     out = pick(inv, *_INVOICE)
     page = inv.get("lines") or {}
@@ -244,7 +244,7 @@ class CreateInvoice(BaseModel):
     "Create a draft Stripe invoice for a customer (add items, then finalize and send it).",
     CreateInvoice,
 )
-async def create_invoice(args: CreateInvoice, ctx: Any) -> Any:
+async def create_invoice(args: CreateInvoice, ctx: ToolContext) -> Any:
     body = {
         "customer": args.customer_id,
         "collection_method": args.collection_method,
@@ -271,7 +271,7 @@ class AddInvoiceItem(BaseModel):
     "Add a line item (an amount) to a customer's draft or next Stripe invoice.",
     AddInvoiceItem,
 )
-async def add_invoice_item(args: AddInvoiceItem, ctx: Any) -> Any:
+async def add_invoice_item(args: AddInvoiceItem, ctx: ToolContext) -> Any:
     body = {
         "customer": args.customer_id,
         "amount": args.amount,
@@ -284,12 +284,12 @@ async def add_invoice_item(args: AddInvoiceItem, ctx: Any) -> Any:
 
 
 @tool("stripe_finalize_invoice", "Finalize a draft Stripe invoice so it can be paid or sent.", InvoiceId)
-async def finalize_invoice(args: InvoiceId, ctx: Any) -> Any:
+async def finalize_invoice(args: InvoiceId, ctx: ToolContext) -> Any:
     return pick(await _post(ctx, f"/invoices/{args.invoice_id}/finalize"), *_INVOICE)
 
 
 @tool("stripe_send_invoice", "Email a finalized Stripe invoice to the customer.", InvoiceId)
-async def send_invoice(args: InvoiceId, ctx: Any) -> Any:
+async def send_invoice(args: InvoiceId, ctx: ToolContext) -> Any:
     return pick(await _post(ctx, f"/invoices/{args.invoice_id}/send"), *_INVOICE)
 
 
@@ -298,7 +298,7 @@ class ListPaymentIntents(Page):
 
 
 @tool("stripe_list_payments", "List Stripe payments (PaymentIntents), newest first.", ListPaymentIntents)
-async def list_payments(args: ListPaymentIntents, ctx: Any) -> Any:
+async def list_payments(args: ListPaymentIntents, ctx: ToolContext) -> Any:
     body = await _get(
         ctx,
         "/payment_intents",
@@ -317,7 +317,7 @@ class ListSubscriptions(Page):
 @tool(
     "stripe_list_subscriptions", "List Stripe subscriptions with their plan/price items.", ListSubscriptions
 )
-async def list_subscriptions(args: ListSubscriptions, ctx: Any) -> Any:
+async def list_subscriptions(args: ListSubscriptions, ctx: ToolContext) -> Any:
     body = await _get(
         ctx,
         "/subscriptions",
@@ -352,7 +352,7 @@ class CreateRefund(BaseModel):
 
 
 @tool("stripe_create_refund", "Refund a Stripe payment, fully or partly.", CreateRefund)
-async def create_refund(args: CreateRefund, ctx: Any) -> Any:
+async def create_refund(args: CreateRefund, ctx: ToolContext) -> Any:
     body = {"payment_intent": args.payment_intent_id, "amount": args.amount, "reason": args.reason}
     return pick(await _post(ctx, "/refunds", body), *_REFUND)
 
@@ -362,7 +362,7 @@ class NoArgs(BaseModel):
 
 
 @tool("stripe_get_balance", "Get the Stripe account balance (available and pending, per currency).", NoArgs)
-async def get_balance(args: NoArgs, ctx: Any) -> Any:
+async def get_balance(args: NoArgs, ctx: ToolContext) -> Any:
     body = await _get(ctx, "/balance")
     return {
         "available": pick_many(body.get("available"), "amount", "currency"),
@@ -382,7 +382,7 @@ class ListProducts(Page):
 
 
 @tool("stripe_list_products", "List Stripe products (what you sell), newest first.", ListProducts)
-async def list_products(args: ListProducts, ctx: Any) -> Any:
+async def list_products(args: ListProducts, ctx: ToolContext) -> Any:
     body = await _get(
         ctx,
         "/products",
@@ -416,7 +416,7 @@ class CreateProduct(BaseModel):
     "Create a Stripe product, optionally with a default one-off or recurring price.",
     CreateProduct,
 )
-async def create_product(args: CreateProduct, ctx: Any) -> Any:
+async def create_product(args: CreateProduct, ctx: ToolContext) -> Any:
     price = None
     if args.unit_amount is not None:
         price = {"unit_amount": args.unit_amount, "currency": args.currency}
@@ -442,7 +442,7 @@ class ListPrices(Page):
     "List Stripe prices (amount, currency, one-off or recurring), optionally for one product.",
     ListPrices,
 )
-async def list_prices(args: ListPrices, ctx: Any) -> Any:
+async def list_prices(args: ListPrices, ctx: ToolContext) -> Any:
     body = await _get(
         ctx,
         "/prices",
@@ -472,7 +472,7 @@ class CreatePrice(BaseModel):
 
 
 @tool("stripe_create_price", "Create a Stripe price (one-off or recurring) for a product.", CreatePrice)
-async def create_price(args: CreatePrice, ctx: Any) -> Any:
+async def create_price(args: CreatePrice, ctx: ToolContext) -> Any:
     body = {
         "product": args.product_id,
         "unit_amount": args.unit_amount,
@@ -502,7 +502,7 @@ class CreatePaymentLink(BaseModel):
     "Create a Stripe payment link: a shareable checkout URL selling one or more prices.",
     CreatePaymentLink,
 )
-async def create_payment_link(args: CreatePaymentLink, ctx: Any) -> Any:
+async def create_payment_link(args: CreatePaymentLink, ctx: ToolContext) -> Any:
     body: dict[str, Any] = {
         "line_items": [{"price": i.price_id, "quantity": i.quantity} for i in args.line_items],
     }
@@ -527,7 +527,7 @@ class CancelSubscription(BaseModel):
     "Cancel a Stripe subscription now, or at the end of the period already paid for.",
     CancelSubscription,
 )
-async def cancel_subscription(args: CancelSubscription, ctx: Any) -> Any:
+async def cancel_subscription(args: CancelSubscription, ctx: ToolContext) -> Any:
     fields = (
         "id",
         "customer",

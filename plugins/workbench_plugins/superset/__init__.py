@@ -1,4 +1,4 @@
-from workbench.registry import ApiKeyAuth, ApiKeyField, Manifest
+from workbench.registry import ApiKeyAuth, ApiKeyField, Manifest, Probe
 
 manifest = Manifest(
     name="superset",
@@ -28,4 +28,5 @@ manifest = Manifest(
     base_url="",
     tool_prefix="superset_",
     curl_proxy=False,
+    probe=Probe(function="workbench_plugins.superset.tools:probe"),
 )

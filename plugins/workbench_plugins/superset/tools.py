@@ -25,16 +25,16 @@ import json as json_lib
 import re
 import secrets
 import time
-from collections.abc import Generator
+from collections.abc import Generator, Mapping
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
 import httpx
 from pydantic import BaseModel, Field
 from workbench.sdk import UpstreamError, compact
-from workbench.tools import tool
+from workbench.tools import ToolContext, tool
 
-__all__ = ["TOOLS", "new_client_id", "rison"]
+__all__ = ["TOOLS", "new_client_id", "probe", "rison"]
 
 
 def new_client_id() -> str:
@@ -100,7 +100,7 @@ _REUSE_MARGIN = 60.0
 _DEFAULT_TTL = 300.0
 
 
-def _cache_key(user_id: str, base: str, cred: dict[str, Any]) -> str:
+def _cache_key(user_id: str, base: str, cred: Mapping[str, Any]) -> str:
     raw = "\0".join((user_id, base, str(cred.get("username")), str(cred.get("password"))))
     return hashlib.sha256(raw.encode()).hexdigest()
 
@@ -117,7 +117,7 @@ def _jwt_exp(token: str) -> float | None:
 class Session:
     """A logged-in conversation with a Superset deployment, for the length of a tool call."""
 
-    def __init__(self, ctx: Any, base: str, cred: dict[str, Any]) -> None:
+    def __init__(self, ctx: ToolContext, base: str, cred: Mapping[str, Any]) -> None:
         self.ctx, self.base, self._cred = ctx, base, cred
         self._key = _cache_key(str(getattr(ctx, "user_id", "")), base, cred)
         self._auth: _Bearer | None = None
@@ -186,7 +186,7 @@ class Session:
         return (await self.request("POST", path, json=json, headers=headers)).json()
 
 
-async def login(ctx: Any) -> Session:
+async def _session(ctx: ToolContext) -> Session:
     cred = await ctx.credential()
     base = str(cred.get("base_url") or "").strip().rstrip("/")
     parts = urlsplit(base)
@@ -194,9 +194,19 @@ async def login(ctx: Any) -> Session:
         raise ValueError(
             "The Superset connection has no valid base URL (e.g. https://superset.example.com); reconnect."
         )
-    session = Session(ctx, base, cred)
+    return Session(ctx, base, cred)
+
+
+async def login(ctx: ToolContext) -> Session:
+    session = await _session(ctx)
     await session.login()
     return session
+
+
+async def probe(ctx: ToolContext) -> None:
+    """Connecting checks the address, username and password with a real login (never a reused token)."""
+    session = await _session(ctx)
+    await session.login(fresh=True)
 
 
 def _list_q(
@@ -225,7 +235,7 @@ class Page(BaseModel):
 
 
 async def _list(
-    ctx: Any, path: str, args: Page, filters: list[dict[str, Any]], fields: tuple[str, ...], key: str
+    ctx: ToolContext, path: str, args: Page, filters: list[dict[str, Any]], fields: tuple[str, ...], key: str
 ) -> dict[str, Any]:
     s = await login(ctx)
     body = await s.get(path, {"q": _list_q(args.page, args.perPage, filters)})
@@ -241,7 +251,7 @@ _DB_FIELDS = ("id", "database_name", "backend", "expose_in_sqllab", "allow_run_a
 
 
 @tool("superset_list_databases", "List the databases connected to Superset (ids for SQL Lab queries).", Page)
-async def list_databases(args: Page, ctx: Any) -> Any:
+async def list_databases(args: Page, ctx: ToolContext) -> Any:
     return await _list(ctx, "/api/v1/database/", args, [], _DB_FIELDS, "databases")
 
 
@@ -250,7 +260,7 @@ class DatabaseId(BaseModel):
 
 
 @tool("superset_list_schemas", "List the schemas of a Superset database.", DatabaseId)
-async def list_schemas(args: DatabaseId, ctx: Any) -> Any:
+async def list_schemas(args: DatabaseId, ctx: ToolContext) -> Any:
     s = await login(ctx)
     return {"schemas": (await s.get(f"/api/v1/database/{args.database_id}/schemas/")).get("result") or []}
 
@@ -260,7 +270,7 @@ class ListTables(DatabaseId):
 
 
 @tool("superset_list_tables", "List the tables and views in a schema of a Superset database.", ListTables)
-async def list_tables(args: ListTables, ctx: Any) -> Any:
+async def list_tables(args: ListTables, ctx: ToolContext) -> Any:
     s = await login(ctx)
     body = await s.get(
         f"/api/v1/database/{args.database_id}/tables/", {"q": rison({"schema_name": args.schema_name})}
@@ -277,7 +287,7 @@ class TableRef(ListTables):
     "Get the columns (names and types) of a table in a Superset database.",
     TableRef,
 )
-async def get_table_columns(args: TableRef, ctx: Any) -> Any:
+async def get_table_columns(args: TableRef, ctx: ToolContext) -> Any:
     s = await login(ctx)
     body = await s.get(
         f"/api/v1/database/{args.database_id}/table_metadata/",
@@ -341,7 +351,7 @@ class RunSql(Sql):
     "superset_export_csv for files).",
     RunSql,
 )
-async def run_sql(args: RunSql, ctx: Any) -> Any:
+async def run_sql(args: RunSql, ctx: ToolContext) -> Any:
     s = await login(ctx)
     body = await _execute(s, args, new_client_id(), args.limit)
     rows = body.get("data") or []
@@ -374,7 +384,7 @@ def _filename(resp: httpx.Response, given: str | None, client_id: str) -> str:
     "{filename, csv, row_count, columns}.",
     ExportCsv,
 )
-async def export_csv(args: ExportCsv, ctx: Any) -> Any:
+async def export_csv(args: ExportCsv, ctx: ToolContext) -> Any:
     s = await login(ctx)
     client_id = new_client_id()
     body = await _execute(s, args, client_id, None)
@@ -398,7 +408,7 @@ _DASH_FIELDS = ("id", "dashboard_title", "url", "published", "changed_on_utc", "
 
 
 @tool("superset_list_dashboards", "List Superset dashboards, optionally by title.", Search)
-async def list_dashboards(args: Search, ctx: Any) -> Any:
+async def list_dashboards(args: Search, ctx: ToolContext) -> Any:
     return await _list(
         ctx, "/api/v1/dashboard/", args, _contains("dashboard_title", args.search), _DASH_FIELDS, "dashboards"
     )
@@ -409,7 +419,7 @@ class DashboardId(BaseModel):
 
 
 @tool("superset_get_dashboard", "Get a Superset dashboard with the charts on it.", DashboardId)
-async def get_dashboard(args: DashboardId, ctx: Any) -> Any:
+async def get_dashboard(args: DashboardId, ctx: ToolContext) -> Any:
     s = await login(ctx)
     dash = (await s.get(f"/api/v1/dashboard/{args.dashboard_id}")).get("result") or {}
     charts = (await s.get(f"/api/v1/dashboard/{args.dashboard_id}/charts")).get("result") or []
@@ -436,7 +446,7 @@ _CHART_FIELDS = ("id", "slice_name", "viz_type", "datasource_name_text", "url", 
 
 
 @tool("superset_list_charts", "List Superset charts, optionally by name.", Search)
-async def list_charts(args: Search, ctx: Any) -> Any:
+async def list_charts(args: Search, ctx: ToolContext) -> Any:
     return await _list(
         ctx, "/api/v1/chart/", args, _contains("slice_name", args.search), _CHART_FIELDS, "charts"
     )
@@ -452,7 +462,7 @@ class ChartData(BaseModel):
     "Get the data behind a saved Superset chart (its query result rows).",
     ChartData,
 )
-async def get_chart_data(args: ChartData, ctx: Any) -> Any:
+async def get_chart_data(args: ChartData, ctx: ToolContext) -> Any:
     s = await login(ctx)
     body = await s.get(f"/api/v1/chart/{args.chart_id}/data/", {"format": "json", "type": "full"})
     results = body.get("result") or []
@@ -473,7 +483,7 @@ _DATASET_FIELDS = ("id", "table_name", "schema", "database", "kind", "changed_on
     "List Superset datasets (tables and virtual SQL datasets), optionally by name.",
     Search,
 )
-async def list_datasets(args: Search, ctx: Any) -> Any:
+async def list_datasets(args: Search, ctx: ToolContext) -> Any:
     out = await _list(
         ctx, "/api/v1/dataset/", args, _contains("table_name", args.search), _DATASET_FIELDS, "datasets"
     )
@@ -487,7 +497,7 @@ _SAVED_FIELDS = ("id", "label", "description", "sql", "schema", "changed_on_delt
 
 
 @tool("superset_list_saved_queries", "List saved SQL Lab queries in Superset, optionally by label.", Search)
-async def list_saved_queries(args: Search, ctx: Any) -> Any:
+async def list_saved_queries(args: Search, ctx: ToolContext) -> Any:
     return await _list(
         ctx, "/api/v1/saved_query/", args, _contains("label", args.search), _SAVED_FIELDS, "queries"
     )

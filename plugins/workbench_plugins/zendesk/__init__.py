@@ -1,4 +1,4 @@
-from workbench.registry import ApiKeyAuth, ApiKeyField, Manifest
+from workbench.registry import ApiKeyAuth, ApiKeyField, Manifest, Probe
 
 manifest = Manifest(
     name="zendesk",
@@ -31,4 +31,5 @@ manifest = Manifest(
     base_url="",
     tool_prefix="zendesk_",
     curl_proxy=False,
+    probe=Probe(function="workbench_plugins.zendesk.tools:probe"),
 )

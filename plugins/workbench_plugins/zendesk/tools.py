@@ -12,8 +12,8 @@ from typing import Any, Literal
 
 import httpx
 from pydantic import BaseModel, Field
-from workbench.sdk import UpstreamError, compact, pick
-from workbench.tools import tool
+from workbench.sdk import ToolError, UpstreamError, compact, pick
+from workbench.tools import ToolContext, tool
 
 _SUBDOMAIN = re.compile(r"^[a-z0-9][a-z0-9-]{0,62}$")
 
@@ -35,7 +35,7 @@ _TICKET = (
 _USER = ("id", "name", "email", "role", "organization_id", "active", "created_at")
 
 
-async def _site(ctx: Any) -> tuple[str, httpx.Auth]:
+async def _site(ctx: ToolContext) -> tuple[str, httpx.Auth]:
     cred = await ctx.credential()
     sub = str(cred.get("subdomain") or "").strip().lower().removeprefix("https://")
     sub = sub.removesuffix("/").removesuffix(".zendesk.com")
@@ -66,7 +66,7 @@ def _detail(resp: httpx.Response) -> str:
     return ": ".join(parts)[:500] if parts else str(body)[:500]
 
 
-async def zd(ctx: Any, method: str, path: str, *, params: Any = None, json: Any = None) -> Any:
+async def zd(ctx: ToolContext, method: str, path: str, *, params: Any = None, json: Any = None) -> Any:
     base, auth = await _site(ctx)
     resp = await ctx.http.request(method, base + path, params=compact(params), json=json, auth=auth)
     if resp.status_code >= 400:
@@ -93,7 +93,7 @@ class Page(BaseModel):
     "List Zendesk support tickets in id order (use zendesk_search_tickets to filter or sort by date).",
     Page,
 )
-async def list_tickets(args: Page, ctx: Any) -> Any:
+async def list_tickets(args: Page, ctx: ToolContext) -> Any:
     body = await zd(ctx, "GET", "/tickets", params=_cursor_params(args))
     return {"tickets": [pick(t, *_TICKET) for t in body.get("tickets") or []], "nextCursor": _next(body)}
 
@@ -103,7 +103,7 @@ class TicketId(BaseModel):
 
 
 @tool("zendesk_get_ticket", "Get one Zendesk ticket (subject, status, priority, requester, tags).", TicketId)
-async def get_ticket(args: TicketId, ctx: Any) -> Any:
+async def get_ticket(args: TicketId, ctx: ToolContext) -> Any:
     return pick((await zd(ctx, "GET", f"/tickets/{args.ticket_id}")).get("ticket"), *_TICKET)
 
 
@@ -124,7 +124,7 @@ class SearchTickets(BaseModel):
     "Search Zendesk tickets with Zendesk's query syntax (status, priority, requester, words).",
     SearchTickets,
 )
-async def search_tickets(args: SearchTickets, ctx: Any) -> Any:
+async def search_tickets(args: SearchTickets, ctx: ToolContext) -> Any:
     page = int(args.cursor) if args.cursor and args.cursor.isdigit() else 1
     body = await zd(
         ctx,
@@ -162,7 +162,7 @@ class CreateTicket(BaseModel):
 
 
 @tool("zendesk_create_ticket", "Create a Zendesk support ticket.", CreateTicket)
-async def create_ticket(args: CreateTicket, ctx: Any) -> Any:
+async def create_ticket(args: CreateTicket, ctx: ToolContext) -> Any:
     ticket: dict[str, Any] = (
         compact(
             {
@@ -201,7 +201,7 @@ class UpdateTicket(TicketId):
     "Update a Zendesk ticket: status (solve/close), priority, assignee, tags.",
     UpdateTicket,
 )
-async def update_ticket(args: UpdateTicket, ctx: Any) -> Any:
+async def update_ticket(args: UpdateTicket, ctx: ToolContext) -> Any:
     changes = compact(args.model_dump(exclude={"ticket_id"})) or {}
     if not changes:
         raise ValueError("Nothing to update: give at least one field to change")
@@ -215,7 +215,7 @@ class AddComment(TicketId):
 
 
 @tool("zendesk_add_comment", "Reply to a Zendesk ticket, publicly or as an internal note.", AddComment)
-async def add_comment(args: AddComment, ctx: Any) -> Any:
+async def add_comment(args: AddComment, ctx: ToolContext) -> Any:
     body = await zd(
         ctx,
         "PUT",
@@ -230,7 +230,7 @@ class ListComments(TicketId, Page):
 
 
 @tool("zendesk_list_ticket_comments", "List the conversation (comments) on a Zendesk ticket.", ListComments)
-async def list_ticket_comments(args: ListComments, ctx: Any) -> Any:
+async def list_ticket_comments(args: ListComments, ctx: ToolContext) -> Any:
     body = await zd(ctx, "GET", f"/tickets/{args.ticket_id}/comments", params=_cursor_params(args))
     comments = [
         pick(c, "id", "author_id", "body", "public", "created_at") for c in body.get("comments") or []
@@ -245,7 +245,7 @@ class ListUsers(Page):
 
 
 @tool("zendesk_list_users", "List Zendesk users (end users, agents, admins).", ListUsers)
-async def list_users(args: ListUsers, ctx: Any) -> Any:
+async def list_users(args: ListUsers, ctx: ToolContext) -> Any:
     body = await zd(ctx, "GET", "/users", params={**_cursor_params(args), "role": args.role})
     return {"users": [pick(u, *_USER) for u in body.get("users") or []], "nextCursor": _next(body)}
 
@@ -255,7 +255,7 @@ class SearchUsers(BaseModel):
 
 
 @tool("zendesk_search_users", "Find Zendesk users by name or email.", SearchUsers)
-async def search_users(args: SearchUsers, ctx: Any) -> Any:
+async def search_users(args: SearchUsers, ctx: ToolContext) -> Any:
     body = await zd(ctx, "GET", "/users/search", params={"query": args.query})
     return {"users": [pick(u, *_USER) for u in body.get("users") or []]}
 
@@ -268,13 +268,13 @@ class CreateUser(BaseModel):
 
 
 @tool("zendesk_create_user", "Create a Zendesk user (an end user/customer by default).", CreateUser)
-async def create_user(args: CreateUser, ctx: Any) -> Any:
+async def create_user(args: CreateUser, ctx: ToolContext) -> Any:
     body = await zd(ctx, "POST", "/users", json={"user": compact(args.model_dump())})
     return pick(body.get("user"), *_USER)
 
 
 @tool("zendesk_list_organizations", "List Zendesk organizations (customer companies).", Page)
-async def list_organizations(args: Page, ctx: Any) -> Any:
+async def list_organizations(args: Page, ctx: ToolContext) -> Any:
     body = await zd(ctx, "GET", "/organizations", params=_cursor_params(args))
     orgs = [
         pick(o, "id", "name", "domain_names", "tags", "created_at") for o in body.get("organizations") or []
@@ -283,7 +283,7 @@ async def list_organizations(args: Page, ctx: Any) -> Any:
 
 
 @tool("zendesk_list_groups", "List Zendesk agent groups (for assigning tickets).", Page)
-async def list_groups(args: Page, ctx: Any) -> Any:
+async def list_groups(args: Page, ctx: ToolContext) -> Any:
     body = await zd(ctx, "GET", "/groups", params=_cursor_params(args))
     groups = [pick(g, "id", "name", "description", "default") for g in body.get("groups") or []]
     return {"groups": groups, "nextCursor": _next(body)}
@@ -301,7 +301,7 @@ class ListMacros(Page):
     "List Zendesk macros (canned replies and ticket updates) with their ids and what they do.",
     ListMacros,
 )
-async def list_macros(args: ListMacros, ctx: Any) -> Any:
+async def list_macros(args: ListMacros, ctx: ToolContext) -> Any:
     active = None if args.active is None else str(args.active).lower()
     body = await zd(ctx, "GET", "/macros", params={**_cursor_params(args), "active": active})
     macros = [
@@ -324,7 +324,7 @@ class ApplyMacro(TicketId):
     "Apply a Zendesk macro to a ticket (its reply and field changes), or preview what it would do.",
     ApplyMacro,
 )
-async def apply_macro(args: ApplyMacro, ctx: Any) -> Any:
+async def apply_macro(args: ApplyMacro, ctx: ToolContext) -> Any:
     # Zendesk's apply endpoint only computes the result; saving it is a ticket update.
     result = (await zd(ctx, "GET", f"/tickets/{args.ticket_id}/macros/{args.macro_id}/apply")).get(
         "result"
@@ -346,7 +346,7 @@ class ListViews(Page):
 @tool(
     "zendesk_list_views", "List Zendesk views (saved ticket queues, e.g. 'My unsolved tickets').", ListViews
 )
-async def list_views(args: ListViews, ctx: Any) -> Any:
+async def list_views(args: ListViews, ctx: ToolContext) -> Any:
     active = None if args.active is None else str(args.active).lower()
     body = await zd(ctx, "GET", "/views", params={**_cursor_params(args), "active": active})
     views = [pick(v, "id", "title", "active", "position", "updated_at") for v in body.get("views") or []]
@@ -362,9 +362,19 @@ class ViewTickets(Page):
     "List the tickets in a Zendesk view (queue), in the view's order.",
     ViewTickets,
 )
-async def list_view_tickets(args: ViewTickets, ctx: Any) -> Any:
+async def list_view_tickets(args: ViewTickets, ctx: ToolContext) -> Any:
     body = await zd(ctx, "GET", f"/views/{args.view_id}/tickets", params=_cursor_params(args))
     return {"tickets": [pick(t, *_TICKET) for t in body.get("tickets") or []], "nextCursor": _next(body)}
+
+
+async def probe(ctx: ToolContext) -> None:
+    """Connecting checks the subdomain, email and token: GET /users/me as those credentials. Zendesk
+    answers an unauthenticated caller with an anonymous user (no id), so that fails too."""
+    me = (await zd(ctx, "GET", "/users/me") or {}).get("user") or {}
+    if not me.get("id"):
+        raise ToolError(
+            "Zendesk did not accept this email address and API token (it answered as an anonymous visitor)."
+        )
 
 
 TOOLS = [

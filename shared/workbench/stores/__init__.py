@@ -68,6 +68,11 @@ class Connection:
     expires_at: float | None = None  # access token expiry, if the provider said
     updated_at: float = 0.0
     version: int = 1  # bumped on every write; conditional writes compare it
+    # When connecting proved the credential works (the manifest's probe), if it did.
+    verified_at: float | None = None
+    # The last failure using it (a refused or failed refresh), in plain words; cleared by a success.
+    last_error: str = ""
+    last_error_at: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,6 +97,8 @@ class OAuthState:
     code_verifier: str
     redirect_uri: str
     expires_at: float
+    # The sign-in host the person chose (a manifest with LoginHosts); "" otherwise.
+    login_host: str = ""
 
 
 @dataclass(frozen=True, slots=True)

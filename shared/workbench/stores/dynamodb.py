@@ -292,6 +292,9 @@ class DynamoConnections:
             _get_opt_n(item, "expires_at"),
             _get_n(item, "updated_at"),
             int(_get_n(item, "version")),
+            _get_opt_n(item, "verified_at"),
+            _get_s(item, "last_error", ""),
+            _get_opt_n(item, "last_error_at"),
         )
 
     def get(self, user_id: str, integration: str) -> Connection | None:
@@ -324,6 +327,12 @@ class DynamoConnections:
         }
         if conn.expires_at is not None:
             item["expires_at"] = _n(conn.expires_at)
+        if conn.verified_at is not None:
+            item["verified_at"] = _n(conn.verified_at)
+        if conn.last_error:
+            item["last_error"] = _s(conn.last_error)
+        if conn.last_error_at is not None:
+            item["last_error_at"] = _n(conn.last_error_at)
         if expected_version is None:
             self.t.client.put_item(TableName=self.table, Item=item)
             return True

@@ -38,6 +38,7 @@ CREATE INDEX IF NOT EXISTS api_keys_user ON api_keys(user_id);
 CREATE TABLE IF NOT EXISTS connections (
     user_id TEXT NOT NULL, integration TEXT NOT NULL, credential BLOB NOT NULL,
     status TEXT NOT NULL, expires_at REAL, updated_at REAL NOT NULL, version INTEGER NOT NULL,
+    verified_at REAL, last_error TEXT NOT NULL DEFAULT '', last_error_at REAL,
     PRIMARY KEY (user_id, integration));
 CREATE TABLE IF NOT EXISTS pending_connects (
     id TEXT PRIMARY KEY, user_id TEXT NOT NULL, integration TEXT NOT NULL, auth_type TEXT NOT NULL,
@@ -69,6 +70,13 @@ CREATE INDEX IF NOT EXISTS oauth_refresh_family ON oauth_refresh(family_id);
 CREATE INDEX IF NOT EXISTS oauth_refresh_user ON oauth_refresh(user_id, client_id);
 """
 
+# (table, column, declaration): what _SCHEMA gained after its first release, added in place.
+_ADDED_COLUMNS = (
+    ("connections", "verified_at", "REAL"),
+    ("connections", "last_error", "TEXT NOT NULL DEFAULT ''"),
+    ("connections", "last_error_at", "REAL"),
+)
+
 
 class SqliteDatabase:
     """One connection per thread, all to the same file; writes serialised by SQLite itself."""
@@ -77,6 +85,15 @@ class SqliteDatabase:
         self.path = str(path)
         self._local = threading.local()
         self._conn().executescript(_SCHEMA)  # executescript manages its own transaction
+        self._add_missing_columns()
+
+    def _add_missing_columns(self) -> None:
+        """Columns added since a table was first created (a data file from an older version)."""
+        with self.tx() as db:
+            for table, column, decl in _ADDED_COLUMNS:
+                have = {row["name"] for row in db.execute(f"PRAGMA table_info({table})")}
+                if column not in have:
+                    db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {decl}")
 
     def _conn(self) -> sqlite3.Connection:
         conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
@@ -191,6 +208,9 @@ class SqliteConnections:
             row["expires_at"],
             row["updated_at"],
             row["version"],
+            row["verified_at"],
+            row["last_error"],
+            row["last_error_at"],
         )
 
     def get(self, user_id: str, integration: str) -> Connection | None:
@@ -212,6 +232,9 @@ class SqliteConnections:
             conn.expires_at,
             conn.updated_at,
             conn.version,
+            conn.verified_at,
+            conn.last_error,
+            conn.last_error_at,
         )
         with self.db.tx() as db:
             if expected_version is not None:
@@ -221,7 +244,12 @@ class SqliteConnections:
                 ).fetchone()
                 if (row["version"] if row else 0) != expected_version:
                     return False
-            db.execute("INSERT OR REPLACE INTO connections VALUES (?, ?, ?, ?, ?, ?, ?)", values)
+            db.execute(
+                "INSERT OR REPLACE INTO connections (user_id, integration, credential, status, expires_at, "
+                "updated_at, version, verified_at, last_error, last_error_at) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                values,
+            )
             return True
 
     def delete(self, user_id: str, integration: str) -> bool:

@@ -1,7 +1,7 @@
 """The browser half of `connect` (seed 003, "Connecting an integration").
 
 GET  /connect/{connectionId}                     the link the agent handed out: sign in, then continue
-POST /api/connect/redeem {token}                 same user only (else 403 ACCOUNT_MISMATCH); builds the
+POST /api/connect/redeem {token, login_host?}   same user only (else 403 ACCOUNT_MISMATCH); builds the
                                                  PKCE verifier + state and answers the consent URL.
                                                  JSON in -> JSON out; a form post (the link page, no
                                                  script needed) -> redirect to that URL.
@@ -19,13 +19,14 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
 from workbench.connections import CallbackError
+from workbench.registry import Manifest, OAuth2Auth
 from workbench.web.context import MAX_FORM_BYTES, WebContext
 from workbench.web.html import csrf_field, e, html_page, json_response, notices, redirect
 
 if TYPE_CHECKING:
     from workbench.stores import User
 
-__all__ = ["connect_routes"]
+__all__ = ["connect_routes", "login_host_fields", "login_host_from"]
 
 _REDEEM_TEXT = {
     "ACCOUNT_MISMATCH": (
@@ -70,7 +71,8 @@ def connect_routes(web: WebContext) -> list[BaseRoute]:
             f"<strong>{e(user.email)}</strong>. Continuing will {e(what)}. Your agent never sees the credential.</p>"
             f'<form method="post" action="/api/connect/redeem">{csrf_field(web.csrf(request))}'
             f'<input type="hidden" name="token" value="{e(rec.id)}">'
-            f'<button type="submit">Continue to {e(display)}</button></form>'
+            + (login_host_fields(manifest, "link") if manifest else "")
+            + f'<button type="submit">Continue to {e(display)}</button></form>'
             f'<p class="help">This link expires at {_clock(rec.expires_at)}.</p></section>'
         )
         return link_page(request, user, f"Connect {display}", body)
@@ -79,21 +81,25 @@ def connect_routes(web: WebContext) -> list[BaseRoute]:
         content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
         if content_type != "application/json":
             return await redeem_form(request)
-        token = await _json_token(request)
+        body = await _json_body(request)
+        token = body.get("token") if body is not None else None
+        login_host = body.get("login_host") if body is not None else None
         if not web.same_origin(request):
             return json_response({"error": "ACCOUNT_MISMATCH"}, 403)
-        if token is None:
-            return json_response({"error": 'Body must be JSON: {"token": "<connectionId>"}'}, 400)
+        if not isinstance(token, str) or not isinstance(login_host, str | None):
+            return json_response(
+                {"error": 'Body must be JSON: {"token": "<connectionId>", "login_host"?: "<host>"}'}, 400
+            )
         user = web.user(request)
         if user is None:  # no portal session is not the same user either
             return json_response({"error": "ACCOUNT_MISMATCH"}, 403)
-        result = gw.connections.redeem(user, token)
+        result = gw.connections.redeem(user, token, login_host=login_host)
         return json_response(result.body, result.status)
 
     @web.form_post
     async def redeem_form(request: Request, user: User, form: dict[str, str]) -> Response:
         """The link page's form post (no script needed): answers with a redirect or a page."""
-        result = gw.connections.redeem(user, form.get("token", ""))
+        result = gw.connections.redeem(user, form.get("token", ""), login_host=login_host_from(form))
         if result.status == 200:
             return redirect(str(result.body["url"]))
         code = str(result.body.get("error", ""))
@@ -129,7 +135,7 @@ def connect_routes(web: WebContext) -> list[BaseRoute]:
     ]
 
 
-async def _json_token(request: Request) -> str | None:
+async def _json_body(request: Request) -> dict[str, Any] | None:
     raw = await request.body()
     if len(raw) > MAX_FORM_BYTES:
         return None
@@ -137,8 +143,41 @@ async def _json_token(request: Request) -> str | None:
         body: Any = json.loads(raw)
     except ValueError:
         return None
-    token = body.get("token") if isinstance(body, dict) else None
-    return token if isinstance(token, str) else None
+    return body if isinstance(body, dict) else None
+
+
+def login_host_fields(manifest: Manifest, prefix: str) -> str:
+    """The sign-in host chooser for a manifest that asks for one per connection (Salesforce)."""
+    hosts = manifest.auth.login_hosts if isinstance(manifest.auth, OAuth2Auth) else None
+    if hosts is None:
+        return ""
+    options = "".join(
+        f'<option value="{e(host)}">{e(label)} ({e(host)})</option>' for label, host in hosts.choices
+    )
+    if not hosts.custom_suffixes:
+        custom = ""
+    else:
+        label = hosts.custom_label or "Another host"
+        options += f'<option value="custom">{e(label)}</option>'
+        custom = (
+            f'<label for="{prefix}-login-host-custom">{e(label)} host</label>'
+            f'<input id="{prefix}-login-host-custom" name="login_host_custom" type="text" maxlength="253" '
+            f'autocomplete="off" placeholder="acme{e(hosts.custom_suffixes[0])}" '
+            f'aria-describedby="{prefix}-login-host-help">'
+            f'<p class="help" id="{prefix}-login-host-help">{e(hosts.custom_help)}</p>'
+        )
+    return (
+        f'<label for="{prefix}-login-host">Sign in to {e(manifest.display_name)} at</label>'
+        f'<select id="{prefix}-login-host" name="login_host">{options}</select>{custom}'
+    )
+
+
+def login_host_from(form: dict[str, str]) -> str | None:
+    """The host chosen in `login_host_fields` (None: the manifest's default)."""
+    chosen = (form.get("login_host") or "").strip()
+    if chosen == "custom" or (not chosen and form.get("login_host_custom")):
+        return (form.get("login_host_custom") or "").strip()
+    return chosen or None
 
 
 def _clock(ts: float) -> str:

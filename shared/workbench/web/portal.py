@@ -3,7 +3,8 @@
   GET  /portal                                   -> /portal/integrations
   GET  /portal/integrations                      status of every integration, connect/disconnect
   POST /portal/integrations/{name}/connect       OAuth2/cookie: start + redeem, go to the consent page
-  POST /portal/integrations/{name}/api-key       API-key integrations: the manifest's declared fields
+  POST /portal/integrations/{name}/api-key       API-key integrations: the manifest's declared fields,
+                                                 checked with its probe before they are stored
   POST /portal/integrations/{name}/disconnect    delete the stored credential
   GET  /portal/api-keys                          list; POST mint / rotate / revoke (a new key shown once)
   GET  /portal/clients                           MCP clients holding live refresh tokens; POST revoke
@@ -22,7 +23,9 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
+from workbench.errors import VerificationFailed
 from workbench.registry import ApiKeyAuth, CookieAuth, Manifest, NoAuth, OAuth2Auth
+from workbench.web.connect import login_host_fields, login_host_from
 from workbench.web.context import WebContext
 from workbench.web.html import csrf_field, e, html_page, notices, redirect
 
@@ -65,8 +68,9 @@ def portal_routes(web: WebContext) -> list[BaseRoute]:
         actions = []
         if isinstance(m.auth, OAuth2Auth | CookieAuth):
             label = "Reconnect" if conn is not None else "Connect"
+            hosts = login_host_fields(m, f"{m.name}-connect")
             actions.append(
-                f'<form class="inline" method="post" action="/portal/integrations/{name}/connect">{csrf}'
+                f'<form class="inline" method="post" action="/portal/integrations/{name}/connect">{csrf}{hosts}'
                 f'<button type="submit" aria-label="{label} {e(m.display_name)}">{label}</button></form>'
             )
         if conn is not None:
@@ -102,8 +106,25 @@ def portal_routes(web: WebContext) -> list[BaseRoute]:
             f'<section class="card" aria-labelledby="int-{name}" id="integration-{name}">'
             f'<div class="row"><div><h2 id="int-{name}">{e(m.display_name)}</h2>'
             f'<span class="muted">{e(_AUTH_LABEL.get(m.auth.type, m.auth.type))} · </span>{status}</div>'
-            f"<div>{' '.join(actions)}</div></div>{desc}{form}</section>"
+            f"<div>{' '.join(actions)}</div></div>{connection_facts(m, conn)}{desc}{form}</section>"
         )
+
+    def connection_facts(m: Manifest, conn: Connection | None) -> str:
+        """When the stored credential was checked, and the last failure using it (if any)."""
+        if conn is None:
+            return ""
+        verified = (
+            f"Verified {_when(conn.verified_at)}"
+            if conn.verified_at
+            else ("Not verified" if m.probe is not None else "")
+        )
+        facts = f'<p class="muted" id="verified-{e(m.name)}">{e(verified)}</p>' if verified else ""
+        if conn.last_error:
+            facts += (
+                f'<p class="help" id="last-error-{e(m.name)}">Last error ({_when(conn.last_error_at)}): '
+                f"{e(conn.last_error)}</p>"
+            )
+        return facts
 
     def integrations_page(
         request: Request, user: User, *, errors: dict[str, str] | None = None, status: int = 200
@@ -144,7 +165,7 @@ def portal_routes(web: WebContext) -> list[BaseRoute]:
         started = gw.connections.start(user, m.name)
         if "error" in started:
             return back_with_error(str(started["error"]))
-        redeemed = gw.connections.redeem(user, str(started["connectionId"]))
+        redeemed = gw.connections.redeem(user, str(started["connectionId"]), login_host=login_host_from(form))
         if redeemed.status != 200:
             message = str(redeemed.body.get("message") or redeemed.body.get("error"))
             return back_with_error(f"{m.display_name}: {message}")
@@ -165,7 +186,14 @@ def portal_routes(web: WebContext) -> list[BaseRoute]:
         if missing:
             error = "Enter " + ", ".join(missing) + "."
             return integrations_page(request, user, errors={m.name: error}, status=400)
-        gw.credentials.save(user.id, m.name, values)  # encrypted under (user, integration)
+        try:  # the manifest's probe, before anything is stored
+            checked = await gw.verify(user, m, values)
+        except VerificationFailed as exc:
+            return integrations_page(request, user, errors={m.name: str(exc)}, status=400)
+        verified_at = gw.clock() if checked else None
+        gw.credentials.save(
+            user.id, m.name, values, verified_at=verified_at
+        )  # encrypted under (user, integration)
         return redirect(f"/portal/integrations?connected={m.name}")
 
     @web.form_post
