@@ -381,12 +381,13 @@ class MetaTools:
 
     async def _list_integrations(self, principal: Principal, args: dict[str, Any]) -> Any:
         status = self.gw.connection_status(principal.user.id)
-        return {
-            "integrations": [
-                {"name": m.name, "version": m.version, "connected": status[m.name]}
-                for m in self.gw.registry.manifests()
-            ]
-        }
+        listed = [
+            {"name": m.name, "version": m.version, "connected": status[m.name]}
+            for m in self.gw.registry.manifests()
+        ]
+        if self.gw.external is not None:  # the caller's custom apps and the operator's servers
+            listed += self.gw.external.integrations(principal.user.id)
+        return {"integrations": listed}
 
     # -- execution -------------------------------------------------------------------------------
 

@@ -312,6 +312,27 @@ def test_external_servers_roundtrip_and_isolation(stores: Stores) -> None:
     assert servers.get("usr_b", "linear") == theirs
 
 
+def test_external_server_state_is_written_alone_and_never_resurrects(stores: Stores) -> None:
+    from workbench.stores import ExternalServer
+
+    servers = stores.external_servers
+    assert servers is not None
+    app = ExternalServer("usr_a", "acme", "acme_", b"cfg", updated_at=NOW)
+    servers.put(app)
+    assert servers.get("usr_a", "acme").state == ""  # type: ignore[union-attr]
+    assert servers.set_state("usr_a", "acme", '{"tools": ["acme_x"]}') is True
+    # A newer registration written meanwhile keeps its own fields; only the state changes.
+    servers.put(replace(app, config=b"new", updated_at=NOW + 1, state='{"tools": ["acme_x"]}'))
+    assert servers.set_state("usr_a", "acme", '{"error": "down"}') is True
+    got = servers.get("usr_a", "acme")
+    assert got == replace(app, config=b"new", updated_at=NOW + 1, state='{"error": "down"}')
+    # A discovery finishing after the app was removed writes nothing.
+    assert servers.delete("usr_a", "acme") is True
+    assert servers.set_state("usr_a", "acme", '{"tools": []}') is False
+    assert servers.get("usr_a", "acme") is None
+    assert servers.set_state("usr_b", "never", "{}") is False and servers.list_for("usr_b") == []
+
+
 # -- OAuth authorization server: clients, codes, refresh tokens -------------------------------------------
 
 

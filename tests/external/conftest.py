@@ -34,6 +34,7 @@ def upstreams_session() -> Iterator[Upstreams]:
     try:
         yield ups
     finally:
+        ups.hang.release.set()
         server.should_exit = True
         thread.join(10)
 

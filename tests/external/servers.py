@@ -9,6 +9,16 @@ paths (each with its own session manager):
 - /w/{code}/mcp   a per-workspace server: its tool list depends on the code in the URL
 - /odd/mcp        low-level Server with scripted tools: a mutable tool list (cache tests), one tool
                   with a malformed schema, a slow tool, an image-only result, an erroring tool
+- /modern/mcp     a stateless 2026-07-28-only server: per-request `_meta`, `server/discover`; it
+                  refuses `initialize` with UnsupportedProtocolVersion, as a modern-only server does
+- /legacy/mcp     a legacy server: answers a 2026-07-28 request the way a pre-2026 SDK does (400 with a
+                  plain -32600 body), so a client must fall back to `initialize`
+- /picky/mcp      modern-aware but speaks only 2025-06-18: answers modern requests with
+                  UnsupportedProtocolVersion listing it
+- /hang/mcp       accepts the connection and never answers (until the test session ends)
+
+The SDK's servers are dual-era (they serve both `initialize` sessions and 2026-07-28 requests); the
+wrappers above narrow one down to a single era the way real servers of that era behave.
 
 Every server sits behind a `Recorder`, which logs each request (JSON-RPC method, headers, body)
 and can be told to answer the next requests with a given HTTP status (500 once, 401, ...).
@@ -105,13 +115,110 @@ class Recorder:
         self.fail_next.clear()
 
 
+MODERN = "2026-07-28"
+
+
+def _json_reply(status: int, payload: Any) -> list[dict[str, Any]]:
+    body = json.dumps(payload).encode()
+    return [
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [(b"content-type", b"application/json")],
+        },
+        {"type": "http.response.body", "body": body},
+    ]
+
+
+def _protocol_header(scope: Any) -> str | None:
+    return next((v.decode() for k, v in scope["headers"] if k.lower() == b"mcp-protocol-version"), None)
+
+
+@dataclass
+class EraFilter:
+    """Narrows a dual-era SDK app to one era (see the module docstring)."""
+
+    app: Any
+    era: str  # "modern" | "legacy" | "picky"
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or scope["method"] != "POST":
+            await self.app(scope, receive, send)
+            return
+        modern = _protocol_header(scope) == MODERN
+        reply: list[dict[str, Any]] = []
+        if self.era == "modern" and not modern:
+            reply = _json_reply(
+                400,
+                {
+                    "jsonrpc": "2.0",
+                    "id": None,
+                    "error": {
+                        "code": -32022,
+                        "message": "Unsupported protocol version",
+                        "data": {"supported": [MODERN], "requested": _protocol_header(scope)},
+                    },
+                },
+            )
+        elif self.era == "legacy" and modern:
+            reply = _json_reply(
+                400,
+                {
+                    "jsonrpc": "2.0",
+                    "id": "server-error",
+                    "error": {
+                        "code": -32600,
+                        "message": f"Bad Request: Unsupported protocol version: {MODERN}",
+                    },
+                },
+            )
+        elif self.era == "picky" and modern:
+            reply = _json_reply(
+                400,
+                {
+                    "jsonrpc": "2.0",
+                    "id": None,
+                    "error": {
+                        "code": -32022,
+                        "message": "Unsupported protocol version",
+                        "data": {"supported": ["2025-06-18"], "requested": MODERN},
+                    },
+                },
+            )
+        if not reply:
+            await self.app(scope, receive, send)
+            return
+        while (await receive()).get("more_body"):
+            pass
+        for message in reply:
+            await send(message)
+
+
+@dataclass
+class Hang:
+    """Reads the request, then answers nothing until `release` is set (at the end of the session)."""
+
+    release: threading.Event = field(default_factory=threading.Event)
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            return
+        while not self.release.is_set():
+            await asyncio.sleep(0.05)
+        for message in _json_reply(503, {"error": "released"}):
+            await send(message)
+
+
 class _Verifier:
     async def verify_token(self, token: str) -> AccessToken | None:
         return AccessToken(token=token, client_id="workbench", scopes=[]) if token == BEARER_TOKEN else None
 
 
+SERVER_VERSION = "3.1.4"  # what the plain servers report as their software version
+
+
 def _plain(name: str) -> MCPServer:
-    server = MCPServer(name)
+    server = MCPServer(name, version=SERVER_VERSION)
 
     @server.tool()
     def echo(text: str) -> str:
@@ -255,6 +362,22 @@ def default_odd_tools() -> dict[str, dict[str, Any]]:
             "description": "Answer with a JSON-RPC error",
             "schema": {"type": "object", "properties": {}},
         },
+        # 2026-07-28 x-mcp-header: mirrored into Mcp-Param-Region by a conforming client.
+        "regional": {
+            "description": "Run in a region",
+            "schema": {
+                "type": "object",
+                "properties": {
+                    "region": {"type": "string", "x-mcp-header": "Region"},
+                    "n": {"type": "integer"},
+                },
+            },
+        },
+        # Malformed: x-mcp-header on a number (the spec allows string, integer, boolean only).
+        "bad_header": {
+            "description": "Malformed: x-mcp-header on a number",
+            "schema": {"type": "object", "properties": {"x": {"type": "number", "x-mcp-header": "X"}}},
+        },
     }
 
 
@@ -263,6 +386,7 @@ class Upstreams:
     base: str
     recorders: dict[str, Recorder]
     script: Scripted
+    hang: Hang
 
     def url(self, name: str) -> str:
         return f"{self.base}/{name}/mcp"
@@ -286,22 +410,31 @@ def start_upstreams() -> tuple[Upstreams, uvicorn.Server, threading.Thread]:
     script = Scripted(tools=default_odd_tools())
     plain, sse, bearer = _plain("plain"), _plain("sse"), _bearer()
     odd, workspace = _odd(script), _workspace(script)
-    apps = {
+    modern, legacy, picky = _plain("modern"), _plain("legacy"), _plain("picky")
+    hang = Hang()
+    apps: dict[str, Any] = {
         "plain": plain.streamable_http_app(json_response=True),
         "sse": sse.streamable_http_app(json_response=False),
         "bearer": bearer.streamable_http_app(json_response=True),
         "odd": odd.streamable_http_app(json_response=True),
         "w": workspace.streamable_http_app(json_response=True),
+        "modern": EraFilter(modern.streamable_http_app(json_response=False, stateless_http=True), "modern"),
+        "legacy": EraFilter(legacy.streamable_http_app(json_response=True), "legacy"),
+        "picky": EraFilter(picky.streamable_http_app(json_response=True), "picky"),
+        "hang": hang,
     }
     managers = [plain.session_manager, sse.session_manager, bearer.session_manager]
     managers += [odd.session_manager, workspace.session_manager]
+    managers += [modern.session_manager, legacy.session_manager, picky.session_manager]
     recorders = {name: Recorder(app) for name, app in apps.items()}
     routes = [Mount(f"/{n}", app=r) for n, r in recorders.items() if n != "w"]
     routes.append(Mount("/w/{code}", app=recorders["w"]))
     root = Starlette(routes=routes, lifespan=lambda app: _lifespan(managers))
     port = free_port()
     server = uvicorn.Server(
-        uvicorn.Config(root, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
+        uvicorn.Config(
+            root, host="127.0.0.1", port=port, log_level="warning", lifespan="on", timeout_graceful_shutdown=2
+        )
     )
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
@@ -310,4 +443,4 @@ def start_upstreams() -> tuple[Upstreams, uvicorn.Server, threading.Thread]:
         if time.monotonic() > deadline or not thread.is_alive():
             raise RuntimeError("the test MCP servers did not start")
         time.sleep(0.02)
-    return Upstreams(f"http://127.0.0.1:{port}", recorders, script), server, thread
+    return Upstreams(f"http://127.0.0.1:{port}", recorders, script, hang), server, thread

@@ -25,18 +25,31 @@ async def register(agent: Agent, **args: Any) -> dict[str, Any]:
 # -- handshake, merge, routing -------------------------------------------------------------------
 
 
-async def test_handshake_order_and_session_id_kept_across_calls(agent: Agent, ups: Upstreams) -> None:
-    out = await register(agent, name="plain", url=ups.url("plain"))
+async def test_legacy_server_handshake_order_and_session_id_kept_across_calls(
+    agent: Agent, ups: Upstreams
+) -> None:
+    out = await register(agent, name="plain", url=ups.url("legacy"))
     assert out["result"]["tools"] == ["plain_add", "plain_chatty", "plain_echo"]
     assert out["result"]["status"] == "ok"
 
     assert await agent.run("plain_echo", text="hello") == {"result": "hello"}
 
-    seen = ups.recorders["plain"].seen
-    assert [s.method for s in seen] == ["initialize", "notifications/initialized", "tools/list", "tools/call"]
-    session_ids = {s.headers.get("mcp-session-id") for s in seen[1:]}
+    seen = ups.recorders["legacy"].seen
+    # The modern probe first; the legacy server's plain 400 sends the client to initialize.
+    assert [s.method for s in seen] == [
+        "server/discover",
+        "initialize",
+        "notifications/initialized",
+        "tools/list",
+        "tools/call",
+    ]
+    assert seen[0].headers["mcp-protocol-version"] == "2026-07-28"
+    assert seen[1].body["params"]["protocolVersion"] == "2025-11-25"
+    session_ids = {s.headers.get("mcp-session-id") for s in seen[2:]}
     assert len(session_ids) == 1 and None not in session_ids  # the id from initialize, on every later call
-    assert "mcp-session-id" not in seen[0].headers
+    assert "mcp-session-id" not in seen[1].headers
+    assert {s.headers["mcp-protocol-version"] for s in seen[2:]} == {"2025-11-25"}
+    seen = seen[1:]
     # routed back with the original name and the arguments as given
     assert seen[3].body["params"] == {"name": "echo", "arguments": {"text": "hello"}}
 
@@ -74,7 +87,9 @@ async def test_one_handshake_for_a_concurrent_batch(agent: Agent, ups: Upstreams
         "execute_tools", executions=[{"tool": "plain_echo", "args": {"text": str(i)}} for i in range(6)]
     )
     assert out == {"results": [{"result": str(i)} for i in range(6)]}
-    assert ups.recorders["plain"].methods().count("initialize") == 2  # registration + one after the clear
+    methods = ups.recorders["plain"].methods()
+    assert methods.count("tools/list") == 2  # registration + one discovery after the clear
+    assert methods.count("server/discover") == 2
 
 
 async def test_custom_prefix_and_execution_audit(gw: Gateway, agent: Agent, ups: Upstreams) -> None:
@@ -169,17 +184,17 @@ async def test_discovery_cached_ten_minutes_per_server_and_workspace(
 ) -> None:
     await register(agent, name="odd", url=ups.url("odd"))
     rec = ups.recorders["odd"]
-    assert rec.methods().count("initialize") == 1
+    assert rec.methods().count("tools/list") == 1
     ups.script.tools["fresh"] = {"description": "A tool added later", "schema": {"type": "object"}}
 
     clock.advance(599)
     assert "odd_fresh" not in await agent.search("tool added later")
     await agent.run("odd_lookup", q="x")
-    assert rec.methods().count("initialize") == 1  # served from the cache: no new handshake
+    assert rec.methods().count("tools/list") == 1  # served from the cache: no new discovery
 
     clock.advance(2)  # past 600 s
     assert "odd_fresh" in await agent.search("tool added later")
-    assert rec.methods().count("initialize") == 2
+    assert rec.methods().count("tools/list") == 2
 
 
 async def test_reconnect_and_admin_clear_invalidate(gw: Gateway, agent: Agent, ups: Upstreams) -> None:
@@ -193,7 +208,7 @@ async def test_reconnect_and_admin_clear_invalidate(gw: Gateway, agent: Agent, u
     del ups.script.tools["fresh"]
     assert gw.external is not None and gw.external.clear_cache() == 1
     assert "odd_fresh" not in await agent.search("tool added later")
-    assert ups.recorders["odd"].methods().count("initialize") == 3
+    assert ups.recorders["odd"].methods().count("tools/list") == 3
 
 
 async def test_reconnect_on_one_instance_invalidates_every_instance(
@@ -322,12 +337,12 @@ async def test_unreachable_server_is_skipped_for_the_turn(agent: Agent, ups: Ups
 
 
 async def test_session_forgotten_by_the_server_is_renewed(gw: Gateway, agent: Agent, ups: Upstreams) -> None:
-    await register(agent, name="plain", url=ups.url("plain"))
+    await register(agent, name="plain", url=ups.url("legacy"))
     assert gw.external is not None
     entry = gw.external._cache[(agent.principal.user.id, "plain")]
     entry.session.session_id = "0" * 32  # a session the server never issued: it answers 404
     assert await agent.run("plain_echo", text="still here") == {"result": "still here"}
-    assert ups.recorders["plain"].methods()[-4:] == [
+    assert ups.recorders["legacy"].methods()[-4:] == [
         "tools/call",
         "initialize",
         "notifications/initialized",

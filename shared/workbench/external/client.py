@@ -1,11 +1,18 @@
-"""A small MCP client over httpx for external tool servers (seed 004).
+"""A small MCP client over httpx for external tool servers (seed 004), for both protocol eras.
 
-Only what the gateway needs: the handshake (initialize → notifications/initialized → tools/list,
-following `nextCursor`), and tools/call. The `Mcp-Session-Id` the server returns on initialize is
-sent on every later request of that session, and so is `MCP-Protocol-Version` once negotiated.
-A server may answer a request with plain JSON or with an SSE stream (Streamable HTTP); both work.
+- **Modern** (2026-07-28): no handshake and no session. Every request carries the protocol version,
+  client info and capabilities in `params._meta`, mirrored into the `MCP-Protocol-Version`,
+  `Mcp-Method` and `Mcp-Name` headers (and `Mcp-Param-*` for `x-mcp-header` tool parameters).
+- **Legacy** (2025-11-25 and earlier): initialize → notifications/initialized, then requests with
+  the `Mcp-Session-Id` the server returned and the negotiated `MCP-Protocol-Version`.
 
-Failures are typed so the service can apply the seed's table: 401/403 → `AuthRejected`, 5xx →
+A server's era is found the way the 2026-07-28 transport page says: `server/discover` first; a
+`4xx` whose body is not a recognised modern JSON-RPC error means a legacy server, and the client
+falls back to `initialize` (offering 2025-11-25, accepting any earlier revision the server picks).
+An `UnsupportedProtocolVersion` error is modern: the client picks from the versions it lists.
+
+A server may answer with plain JSON or an SSE stream; both work. Failures are typed so the service
+can apply the seed's table: 401/403 → `AuthRejected` (with the `WWW-Authenticate` challenge), 5xx →
 `ServerFailed` (retried once with backoff), no answer within the timeout → `TimedOut`, no
 connection → `Unreachable`. Error texts name the server, never its resolved URL (it may embed a
 secret).
@@ -14,7 +21,9 @@ secret).
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
+import re
 import ssl
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
@@ -24,6 +33,8 @@ from typing import Any, TypeVar
 import httpx
 
 __all__ = [
+    "LEGACY_VERSIONS",
+    "MODERN_VERSION",
     "PROTOCOL_VERSION",
     "AuthRejected",
     "Endpoint",
@@ -36,12 +47,26 @@ __all__ = [
     "SessionExpired",
     "TimedOut",
     "Unreachable",
+    "header_params",
 ]
 
-PROTOCOL_VERSION = "2025-06-18"
+MODERN_VERSION = "2026-07-28"
+# Handshake revisions we speak, newest first: the first is what `initialize` offers.
+LEGACY_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
+PROTOCOL_VERSION = LEGACY_VERSIONS[0]
 CLIENT_INFO = {"name": "workbench", "version": "0.1"}
 MAX_PAGES = 20  # tools/list pages followed per discovery
 MAX_BODY = 5_000_000  # bytes read from one response
+
+_META_VERSION = "io.modelcontextprotocol/protocolVersion"
+_META_CLIENT = "io.modelcontextprotocol/clientInfo"
+_META_CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
+_META_SERVER = "io.modelcontextprotocol/serverInfo"
+# JSON-RPC error codes only a modern server sends (HeaderMismatch, MissingRequiredClientCapability,
+# UnsupportedProtocolVersion): seeing one means "modern server", never "fall back".
+_MODERN_ERRORS = frozenset({-32020, -32021, -32022})
+_UNSUPPORTED_VERSION = -32022
+_SAFE_HEADER_VALUE = re.compile(r"^[\x21-\x7e]([\x20-\x7e]*[\x21-\x7e])?$")
 
 
 class ExternalError(Exception):
@@ -61,9 +86,11 @@ class TimedOut(ExternalError):
 
 
 class AuthRejected(ExternalError):
-    def __init__(self, server: str, status: int) -> None:
+    def __init__(self, server: str, status: int, challenge: str = "") -> None:
         super().__init__(server, f"External server '{server}' rejected the request (HTTP {status}).")
         self.status = status
+        # The WWW-Authenticate header, where an OAuth-protected server names its resource metadata.
+        self.challenge = challenge
 
 
 class ServerFailed(ExternalError):
@@ -80,10 +107,25 @@ class ProtocolError(ExternalError):
     """An answer that is not a JSON-RPC response we can read."""
 
 
+class HttpRefused(ProtocolError):
+    """A 4xx answer (other than 401/403); `code`/`data` hold the JSON-RPC error in its body, if any."""
+
+    def __init__(self, server: str, status: int, code: Any = None, data: Any = None) -> None:
+        super().__init__(server, f"External server '{server}' answered HTTP {status}.")
+        self.status = status
+        self.code = code
+        self.data = data
+
+    @property
+    def modern(self) -> bool:
+        return isinstance(self.code, int) and not isinstance(self.code, bool) and self.code in _MODERN_ERRORS
+
+
 class RpcError(ExternalError):
-    def __init__(self, server: str, code: Any, message: str) -> None:
+    def __init__(self, server: str, code: Any, message: str, data: Any = None) -> None:
         super().__init__(server, f"External server '{server}' answered error {code}: {message}")
         self.code = code
+        self.data = data
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,8 +142,16 @@ class Endpoint:
 
 @dataclass(slots=True)
 class McpSession:
+    """What was negotiated with one server: its era, protocol version and (legacy) session id."""
+
     session_id: str | None = None
     protocol_version: str | None = None
+    modern: bool = False
+    server_version: str = ""  # what the server says its software version is (display only)
+
+    @property
+    def opened(self) -> bool:
+        return self.protocol_version is not None
 
 
 Sleep = Callable[[float], Awaitable[None]]
@@ -120,10 +170,10 @@ class McpClient:
     # -- operations ------------------------------------------------------------------------------
 
     async def handshake(self, ep: Endpoint) -> tuple[McpSession, list[Any]]:
-        """initialize → notifications/initialized → tools/list (all pages). Returns raw tool entries."""
+        """Open (discover or initialize), then tools/list (all pages). Returns raw tool entries."""
 
         async def run(client: httpx.AsyncClient) -> tuple[McpSession, list[Any]]:
-            session = await self._initialize(client, ep)
+            session = await self._open(client, ep)
             tools: list[Any] = []
             cursor: str | None = None
             for _ in range(MAX_PAGES):
@@ -143,20 +193,31 @@ class McpClient:
         return await self._bounded(ep, run)
 
     async def call_tool(
-        self, ep: Endpoint, session: McpSession, name: str, arguments: dict[str, Any]
+        self,
+        ep: Endpoint,
+        session: McpSession,
+        name: str,
+        arguments: dict[str, Any],
+        schema: Mapping[str, Any] | None = None,
     ) -> tuple[dict[str, Any], McpSession]:
-        """tools/call with the original tool name; re-initializes once if the session expired."""
+        """tools/call with the original tool name; opens anew once if the session expired (legacy) or
+        the server no longer speaks the version in use (modern). `schema` is the tool's input schema,
+        for its `x-mcp-header` parameters."""
+        extra = header_params(schema, arguments) if schema is not None else {}
 
         async def run(client: httpx.AsyncClient) -> tuple[dict[str, Any], McpSession]:
-            current = session
-            if current.protocol_version is None:
-                current = await self._initialize(client, ep)
+            current = session if session.opened else await self._open(client, ep)
             params = {"name": name, "arguments": arguments}
             try:
-                return await self._request(client, ep, current, "tools/call", params), current
+                return await self._request(client, ep, current, "tools/call", params, extra), current
             except SessionExpired:
-                current = await self._initialize(client, ep)
-                return await self._request(client, ep, current, "tools/call", params), current
+                # Same era, same version: only the session is gone.
+                current = await self._initialize(client, ep, current.protocol_version or PROTOCOL_VERSION)
+            except HttpRefused as exc:
+                if not (current.modern and exc.code == _UNSUPPORTED_VERSION):
+                    raise
+                current = await self._open(client, ep)  # the server changed: find its era again
+            return await self._request(client, ep, current, "tools/call", params, extra), current
 
         return await self._bounded(ep, run)
 
@@ -186,12 +247,44 @@ class McpClient:
             follow_redirects=False,
         )
 
-    async def _initialize(self, client: httpx.AsyncClient, ep: Endpoint) -> McpSession:
+    async def _open(self, client: httpx.AsyncClient, ep: Endpoint) -> McpSession:
+        """Find the server's era: a modern `server/discover` first, `initialize` as the fallback."""
+        modern = McpSession(protocol_version=MODERN_VERSION, modern=True)
+        try:
+            result = await self._request(client, ep, modern, "server/discover", {})
+        except HttpRefused as exc:
+            if not exc.modern:
+                return await self._initialize(client, ep, PROTOCOL_VERSION)  # a legacy server
+            if exc.code != _UNSUPPORTED_VERSION:
+                raise
+            supported = exc.data.get("supported") if isinstance(exc.data, dict) else None
+            return await self._initialize(client, ep, _pick_legacy(ep.server, supported))
+        except RpcError as exc:
+            if exc.code != _UNSUPPORTED_VERSION:
+                raise
+            supported = exc.data.get("supported") if isinstance(exc.data, dict) else None
+            return await self._initialize(client, ep, _pick_legacy(ep.server, supported))
+        supported = result.get("supportedVersions")
+        if isinstance(supported, list) and MODERN_VERSION not in supported:
+            return await self._initialize(client, ep, _pick_legacy(ep.server, supported))
+        meta = result.get("_meta")
+        modern.server_version = _version_of(meta.get(_META_SERVER) if isinstance(meta, dict) else None)
+        return modern
+
+    async def _initialize(self, client: httpx.AsyncClient, ep: Endpoint, offer: str) -> McpSession:
         session = McpSession()
-        params = {"protocolVersion": PROTOCOL_VERSION, "capabilities": {}, "clientInfo": CLIENT_INFO}
+        params = {"protocolVersion": offer, "capabilities": {}, "clientInfo": CLIENT_INFO}
         result = await self._request(client, ep, session, "initialize", params)
         version = result.get("protocolVersion")
-        session.protocol_version = version if isinstance(version, str) else PROTOCOL_VERSION
+        if version not in LEGACY_VERSIONS:
+            raise ProtocolError(
+                ep.server,
+                f"External server '{ep.server}' speaks MCP protocol version {str(version)[:40]!r}, "
+                f"which Workbench does not support (it speaks {MODERN_VERSION} and "
+                f"{', '.join(LEGACY_VERSIONS)}).",
+            )
+        session.protocol_version = str(version)
+        session.server_version = _version_of(result.get("serverInfo"))
         await self._request(client, ep, session, "notifications/initialized", None, notify=True)
         return session
 
@@ -202,18 +295,44 @@ class McpClient:
         session: McpSession,
         method: str,
         params: dict[str, Any] | None,
+        extra_headers: Mapping[str, str] | None = None,
         *,
         notify: bool = False,
     ) -> dict[str, Any]:
         """One JSON-RPC exchange; a 5xx is retried once after `backoff` seconds."""
         for attempt in (1, 2):
             try:
-                return await self._exchange(client, ep, session, method, params, notify)
+                return await self._exchange(client, ep, session, method, params, extra_headers, notify)
             except ServerFailed:
                 if attempt == 2:
                     raise
                 await self.sleep(self.backoff)
         raise AssertionError("unreachable")  # pragma: no cover
+
+    def _message(
+        self, session: McpSession, method: str, params: dict[str, Any] | None, notify: bool
+    ) -> tuple[dict[str, Any], dict[str, str], Any]:
+        message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
+        request_id = None
+        if not notify:
+            request_id = next(self._ids)
+            message["id"] = request_id
+        headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+        if session.modern:
+            meta = {_META_VERSION: MODERN_VERSION, _META_CLIENT: CLIENT_INFO, _META_CAPABILITIES: {}}
+            params = {**(params or {}), "_meta": meta}
+            headers["MCP-Protocol-Version"] = MODERN_VERSION
+            headers["Mcp-Method"] = method
+            if method == "tools/call" and params is not None:
+                headers["Mcp-Name"] = encode_header_value(str(params.get("name", "")))
+        else:
+            if session.session_id:
+                headers["Mcp-Session-Id"] = session.session_id
+            if session.protocol_version:
+                headers["MCP-Protocol-Version"] = session.protocol_version
+        if params is not None:
+            message["params"] = params
+        return message, headers, request_id
 
     async def _exchange(
         self,
@@ -222,31 +341,23 @@ class McpClient:
         session: McpSession,
         method: str,
         params: dict[str, Any] | None,
+        extra_headers: Mapping[str, str] | None,
         notify: bool,
     ) -> dict[str, Any]:
-        message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
-        request_id = None
-        if not notify:
-            request_id = next(self._ids)
-            message["id"] = request_id
-        if params is not None:
-            message["params"] = params
-        headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
-        if session.session_id:
-            headers["Mcp-Session-Id"] = session.session_id
-        if session.protocol_version:
-            headers["MCP-Protocol-Version"] = session.protocol_version
+        message, headers, request_id = self._message(session, method, params, notify)
+        if extra_headers and session.modern:
+            headers.update(extra_headers)
         try:
             async with client.stream("POST", ep.url, json=message, headers=headers) as response:
                 status = response.status_code
                 if status in (401, 403):
-                    raise AuthRejected(ep.server, status)
+                    raise AuthRejected(ep.server, status, response.headers.get("www-authenticate", ""))
                 if status >= 500:
                     raise ServerFailed(ep.server, status)
                 if status == 404 and session.session_id:
                     raise SessionExpired(ep.server, f"External server '{ep.server}' forgot the session.")
                 if status >= 400:
-                    raise ProtocolError(ep.server, f"External server '{ep.server}' answered HTTP {status}.")
+                    raise _refusal(ep.server, status, await _read_capped(response, 64_000))
                 sid = response.headers.get("mcp-session-id")
                 if method == "initialize" and sid:
                     session.session_id = sid
@@ -276,18 +387,89 @@ class McpClient:
             text = str(err.get("message", "unknown error"))
             for secret in ep.secrets:
                 text = text.replace(secret, "[REDACTED]")
-            raise RpcError(ep.server, err.get("code"), text)
+            raise RpcError(ep.server, err.get("code"), text, err.get("data"))
         result = reply.get("result")
         if not isinstance(result, dict):
             raise ProtocolError(ep.server, f"External server '{ep.server}' sent a malformed {method} result.")
+        kind = result.get("resultType", "complete")  # absent: a legacy result, complete by definition
+        if kind == "input_required":
+            raise ProtocolError(
+                ep.server,
+                f"External server '{ep.server}' asked for user input during {method}, which Workbench "
+                "cannot provide to an external server.",
+            )
+        if kind != "complete":
+            raise ProtocolError(ep.server, f"External server '{ep.server}' sent an unknown result type.")
         return result
 
 
-async def _read_capped(response: httpx.Response) -> bytes:
+def _refusal(server: str, status: int, body: bytes) -> HttpRefused:
+    """A 4xx, with the JSON-RPC error its body carries (how a modern server is told from a legacy one)."""
+    try:
+        payload = json.loads(body) if body else None
+    except ValueError:
+        payload = None
+    err = payload.get("error") if isinstance(payload, dict) else None
+    if isinstance(err, dict):
+        return HttpRefused(server, status, err.get("code"), err.get("data"))
+    return HttpRefused(server, status)
+
+
+def _version_of(info: Any) -> str:
+    version = info.get("version") if isinstance(info, dict) else None
+    return version[:40] if isinstance(version, str) else ""
+
+
+def _pick_legacy(server: str, supported: Any) -> str:
+    """The newest handshake revision both sides speak, from a server's list of versions."""
+    offered = [v for v in supported if isinstance(v, str)] if isinstance(supported, list) else []
+    for version in LEGACY_VERSIONS:
+        if version in offered:
+            return version
+    raise ProtocolError(
+        server,
+        f"External server '{server}' speaks none of the MCP protocol versions Workbench supports "
+        f"(it offers {', '.join(offered)[:120] or 'none'}).",
+    )
+
+
+def encode_header_value(value: str) -> str:
+    """A value as an HTTP header value: as is when plain visible ASCII, else the `=?base64?…?=` form
+    (also for a value that itself looks like that form)."""
+    if _SAFE_HEADER_VALUE.match(value) and not (value.startswith("=?base64?") and value.endswith("?=")):
+        return value
+    return "=?base64?" + base64.b64encode(value.encode("utf-8")).decode("ascii") + "?="
+
+
+def header_params(schema: Mapping[str, Any] | None, arguments: Mapping[str, Any]) -> dict[str, str]:
+    """`Mcp-Param-<name>` headers for the tool's `x-mcp-header` properties present in the arguments
+    (the annotations were validated at discovery; see schema.py)."""
+    out: dict[str, str] = {}
+
+    def walk(node: Any, value: Any) -> None:
+        props = node.get("properties") if isinstance(node, Mapping) else None
+        if not isinstance(props, Mapping) or not isinstance(value, Mapping):
+            return
+        for key, sub in props.items():
+            if key not in value or value[key] is None or not isinstance(sub, Mapping):
+                continue
+            header = sub.get("x-mcp-header")
+            if isinstance(header, str):
+                raw = value[key]
+                text = ("true" if raw else "false") if isinstance(raw, bool) else str(raw)
+                out[f"Mcp-Param-{header}"] = encode_header_value(text)
+            else:
+                walk(sub, value[key])
+
+    walk(schema, arguments)
+    return out
+
+
+async def _read_capped(response: httpx.Response, cap: int = MAX_BODY) -> bytes:
     body = bytearray()
     async for chunk in response.aiter_bytes():
         body.extend(chunk)
-        if len(body) > MAX_BODY:
+        if len(body) > cap:
             raise ValueError("response too large")
     return bytes(body)
 

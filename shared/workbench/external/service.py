@@ -1,28 +1,45 @@
-"""Custom apps: each user's own external MCP tool servers, merged into that user's catalog (seed 004).
+"""Custom apps and operator servers: external tools merged into a user's catalog (seed 004).
 
-A registration (name, URL template, auth, enabled, tool prefix, timeout) is kept per workspace — a
-Workbench user — in the store; the URL and auth value are stored encrypted and may reference the
-user's vault (`{{vault:NAME}}`), and `{workspaceCode}` in either is replaced by the user's id at
-call time. Discovery is cached for 10 minutes per (server, workspace) on this instance and dropped
-on reconnect, on a 401/403 (the server is then marked `reconnect_required` and its tools leave the
-catalog until the user reconnects) and by an admin clear. Tools are merged as `<prefix><name>` and
-routed back by prefix with the original name.
+Two kinds of app, from two places:
 
-A custom app never shadows a built-in or plugin tool: overlapping names and prefixes are refused at
-registration, and a discovered tool whose merged name exists in the registry is dropped.
+- **MCP servers** (the seed's external tool servers) and **OpenAPI apps** (each operation of an
+  OpenAPI 3.x document is a tool; see openapi.py).
+- **User apps** are registered per user (`apps_*` tools, the portal) and kept in the store; the URL
+  and auth value are stored encrypted and may reference the owner's vault (`{{vault:NAME}}`).
+  **Operator apps** come from configuration (`WORKBENCH_EXTERNAL_SERVERS`; see operator.py); every
+  user sees them, scoped per user through `{workspaceCode}`.
+
+`{workspaceCode}` in a URL or auth value is the caller's workspace code: a per-user setting (the
+portal), by default the user's id. Discovery is cached for 10 minutes per (server, workspace) on
+this instance and dropped on reconnect, on a 401/403 (a user app is then marked
+`reconnect_required` and its tools leave the catalog until the user reconnects) and by an admin
+clear, which is stored so every instance sees it.
+
+Search never waits long for a server: discovery shares one overall budget per search (2 s), a
+discovery still running when it runs out goes on in the background and fills the cache, and a
+failure is remembered for a back-off period (30 s, doubling to 5 min) during which the server is
+skipped by search and its tools answer the seed's transient error at once. When the back-off has
+passed, the next search retries it in the background and answers from what is known.
+
+A custom app never shadows a built-in, plugin or operator tool: overlapping names and prefixes are
+refused at registration, and a discovered tool whose merged name exists in the registry is dropped.
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
 import ipaddress
 import json
 import re
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, replace
+import zlib
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 from urllib.parse import quote, urlsplit
+
+import httpx
 
 from workbench.compose import BadRef, VaultMissing, resolve
 from workbench.crypto import Cipher
@@ -38,6 +55,7 @@ from workbench.external.client import (
     TimedOut,
     Unreachable,
 )
+from workbench.external.openapi import OpenApiError, Operation, build_request, compile_document
 from workbench.external.schema import problem
 from workbench.observability import log_event, logger
 from workbench.registry import RESERVED_NAMES, Manifest, NoAuth, Registry
@@ -48,7 +66,10 @@ from workbench.vault import Vault
 __all__ = [
     "CACHE_TTL_SECONDS",
     "DEFAULT_TIMEOUT_MS",
+    "OPERATOR",
     "RECONNECT_REQUIRED",
+    "SEARCH_BUDGET_SECONDS",
+    "App",
     "ExternalServers",
     "ExternalTool",
 ]
@@ -58,10 +79,22 @@ DEFAULT_TIMEOUT_MS = 30_000
 RECONNECT_REQUIRED = "reconnect_required"
 MAX_SERVERS_PER_USER = 25
 WORKSPACE = "{workspaceCode}"
+SEARCH_BUDGET_SECONDS = 2.0
+BACKOFF_FIRST_SECONDS = 30.0
+BACKOFF_MAX_SECONDS = 300.0
+OPERATOR = "#operator"  # the owner of apps from configuration
+# Rows of the external-servers store that are not apps: their names cannot be app names.
+_SETTINGS_ROW = "#settings"  # (user, #settings): the user's workspace code; its stamp is their clear
+_EPOCH_ROW = "#epoch"  # (#operator, #epoch): stamped by an admin clear of every user
+# An app's config blob must fit a DynamoDB item (400 KB) with room for the other attributes.
+MAX_CONFIG_BYTES = 350_000
+MAX_OPENAPI_CHARS = 5_000_000
 
 _NAME = re.compile(r"^[a-z][a-z0-9_-]{0,39}$")
 _PREFIX = re.compile(r"^[A-Za-z0-9_.-]{1,48}$")
 _HEADER = re.compile(r"^[A-Za-z0-9-]{1,64}$")
+_CODE = re.compile(r"^[A-Za-z0-9._~-]{1,128}$")
+_QUERY_NAME = re.compile(r"^[A-Za-z0-9_.~-]{1,64}$")
 _FORBIDDEN_HEADERS = frozenset(
     {
         "host",
@@ -72,9 +105,12 @@ _FORBIDDEN_HEADERS = frozenset(
         "transfer-encoding",
         "mcp-session-id",
         "mcp-protocol-version",
+        "mcp-method",
+        "mcp-name",
     }
 )
 _LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1", "[::1]"})
+_MAX_RESULT_BYTES = 5_000_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,18 +122,63 @@ class ExternalTool:
     input_schema: dict[str, Any]
 
 
+@dataclass(frozen=True, slots=True)
+class App:
+    """One app as the service uses it, whoever registered it."""
+
+    owner: str  # the user's id, or OPERATOR
+    name: str
+    tool_prefix: str
+    kind: str  # "mcp" | "openapi"
+    url: str  # MCP endpoint, or the OpenAPI app's base URL (a template)
+    auth_type: str  # none | bearer | header | query
+    header_name: str  # the header (header auth) or query parameter (query auth)
+    auth_value: str  # a template (user apps) or the value itself (operator apps, from env)
+    enabled: bool = True
+    timeout_ms: int = DEFAULT_TIMEOUT_MS
+    status: str = "ok"
+    updated_at: float = 0.0
+    operations: tuple[Operation, ...] = ()
+    title: str = ""
+    version: str = ""
+
+    @property
+    def operator(self) -> bool:
+        return self.owner == OPERATOR
+
+
+@dataclass(frozen=True, slots=True)
+class _Caller:
+    user_id: str
+    code: str  # the workspace code
+    stamp: float  # the newest admin clear that concerns this user
+
+
 @dataclass(slots=True)
 class _Entry:
     tools: dict[str, ExternalTool]
     session: McpSession
     expires_at: float
-    # The registration's updated_at when discovered: a reconnect on any instance changes it, so
-    # every instance's cache entry goes stale at once (caches themselves are per instance).
-    stamp: float = 0.0
+    # (registration stamp, newest clear for the user) when discovered: a reconnect or clear on any
+    # instance changes it, so every instance's entry goes stale at once (caches are per instance).
+    stamp: tuple[float, float] = (0.0, 0.0)
+    discovered_at: float = 0.0
+    schemas: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class _Failure:  # a failed discovery, remembered for a back-off period
+    error: ExternalError
+    until: float  # back-off end
+    stamp: tuple[float, float]
+    attempts: int = 1
+
+
+Key = tuple[str, str]
 
 
 class ExternalServers:
-    """Registrations, discovery cache and call routing for custom apps."""
+    """Registrations, discovery cache, search budget and call routing for external apps."""
 
     def __init__(
         self,
@@ -110,6 +191,8 @@ class ExternalServers:
         client: McpClient | None = None,
         ttl: float = CACHE_TTL_SECONDS,
         allow_private_hosts: bool = True,
+        operator_apps: Sequence[App] = (),
+        search_budget: float = SEARCH_BUDGET_SECONDS,
     ) -> None:
         self.store = store
         self.cipher = cipher
@@ -121,10 +204,14 @@ class ExternalServers:
         # False in production: a user's URL must not reach loopback (the Lambda runtime API listens
         # there), link-local or private addresses of the gateway's own network.
         self.allow_private_hosts = allow_private_hosts
-        self._cache: dict[tuple[str, str], _Entry] = {}
+        self.search_budget = search_budget
+        self.operator_apps: dict[str, App] = {a.name: a for a in operator_apps}
+        self._cache: dict[Key, _Entry] = {}
+        self._failures: dict[Key, _Failure] = {}
         # Bumped on every invalidation, so a handshake that started before it cannot repopulate.
-        self._generation: dict[tuple[str, str], int] = {}
-        self._inflight: dict[tuple[str, str], asyncio.Future[_Entry]] = {}
+        self._generation: dict[Key, int] = {}
+        self._inflight: dict[Key, asyncio.Future[_Entry]] = {}
+        self._background: set[asyncio.Future[Any]] = set()
 
     # -- registration --------------------------------------------------------------------------
 
@@ -144,10 +231,67 @@ class ExternalServers:
         tool_prefix: str | None = None,
         timeout_ms: int = DEFAULT_TIMEOUT_MS,
     ) -> dict[str, Any]:
-        """Create or replace a registration (replacing one is a reconnect). Raises InvalidInput or
-        ConflictError with a message meant for the user."""
-        store = self._require_store()
-        if not _NAME.match(name):
+        """Create or replace an MCP server registration (replacing one is a reconnect). Raises
+        InvalidInput or ConflictError with a message meant for the user."""
+        prefix = self._check_common(user_id, name, tool_prefix, timeout_ms)
+        self._check_url(user_id, url)
+        auth_type, header_name, auth_value = self._check_auth(user_id, auth, kinds=("bearer", "header"))
+        config = {"kind": "mcp", "url": url, "auth": auth_value}
+        return self._save(user_id, name, prefix, config, auth_type, header_name, enabled, timeout_ms)
+
+    def register_openapi(
+        self,
+        user_id: str,
+        *,
+        name: str,
+        document: Any,
+        base_url: str | None = None,
+        auth: dict[str, Any] | None = None,
+        enabled: bool = True,
+        tool_prefix: str | None = None,
+        timeout_ms: int = DEFAULT_TIMEOUT_MS,
+        operations: Iterable[str] | None = None,
+    ) -> dict[str, Any]:
+        """Create or replace an OpenAPI app. `document` is the parsed document or its JSON/YAML text;
+        `operations` keeps only those operationIds or tags. Malformed operations are dropped with a
+        warning; the answer lists them under `dropped`."""
+        prefix = self._check_common(user_id, name, tool_prefix, timeout_ms)
+        parsed = parse_document(document)
+        only = set(operations) if operations is not None else None
+        try:
+            compiled = compile_document(parsed, only=only)
+        except OpenApiError as exc:
+            raise InvalidInput(f"document: {exc}") from None
+        for label, why in compiled.dropped:
+            _warn("openapi_operation_dropped", app=name, user=user_id, operation=label, reason=why)
+        if not compiled.operations:
+            raise InvalidInput("document: no usable operation (each needs an operationId)")
+        url = base_url or compiled.base_url
+        if not url:
+            raise InvalidInput("baseUrl is required: the document names no server URL")
+        self._check_url(user_id, url, what="baseUrl")
+        auth_type, header_name, auth_value = self._check_auth(
+            user_id, auth, kinds=("bearer", "header", "query")
+        )
+        packed = base64.b64encode(
+            zlib.compress(json.dumps([op.as_json() for op in compiled.operations]).encode(), 9)
+        ).decode("ascii")
+        config = {
+            "kind": "openapi",
+            "url": url,
+            "auth": auth_value,
+            "ops": packed,
+            "title": compiled.title,
+            "version": compiled.version,
+        }
+        view = self._save(user_id, name, prefix, config, auth_type, header_name, enabled, timeout_ms)
+        if compiled.dropped:
+            view["dropped"] = [{"operation": label, "reason": why} for label, why in compiled.dropped[:50]]
+        return view
+
+    def _check_common(self, user_id: str, name: str, tool_prefix: str | None, timeout_ms: int) -> str:
+        self._require_store()
+        if not isinstance(name, str) or not _NAME.match(name):
             raise InvalidInput(
                 "name must start with a lowercase letter and use only a-z, 0-9, '_' or '-' (at most 40)"
             )
@@ -156,48 +300,68 @@ class ExternalServers:
             raise InvalidInput("toolPrefix must be 1-48 letters, digits, '_', '-' or '.'")
         if not 100 <= timeout_ms <= 120_000:
             raise InvalidInput("timeout must be between 100 and 120000 milliseconds")
-        self._check_url(user_id, url)
-        auth_type, header_name, auth_value = self._check_auth(user_id, auth)
         self._check_collisions(user_id, name, prefix)
+        return prefix
+
+    def _save(
+        self,
+        user_id: str,
+        name: str,
+        prefix: str,
+        config: dict[str, Any],
+        auth_type: str,
+        header_name: str,
+        enabled: bool,
+        timeout_ms: int,
+    ) -> dict[str, Any]:
+        store = self._require_store()
         existing = store.get(user_id, name)
-        if existing is None and len(store.list_for(user_id)) >= MAX_SERVERS_PER_USER:
+        if existing is None and len(self._rows(user_id)) >= MAX_SERVERS_PER_USER:
             raise ConflictError(f"At most {MAX_SERVERS_PER_USER} custom apps per user; remove one first.")
+        blob = self.cipher.encrypt_json(config, _context(user_id, name))
+        if len(blob) > MAX_CONFIG_BYTES:
+            raise InvalidInput(
+                "the app is too large to store: register fewer operations (pass operations: "
+                "[operationId or tag, ...])"
+            )
         now = self.clock()
         server = ExternalServer(
             user_id=user_id,
             name=name,
             tool_prefix=prefix,
-            config=self.cipher.encrypt_json({"url": url, "auth": auth_value}, _context(user_id, name)),
+            config=blob,
             auth_type=auth_type,
             header_name=header_name,
             enabled=enabled,
             timeout_ms=timeout_ms,
             status="ok",
             created_at=existing.created_at if existing else now,
-            updated_at=self._next_stamp(existing) if existing else now,
+            updated_at=self._next_stamp(existing.updated_at) if existing else now,
         )
         store.put(server)
-        self.invalidate(user_id, name)
-        return self.view(server)
+        self._forget(self._key(self._app(server), None))
+        return self.view(self._app(server))
 
-    def _check_url(self, user_id: str, url: str) -> None:
+    def _check_url(self, user_id: str, url: str, what: str = "url") -> None:
         if not isinstance(url, str) or not url or len(url) > 2048:
-            raise InvalidInput("url is required (at most 2048 characters)")
-        probe = self._template_probe(user_id, url, "url")
+            raise InvalidInput(f"{what} is required (at most 2048 characters)")
+        probe = self._template_probe(user_id, url, what)
         try:
             parts = urlsplit(probe)
             parts.port  # noqa: B018  (parses the port: raises on a bad one)
         except ValueError as exc:
-            raise InvalidInput(f"url is not a valid URL ({exc})") from None
+            raise InvalidInput(f"{what} is not a valid URL ({exc})") from None
         if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise InvalidInput("url must be an absolute http(s) URL")
+            raise InvalidInput(f"{what} must be an absolute http(s) URL")
         if parts.scheme == "http" and parts.hostname not in _LOOPBACK:
-            raise InvalidInput("url must use https (plain http is allowed only for localhost)")
+            raise InvalidInput(f"{what} must use https (plain http is allowed only for localhost)")
         if parts.username or parts.password:
-            raise InvalidInput("url must not carry user:password; use auth or a {{vault:NAME}} in the query")
+            raise InvalidInput(
+                f"{what} must not carry user:password; use auth or a {{{{vault:NAME}}}} in the query"
+            )
         refused = self._refused_host(parts.hostname)
         if refused:
-            raise InvalidInput(refused)
+            raise InvalidInput(refused.replace("url", what, 1))
 
     def _refused_host(self, host: str) -> str | None:
         """Why this host may not be called from this gateway, or None."""
@@ -226,7 +390,9 @@ class ExternalServers:
             raise InvalidInput(f"{what}: {exc}; store it first with vault_set") from exc
         return str(res.value)
 
-    def _check_auth(self, user_id: str, auth: dict[str, Any] | None) -> tuple[str, str, str]:
+    def _check_auth(
+        self, user_id: str, auth: dict[str, Any] | None, *, kinds: tuple[str, ...]
+    ) -> tuple[str, str, str]:
         if auth is None:
             return "none", "", ""
         if not isinstance(auth, dict):
@@ -234,6 +400,8 @@ class ExternalServers:
         kind = auth.get("type", "none")
         if kind == "none":
             return "none", "", ""
+        if kind not in kinds:
+            raise InvalidInput(f"auth.type must be none, {', '.join(kinds[:-1])} or {kinds[-1]}")
         if kind == "bearer":
             token = auth.get("token")
             if not isinstance(token, str) or not token:
@@ -242,27 +410,34 @@ class ExternalServers:
                 )
             self._template_probe(user_id, token, "auth.token")
             return "bearer", "", token
-        if kind == "header":
-            header = auth.get("headerName")
+        if kind == "query":
+            param = auth.get("name")
             value = auth.get("value")
-            if not isinstance(header, str) or not _HEADER.match(header):
-                raise InvalidInput("auth.headerName must be an HTTP header name")
-            if header.lower() in _FORBIDDEN_HEADERS:
-                raise InvalidInput(f"auth.headerName '{header}' is set by Workbench itself")
+            if not isinstance(param, str) or not _QUERY_NAME.match(param):
+                raise InvalidInput("auth.name must be a query parameter name")
             if not isinstance(value, str) or not value:
                 raise InvalidInput(
-                    "auth.value is required for header auth (a {{vault:NAME}} reference is best)"
+                    "auth.value is required for query auth (a {{vault:NAME}} reference is best)"
                 )
             self._template_probe(user_id, value, "auth.value")
-            return "header", header, value
-        raise InvalidInput("auth.type must be none, bearer or header")
+            return "query", param, value
+        header = auth.get("headerName")
+        value = auth.get("value")
+        if not isinstance(header, str) or not _HEADER.match(header):
+            raise InvalidInput("auth.headerName must be an HTTP header name")
+        if header.lower() in _FORBIDDEN_HEADERS:
+            raise InvalidInput(f"auth.headerName '{header}' is set by Workbench itself")
+        if not isinstance(value, str) or not value:
+            raise InvalidInput("auth.value is required for header auth (a {{vault:NAME}} reference is best)")
+        self._template_probe(user_id, value, "auth.value")
+        return "header", header, value
 
     def _check_collisions(self, user_id: str, name: str, prefix: str) -> None:
         manifests = self.registry.manifests()
         taken = {m.name for m in manifests} | RESERVED_NAMES | {"apps"}
-        if name in taken:
+        if name in taken or name in self.operator_apps:
             raise ConflictError(
-                f"The name '{name}' is taken by a built-in or plugin integration; choose another name."
+                f"The name '{name}' is taken by a built-in, plugin or operator integration; choose another name."
             )
         for m in manifests:
             if m.builtin:
@@ -277,265 +452,602 @@ class ExternalServers:
                     f"toolPrefix '{prefix}' would collide with the tools of the '{m.name}' integration "
                     f"(prefix '{m.prefix}'); choose another prefix."
                 )
-        for other in self._require_store().list_for(user_id):
-            if other.name != name and (
-                prefix.startswith(other.tool_prefix) or other.tool_prefix.startswith(prefix)
-            ):
+        others = [(a.name, a.tool_prefix, "the operator's app") for a in self.operator_apps.values()]
+        others += [(r.name, r.tool_prefix, "your custom app") for r in self._rows(user_id) if r.name != name]
+        for other_name, other_prefix, whose in others:
+            if prefix.startswith(other_prefix) or other_prefix.startswith(prefix):
                 raise ConflictError(
-                    f"toolPrefix '{prefix}' overlaps the prefix '{other.tool_prefix}' of your custom app "
-                    f"'{other.name}'; choose another prefix."
+                    f"toolPrefix '{prefix}' overlaps the prefix '{other_prefix}' of {whose} "
+                    f"'{other_name}'; choose another prefix."
                 )
 
     def list_for(self, user_id: str) -> list[dict[str, Any]]:
-        if self.store is None:
-            return []
-        return [self.view(s) for s in self.store.list_for(user_id)]
+        """The user's own apps, as they see them (never a literal secret)."""
+        return [self.view(self._app(r)) for r in self._rows(user_id)]
 
     def remove(self, user_id: str, name: str) -> None:
-        if not self._require_store().delete(user_id, name):
+        if name.startswith("#") or not self._require_store().delete(user_id, name):
             raise NotFound(f"No custom app named '{name}'")
-        self.invalidate(user_id, name)
+        self._forget((user_id, name))
 
     async def reconnect(self, user_id: str, name: str) -> dict[str, Any]:
-        """Forget the cached discovery and any reconnect flag, then run the handshake again now."""
-        store = self._require_store()
-        server = store.get(user_id, name)
-        if server is None:
-            raise NotFound(f"No custom app named '{name}'")
-        server = replace(server, status="ok", updated_at=self._next_stamp(server))
-        store.put(server)
-        self.invalidate(user_id, name)
-        out = self.view(server)
-        if not server.enabled:
+        """Forget the cached discovery, any failure back-off and any reconnect flag, then discover
+        again now. Works for the user's own apps and for operator apps (for this user)."""
+        caller = self._caller(user_id)
+        if name in self.operator_apps:
+            app = self.operator_apps[name]
+            self._forget(self._key(app, caller))
+        else:
+            store = self._require_store()
+            server = store.get(user_id, name) if not name.startswith("#") else None
+            if server is None:
+                raise NotFound(f"No custom app named '{name}'")
+            server = replace(server, status="ok", updated_at=self._next_stamp(server.updated_at))
+            store.put(server)
+            app = self._app(server)
+            self._forget(self._key(app, caller))
+        out = self.view(app)
+        if not app.enabled:
             return out
         try:
-            entry = await self._discover(server)
+            entry = await self._discover(app, caller)
         except ExternalError as exc:
-            fresh = store.get(user_id, name) or server
-            return {**self.view(fresh), "error": explain(exc, server)}
+            fresh = self._find(user_id, name) or app
+            return {**self.view(fresh), "error": explain(exc, app)}
         return {**out, "tools": sorted(entry.tools)}
 
-    def view(self, server: ExternalServer) -> dict[str, Any]:
-        """What the owner sees about a registration: never a literal secret."""
-        cfg = self._config(server)
-        auth: dict[str, Any] = {"type": server.auth_type}
-        if server.auth_type == "bearer":
-            auth["token"] = _mask(cfg["auth"])
-        elif server.auth_type == "header":
-            auth["headerName"] = server.header_name
-            auth["value"] = _mask(cfg["auth"])
+    def view(self, app: App) -> dict[str, Any]:
+        """What a user sees about an app: never a literal secret."""
+        auth: dict[str, Any] = {"type": app.auth_type}
+        if app.operator:
+            if app.auth_type != "none":
+                auth["value"] = "(set by the operator)"
+        elif app.auth_type == "bearer":
+            auth["token"] = _mask(app.auth_value)
+        elif app.auth_type == "header":
+            auth["headerName"] = app.header_name
+            auth["value"] = _mask(app.auth_value)
+        elif app.auth_type == "query":
+            auth["name"] = app.header_name
+            auth["value"] = _mask(app.auth_value)
         out: dict[str, Any] = {
-            "name": server.name,
-            "url": _mask_url(cfg["url"]),
+            "name": app.name,
+            "kind": app.kind,
+            "url": _mask_url(app.url),
             "auth": auth,
-            "enabled": server.enabled,
-            "toolPrefix": server.tool_prefix,
-            "timeout": server.timeout_ms,
-            "status": server.status,
+            "enabled": app.enabled,
+            "toolPrefix": app.tool_prefix,
+            "timeout": app.timeout_ms,
+            "status": app.status,
         }
-        if server.status == RECONNECT_REQUIRED:
-            out["message"] = reconnect_message(server.name)
+        if app.operator:
+            out["operator"] = True
+        if app.kind == "openapi":
+            out["operations"] = len(app.operations)
+            if app.title:
+                out["title"] = app.title
+        if app.status == RECONNECT_REQUIRED:
+            out["message"] = reconnect_message(app.name)
         return out
+
+    # -- per-user settings and state -------------------------------------------------------------
+
+    def workspace_code(self, user_id: str) -> str:
+        return self._caller(user_id).code
+
+    def set_workspace_code(self, user_id: str, code: str | None) -> str:
+        """Set (or with None/"" reset to the user id) the code `{workspaceCode}` stands for."""
+        store = self._require_store()
+        if code and not _CODE.match(code):
+            raise InvalidInput("workspace code must be 1-128 letters, digits, '.', '_', '~' or '-'")
+        row = store.get(user_id, _SETTINGS_ROW)
+        stamp = self._next_stamp(row.updated_at if row else 0.0)
+        blob = self.cipher.encrypt_json({"workspaceCode": code or ""}, _context(user_id, _SETTINGS_ROW))
+        store.put(ExternalServer(user_id, _SETTINGS_ROW, "", blob, created_at=stamp, updated_at=stamp))
+        for key in [k for k in self._cache if k[1] == user_id or k[0] == user_id]:
+            self._forget(key)
+        return code or user_id
+
+    def overview(self, user_id: str) -> list[dict[str, Any]]:
+        """Every app the user sees (theirs, then the operator's), with what the last discovery found
+        (tools, when) and the last error: for the portal."""
+        caller = self._caller(user_id)
+        out = []
+        for app in [*(self._app(r) for r in self._rows(user_id)), *self.operator_apps.values()]:
+            view = self.view(app)
+            state = self._state(app, caller)
+            view.update(state)
+            view["connected"] = self._connected(app, caller)
+            out.append(view)
+        return out
+
+    def integrations(self, user_id: str) -> list[dict[str, Any]]:
+        """list_integrations entries ({name, version, connected}) for the user's apps and the operator's."""
+        caller = self._caller(user_id)
+        apps = [*(self._app(r) for r in self._rows(user_id)), *self.operator_apps.values()]
+        return [
+            {"name": a.name, "version": self._version(a, caller), "connected": self._connected(a, caller)}
+            for a in apps
+            if a.enabled
+        ]
+
+    def _version(self, app: App, caller: _Caller) -> str:
+        if app.kind == "openapi":
+            return app.version or "openapi"
+        entry = self._cache.get(self._key(app, caller))
+        return (entry.session.server_version if entry else "") or "mcp"
+
+    def _connected(self, app: App, caller: _Caller) -> bool:
+        if app.status == RECONNECT_REQUIRED:
+            return False
+        failure = self._failures.get(self._key(app, caller))
+        return not (failure is not None and isinstance(failure.error, AuthRejected))
+
+    def _state(self, app: App, caller: _Caller) -> dict[str, Any]:
+        """The stored discovery state (user apps) or this instance's (operator apps)."""
+        key = self._key(app, caller)
+        out: dict[str, Any] = {}
+        if not app.operator and self.store is not None:
+            row = self.store.get(app.owner, app.name)
+            if row is not None and row.state:
+                try:
+                    out = dict(json.loads(row.state))
+                except ValueError:
+                    out = {}
+        entry = self._cache.get(key)
+        if entry is not None and entry.discovered_at >= out.get("lastDiscovery", 0):
+            out["lastDiscovery"] = entry.discovered_at
+            out["tools"] = sorted(entry.tools)
+        failure = self._failures.get(key)
+        if failure is not None and "lastError" not in out:
+            out["lastError"] = explain(failure.error, app)
+        return out
+
+    def _record(self, app: App, state: dict[str, Any]) -> None:
+        if app.operator or self.store is None:
+            return
+        try:
+            self.store.set_state(app.owner, app.name, json.dumps(state))
+        except Exception as exc:  # the portal's view is best effort; discovery itself succeeded
+            _warn("external_state_not_saved", app=app.name, error=type(exc).__name__)
 
     # -- cache -----------------------------------------------------------------------------------
 
-    def invalidate(self, user_id: str, name: str) -> None:
-        key = (user_id, name)
+    def _forget(self, key: Key) -> None:
         self._cache.pop(key, None)
+        self._failures.pop(key, None)
         self._generation[key] = self._generation.get(key, 0) + 1
 
+    def invalidate(self, user_id: str, name: str) -> None:
+        self._forget((user_id, name))
+
     def clear_cache(self, user_id: str | None = None) -> int:
-        """Admin clear: drop every cached discovery on this instance (or one user's) and return how
-        many were dropped. With a user, their registrations are also re-stamped so every other
-        instance drops its entries too."""
-        keys = [k for k in self._cache if user_id is None or k[0] == user_id]
+        """Admin clear: drop cached discoveries and failure back-offs, for one user or for everyone,
+        and store the clear so every other instance drops its entries too. Returns how many entries
+        this instance dropped."""
+        keys = [k for k in {*self._cache, *self._failures} if user_id is None or user_id in k]
         for key in keys:
-            self.invalidate(*key)
-        if user_id is not None and self.store is not None:
-            for server in self.store.list_for(user_id):
-                self.store.put(replace(server, updated_at=self._next_stamp(server)))
+            self._forget(key)
+        if self.store is not None:
+            owner, row_name = (user_id, _SETTINGS_ROW) if user_id is not None else (OPERATOR, _EPOCH_ROW)
+            row = self.store.get(owner, row_name)
+            stamp = self._next_stamp(row.updated_at if row else 0.0)
+            if row is None:
+                blob = self.cipher.encrypt_json({"workspaceCode": ""}, _context(owner, row_name))
+                row = ExternalServer(owner, row_name, "", blob, created_at=stamp)
+            self.store.put(replace(row, updated_at=stamp))
+        log_event("external_cache_cleared", user=user_id or "*", dropped=len(keys))
         return len(keys)
 
-    def _next_stamp(self, server: ExternalServer) -> float:
+    def _next_stamp(self, previous: float) -> float:
         # Strictly newer than the stored stamp even when the clock has not moved.
-        return max(self.clock(), server.updated_at + 0.001)
+        return max(self.clock(), previous + 0.001)
 
     # -- catalog ---------------------------------------------------------------------------------
 
-    async def catalog(self, user_id: str) -> list[ExternalTool]:
-        """The user's custom-app tools for this turn; a server that fails is skipped (and logged)."""
-        if self.store is None:
-            return []
-        servers = [s for s in self.store.list_for(user_id) if s.enabled and s.status == "ok"]
-        found = await asyncio.gather(*(self._tools_or_nothing(s) for s in servers))
-        return [t for tools in found for t in tools]
+    async def catalog(self, user_id: str, budget: float | None = None) -> list[ExternalTool]:
+        """The user's external tools for this search. Discovery shares one overall budget; what is
+        not known by then is left out (and goes on in the background)."""
+        caller = self._caller(user_id)
+        apps = [a for a in self._apps(caller) if a.enabled and a.status == "ok"]
+        now = self.clock()
+        known: list[_Entry] = []
+        waiting: list[asyncio.Future[_Entry]] = []
+        for app in apps:
+            key = self._key(app, caller)
+            stamp = _stamp(app, caller)
+            entry = self._cache.get(key)
+            if entry is not None and entry.expires_at > now and entry.stamp == stamp:
+                known.append(entry)
+                continue
+            failure = self._failures.get(key)
+            if failure is not None and failure.stamp == stamp:
+                if failure.until <= now:  # back-off over: retry, but never make this search wait
+                    self._keep(self._start(app, caller))
+                continue
+            waiting.append(self._start(app, caller))
+        if waiting:
+            limit = self.search_budget if budget is None else budget
+            done, pending = await asyncio.wait(waiting, timeout=limit)
+            for future in pending:
+                self._keep(future)
+            for future in done:
+                if not future.cancelled() and future.exception() is None:
+                    known.append(future.result())
+        return [t for entry in known for t in entry.tools.values()]
 
-    async def _tools_or_nothing(self, server: ExternalServer) -> list[ExternalTool]:
-        try:
-            return list((await self._discover(server)).tools.values())
-        except ExternalError as exc:
-            log_event("external_server_skipped", server=server.name, user=server.user_id, reason=str(exc))
-            return []
-        except Exception as exc:  # one user's broken server must never break their search
-            _warn("external_server_failed", server=server.name, user=server.user_id, error=type(exc).__name__)
-            return []
+    def _keep(self, future: asyncio.Future[Any]) -> None:
+        """Hold a background discovery until it ends (its result lands in the cache or back-off)."""
+        self._background.add(future)
+        future.add_done_callback(self._background.discard)
 
     async def lookup(self, principal: Any, name: str) -> tuple[Tool, Manifest] | None:
-        """Engine hook: the custom-app tool behind `name` for this principal, if any."""
-        if self.store is None:
-            return None
-        user_id = principal.user.id
+        """Engine hook: the external tool behind `name` for this principal, if any."""
+        caller = self._caller(principal.user.id)
         owners = sorted(
-            (s for s in self.store.list_for(user_id) if s.enabled and name.startswith(s.tool_prefix)),
-            key=lambda s: -len(s.tool_prefix),
+            (a for a in self._apps(caller) if a.enabled and name.startswith(a.tool_prefix)),
+            key=lambda a: -len(a.tool_prefix),
         )
         if not owners:
             return None
-        server = owners[0]
-        manifest = _manifest(server)
-        if server.status == RECONNECT_REQUIRED:
-            return _failing_tool(name, server.name, reconnect_message(server.name)), manifest
+        app = owners[0]
+        manifest = _manifest(app)
+        if app.status == RECONNECT_REQUIRED:
+            return _failing_tool(name, app.name, reconnect_message(app.name)), manifest
+        key = self._key(app, caller)
+        failure = self._failures.get(key)
+        if failure is not None and failure.until > self.clock() and failure.stamp == _stamp(app, caller):
+            return _failing_tool(name, app.name, explain(failure.error, app)), manifest
         try:
-            entry = await self._discover(server)
+            entry = await self._discover(app, caller)
         except ExternalError as exc:
-            return _failing_tool(name, server.name, explain(exc, server)), manifest
+            return _failing_tool(name, app.name, explain(exc, app)), manifest
         found = entry.tools.get(name)
         if found is None:
             return None
-        return self._tool(server, found), manifest
+        return self._tool(app, caller, found), manifest
 
-    def _tool(self, server: ExternalServer, ext: ExternalTool) -> Tool:
-        user_id, server_name = server.user_id, server.name
-
+    def _tool(self, app: App, caller: _Caller, ext: ExternalTool) -> Tool:
         async def run(args: dict[str, Any], ctx: Any) -> Any:
-            return await self.call(user_id, server_name, ext.name, args)
+            return await self._call(app, caller, ext.name, args)
 
         return Tool(
             name=ext.name,
             description=ext.description,
             fn=run,
             parameters=ext.input_schema,
-            integration=server.name,
+            integration=app.name,
         )
 
     async def call(self, user_id: str, server_name: str, tool_name: str, args: dict[str, Any]) -> Any:
-        """Route a call to its server with the original name; returns the first text block, else the
-        whole result. Raises RuntimeError with a user-facing message on failure."""
-        store = self._require_store()
-        server = store.get(user_id, server_name)
-        if server is None or not server.enabled:
+        """Route a call to its app (the user's own or the operator's). Raises RuntimeError with a
+        user-facing message on failure."""
+        app = self._find(user_id, server_name)
+        if app is None or not app.enabled:
             raise LookupError("Tool not found")
-        if server.status == RECONNECT_REQUIRED:
-            raise RuntimeError(reconnect_message(server.name))
+        return await self._call(app, self._caller(user_id), tool_name, args)
+
+    async def _call(self, app: App, caller: _Caller, tool_name: str, args: dict[str, Any]) -> Any:
+        # Re-read: the app may have been disabled, replaced or flagged since the lookup.
+        current = self._find(caller.user_id, app.name)
+        if current is None or not current.enabled:
+            raise LookupError("Tool not found")
+        app = current
+        if app.status == RECONNECT_REQUIRED:
+            raise RuntimeError(reconnect_message(app.name))
+        if app.kind == "openapi":
+            return await self._call_openapi(app, caller, tool_name, args)
         try:
-            entry = await self._discover(server)
+            entry = await self._discover(app, caller)
             ext = entry.tools.get(tool_name)
             if ext is None:
                 raise LookupError("Tool not found")
-            endpoint, secrets = self._endpoint(server)
-            result, session = await self.client.call_tool(endpoint, entry.session, ext.original, args)
+            endpoint = self._endpoint(app, caller)
+            result, session = await self.client.call_tool(
+                endpoint, entry.session, ext.original, args, ext.input_schema
+            )
             entry.session = session
         except AuthRejected as exc:
-            self._mark_reconnect(server)
-            raise RuntimeError(explain(exc, server)) from None
+            self._mark_reconnect(app, caller)
+            raise RuntimeError(explain(exc, app)) from None
         except ExternalError as exc:
-            raise RuntimeError(explain(exc, server)) from None
+            raise RuntimeError(explain(exc, app)) from None
+        secrets = endpoint.secrets
         if result.get("isError") is True:
             raise RuntimeError(scrub(_first_text(result) or "The external tool reported an error.", secrets))
         text = _first_text(result)
         return scrub(text if text is not None else result, secrets)
 
+    async def _call_openapi(self, app: App, caller: _Caller, tool_name: str, args: dict[str, Any]) -> Any:
+        op = next((o for o in app.operations if app.tool_prefix + o.name == tool_name), None)
+        if op is None:
+            raise LookupError("Tool not found")
+        try:
+            endpoint = self._endpoint(app, caller)
+        except ExternalError as exc:
+            raise RuntimeError(explain(exc, app)) from None
+        try:
+            req = build_request(endpoint.url, op, args)
+        except ValueError as exc:
+            raise RuntimeError(f"Invalid arguments for {tool_name}: {exc}") from None
+        params: list[tuple[str, str | int | float | bool | None]] = list(req.params)
+        headers = {**req.headers, "Accept": "application/json", **endpoint.headers}
+        if app.auth_type == "query":
+            params.append((app.header_name, endpoint.query_value))
+        timeout = app.timeout_ms / 1000
+        try:
+            async with (
+                asyncio.timeout(timeout),
+                httpx.AsyncClient(
+                    transport=self.client.transport,
+                    timeout=httpx.Timeout(timeout, connect=min(timeout, 10.0)),
+                    follow_redirects=False,
+                    headers={"User-Agent": "workbench/0.1"},
+                ) as http,
+                http.stream(
+                    req.method,
+                    req.url,
+                    params=params,
+                    headers=headers,
+                    cookies=req.cookies or None,
+                    json=req.json_body if req.has_json else None,
+                    data=req.form_body,
+                ) as response,
+            ):
+                body = bytearray()
+                async for chunk in response.aiter_bytes():
+                    body.extend(chunk)
+                    if len(body) > _MAX_RESULT_BYTES:
+                        raise RuntimeError(f"{app.name} answered more than {_MAX_RESULT_BYTES} bytes.")
+                status, ctype = response.status_code, response.headers.get("content-type", "")
+        except (TimeoutError, httpx.TimeoutException):
+            raise RuntimeError(explain(TimedOut(app.name, ""), app)) from None
+        except httpx.HTTPError:
+            raise RuntimeError(explain(Unreachable(app.name, ""), app)) from None
+        text = body.decode("utf-8", errors="replace")
+        value: Any = text
+        if "json" in ctype.lower() and text:
+            try:
+                value = json.loads(text)
+            except ValueError:
+                value = text
+        if status >= 400:
+            detail = text[:2000] if text else ""
+            raise RuntimeError(
+                scrub(f"{app.name} answered HTTP {status}: {detail}".rstrip(": "), endpoint.secrets)
+            )
+        return scrub(value if text else {"status": status}, endpoint.secrets)
+
     # -- discovery -------------------------------------------------------------------------------
 
-    async def _discover(self, server: ExternalServer) -> _Entry:
-        key = (server.user_id, server.name)
-        entry = self._cache.get(key)
-        if entry is not None and entry.expires_at > self.clock() and entry.stamp == server.updated_at:
-            return entry
+    def _start(self, app: App, caller: _Caller) -> asyncio.Future[_Entry]:
+        key = self._key(app, caller)
         pending = self._inflight.get(key)
         if pending is None or pending.done():
-            pending = asyncio.ensure_future(self._handshake(server, self._generation.get(key, 0)))
+            pending = asyncio.ensure_future(self._handshake(app, caller, self._generation.get(key, 0)))
             self._inflight[key] = pending
+            # A background discovery's failure is recorded as a back-off: mark it retrieved.
+            pending.add_done_callback(lambda f: f.cancelled() or f.exception())
             pending.add_done_callback(
                 lambda f: self._inflight.pop(key, None) if self._inflight.get(key) is f else None
             )
-        return await asyncio.shield(pending)
+        return pending
 
-    async def _handshake(self, server: ExternalServer, generation: int) -> _Entry:
-        endpoint, _ = self._endpoint(server)
+    async def _discover(self, app: App, caller: _Caller) -> _Entry:
+        key = self._key(app, caller)
+        entry = self._cache.get(key)
+        stamp = _stamp(app, caller)
+        if entry is not None and entry.expires_at > self.clock() and entry.stamp == stamp:
+            return entry
+        return await asyncio.shield(self._start(app, caller))
+
+    async def _handshake(self, app: App, caller: _Caller, generation: int) -> _Entry:
+        key = self._key(app, caller)
+        stamp = _stamp(app, caller)
         try:
-            session, raw = await self.client.handshake(endpoint)
-        except AuthRejected:
-            self._mark_reconnect(server)
+            raw: list[Any]
+            if app.kind == "openapi":
+                session = McpSession()
+                raw = [
+                    {"name": op.name, "description": op.description, "inputSchema": op.input_schema}
+                    for op in app.operations
+                ]
+            else:
+                session, raw = await self.client.handshake(self._endpoint(app, caller))
+        except ExternalError as exc:
+            if isinstance(exc, AuthRejected):
+                self._mark_reconnect(app, caller)
+            elif self._generation.get(key, 0) == generation:
+                previous = self._failures.get(key)
+                attempts = previous.attempts + 1 if previous and previous.stamp == stamp else 1
+                wait = min(BACKOFF_FIRST_SECONDS * 2 ** (attempts - 1), BACKOFF_MAX_SECONDS)
+                self._failures[key] = _Failure(exc, self.clock() + wait, stamp, attempts)
+            log_event("external_server_skipped", server=app.name, user=caller.user_id, reason=str(exc))
+            self._record(app, {"lastError": explain(exc, app), "lastErrorAt": self.clock()})
             raise
         tools: dict[str, ExternalTool] = {}
         for item in raw:
             why = problem(item)
             label = str(item.get("name"))[:80] if isinstance(item, dict) else "?"
-            full = server.tool_prefix + label
+            full = app.tool_prefix + label
             if why is None and self.registry.find(full) is not None:
                 why = "its name collides with a built-in or plugin tool"
             if why is None and full in tools:
                 why = "the server listed it twice"
             if why is not None:
-                _warn(
-                    "external_tool_dropped", server=server.name, user=server.user_id, tool=label, reason=why
-                )
+                _warn("external_tool_dropped", server=app.name, user=caller.user_id, tool=label, reason=why)
                 continue
             schema = item.get("inputSchema") or {"type": "object", "properties": {}}
-            tools[full] = ExternalTool(server.name, full, item["name"], item.get("description") or "", schema)
-        entry = _Entry(tools, session, self.clock() + self.ttl, server.updated_at)
-        key = (server.user_id, server.name)
+            tools[full] = ExternalTool(
+                app.name, full, str(item["name"]), str(item.get("description") or ""), dict(schema)
+            )
+        now = self.clock()
+        entry = _Entry(tools, session, now + self.ttl, stamp, now)
         if self._generation.get(key, 0) == generation:
             self._cache[key] = entry
+            self._failures.pop(key, None)
+        if app.kind == "mcp":
+            self._record(app, {"lastDiscovery": now, "tools": sorted(tools)})
         return entry
 
-    def _mark_reconnect(self, server: ExternalServer) -> None:
-        store = self._require_store()
-        current = store.get(server.user_id, server.name)
-        if current is not None and current.status != RECONNECT_REQUIRED:
-            store.put(replace(current, status=RECONNECT_REQUIRED, updated_at=self._next_stamp(current)))
-        self.invalidate(server.user_id, server.name)
-        log_event("external_server_reconnect_required", server=server.name, user=server.user_id)
+    def _mark_reconnect(self, app: App, caller: _Caller) -> None:
+        self._forget(self._key(app, caller))
+        if app.operator:  # nothing stored to flag: remembered as a failure (an auth one) instead
+            self._failures[self._key(app, caller)] = _Failure(
+                AuthRejected(app.name, 401),
+                self.clock() + BACKOFF_FIRST_SECONDS,
+                _stamp(app, caller),
+            )
+        else:
+            store = self._require_store()
+            current = store.get(app.owner, app.name)
+            if current is not None and current.status != RECONNECT_REQUIRED:
+                store.put(
+                    replace(
+                        current, status=RECONNECT_REQUIRED, updated_at=self._next_stamp(current.updated_at)
+                    )
+                )
+        log_event("external_server_reconnect_required", server=app.name, user=caller.user_id)
 
-    def _config(self, server: ExternalServer) -> dict[str, str]:
-        value = self.cipher.decrypt_json(server.config, _context(server.user_id, server.name))
-        assert isinstance(value, dict)
-        return {"url": str(value.get("url", "")), "auth": str(value.get("auth", ""))}
+    # -- apps, callers, endpoints ----------------------------------------------------------------
 
-    def _endpoint(self, server: ExternalServer) -> tuple[Endpoint, list[str]]:
+    def _rows(self, user_id: str) -> list[ExternalServer]:
+        """The user's app rows (settings rows, whose names start with '#', left out)."""
+        if self.store is None:
+            return []
+        return [r for r in self.store.list_for(user_id) if not r.name.startswith("#")]
+
+    def _apps(self, caller: _Caller) -> list[App]:
+        return [*(self._app(r) for r in self._rows(caller.user_id)), *self.operator_apps.values()]
+
+    def _find(self, user_id: str, name: str) -> App | None:
+        if name in self.operator_apps:
+            return self.operator_apps[name]
+        if self.store is None or name.startswith("#"):
+            return None
+        row = self.store.get(user_id, name)
+        return self._app(row) if row is not None else None
+
+    def _app(self, row: ExternalServer) -> App:
+        value = self.cipher.decrypt_json(row.config, _context(row.user_id, row.name))
+        cfg = value if isinstance(value, dict) else {}
+        kind = str(cfg.get("kind", "mcp"))
+        operations: tuple[Operation, ...] = ()
+        if kind == "openapi" and cfg.get("ops"):
+            data = json.loads(zlib.decompress(base64.b64decode(str(cfg["ops"]))))
+            operations = tuple(Operation.from_json(op) for op in data)
+        return App(
+            owner=row.user_id,
+            name=row.name,
+            tool_prefix=row.tool_prefix,
+            kind=kind,
+            url=str(cfg.get("url", "")),
+            auth_type=row.auth_type,
+            header_name=row.header_name,
+            auth_value=str(cfg.get("auth", "")),
+            enabled=row.enabled,
+            timeout_ms=row.timeout_ms,
+            status=row.status,
+            updated_at=row.updated_at,
+            operations=operations,
+            title=str(cfg.get("title", "")),
+            version=str(cfg.get("version", "")),
+        )
+
+    def _caller(self, user_id: str) -> _Caller:
+        """The user's workspace code and the newest clear that concerns them (two key reads)."""
+        if self.store is None:
+            return _Caller(user_id, user_id, 0.0)
+        row = self.store.get(user_id, _SETTINGS_ROW)
+        epoch = self.store.get(OPERATOR, _EPOCH_ROW)
+        code = ""
+        if row is not None:
+            value = self.cipher.decrypt_json(row.config, _context(user_id, _SETTINGS_ROW))
+            code = str(value.get("workspaceCode", "")) if isinstance(value, dict) else ""
+        stamp = max(row.updated_at if row else 0.0, epoch.updated_at if epoch else 0.0)
+        return _Caller(user_id, code or user_id, stamp)
+
+    @staticmethod
+    def _key(app: App, caller: _Caller | None) -> Key:
+        """The seed's cache key, (server, workspace): a user app belongs to one user; an operator
+        app is shared by everyone with the same workspace code."""
+        if app.operator:
+            return (f"{OPERATOR}:{app.name}", caller.code if caller else "")
+        return (app.owner, app.name)
+
+    def _endpoint(self, app: App, caller: _Caller) -> _Target:
         """URL and headers for this workspace, with the secret values they contain."""
-        cfg = self._config(server)
-        code = server.user_id
-        reader = self.vault.reader(server.user_id)
+        code = caller.code
+        reader = self.vault.reader(app.owner) if not app.operator else _no_vault
         secrets: list[str] = []
         try:
-            url_res = resolve(cfg["url"].replace(WORKSPACE, quote(code, safe="")), vault=reader)
+            url_res = resolve(app.url.replace(WORKSPACE, quote(code, safe="")), vault=reader)
             headers: dict[str, str] = {}
-            if server.auth_type in ("bearer", "header"):
-                auth_res = resolve(cfg["auth"].replace(WORKSPACE, code), vault=reader)
-                value = str(auth_res.value)
-                secrets.extend(auth_res.secrets)
+            query_value = ""
+            if app.auth_type in ("bearer", "header", "query"):
+                if app.operator:
+                    value = app.auth_value.replace(WORKSPACE, code)
+                else:
+                    auth_res = resolve(app.auth_value.replace(WORKSPACE, code), vault=reader)
+                    value = str(auth_res.value)
+                    secrets.extend(auth_res.secrets)
                 if value != code:
                     secrets.append(value)
-                if server.auth_type == "bearer":
+                if app.auth_type == "bearer":
                     headers["Authorization"] = f"Bearer {value}"
+                elif app.auth_type == "header":
+                    headers[app.header_name] = value
                 else:
-                    headers[server.header_name] = value
+                    query_value = value
         except (BadRef, VaultMissing) as exc:
-            raise ExternalError(server.name, f"Custom app '{server.name}' is misconfigured: {exc}.") from None
+            raise ExternalError(app.name, f"Custom app '{app.name}' is misconfigured: {exc}.") from None
         secrets.extend(url_res.secrets)
         # Checked again per call: a {{vault:...}} in the host can change after registration.
         try:
             host = urlsplit(str(url_res.value)).hostname or ""
         except ValueError:
-            raise ExternalError(server.name, f"Custom app '{server.name}' has an invalid URL.") from None
-        refused = self._refused_host(host)
+            raise ExternalError(app.name, f"Custom app '{app.name}' has an invalid URL.") from None
+        refused = None if app.operator else self._refused_host(host)
         if refused:
-            raise ExternalError(server.name, f"Custom app '{server.name}' is misconfigured: {refused}.")
-        kept = [s for s in secrets if s]
-        endpoint = Endpoint(server.name, str(url_res.value), headers, server.timeout_ms / 1000, tuple(kept))
-        return endpoint, kept
+            raise ExternalError(app.name, f"Custom app '{app.name}' is misconfigured: {refused}.")
+        kept = tuple(s for s in secrets if s)
+        return _Target(app.name, str(url_res.value), headers, app.timeout_ms / 1000, kept, query_value)
+
+
+@dataclass(frozen=True, slots=True)
+class _Target(Endpoint):
+    query_value: str = ""  # an OpenAPI app's API key sent as a query parameter
+
+
+def _stamp(app: App, caller: _Caller) -> tuple[float, float]:
+    return (app.updated_at, caller.stamp)
+
+
+def _no_vault(name: str) -> str | None:
+    return None  # operator values are never resolved against anyone's vault
+
+
+def parse_document(document: Any) -> Any:
+    """An OpenAPI document given as an object, or as JSON (or YAML, when PyYAML is installed) text."""
+    if isinstance(document, dict):
+        return document
+    if not isinstance(document, str | bytes) or not document:
+        raise InvalidInput("document is required: the OpenAPI document as JSON")
+    if len(document) > MAX_OPENAPI_CHARS:
+        raise InvalidInput(f"document is larger than {MAX_OPENAPI_CHARS} characters")
+    text = document.decode("utf-8", errors="replace") if isinstance(document, bytes) else document
+    try:
+        return json.loads(text)
+    except ValueError:
+        pass
+    try:
+        import yaml  # type: ignore[import-untyped]
+    except ImportError:
+        raise InvalidInput("document is not valid JSON (YAML documents need PyYAML installed)") from None
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise InvalidInput(f"document is neither JSON nor YAML ({type(exc).__name__})") from None
 
 
 # -- helpers -------------------------------------------------------------------------------------
@@ -549,14 +1061,16 @@ def _context(user_id: str, name: str) -> dict[str, str]:
     return {"user": user_id, "external_server": name, "field": "config"}
 
 
-def _manifest(server: ExternalServer) -> Manifest:
+def _manifest(app: App) -> Manifest:
+    what = "an OpenAPI app" if app.kind == "openapi" else "an external MCP tool server"
+    who = "configured by the operator" if app.operator else "registered by this user"
     return Manifest(
-        name=server.name,
-        version="external",
-        display_name=server.name,
+        name=app.name,
+        version=app.version or "external",
+        display_name=app.title or app.name,
         auth=NoAuth(),
-        tool_prefix=server.tool_prefix,
-        description="Custom app: an external MCP tool server registered by this user.",
+        tool_prefix=app.tool_prefix,
+        description=f"Custom app: {what} {who}.",
     )
 
 
@@ -575,21 +1089,21 @@ def reconnect_message(server: str) -> str:
     )
 
 
-def explain(exc: ExternalError, server: ExternalServer) -> str:
+def explain(exc: ExternalError, app: App) -> str:
     """The seed's failure table as messages for the agent."""
     if isinstance(exc, AuthRejected):
-        return f"{exc} {reconnect_message(server.name)}"
+        if app.operator:
+            return f"{exc} The gateway's operator has to fix its credentials; try again later."
+        return f"{exc} {reconnect_message(app.name)}"
     if isinstance(exc, TimedOut):
         return (
-            f"Transient error: external server '{server.name}' did not answer within "
-            f"{server.timeout_ms / 1000:g} s. Try again later."
+            f"Transient error: external server '{app.name}' did not answer within "
+            f"{app.timeout_ms / 1000:g} s. Try again later."
         )
     if isinstance(exc, ServerFailed):
-        return f"External server '{server.name}' failed with HTTP {exc.status} (retried once)."
+        return f"External server '{app.name}' failed with HTTP {exc.status} (retried once)."
     if isinstance(exc, Unreachable):
-        return (
-            f"External server '{server.name}' is unreachable; its tools are skipped for now. Try again later."
-        )
+        return f"External server '{app.name}' is unreachable; its tools are skipped for now. Try again later."
     return str(exc)
 
 

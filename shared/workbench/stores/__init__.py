@@ -131,6 +131,9 @@ class ExternalServer:
     status: str = "ok"  # or "reconnect_required" after the server answered 401/403
     created_at: float = 0.0
     updated_at: float = 0.0
+    # What the last discovery found, as non-secret JSON for the portal (tools, when, last error).
+    # Written alone by `set_state`, so a discovery never overwrites a newer registration.
+    state: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -281,6 +284,9 @@ class ExternalServerStore(Protocol):
     def get(self, user_id: str, name: str) -> ExternalServer | None: ...
     def list_for(self, user_id: str) -> list[ExternalServer]: ...
     def delete(self, user_id: str, name: str) -> bool: ...
+    def set_state(self, user_id: str, name: str, state: str) -> bool:
+        """Replace only the `state` of an existing row; False (and nothing written) if it is gone."""
+        ...
 
 
 class OAuthClientStore(Protocol):

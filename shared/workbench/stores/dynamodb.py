@@ -595,6 +595,7 @@ class DynamoExternalServers:
             status=_get_s(item, "status"),
             created_at=_get_n(item, "created_at"),
             updated_at=_get_n(item, "updated_at"),
+            state=_get_s(item, "state", ""),
         )
 
     def put(self, server: ExternalServer) -> None:
@@ -612,8 +613,21 @@ class DynamoExternalServers:
                 "status": _s(server.status),
                 "created_at": _n(server.created_at),
                 "updated_at": _n(server.updated_at),
+                "state": _s(server.state),
             },
         )
+
+    def set_state(self, user_id: str, name: str, state: str) -> bool:
+        done = self.t.conditional(
+            "update_item",
+            TableName=self.table,
+            Key={"user_id": _s(user_id), "name": _s(name)},
+            UpdateExpression="SET #s = :s",
+            ConditionExpression="attribute_exists(user_id)",
+            ExpressionAttributeNames={"#s": "state"},
+            ExpressionAttributeValues={":s": _s(state)},
+        )
+        return done is not None
 
     def get(self, user_id: str, name: str) -> ExternalServer | None:
         got = self.t.client.get_item(

@@ -204,6 +204,13 @@ class MemoryExternalServers:
     def delete(self, user_id: str, name: str) -> bool:
         return self._rows.pop((user_id, name), None) is not None
 
+    def set_state(self, user_id: str, name: str, state: str) -> bool:
+        row = self._rows.get((user_id, name))
+        if row is None:
+            return False
+        self._rows[(user_id, name)] = replace(row, state=state)
+        return True
+
 
 class MemoryOAuthClients:
     def __init__(self) -> None:

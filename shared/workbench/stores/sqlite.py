@@ -55,7 +55,8 @@ CREATE INDEX IF NOT EXISTS jots_user ON jots(user_id, updated_at);
 CREATE TABLE IF NOT EXISTS external_servers (
     user_id TEXT NOT NULL, name TEXT NOT NULL, tool_prefix TEXT NOT NULL, config BLOB NOT NULL,
     auth_type TEXT NOT NULL, header_name TEXT NOT NULL, enabled INTEGER NOT NULL, timeout_ms INTEGER NOT NULL,
-    status TEXT NOT NULL, created_at REAL NOT NULL, updated_at REAL NOT NULL, PRIMARY KEY (user_id, name));
+    status TEXT NOT NULL, created_at REAL NOT NULL, updated_at REAL NOT NULL, state TEXT NOT NULL DEFAULT '',
+    PRIMARY KEY (user_id, name));
 CREATE TABLE IF NOT EXISTS vault (
     user_id TEXT NOT NULL, name TEXT NOT NULL, blob BLOB NOT NULL, PRIMARY KEY (user_id, name));
 CREATE TABLE IF NOT EXISTS oauth_clients (client_id TEXT PRIMARY KEY, body TEXT NOT NULL);
@@ -75,6 +76,7 @@ _ADDED_COLUMNS = (
     ("connections", "verified_at", "REAL"),
     ("connections", "last_error", "TEXT NOT NULL DEFAULT ''"),
     ("connections", "last_error_at", "REAL"),
+    ("external_servers", "state", "TEXT NOT NULL DEFAULT ''"),
 )
 
 
@@ -412,12 +414,15 @@ class SqliteExternalServers:
             r["status"],
             r["created_at"],
             r["updated_at"],
+            r["state"],
         )
 
     def put(self, server: ExternalServer) -> None:
         with self.db.tx() as db:
             db.execute(
-                "INSERT OR REPLACE INTO external_servers VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "INSERT OR REPLACE INTO external_servers (user_id, name, tool_prefix, config, auth_type, "
+                "header_name, enabled, timeout_ms, status, created_at, updated_at, state) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     server.user_id,
                     server.name,
@@ -430,8 +435,16 @@ class SqliteExternalServers:
                     server.status,
                     server.created_at,
                     server.updated_at,
+                    server.state,
                 ),
             )
+
+    def set_state(self, user_id: str, name: str, state: str) -> bool:
+        with self.db.tx() as db:
+            cur = db.execute(
+                "UPDATE external_servers SET state = ? WHERE user_id = ? AND name = ?", (state, user_id, name)
+            )
+            return cur.rowcount == 1
 
     def get(self, user_id: str, name: str) -> ExternalServer | None:
         rows = self.db.query("SELECT * FROM external_servers WHERE user_id = ? AND name = ?", (user_id, name))
