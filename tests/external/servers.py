@@ -203,7 +203,8 @@ class Hang:
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] != "http":
             return
-        while not self.release.is_set():
+        # A threading.Event: it is set from the test thread, not this server's loop.
+        while not self.release.is_set():  # noqa: ASYNC110
             await asyncio.sleep(0.05)
         for message in _json_reply(503, {"error": "released"}):
             await send(message)
