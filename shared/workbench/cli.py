@@ -1,4 +1,5 @@
-"""`workbench` command line: run the local gateway, manage API keys, sign in to the local portal."""
+"""`workbench` command line: run the local gateway, manage API keys, sign in to the local portal,
+clear the external-server discovery caches."""
 
 from __future__ import annotations
 
@@ -161,6 +162,23 @@ def _signin_link(args: argparse.Namespace) -> int:
     return 0
 
 
+def _external_clear(args: argparse.Namespace) -> int:
+    """Admin clear of the external-server discovery cache. Caches live in each running instance,
+    so the clear is stored: every instance (local process or Lambda) sees it on its next request."""
+    gateway = _gateway(args)
+    assert gateway.external is not None
+    user_id = None
+    if args.user:
+        user = gateway.stores.users.by_email(args.user)
+        if user is None:
+            raise CliError(f"no user {args.user!r} on this gateway")
+        user_id = user.id
+    gateway.external.clear_cache(user_id)
+    who = f"user {args.user}" if args.user else "every user"
+    print(f"Cleared the external-server discovery cache for {who}.")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="workbench",
@@ -234,6 +252,23 @@ def build_parser() -> argparse.ArgumentParser:
         "--port", type=int, default=DEFAULT_PORT, help=f"the running gateway's port (default {DEFAULT_PORT})"
     )
     link.set_defaults(func=_signin_link, host=DEFAULT_HOST)
+
+    external = sub.add_parser(
+        "external",
+        help="external tool servers and custom apps (admin)",
+        description="External MCP servers and OpenAPI apps merged into users' catalogs.",
+    )
+    external_sub = external.add_subparsers(dest="external_command", required=True, metavar="ACTION")
+    clear = external_sub.add_parser(
+        "clear-cache",
+        help="clear the discovery cache of every instance, for everyone or one user",
+        description=(
+            "Forget every cached tool list and failure back-off, so the next search discovers again. "
+            "The clear is stored, so every running instance sees it."
+        ),
+    )
+    clear.add_argument("--user", metavar="EMAIL", help="only this user's entries")
+    clear.set_defaults(func=_external_clear)
     return parser
 
 

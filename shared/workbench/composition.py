@@ -245,6 +245,8 @@ def build_gateway(
         clock=clock,
         builtin_services=_BuiltinServices(stores, vault, build_browser_pool(settings)),
     )
+    from workbench.external.operator import operator_apps
+
     external = ExternalServers(
         stores.external_servers,
         cipher,
@@ -253,6 +255,7 @@ def build_gateway(
         clock=clock,
         # On a laptop a user's MCP servers often run on localhost or the LAN; on AWS they must not.
         allow_private_hosts=settings.store != "dynamodb",
+        operator_apps=operator_apps(settings.external_servers, settings.external_env, registry),
     )
     engine.extra_lookups.append(external.lookup)
     engine.builtin_services.external = external

@@ -5,6 +5,7 @@ Everything else receives a `Settings` instance; tests construct one directly.
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -74,6 +75,13 @@ class Settings:
     oauth_refresh_token_ttl: int = 30 * 86400
     # Tests only: also accept client ID metadata documents served over http://127.0.0.1.
     oauth_cimd_allow_loopback_http: bool = False
+    # Operator external servers / OpenAPI apps for every user (seed 004's config objects), from
+    # WORKBENCH_EXTERNAL_SERVERS (JSON) or the file WORKBENCH_EXTERNAL_SERVERS_FILE.
+    external_servers: tuple[Mapping[str, object], ...] = ()
+    # The values of the environment variables those configs name in `auth.envVar`.
+    external_env: Mapping[str, str] = field(default_factory=dict)
+    # Portal admins (lowercased emails): they may clear every user's discovery cache.
+    admin_emails: frozenset[str] = frozenset()
 
     @property
     def mcp_url(self) -> str:
@@ -98,9 +106,13 @@ class Settings:
         secret = self.plugin_env.get(f"{stem}_CLIENT_SECRET") or None
         return client_id, secret
 
+    def is_admin(self, email: str) -> bool:
+        return email.strip().lower() in self.admin_emails
+
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
         env = os.environ if env is None else env
+        external = _external_servers(env)
         store = env.get("WORKBENCH_STORE", "sqlite")
         if store not in ("memory", "sqlite", "dynamodb"):
             raise ValueError(f"WORKBENCH_STORE must be memory, sqlite or dynamodb, got {store!r}")
@@ -144,4 +156,40 @@ class Settings:
             oauth_refresh_token_ttl=_env_int(env, "WORKBENCH_OAUTH_REFRESH_TOKEN_TTL", 30 * 86400),
             oauth_cimd_allow_loopback_http=env.get("WORKBENCH_OAUTH_CIMD_ALLOW_LOOPBACK_HTTP", "") == "1",
             audit_retention_days=_env_int(env, "WORKBENCH_AUDIT_RETENTION_DAYS", 90),
+            external_servers=external,
+            external_env={
+                name: env[name]
+                for name in (_env_var_of(c) for c in external)
+                if name is not None and name in env
+            },
+            admin_emails=frozenset(
+                e.strip().lower() for e in env.get("WORKBENCH_ADMIN_EMAILS", "").split(",") if e.strip()
+            ),
         )
+
+
+def _external_servers(env: Mapping[str, str]) -> tuple[Mapping[str, object], ...]:
+    raw = env.get("WORKBENCH_EXTERNAL_SERVERS", "")
+    source = "WORKBENCH_EXTERNAL_SERVERS"
+    path = env.get("WORKBENCH_EXTERNAL_SERVERS_FILE", "")
+    if not raw.strip() and path:
+        source = f"WORKBENCH_EXTERNAL_SERVERS_FILE ({path})"
+        try:
+            raw = Path(path).read_text(encoding="utf-8")
+        except OSError as exc:
+            raise ValueError(f"{source} cannot be read: {exc.strerror}") from None
+    if not raw.strip():
+        return ()
+    try:
+        value = json.loads(raw)
+    except ValueError as exc:
+        raise ValueError(f"{source} is not valid JSON: {exc}") from None
+    if not isinstance(value, list) or not all(isinstance(v, dict) for v in value):
+        raise ValueError(f"{source} must be a JSON array of server objects")
+    return tuple(value)
+
+
+def _env_var_of(config: Mapping[str, object]) -> str | None:
+    auth = config.get("auth")
+    var = auth.get("envVar") if isinstance(auth, dict) else None
+    return var if isinstance(var, str) else None

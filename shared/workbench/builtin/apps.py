@@ -1,4 +1,5 @@
-"""apps_* tools: register, list, refresh and remove your own external MCP tool servers (custom apps).
+"""apps_* tools: register, list, refresh and remove your own custom apps: external MCP tool servers
+and OpenAPI apps (each operation of an OpenAPI 3.x document becomes a tool).
 
 Their arguments are taken literally (like vault_*): a `{{vault:NAME}}` in a URL or token is stored
 as a reference and resolved at each call, so the secret itself is never written into the
@@ -42,6 +43,38 @@ class HeaderSpec(BaseModel):
     type: Literal["header"]
     headerName: str = Field(min_length=1, max_length=64, description="e.g. X-Api-Key")
     value: str = Field(min_length=1, max_length=4096, description="Header value, best as {{vault:NAME}}")
+
+
+class QuerySpec(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    type: Literal["query"]
+    name: str = Field(min_length=1, max_length=64, description="Query parameter name, e.g. api_key")
+    value: str = Field(min_length=1, max_length=4096, description="Its value, best as {{vault:NAME}}")
+
+
+class RegisterOpenApi(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: str = Field(
+        description="Short id, lowercase (a-z, 0-9, '_', '-'); tools appear as <name>_<operationId>"
+    )
+    document: dict[str, Any] | str = Field(
+        description="The OpenAPI 3.0/3.1 document (an object, or JSON text)"
+    )
+    baseUrl: str | None = Field(
+        default=None,
+        description="The API's base URL; default: the document's first server. May contain {{vault:NAME}}.",
+    )
+    auth: NoAuthSpec | BearerSpec | HeaderSpec | QuerySpec | None = Field(
+        default=None, discriminator="type", description="none (default), bearer, header (API key) or query"
+    )
+    enabled: bool = True
+    toolPrefix: str | None = Field(default=None, description='Prefix for the tool names; default "<name>_"')
+    timeout: int = Field(default=30_000, ge=100, le=120_000, description="Milliseconds per call")
+    operations: list[str] | None = Field(
+        default=None,
+        description="Only these operationIds or tags (default: every operation)",
+        max_length=2000,
+    )
 
 
 class RegisterServer(BaseModel):
@@ -97,7 +130,30 @@ async def apps_register_server(args: RegisterServer, ctx: Any) -> dict[str, Any]
     return dict(await external.reconnect(ctx.user_id, args.name))
 
 
-@tool("apps_list", "List your custom apps (external MCP tool servers) and their status.", NoArgs)
+@tool(
+    "apps_register_openapi",
+    "Register (or replace) an OpenAPI 3.x document as a custom app: each operation becomes a tool named "
+    "<prefix><operationId>, its input from the parameters and a `body` property, its description from the "
+    "summary and description. Operations that cannot become tools are dropped and listed under `dropped`. "
+    "Use {{vault:NAME}} for API keys and tokens.",
+    RegisterOpenApi,
+)
+def apps_register_openapi(args: RegisterOpenApi, ctx: Any) -> dict[str, Any]:
+    view = ctx.services.external.register_openapi(
+        ctx.user_id,
+        name=args.name,
+        document=args.document,
+        base_url=args.baseUrl,
+        auth=args.auth.model_dump() if args.auth is not None else None,
+        enabled=args.enabled,
+        tool_prefix=args.toolPrefix,
+        timeout_ms=args.timeout,
+        operations=args.operations,
+    )
+    return dict(view)
+
+
+@tool("apps_list", "List your custom apps (MCP servers and OpenAPI apps) and their status.", NoArgs)
 def apps_list(args: NoArgs, ctx: Any) -> dict[str, Any]:
     return {"apps": ctx.services.external.list_for(ctx.user_id)}
 
@@ -118,4 +174,4 @@ def apps_remove(args: AppName, ctx: Any) -> dict[str, Any]:
     return {"removed": args.name}
 
 
-TOOLS = [apps_register_server, apps_list, apps_refresh, apps_remove]
+TOOLS = [apps_register_server, apps_register_openapi, apps_list, apps_refresh, apps_remove]
