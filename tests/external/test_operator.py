@@ -146,7 +146,7 @@ def test_config_mistakes_are_reported_at_start_up(tmp_path: Path, ups: Upstreams
         build_gateway(settings, registry=demo_registry())
 
     url = ups.url("plain")
-    with pytest.raises(OperatorConfigError, match="'x': auth.envVar NOPE is not set"):
+    with pytest.raises(OperatorConfigError, match=r"'x': auth\.envVar NOPE is not set"):
         start([{"name": "x", "url": url, "auth": {"type": "bearer", "envVar": "NOPE"}}])
     with pytest.raises(OperatorConfigError, match="unknown field"):
         start([{"name": "x", "url": url, "token": "literal"}])
