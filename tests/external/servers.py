@@ -16,6 +16,9 @@ paths (each with its own session manager):
 - /picky/mcp      modern-aware but speaks only 2025-06-18: answers modern requests with
                   UnsupportedProtocolVersion listing it
 - /hang/mcp       accepts the connection and never answers (until the test session ends)
+- /api/...        a plain HTTP API for OpenAPI apps: records each request and answers with what it
+                  received as JSON; a path ending in /missing answers 404, one ending in /leak echoes
+                  the request headers in an error
 
 The SDK's servers are dual-era (they serve both `initialize` sessions and 2026-07-28 requests); the
 wrappers above narrow one down to a single era the way real servers of that era behave.
@@ -210,6 +213,56 @@ class Hang:
             await send(message)
 
 
+@dataclass
+class Received:
+    method: str
+    raw_path: str
+    query: list[tuple[str, str]]
+    headers: dict[str, str]
+    body: bytes
+
+
+@dataclass
+class EchoApi:
+    """A REST upstream for OpenAPI apps (see the module docstring)."""
+
+    seen: list[Received] = field(default_factory=list)
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            return
+        chunks = []
+        more = True
+        while more:
+            message = await receive()
+            chunks.append(message.get("body", b""))
+            more = message.get("more_body", False)
+        from urllib.parse import parse_qsl
+
+        got = Received(
+            scope["method"],
+            scope.get("raw_path", scope["path"].encode()).decode(),
+            parse_qsl(scope["query_string"].decode(), keep_blank_values=True),
+            {k.decode().lower(): v.decode() for k, v in scope["headers"]},
+            b"".join(chunks),
+        )
+        self.seen.append(got)
+        if got.raw_path.endswith("/missing"):
+            reply = _json_reply(404, {"message": "Pet not found"})
+        elif got.raw_path.endswith("/leak"):
+            reply = _json_reply(500, {"headers": got.headers})
+        else:
+            try:
+                body: Any = json.loads(got.body) if got.body else None
+            except ValueError:
+                body = got.body.decode()
+            reply = _json_reply(
+                200, {"method": got.method, "path": got.raw_path, "query": got.query, "body": body}
+            )
+        for message in reply:
+            await send(message)
+
+
 class _Verifier:
     async def verify_token(self, token: str) -> AccessToken | None:
         return AccessToken(token=token, client_id="workbench", scopes=[]) if token == BEARER_TOKEN else None
@@ -388,6 +441,7 @@ class Upstreams:
     recorders: dict[str, Recorder]
     script: Scripted
     hang: Hang
+    api: EchoApi
 
     def url(self, name: str) -> str:
         return f"{self.base}/{name}/mcp"
@@ -397,6 +451,7 @@ class Upstreams:
             r.reset()
         self.script.tools = default_odd_tools()
         self.script.by_code.clear()
+        self.api.seen.clear()
 
 
 @asynccontextmanager
@@ -423,12 +478,14 @@ def start_upstreams() -> tuple[Upstreams, uvicorn.Server, threading.Thread]:
         "legacy": EraFilter(legacy.streamable_http_app(json_response=True), "legacy"),
         "picky": EraFilter(picky.streamable_http_app(json_response=True), "picky"),
         "hang": hang,
+        "api": EchoApi(),
     }
     managers = [plain.session_manager, sse.session_manager, bearer.session_manager]
     managers += [odd.session_manager, workspace.session_manager]
     managers += [modern.session_manager, legacy.session_manager, picky.session_manager]
     recorders = {name: Recorder(app) for name, app in apps.items()}
-    routes = [Mount(f"/{n}", app=r) for n, r in recorders.items() if n != "w"]
+    routes = [Mount(f"/{n}", app=r) for n, r in recorders.items() if n not in ("w", "api")]
+    routes.append(Mount("/api", app=apps["api"]))
     routes.append(Mount("/w/{code}", app=recorders["w"]))
     root = Starlette(routes=routes, lifespan=lambda app: _lifespan(managers))
     port = free_port()
@@ -444,4 +501,4 @@ def start_upstreams() -> tuple[Upstreams, uvicorn.Server, threading.Thread]:
         if time.monotonic() > deadline or not thread.is_alive():
             raise RuntimeError("the test MCP servers did not start")
         time.sleep(0.02)
-    return Upstreams(f"http://127.0.0.1:{port}", recorders, script, hang), server, thread
+    return Upstreams(f"http://127.0.0.1:{port}", recorders, script, hang, apps["api"]), server, thread

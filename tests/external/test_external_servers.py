@@ -312,6 +312,7 @@ async def test_malformed_schema_dropped_with_warning_others_load(
         "odd_headers",
         "odd_lookup",
         "odd_picture",
+        "odd_regional",
         "odd_rpc_fail",
         "odd_slow",
         "odd_title",
@@ -321,6 +322,7 @@ async def test_malformed_schema_dropped_with_warning_others_load(
         ("external_tool_dropped", "broken_props"),
         ("external_tool_dropped", "broken_extra"),
         ("external_tool_dropped", "bad name!"),
+        ("external_tool_dropped", "bad_header"),  # x-mcp-header on a number (2026-07-28 rule)
     }
     assert await agent.run("odd_broken_props", q="x") == {"error": "Tool not found"}
 

@@ -53,7 +53,12 @@ def audit_text(gw: Gateway, agent: Agent) -> str:
 
 
 def tool_calls(ups: Upstreams, server: str) -> list[Any]:
-    return [s.body["params"] for s in ups.recorders[server].seen if s.method == "tools/call"]
+    """tools/call params as sent, less the 2026-07-28 per-request `_meta` envelope."""
+    return [
+        {k: v for k, v in s.body["params"].items() if k != "_meta"}
+        for s in ups.recorders[server].seen
+        if s.method == "tools/call"
+    ]
 
 
 async def test_custom_app_secret_reaches_upstream_only(

@@ -30,7 +30,7 @@ __all__ = ["OperatorConfigError", "operator_apps"]
 
 _NAME = re.compile(r"^[a-z][a-z0-9_-]{0,39}$")
 _PREFIX = re.compile(r"^[A-Za-z0-9_.-]{1,48}$")
-_HEADER = re.compile(r"^[A-Za-z0-9-]{1,64}$")
+_HEADER = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,64}$")  # an RFC 9110 token
 _FIELDS = {"name", "url", "auth", "enabled", "toolPrefix", "timeout", "type", "spec", "document"}
 
 

@@ -92,7 +92,7 @@ MAX_OPENAPI_CHARS = 5_000_000
 
 _NAME = re.compile(r"^[a-z][a-z0-9_-]{0,39}$")
 _PREFIX = re.compile(r"^[A-Za-z0-9_.-]{1,48}$")
-_HEADER = re.compile(r"^[A-Za-z0-9-]{1,64}$")
+_HEADER = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,64}$")  # an RFC 9110 token
 _CODE = re.compile(r"^[A-Za-z0-9._~-]{1,128}$")
 _QUERY_NAME = re.compile(r"^[A-Za-z0-9_.~-]{1,64}$")
 _FORBIDDEN_HEADERS = frozenset(
@@ -1028,7 +1028,7 @@ def _no_vault(name: str) -> str | None:
 
 
 def parse_document(document: Any) -> Any:
-    """An OpenAPI document given as an object, or as JSON (or YAML, when PyYAML is installed) text."""
+    """An OpenAPI document given as an object, or as JSON or YAML text."""
     if isinstance(document, dict):
         return document
     if not isinstance(document, str | bytes) or not document:
@@ -1040,14 +1040,12 @@ def parse_document(document: Any) -> Any:
         return json.loads(text)
     except ValueError:
         pass
-    try:
-        import yaml  # type: ignore[import-untyped]
-    except ImportError:
-        raise InvalidInput("document is not valid JSON (YAML documents need PyYAML installed)") from None
+    import yaml  # type: ignore[import-untyped]  # only for YAML documents
+
     try:
         return yaml.safe_load(text)
     except yaml.YAMLError as exc:
-        raise InvalidInput(f"document is neither JSON nor YAML ({type(exc).__name__})") from None
+        raise InvalidInput(f"document is neither valid JSON nor valid YAML ({type(exc).__name__})") from None
 
 
 # -- helpers -------------------------------------------------------------------------------------
