@@ -18,6 +18,7 @@ then the API's base URL (default: the document's first server), and `auth` may a
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -108,6 +109,7 @@ def _one(raw: Mapping[str, Any], env: Mapping[str, str]) -> App:
         auth_value=value,
         enabled=enabled,
         timeout_ms=timeout,
+        updated_at=time.time(),  # when configured: constant for this process (cache stamps compare it)
         operations=operations,
         title=title,
         version=version,

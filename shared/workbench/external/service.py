@@ -587,6 +587,11 @@ class ExternalServers:
         """The stored discovery state (user apps) or this instance's (operator apps)."""
         key = self._key(app, caller)
         out: dict[str, Any] = {}
+        if app.kind == "openapi":  # known from the document itself: "discovered" when registered
+            return {
+                "lastDiscovery": app.updated_at,
+                "tools": [app.tool_prefix + op.name for op in app.operations],
+            }
         if not app.operator and self.store is not None:
             row = self.store.get(app.owner, app.name)
             if row is not None and row.state:

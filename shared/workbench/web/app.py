@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from starlette.applications import Starlette
 from starlette.routing import BaseRoute
 
+from workbench.web.apps import apps_routes
 from workbench.web.connect import connect_routes
 from workbench.web.context import WebContext
 from workbench.web.portal import portal_routes
@@ -27,7 +28,7 @@ __all__ = ["create_web_app", "web_routes"]
 def web_routes(gateway: Gateway, *, local: bool = False) -> list[BaseRoute]:
     """`local`: served by `workbench serve` (the sign-in page then points at the printed link)."""
     web = WebContext(gateway, local=local)
-    return [*signin_routes(web), *portal_routes(web), *connect_routes(web)]
+    return [*signin_routes(web), *portal_routes(web), *apps_routes(web), *connect_routes(web)]
 
 
 def create_web_app(gateway: Gateway) -> Starlette:

@@ -75,12 +75,14 @@ code.secret { display:block; padding:.75rem; background:#101828; color:#fff; bor
   word-break: break-all; font-size: .95rem; }
 .inline { display:inline; }
 .help { font-size: .9rem; color: var(--muted); margin: .25rem 0 0; }
+textarea, select { font: inherit; padding: .5rem; border:1px solid #98a2b3; border-radius: 6px; max-width: 100%; }
 """
 
 _NAV = (
     ("integrations", "/portal/integrations", "Integrations"),
     ("api-keys", "/portal/api-keys", "API key"),
     ("clients", "/portal/clients", "MCP clients"),
+    ("apps", "/portal/apps", "Custom apps"),
 )
 
 
