@@ -255,7 +255,8 @@ def build_gateway(
         clock=clock,
         # On a laptop a user's MCP servers often run on localhost or the LAN; on AWS they must not.
         allow_private_hosts=settings.store != "dynamodb",
-        operator_apps=operator_apps(settings.external_servers, settings.external_env, registry),
+        operator_apps=operator_apps(settings.external_servers, registry, settings.external_env),
+        operator_secret=settings.external_env.get,
     )
     engine.extra_lookups.append(external.lookup)
     engine.builtin_services.external = external

@@ -8,8 +8,9 @@ keeps seed 004's `ExternalServerConfig` fields:
      "auth": {"type": "bearer", "envVar": "LINEAR_MCP_TOKEN"},
      "enabled": true, "toolPrefix": "lin_", "timeout": 30000}
 
-`auth` is `{"type": "bearer", "envVar"}` or `{"type": "header", "headerName", "envVar"}` (the value
-is read from that environment variable), or absent. An OpenAPI app adds `"type": "openapi"` and
+`auth` is `{"type": "bearer", "envVar"}` or `{"type": "header", "headerName", "envVar"}`, or absent.
+The value is read, when a request needs it, from the secret of that name: the environment variable
+locally, or the run-time secret's key on AWS (so it need not be in the function configuration). An OpenAPI app adds `"type": "openapi"` and
 its document, as `"spec": "<path to a JSON/YAML file>"` or inline as `"document": {...}`; `url` is
 then the API's base URL (default: the document's first server), and `auth` may also be
 `{"type": "query", "name", "envVar"}`. Every mistake is reported at start-up, naming the entry.
@@ -40,8 +41,10 @@ class OperatorConfigError(ValueError):
 
 
 def operator_apps(
-    configs: Sequence[Mapping[str, Any]], env: Mapping[str, str], registry: Registry
+    configs: Sequence[Mapping[str, Any]], registry: Registry, env: Mapping[str, str] | None = None
 ) -> list[App]:
+    """The configured apps. With `env` (the secrets are environment variables), a secret that is not
+    set is reported now; otherwise it is reported by the first request that needs it."""
     apps: list[App] = []
     for index, raw in enumerate(configs):
         label = f"external server #{index + 1}"
@@ -58,7 +61,7 @@ def operator_apps(
     return apps
 
 
-def _one(raw: Mapping[str, Any], env: Mapping[str, str]) -> App:
+def _one(raw: Mapping[str, Any], env: Mapping[str, str] | None) -> App:
     unknown = set(raw) - _FIELDS
     if unknown:
         raise OperatorConfigError(f"unknown field(s) {', '.join(sorted(unknown))}")
@@ -116,7 +119,7 @@ def _one(raw: Mapping[str, Any], env: Mapping[str, str]) -> App:
     )
 
 
-def _auth(auth: Any, env: Mapping[str, str], kind: str) -> tuple[str, str, str]:
+def _auth(auth: Any, env: Mapping[str, str] | None, kind: str) -> tuple[str, str, str]:
     if auth is None:
         return "none", "", ""
     if not isinstance(auth, Mapping):
@@ -130,20 +133,19 @@ def _auth(auth: Any, env: Mapping[str, str], kind: str) -> tuple[str, str, str]:
     var = auth.get("envVar")
     if not isinstance(var, str) or not var:
         raise OperatorConfigError("auth.envVar must name the environment variable that holds the secret")
-    value = env.get(var)
-    if not value:
+    if env is not None and not env.get(var):
         raise OperatorConfigError(f"auth.envVar {var} is not set")
     if kind_of == "bearer":
-        return "bearer", "", value
+        return "bearer", "", var
     if kind_of == "query":
         param = auth.get("name")
         if not isinstance(param, str) or not param:
             raise OperatorConfigError("auth.name must be the query parameter's name")
-        return "query", param, value
+        return "query", param, var
     header = auth.get("headerName")
     if not isinstance(header, str) or not _HEADER.match(header):
         raise OperatorConfigError("auth.headerName must be an HTTP header name")
-    return "header", header, value
+    return "header", header, var
 
 
 def _check_collisions(apps: list[App], registry: Registry) -> None:

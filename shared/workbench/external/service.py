@@ -133,7 +133,9 @@ class App:
     url: str  # MCP endpoint, or the OpenAPI app's base URL (a template)
     auth_type: str  # none | bearer | header | query
     header_name: str  # the header (header auth) or query parameter (query auth)
-    auth_value: str  # a template (user apps) or the value itself (operator apps, from env)
+    # A template (user apps), or for operator apps the name of the secret that holds the value
+    # (seed 004's `envVar`), read when a request needs it.
+    auth_value: str
     enabled: bool = True
     timeout_ms: int = DEFAULT_TIMEOUT_MS
     status: str = "ok"
@@ -192,6 +194,7 @@ class ExternalServers:
         ttl: float = CACHE_TTL_SECONDS,
         allow_private_hosts: bool = True,
         operator_apps: Sequence[App] = (),
+        operator_secret: Callable[[str], str | None] | None = None,
         search_budget: float = SEARCH_BUDGET_SECONDS,
     ) -> None:
         self.store = store
@@ -206,6 +209,9 @@ class ExternalServers:
         self.allow_private_hosts = allow_private_hosts
         self.search_budget = search_budget
         self.operator_apps: dict[str, App] = {a.name: a for a in operator_apps}
+        # Reads an operator app's secret by its envVar name: the environment locally, the run-time
+        # secret on AWS (cached there), so nothing secret needs to sit in the function configuration.
+        self.operator_secret = operator_secret or (lambda name: None)
         self._cache: dict[Key, _Entry] = {}
         self._failures: dict[Key, _Failure] = {}
         # Bumped on every invalidation, so a handshake that started before it cannot repopulate.
@@ -991,7 +997,14 @@ class ExternalServers:
             query_value = ""
             if app.auth_type in ("bearer", "header", "query"):
                 if app.operator:
-                    value = app.auth_value.replace(WORKSPACE, code)
+                    secret = self.operator_secret(app.auth_value)
+                    if not secret:
+                        raise ExternalError(
+                            app.name,
+                            f"External server '{app.name}' is misconfigured: the operator has not set "
+                            f"{app.auth_value}.",
+                        )
+                    value = secret.replace(WORKSPACE, code)
                 else:
                     auth_res = resolve(app.auth_value.replace(WORKSPACE, code), vault=reader)
                     value = str(auth_res.value)
