@@ -19,6 +19,7 @@ import httpx
 from pydantic import ValidationError
 
 from workbench.auth import Principal
+from workbench.blocking import BlockingPool
 from workbench.credentials import Credentials, InjectedAuth, token_of
 from workbench.errors import CredentialError
 from workbench.jsontext import nesting_exceeds
@@ -217,6 +218,8 @@ class Engine:
         self.extra_lookups: list[ExtraToolLookup] = []  # custom apps / external servers
         self._transport = transport
         self._shared_transport: httpx.AsyncBaseTransport | None = None
+        # Sync tools run here, off the event loop: one thread per concurrent execution of a batch.
+        self.tool_pool = BlockingPool(concurrency, "workbench-tool")
 
     def http_client(self, manifest: Manifest, auth: httpx.Auth) -> httpx.AsyncClient:
         if self._shared_transport is None:
@@ -364,7 +367,9 @@ class Engine:
                 args = SimpleNamespace(**call.args)
 
         ctx: ToolContext = _Context(self, scope.principal.user, manifest, conn)
-        result = await tool.execute(args, signal, emit, ctx)  # never raises: failures come back as text
+        result = await tool.execute(
+            args, signal, emit, ctx, pool=self.tool_pool
+        )  # never raises: failures come back as text
         if not result.success:
             return {"error": result.text}, manifest.name, audit_error, True
         if nesting_exceeds(result.json, MAX_RESULT_DEPTH):

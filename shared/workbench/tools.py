@@ -12,6 +12,9 @@ and an execute function, sync or async:
     async def list_prs(args: ListPrs, ctx: ToolContext) -> Any:
         return (await ctx.http.get(f"/repos/{args.owner}/{args.repo}/pulls")).json()
 
+A sync execute function runs in a thread (the engine's pool for sync tools), never on the event
+loop, so a slow one holds up neither the rest of its batch nor other requests.
+
 `Tool.execute(input, signal, emit)` always returns a `ToolResult` and never raises: a pre-aborted
 signal skips the function, an abort mid-flight wins the race even if the function ignores it, an
 abort that lands after the function resolved still wins, and an exception becomes
@@ -32,6 +35,7 @@ if TYPE_CHECKING:
     import httpx
 
     from workbench.stores import User
+    from workbench.blocking import BlockingPool
 
 __all__ = [
     "CancelSignal",
@@ -172,6 +176,7 @@ class Tool:
     scopes: tuple[str, ...] = ()
     _schema: dict[str, Any] | None = field(default=None, repr=False)
     _arity: int | None = field(default=None, repr=False)  # positional parameters fn takes
+    _is_async: bool = field(default=False, repr=False)
 
     def json_schema(self) -> dict[str, Any]:
         if self._schema is None:
@@ -189,17 +194,20 @@ class Tool:
         signal: CancelSignal | None = None,
         emit: EmitFn | None = None,
         ctx: ToolContext | None = None,
+        *,
+        pool: BlockingPool | None = None,
     ) -> ToolResult:
-        """Run the function; always returns a ToolResult (see the module docstring)."""
+        """Run the function; always returns a ToolResult (see the module docstring). A sync
+        function runs in `pool` (the engine's), or in asyncio's default thread pool."""
         if signal is not None and signal.aborted:
             return _aborted(signal)
         if ctx is not None:
             ctx.signal, ctx.emit = signal, emit
         try:
             if signal is None:
-                value = await self._call(input, ctx, emit)
+                value = await self._call(input, ctx, emit, pool)
             else:
-                value = await _race(self._call(input, ctx, emit), signal)
+                value = await _race(self._call(input, ctx, emit, pool), signal)
         except _Aborted:
             return _aborted(signal)
         except Exception as exc:
@@ -212,15 +220,21 @@ class Tool:
             return value
         return ToolResult(True, value, _summary(value))
 
-    async def _call(self, input: Any, ctx: ToolContext | None, emit: EmitFn | None) -> Any:
+    async def _call(
+        self, input: Any, ctx: ToolContext | None, emit: EmitFn | None, pool: BlockingPool | None
+    ) -> Any:
         fn = self.fn
         if self._arity is None:  # inspect.signature is slow: once per tool, not once per call
             self._arity = max(_positional_count(fn), 1)
+            self._is_async = inspect.iscoroutinefunction(fn)
         call_args: tuple[Any, ...] = (input, ctx, emit)[: self._arity]
-        if inspect.iscoroutinefunction(fn):
+        if self._is_async:
             return await fn(*call_args)
-        value = fn(*call_args)
-        if inspect.isawaitable(value):
+        if pool is not None:
+            value = await pool.run(fn, *call_args)
+        else:
+            value = await asyncio.to_thread(fn, *call_args)
+        if inspect.isawaitable(value):  # a sync function that returned a coroutine
             return await value
         return value
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import threading
+import time
 from typing import Any
 
 import httpx
@@ -66,6 +68,33 @@ async def free_slow(args: SlowArgs, ctx: Any) -> Any:
     return {"slept": args.ms}
 
 
+class BlockingArgs(BaseModel):
+    ms: int = 50
+
+
+class SyncGauge:
+    """Counts how many blocking sync tools run at once, and on which threads."""
+
+    lock = threading.Lock()
+    current = 0
+    peak = 0
+    threads: set[str] = set()
+
+
+@tool("free_block", "Block its thread a while with time.sleep (a sync tool).", BlockingArgs)
+def free_block(args: BlockingArgs, ctx: Any) -> Any:
+    with SyncGauge.lock:
+        SyncGauge.current += 1
+        SyncGauge.peak = max(SyncGauge.peak, SyncGauge.current)
+        SyncGauge.threads.add(threading.current_thread().name)
+    try:
+        time.sleep(args.ms / 1000)
+    finally:
+        with SyncGauge.lock:
+            SyncGauge.current -= 1
+    return {"slept": args.ms}
+
+
 class ItemArgs(BaseModel):
     value: Any = None
     label: str = "default-label"
@@ -98,7 +127,7 @@ def free_throw(args: NoArgs, ctx: Any) -> Any:
 def demo_registry() -> Registry:
     registry = build_registry(plugins=False)
     registry.add(DEMO, lambda: [demo_echo, demo_fail])
-    registry.add(FREE, lambda: [free_slow, free_item, free_broken, free_const, free_throw])
+    registry.add(FREE, lambda: [free_slow, free_item, free_broken, free_const, free_throw, free_block])
     return registry
 
 

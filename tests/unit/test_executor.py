@@ -11,7 +11,7 @@ import pytest
 from workbench.composition import Gateway
 from workbench.executor import scrub
 
-from tests.support.demo_plugins import Gauge, demo_registry, demo_upstream
+from tests.support.demo_plugins import Gauge, SyncGauge, demo_registry, demo_upstream
 from tests.support.gateways import make_gateway, principal_for
 
 
@@ -197,3 +197,14 @@ def test_scrub_replaces_secrets_at_any_depth_and_ignores_empty_ones() -> None:
     value = {"tok-1 key": ["a tok-1 b", {"n": 3}], "plain": "x"}
     assert scrub(value, ["", "tok-1"]) == {"[REDACTED] key": ["a [REDACTED] b", {"n": 3}], "plain": "x"}
     assert scrub(value, ()) is value
+
+
+async def test_sync_tools_run_off_the_event_loop_at_most_eight_at_once(gw: Gateway) -> None:
+    """A batch of blocking sync tools runs eight at a time in the engine's pool threads; on the event
+    loop they would run one at a time (peak 1)."""
+    SyncGauge.peak, SyncGauge.threads = 0, set()
+    me = principal_for(gw)
+    out = await gw.execute(me, [ex("free_block", {"ms": 150}) for _ in range(20)])
+    assert out == {"results": [{"result": {"slept": 150}}] * 20}
+    assert SyncGauge.peak == 8
+    assert SyncGauge.threads and all(name.startswith("workbench-tool") for name in SyncGauge.threads)
