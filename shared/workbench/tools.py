@@ -34,8 +34,8 @@ from pydantic import BaseModel
 if TYPE_CHECKING:
     import httpx
 
-    from workbench.stores import User
     from workbench.blocking import BlockingPool
+    from workbench.stores import User
 
 __all__ = [
     "CancelSignal",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from typing import Any
+from typing import Any, ClassVar
 
 import httpx
 from pydantic import BaseModel, Field
@@ -78,7 +78,7 @@ class SyncGauge:
     lock = threading.Lock()
     current = 0
     peak = 0
-    threads: set[str] = set()
+    threads: ClassVar[set[str]] = set()
 
 
 @tool("free_block", "Block its thread a while with time.sleep (a sync tool).", BlockingArgs)
