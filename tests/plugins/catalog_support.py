@@ -227,7 +227,8 @@ def check_catalog(integration: str, module: Any) -> None:
     assert len(names) == len(set(names)), names
     tools = registry.tools_of(integration)
     assert set(tools) == set(names)
-    granted = set(manifest.auth.scopes) if isinstance(manifest.auth, OAuth2Auth) else set()
+    auth = manifest.auth
+    granted = {*auth.scopes, *auth.user_scopes} if isinstance(auth, OAuth2Auth) else set()
     for t in tools.values():
         missing = set(t.scopes) - granted
         assert not missing, f"{t.name} needs scopes the {integration} manifest does not request: {missing}"

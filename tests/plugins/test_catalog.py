@@ -76,7 +76,7 @@ def test_declared_scopes_are_requested_by_the_manifest() -> None:
     registry = build_registry()
     for integration, t in _all_tools():
         auth = registry.manifest(integration).auth  # type: ignore[union-attr]
-        granted = set(auth.scopes) if isinstance(auth, OAuth2Auth) else set()
+        granted = {*auth.scopes, *auth.user_scopes} if isinstance(auth, OAuth2Auth) else set()
         assert set(t.scopes) <= granted, (t.name, set(t.scopes) - granted)
         assert len(set(t.scopes)) == len(t.scopes), t.name
 

@@ -8,9 +8,10 @@ import httpx
 import pytest
 from workbench_plugins.slack import tools as slack_tools
 
-from tests.plugins.catalog_support import ANY, Call, Case, Plugin, check_catalog, run_case, run_tool
+from tests.plugins.catalog_support import ANY, TOKEN, Call, Case, Plugin, check_catalog, run_case, run_tool
 
-PLUGIN = Plugin("slack")
+# The connection holds the bot token and, for search, the user token Slack returns next to it.
+PLUGIN = Plugin("slack", {"access_token": TOKEN, "user_token": {"access_token": "xoxp-user-1"}})
 
 API = "https://slack.com/api"
 CHANNEL = {
@@ -454,6 +455,64 @@ CASES += [
 ]
 
 
+USER_TOKEN = "xoxp-user-1"
+SEARCH_HIT = {
+    "iid": "cb64bdaa-c1e8-4631-8a91-0f78080113e9",
+    "ts": "1508284197.000015",
+    "text": "The meeting is cancelled",
+    "user": "U2U85N1RZ",
+    "username": "roach",
+    "channel": {"id": "C7EE5NTBX", "name": "general", "is_private": False},
+    "permalink": "https://example.slack.com/archives/C7EE5NTBX/p1508284197000015",
+    "type": "message",
+}
+
+CASES += [
+    Case(
+        "slack_search_messages",
+        {"query": "cancelled in:#general", "count": 1},
+        [
+            Call(
+                "GET",
+                f"{API}/search.messages",
+                {
+                    "query": "cancelled in:#general",
+                    "sort": "timestamp",
+                    "sort_dir": "desc",
+                    "count": 1,
+                    "page": 1,
+                },
+                response={
+                    "ok": True,
+                    "query": "cancelled in:#general",
+                    "messages": {
+                        "total": 2,
+                        "matches": [SEARCH_HIT],
+                        "paging": {"count": 1, "total": 2, "page": 1, "pages": 2},
+                    },
+                },
+                auth=f"Bearer {USER_TOKEN}",
+            )
+        ],
+        {
+            "total": 2,
+            "messages": [
+                {
+                    "ts": "1508284197.000015",
+                    "user": "U2U85N1RZ",
+                    "username": "roach",
+                    "channel_id": "C7EE5NTBX",
+                    "channel_name": "general",
+                    "permalink": "https://example.slack.com/archives/C7EE5NTBX/p1508284197000015",
+                    "text": "The meeting is cancelled",
+                }
+            ],
+            "nextPage": 2,
+        },
+    ),
+]
+
+
 def test_every_tool_has_a_case() -> None:
     from workbench_plugins.slack.tools import TOOLS
 
@@ -565,3 +624,15 @@ async def test_upload_passes_slack_refusal_through(tmp_path: Path) -> None:
         ],
     )
     assert out == {"results": [{"result": refusal}]}
+
+
+async def test_search_without_a_user_token_asks_to_reconnect(tmp_path: Path) -> None:
+    out = await run_tool(Plugin("slack"), tmp_path, "slack_search_messages", {"query": "x"}, [])
+    assert out == {
+        "results": [
+            {
+                "error": "slack has no user token for this connection. "
+                "Use connect('slack') to reconnect and grant the user permissions."
+            }
+        ]
+    }

@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from pydantic import BaseModel, Field
 from workbench.sdk import ToolError, api, compact, pick, pick_many, trim
-from workbench.tools import ToolContext, tool
+from workbench.tools import TokenKind, ToolContext, tool
 
 
 async def _slack(
@@ -27,12 +27,14 @@ async def _slack(
     *,
     params: dict[str, Any] | None = None,
     json: dict[str, Any] | None = None,
+    kind: TokenKind = "access",
 ) -> Any:
-    """Call a Web API method (GET with query for reads, POST JSON for writes); shape only an ok body."""
+    """Call a Web API method (GET with query for reads, POST JSON for writes); shape only an ok body.
+    `kind="user"` sends the user token (search.messages takes no bot token)."""
     if json is not None:
-        body = await api(ctx, "POST", f"/{method}", json=compact(json))
+        body = await api(ctx, "POST", f"/{method}", json=compact(json), kind=kind)
     else:
-        body = await api(ctx, "GET", f"/{method}", params=params)
+        body = await api(ctx, "GET", f"/{method}", params=params, kind=kind)
     if not isinstance(body, dict) or not body.get("ok"):
         return body  # Slack's 200 {"ok": false, "error": ...} passes through as the result
     return shape(body)
@@ -433,6 +435,59 @@ async def upload_file(args: UploadFile, ctx: ToolContext) -> Any:
     )
 
 
+class SearchMessages(BaseModel):
+    query: str = Field(
+        min_length=1,
+        max_length=1_000,
+        description="Slack search, e.g. 'deploy in:#ops from:@ada after:2024-05-01' (modifiers as in Slack)",
+    )
+    sort: Literal["timestamp", "score"] = Field(
+        default="timestamp", description="Newest first, or best match"
+    )
+    count: int = Field(default=20, ge=1, le=100, description="Messages per page (max 100)")
+    page: int = Field(default=1, ge=1, le=100, description="Page number, starting at 1 (use nextPage)")
+
+
+@tool(
+    "slack_search_messages",
+    "Search Slack messages across the channels the connected person can see (Slack search syntax); "
+    "returns text, author, channel and a permalink.",
+    SearchMessages,
+    scopes=("search:read",),
+)
+async def search_messages(args: SearchMessages, ctx: ToolContext) -> Any:
+    def shape(b: dict[str, Any]) -> Any:
+        found = b.get("messages") or {}
+        paging = found.get("paging") or {}
+        page, pages = paging.get("page") or args.page, paging.get("pages") or 0
+        matches = [
+            {
+                **pick(m, "ts", "user", "username", "channel.id", "channel.name", "permalink"),
+                "text": trim(m.get("text"), 4_000),
+            }
+            for m in found.get("matches") or []
+        ]
+        return {
+            "total": found.get("total"),
+            "messages": matches,
+            "nextPage": page + 1 if page < pages else None,
+        }
+
+    return await _slack(
+        ctx,
+        "search.messages",
+        shape,
+        params={
+            "query": args.query,
+            "sort": args.sort,
+            "sort_dir": "desc",
+            "count": args.count,
+            "page": args.page,
+        },
+        kind="user",
+    )
+
+
 TOOLS = [
     send_message,
     list_channels,
@@ -451,4 +506,5 @@ TOOLS = [
     open_dm,
     get_channel_info,
     upload_file,
+    search_messages,
 ]
