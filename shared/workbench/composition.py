@@ -18,6 +18,7 @@ from workbench.auth import ApiKeys, Principal
 from workbench.connections import ConnectFlow
 from workbench.credentials import Credentials
 from workbench.crypto import Cipher, KeyProvider, LocalKeyProvider, load_or_create_local_key
+from workbench.errors import ConfigError
 from workbench.executor import Engine
 from workbench.external import ExternalServers
 from workbench.oauth.service import OAuthServer
@@ -25,6 +26,7 @@ from workbench.oauth_client import ProviderOAuth
 from workbench.observability import Metrics
 from workbench.registry import Manifest, Registry
 from workbench.search import SearchDoc, SearchIndex
+from workbench.secret_source import SESSION_SECRET, EnvSecrets, SecretSource
 from workbench.settings import Settings
 from workbench.stores import Stores, User
 from workbench.tokens import FileSigningKeys, SigningKeySource, TokenService
@@ -65,6 +67,15 @@ def build_stores(settings: Settings) -> Stores:
     return dynamodb_stores(settings)
 
 
+def build_secret_source(settings: Settings) -> SecretSource:
+    """AWS: the stack's Secrets Manager secret, read at run time. Local: the environment."""
+    if settings.secret_id:
+        from workbench.aws_secrets import SecretsManagerSecrets
+
+        return SecretsManagerSecrets.from_settings(settings)
+    return EnvSecrets.from_settings(settings)
+
+
 def build_key_provider(settings: Settings) -> KeyProvider:
     if settings.key_backend == "kms":
         from workbench.aws_kms import KmsKeyProvider
@@ -89,6 +100,8 @@ class Gateway:
     metrics: Metrics
     tokens: TokenService
     sessions: SessionCodec
+    # The session secret, the SSO client secret and the plugins' OAuth clients (read at run time).
+    secrets: SecretSource
     clock: Callable[[], float] = time.time
     token_verifiers: list[Callable[[str], Principal | None]] = field(default_factory=list)
     _search: SearchIndex | None = field(default=None, repr=False)
@@ -225,14 +238,16 @@ def build_gateway(
     key_provider: KeyProvider | None = None,
     transport: httpx.AsyncBaseTransport | None = None,
     signing_keys: SigningKeySource | None = None,
+    secrets: SecretSource | None = None,
     clock: Callable[[], float] = time.time,
 ) -> Gateway:
     stores = stores or build_stores(settings)
+    secrets = secrets or build_secret_source(settings)
     registry = registry or build_registry(extra=settings.extra_plugins)
     provider = key_provider or build_key_provider(settings)
     cipher = Cipher(provider, cache_seconds=settings.data_key_cache_seconds)
     metrics = Metrics()
-    provider_oauth = ProviderOAuth(settings, transport=transport)
+    provider_oauth = ProviderOAuth(settings, secrets, transport=transport)
     credentials = Credentials(stores.connections, cipher, clock=clock, refresh=provider_oauth.refresh)
     vault = Vault(stores.vault, cipher)
     engine = Engine(
@@ -286,8 +301,9 @@ def build_gateway(
             signing_keys or _signing_keys(settings, cipher, stores), settings.public_url, clock=clock
         ),
         sessions=SessionCodec(
-            _session_secret(settings), clock=clock, secure=settings.public_url.startswith("https://")
+            _session_secret(settings, secrets), clock=clock, secure=settings.public_url.startswith("https://")
         ),
+        secrets=secrets,
         clock=clock,
     )
     if stores.oauth_clients and stores.oauth_codes and stores.oauth_refresh:
@@ -313,11 +329,23 @@ def _signing_keys(settings: Settings, cipher: Cipher, stores: Stores) -> Signing
     return FileSigningKeys(settings.data_dir / "keys")
 
 
-def _session_secret(settings: Settings) -> bytes:
-    if settings.session_secret:
-        return settings.session_secret.encode()
-    if settings.key_backend == "local":
-        # Derived from the local master key, so the embedded default needs no extra configuration.
-        master = load_or_create_local_key(settings.key_path, settings.local_key)
-        return hashlib.sha256(b"workbench-session-secret\x00" + master).digest()
-    raise ValueError("WORKBENCH_SESSION_SECRET is required with the kms key backend")
+def _session_secret(settings: Settings, secrets: SecretSource) -> Callable[[], bytes]:
+    """The portal's signing secret, asked for on use (never during init: SnapStart, cold start)."""
+    derived: list[bytes] = []
+
+    def current() -> bytes:
+        value = secrets.get(SESSION_SECRET)
+        if value:
+            return value.encode()
+        if settings.key_backend == "local":
+            # Derived from the local master key, so the embedded default needs no extra configuration.
+            if not derived:
+                master = load_or_create_local_key(settings.key_path, settings.local_key)
+                derived.append(hashlib.sha256(b"workbench-session-secret\x00" + master).digest())
+            return derived[0]
+        raise ConfigError(
+            f"portal sign-in needs a session secret: set {secrets.setting_name(SESSION_SECRET)} in "
+            f"{secrets.where()}"
+        )
+
+    return current

@@ -92,6 +92,10 @@ class ConnectFlow:
                 "error": f"{integration} is connected with an API key, which only the user can enter: "
                 f"ask them to open {portal} and connect it there."
             }
+        if kind == "oauth2" and self.oauth is not None:
+            refused = self._not_configured(manifest)
+            if refused is not None:
+                return refused
         now = self.clock()
         connection_id = "conn_" + secrets.token_urlsafe(24)
         self.pending.put(
@@ -105,6 +109,21 @@ class ConnectFlow:
             )
         )
         return {"connectionId": connection_id, "type": kind, "url": self.link(connection_id)}
+
+    def _not_configured(self, manifest: Manifest) -> dict[str, Any] | None:
+        """Refuse at once, naming the missing setting, rather than mint a link that fails at redeem."""
+        from workbench.oauth_client import ProviderError
+
+        assert self.oauth is not None
+        try:
+            self.oauth.client(manifest)
+        except ProviderError as exc:
+            if exc.error == "not_configured":
+                return {"error": "NOT_CONFIGURED", "integration": manifest.name, "message": exc.description}
+            return {
+                "error": f"{manifest.name} cannot be connected right now: {exc.description}. Try again shortly."
+            }
+        return None
 
     async def wait(self, user: User, connection_id: str, timeout_sec: int) -> dict[str, Any]:
         """Poll once a second, for at most `wait_block_seconds` per call (API Gateway's limit)."""

@@ -8,6 +8,7 @@ WorkbenchError
 ├── ConflictError             a conditional write lost a race, or a name is taken
 ├── CryptoError               a blob that does not decrypt for its row
 ├── UpstreamTimeout           an upstream call ran past the timeout that applied to it
+├── ConfigError               the gateway's own settings cannot be read (its secret store)
 ├── CredentialError           a provider credential that cannot be used
 │   ├── NotConnected          no stored credential for (user, integration)
 │   ├── ReconnectRequired     the provider rejected the refresh; the user must connect again
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 __all__ = [
     "AuthError",
+    "ConfigError",
     "ConflictError",
     "CredentialError",
     "CredentialUnreadable",
@@ -102,6 +104,10 @@ def upstream_timeout(exc: BaseException) -> UpstreamTimeout | None:
             return UpstreamTimeout(float(value) if isinstance(value, int | float) else None)
         current = current.__cause__ or current.__context__
     return None
+
+
+class ConfigError(WorkbenchError):
+    pass
 
 
 class CredentialError(WorkbenchError):

@@ -1,8 +1,10 @@
 """Workbench as an OAuth client of a plugin's provider (GitHub, Google, ...).
 
 PKCE (S256) on every flow, confidential clients included; the verifier never leaves the server.
-Client credentials per plugin come from `<PLUGIN>_CLIENT_ID` / `<PLUGIN>_CLIENT_SECRET`; a set id
-with an unset secret is a public, PKCE-only client.
+Client credentials per plugin come from `<PLUGIN>_CLIENT_ID` / `<PLUGIN>_CLIENT_SECRET` in the
+gateway's secret source (the environment locally, Secrets Manager on AWS), read on each use; a set
+id with an unset secret is a public, PKCE-only client, and an unset id means the integration is
+"not configured" on this gateway.
 
 Token requests follow the manifest's declared style (`OAuth2Auth`): a form-encoded (RFC 6749
 §4.1.3, §6) or JSON body, the client secret in the body (`client_secret_post`) or as HTTP Basic
@@ -23,8 +25,9 @@ from urllib.parse import parse_qsl, quote, urlencode, urlsplit
 
 import httpx
 
-from workbench.errors import InvalidInput
+from workbench.errors import ConfigError, InvalidInput
 from workbench.registry import LoginHosts, Manifest, OAuth2Auth
+from workbench.secret_source import EnvSecrets, SecretSource, plugin_client_keys
 from workbench.settings import Settings
 
 __all__ = [
@@ -32,6 +35,7 @@ __all__ = [
     "ProviderOAuth",
     "TokenSet",
     "login_host_for",
+    "not_configured_message",
     "pkce_challenge",
     "pkce_verifier",
 ]
@@ -136,26 +140,34 @@ class ProviderOAuth:
     def __init__(
         self,
         settings: Settings,
+        secrets: SecretSource | None = None,
         *,
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
         self.settings = settings
+        self.secrets = secrets or EnvSecrets.from_settings(settings)
         # Outbound HTTP to providers (tests inject a MockTransport; None means the network).
         self.transport = transport
 
     def redirect_uri(self, integration: str) -> str:
         return f"{self.settings.public_url.rstrip('/')}/api/auth/plugin/{integration}/callback"
 
+    def missing_setting(self, manifest: Manifest) -> str | None:
+        """The setting an operator must add before `manifest` can be connected; None when it is set.
+        Raises ConfigError when the secret store cannot be read."""
+        id_key, _ = plugin_client_keys(manifest.name)
+        return None if self.secrets.get(id_key) else self.secrets.setting_name(id_key)
+
     def client(self, manifest: Manifest) -> tuple[str, str | None]:
-        client_id, secret = self.settings.plugin_client(manifest.name)
+        """(client id, secret or None). Not configured, or unreadable, is a ProviderError that is not
+        permanent: it is the operator's to fix, and no user's connection is given up over it."""
+        id_key, secret_key = plugin_client_keys(manifest.name)
+        try:
+            client_id, secret = self.secrets.get(id_key), self.secrets.get(secret_key)
+        except ConfigError as exc:
+            raise ProviderError("unavailable", str(exc)) from exc
         if not client_id:
-            stem = manifest.name.upper().replace("-", "_")
-            raise ProviderError(
-                "not_configured",
-                f"{manifest.name} has no OAuth client on this gateway: set {stem}_CLIENT_ID "
-                f"(and {stem}_CLIENT_SECRET for a confidential client).",
-                permanent=True,
-            )
+            raise ProviderError("not_configured", not_configured_message(manifest.name, self.secrets))
         return client_id, secret
 
     def consent_url(
@@ -284,6 +296,15 @@ def _seconds(value: Any) -> float | None:
         return float(value) if value is not None else None
     except (TypeError, ValueError):
         return None
+
+
+def not_configured_message(integration: str, secrets: SecretSource) -> str:
+    id_key, secret_key = plugin_client_keys(integration)
+    return (
+        f"{integration} is not configured on this gateway: it has no OAuth client. The operator sets "
+        f"{secrets.setting_name(id_key)} (and {secrets.setting_name(secret_key)} for a confidential "
+        f"client) in {secrets.where()}."
+    )
 
 
 def _oauth2(manifest: Manifest) -> OAuth2Auth:

@@ -82,6 +82,11 @@ class Settings:
     external_env: Mapping[str, str] = field(default_factory=dict)
     # Portal admins (lowercased emails): they may clear every user's discovery cache.
     admin_emails: frozenset[str] = frozenset()
+    # AWS: the Secrets Manager secret (name or ARN; a JSON object) holding the session secret, the SSO
+    # client secret and the plugins' OAuth clients, read at run time and cached this many seconds.
+    # Unset: those come from the environment (session_secret, oidc_client_secret, plugin_env).
+    secret_id: str | None = None
+    secret_cache_seconds: int = 300
 
     @property
     def mcp_url(self) -> str:
@@ -98,13 +103,6 @@ class Settings:
     def table_name(self, store: str) -> str:
         """The DynamoDB table that holds `store` (e.g. "connections")."""
         return self.tables.get(store) or f"{self.table_prefix}-{store.replace('_', '-')}"
-
-    def plugin_client(self, integration: str) -> tuple[str | None, str | None]:
-        """Client id/secret for a plugin: `google-gmail` → GOOGLE_GMAIL_CLIENT_ID/_SECRET."""
-        stem = integration.upper().replace("-", "_")
-        client_id = self.plugin_env.get(f"{stem}_CLIENT_ID") or None
-        secret = self.plugin_env.get(f"{stem}_CLIENT_SECRET") or None
-        return client_id, secret
 
     def is_admin(self, email: str) -> bool:
         return email.strip().lower() in self.admin_emails
@@ -165,6 +163,8 @@ class Settings:
             admin_emails=frozenset(
                 e.strip().lower() for e in env.get("WORKBENCH_ADMIN_EMAILS", "").split(",") if e.strip()
             ),
+            secret_id=env.get("WORKBENCH_SECRET_ID") or None,
+            secret_cache_seconds=_env_int(env, "WORKBENCH_SECRET_CACHE_SECONDS", 300),
         )
 
 

@@ -322,3 +322,34 @@ def test_list_integrations_connected_per_auth_type(tmp_path: Path) -> None:
     assert gw.connection_status(ada.id)["cookiesvc"] is True
     gw.credentials.save(ada.id, "testoauth#refresh-lease", {})  # lease rows never count as integrations
     assert set(gw.connection_status(ada.id)) == {m.name for m in gw.registry.manifests()}
+
+
+@pytest.mark.parametrize("tool", ["connect", "get_auth_url"])
+async def test_an_integration_without_its_oauth_client_is_not_configured_at_once(
+    tmp_path: Path, tool: str
+) -> None:
+    """No TESTOAUTH_CLIENT_ID: connect names the missing setting instead of minting a link that fails
+    at redeem, and nothing is written."""
+    from workbench.meta import MetaTools
+
+    gw = gateway_for(
+        tmp_path, "http://127.0.0.1:9", plugin_env={"TESTOAUTH_CLIENT_SECRET": "only-the-secret"}
+    )
+    ada = agent(gw, "ada@example.com")
+    answer = await MetaTools(gw).call(tool, ada, {"integration": "testoauth"})
+    assert answer == {
+        "error": "NOT_CONFIGURED",
+        "integration": "testoauth",
+        "message": "testoauth is not configured on this gateway: it has no OAuth client. The operator sets "
+        "TESTOAUTH_CLIENT_ID (and TESTOAUTH_CLIENT_SECRET for a confidential client) in the gateway's "
+        "environment (then restart it).",
+    }
+    assert gw.stores.pending._pending == {}  # type: ignore[attr-defined]  # the memory adapter: no record
+    # Other integrations are unaffected: a cookie integration still gets its link.
+    assert gw.connections.start(ada.user, "cookiesvc")["type"] == "cookie"
+
+
+def test_a_client_id_without_a_secret_is_a_public_client_not_unconfigured(tmp_path: Path) -> None:
+    gw = gateway_for(tmp_path, "http://127.0.0.1:9", plugin_env={"TESTOAUTH_CLIENT_ID": "public-client"})
+    started = gw.connections.start(agent(gw, "ada@example.com").user, "testoauth")
+    assert started["type"] == "oauth2"

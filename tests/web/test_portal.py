@@ -5,17 +5,18 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from pathlib import Path
+from urllib.parse import unquote
 
 import pytest
 from starlette.testclient import TestClient
-from workbench.composition import Gateway
+from workbench.composition import Gateway, build_registry
 from workbench.errors import AuthError
 from workbench.web.app import create_web_app
 from workbench.web.context import safe_next
 from workbench.web.sessions import SESSION_COOKIE
 
 from tests.support.gateways import make_gateway
-from tests.web.conftest import csrf_of
+from tests.web.conftest import TEST_PLUGINS, csrf_of
 
 PAGES = ["/portal/integrations", "/portal/api-keys", "/portal/clients"]
 
@@ -207,3 +208,21 @@ def test_sign_out_clears_the_session(browser_for: Browser) -> None:
 )
 def test_sign_in_only_returns_to_paths_on_this_site(value: str | None, expected: str) -> None:
     assert safe_next(value) == expected
+
+
+def test_an_oauth_integration_without_its_client_shows_as_not_available(tmp_path: Path) -> None:
+    gw = make_gateway(tmp_path, registry=build_registry(extra=TEST_PLUGINS), dev_login=True, plugin_env={})
+    client = TestClient(create_web_app(gw), base_url="https://testserver", follow_redirects=False)
+    client.post("/api/auth/dev-login", data={"email": "ada@example.com", "next": "/portal/integrations"})
+    page = client.get("/portal/integrations").text
+    card = page[page.index('id="integration-testoauth"') :]
+    card = card[: card.index("</section>")]
+    assert "Not available" in card and "TESTOAUTH_CLIENT_ID is not set" in card
+    assert "/portal/integrations/testoauth/connect" not in card  # no Connect button that cannot work
+    # The API-key integration next to it is unaffected.
+    assert "/portal/integrations/testkey/api-key" in page
+    # Posting the connect form anyway comes back with the reason, and mints nothing.
+    token = csrf_of(page)
+    r = client.post("/portal/integrations/testoauth/connect", data={"csrf": token})
+    assert r.status_code == 303 and "NOT_CONFIGURED" not in r.headers["location"]
+    assert "TESTOAUTH_CLIENT_ID" in unquote(r.headers["location"])

@@ -53,7 +53,7 @@ class OidcClient:
         self,
         issuer: str,
         client_id: str,
-        client_secret: str | None,
+        client_secret: str | Callable[[], str | None] | None,
         redirect_uri: str,
         *,
         transport: httpx.AsyncBaseTransport | None = None,
@@ -61,7 +61,8 @@ class OidcClient:
     ) -> None:
         self.issuer = issuer.rstrip("/")
         self.client_id = client_id
-        self.client_secret = client_secret
+        # A callable is asked on each sign-in: a rotated secret is used without a restart.
+        self._client_secret = client_secret
         self.redirect_uri = redirect_uri
         self._transport = transport
         self.clock = clock
@@ -69,6 +70,11 @@ class OidcClient:
         self._meta_at = 0.0
         self._jwks: dict[str, Any] | None = None
         self._jwks_at = 0.0
+
+    @property
+    def client_secret(self) -> str | None:
+        secret = self._client_secret
+        return secret() if callable(secret) else secret
 
     def _http(self) -> httpx.AsyncClient:
         return httpx.AsyncClient(transport=self._transport, timeout=_TIMEOUT)
@@ -117,14 +123,15 @@ class OidcClient:
         }
         headers = {"Accept": "application/json"}
         methods = meta.get("token_endpoint_auth_methods_supported") or ["client_secret_basic"]
-        if self.client_secret and "client_secret_basic" in methods:
+        secret = self.client_secret
+        if secret and "client_secret_basic" in methods:
             # RFC 6749 §2.3.1: form-encode id and secret before Base64.
-            raw = f"{quote(self.client_id, safe='')}:{quote(self.client_secret, safe='')}".encode()
+            raw = f"{quote(self.client_id, safe='')}:{quote(secret, safe='')}".encode()
             headers["Authorization"] = "Basic " + base64.b64encode(raw).decode()
         else:
             form["client_id"] = self.client_id
-            if self.client_secret:
-                form["client_secret"] = self.client_secret
+            if secret:
+                form["client_secret"] = secret
         try:
             async with self._http() as http:
                 resp = await http.post(str(meta["token_endpoint"]), data=form, headers=headers)

@@ -23,7 +23,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
-from workbench.errors import VerificationFailed
+from workbench.errors import ConfigError, VerificationFailed
 from workbench.registry import ApiKeyAuth, CookieAuth, Manifest, NoAuth, OAuth2Auth
 from workbench.web.connect import login_host_fields, login_host_from
 from workbench.web.context import WebContext
@@ -54,19 +54,32 @@ def portal_routes(web: WebContext) -> list[BaseRoute]:
 
     # -- integrations ------------------------------------------------------------------------------
 
+    def unavailable(m: Manifest) -> str | None:
+        """Why an OAuth integration cannot be connected on this gateway (no OAuth client); None if it can."""
+        if not isinstance(m.auth, OAuth2Auth) or gw.provider_oauth is None:
+            return None
+        try:
+            missing = gw.provider_oauth.missing_setting(m)
+        except ConfigError:
+            return "Its settings cannot be read right now."
+        return f"Not configured on this gateway: {missing} is not set." if missing else None
+
     def integration_card(m: Manifest, conn: Connection | None, csrf: str, error: str | None) -> str:
         connected = gw.credentials.is_connected(m, conn)
+        why_not = unavailable(m)
         if conn is not None and conn.status == "reconnect_required":
             status = '<span class="status warn">Needs reconnecting</span>'
         elif connected:
             status = '<span class="status ok">Connected</span>'
         elif conn is not None and isinstance(m.auth, CookieAuth):
             status = '<span class="status warn">Session expired</span>'
+        elif why_not is not None:
+            status = '<span class="status off">Not available</span>'
         else:
             status = '<span class="status off">Not connected</span>'
         name = e(m.name)
         actions = []
-        if isinstance(m.auth, OAuth2Auth | CookieAuth):
+        if isinstance(m.auth, OAuth2Auth | CookieAuth) and why_not is None:
             label = "Reconnect" if conn is not None else "Connect"
             hosts = login_host_fields(m, f"{m.name}-connect")
             actions.append(
@@ -102,6 +115,8 @@ def portal_routes(web: WebContext) -> list[BaseRoute]:
                 + f'<p><button type="submit">{verb}</button></p></form>'
             )
         desc = f'<p class="muted">{e(m.description)}</p>' if m.description else ""
+        if why_not is not None:
+            desc += f'<p class="muted">{e(why_not)}</p>'
         return (
             f'<section class="card" aria-labelledby="int-{name}" id="integration-{name}">'
             f'<div class="row"><div><h2 id="int-{name}">{e(m.display_name)}</h2>'
@@ -164,7 +179,7 @@ def portal_routes(web: WebContext) -> list[BaseRoute]:
             return back_with_error("That integration cannot be connected here.")
         started = gw.connections.start(user, m.name)
         if "error" in started:
-            return back_with_error(str(started["error"]))
+            return back_with_error(str(started.get("message") or started["error"]))
         redeemed = gw.connections.redeem(user, str(started["connectionId"]), login_host=login_host_from(form))
         if redeemed.status != 200:
             message = str(redeemed.body.get("message") or redeemed.body.get("error"))

@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING
 from starlette.requests import Request
 from starlette.responses import Response
 
+from workbench.errors import ConfigError
+
 if TYPE_CHECKING:
     from workbench.stores import User, UserStore
 
@@ -27,9 +29,18 @@ SESSION_SECONDS = 12 * 3600
 
 
 class SessionCodec:
-    def __init__(self, secret: bytes, *, clock: Callable[[], float] = time.time, secure: bool = True) -> None:
-        self._key = hashlib.sha256(b"workbench-session\x00" + secret).digest()
-        self._csrf_key = hashlib.sha256(b"workbench-csrf\x00" + secret).digest()
+    def __init__(
+        self,
+        secret: bytes | Callable[[], bytes],
+        *,
+        clock: Callable[[], float] = time.time,
+        secure: bool = True,
+    ) -> None:
+        # A callable is asked on each use (it caches): on AWS the secret is read at run time, and a
+        # rotated secret takes over (signing everyone out) without a restart. It raises ConfigError
+        # when there is no secret to sign with; reading a cookie then finds no session.
+        self._secret = secret
+        self._derived: tuple[bytes, bytes, bytes] | None = None
         self.clock = clock
         # A `__Host-` cookie is refused by browsers unless it is Secure, so it always is. Browsers
         # accept Secure cookies from http://localhost and http://127.0.0.1 (loopback counts as a
@@ -38,8 +49,19 @@ class SessionCodec:
         self.public_https = secure
         self.secure = True
 
+    def _keys(self) -> tuple[bytes, bytes]:
+        secret = self._secret() if callable(self._secret) else self._secret
+        derived = self._derived
+        if derived is None or derived[0] != secret:
+            derived = self._derived = (
+                secret,
+                hashlib.sha256(b"workbench-session\x00" + secret).digest(),
+                hashlib.sha256(b"workbench-csrf\x00" + secret).digest(),
+            )
+        return derived[1], derived[2]
+
     def _mac(self, body: str) -> str:
-        return hmac.new(self._key, body.encode(), hashlib.sha256).hexdigest()
+        return hmac.new(self._keys()[0], body.encode(), hashlib.sha256).hexdigest()
 
     def issue(self, user_id: str, ttl: int = SESSION_SECONDS) -> str:
         body = f"{user_id}.{int(self.clock()) + ttl}"
@@ -51,7 +73,11 @@ class SessionCodec:
             return None
         body, _, mac = value.rpartition(".")
         user_id, _, expires = body.rpartition(".")
-        if not hmac.compare_digest(mac, self._mac(body)):
+        try:
+            expected = self._mac(body)
+        except ConfigError:
+            return None
+        if not hmac.compare_digest(mac, expected):
             return None
         try:
             if int(expires) <= self.clock():
@@ -66,10 +92,14 @@ class SessionCodec:
 
     def csrf_token(self, request: Request) -> str:
         session = request.cookies.get(SESSION_COOKIE, "")
-        return hmac.new(self._csrf_key, session.encode(), hashlib.sha256).hexdigest()
+        return hmac.new(self._keys()[1], session.encode(), hashlib.sha256).hexdigest()
 
     def check_csrf(self, request: Request, token: str | None) -> bool:
-        return bool(token) and hmac.compare_digest(self.csrf_token(request), token or "")
+        try:
+            expected = self.csrf_token(request)
+        except ConfigError:
+            return False
+        return bool(token) and hmac.compare_digest(expected, token or "")
 
     def set_cookie(self, response: Response, user_id: str) -> None:
         response.set_cookie(

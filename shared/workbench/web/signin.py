@@ -20,7 +20,10 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
+from workbench.errors import ConfigError
 from workbench.oauth_client import pkce_verifier
+from workbench.observability import log_event
+from workbench.secret_source import SSO_CLIENT_SECRET
 from workbench.stores import OAuthState
 from workbench.web.context import WebContext, safe_next
 from workbench.web.html import e, html_page, notices, redirect
@@ -36,6 +39,15 @@ SSO_COOKIE = "__Host-wb_sso"
 # OAuthState.integration value for portal sign-ins (connection_id then holds the `next` path).
 SSO_STATE_MARKER = "portal-sso"
 SSO_STATE_SECONDS = 600
+_NOT_CONFIGURED_LOCAL = (
+    "Sign-in is not configured on this gateway. Set WORKBENCH_OIDC_ISSUER, WORKBENCH_OIDC_CLIENT_ID and "
+    "WORKBENCH_OIDC_CLIENT_SECRET."
+)
+_NOT_CONFIGURED_AWS = (
+    "Sign-in is not configured on this gateway. The operator sets the stack parameters SsoIssuer and "
+    "SsoClientId and puts sso_client_secret in the stack's secret (docs/deploy.md). Until then, an API "
+    "key for /mcp comes from `workbench keys create EMAIL --stack STACK`."
+)
 
 
 def _oidc(gw: Gateway) -> OidcClient | None:
@@ -45,7 +57,7 @@ def _oidc(gw: Gateway) -> OidcClient | None:
     return OidcClient(
         s.oidc_issuer,
         s.oidc_client_id,
-        s.oidc_client_secret,
+        lambda: gw.secrets.get(SSO_CLIENT_SECRET),  # read at run time: a rotation needs no restart
         s.public_url.rstrip("/") + "/api/auth/oidc/callback",
         transport=gw.provider_oauth.transport if gw.provider_oauth else None,
         clock=gw.clock,
@@ -96,13 +108,7 @@ def signin_routes(web: WebContext) -> list[BaseRoute]:
             )
         if oidc is None and not gw.settings.dev_login and not web.local:
             parts.append(
-                notices(
-                    (
-                        "error",
-                        "Sign-in is not configured on this gateway. Set WORKBENCH_OIDC_ISSUER, "
-                        "WORKBENCH_OIDC_CLIENT_ID and WORKBENCH_OIDC_CLIENT_SECRET.",
-                    )
-                )
+                notices(("error", _NOT_CONFIGURED_AWS if gw.settings.secret_id else _NOT_CONFIGURED_LOCAL))
             )
         return html_page("Sign in", "".join(parts))
 
@@ -166,11 +172,14 @@ def signin_routes(web: WebContext) -> list[BaseRoute]:
             return failed("The sign-in provider's answer has no authorization code.")
         try:
             who = await oidc.finish(code=code, verifier=taken.code_verifier)
+            user = gw.stores.users.get_or_create(who.email)
+            response = forget_sso(redirect(safe_next(taken.connection_id)))
+            gw.sessions.set_cookie(response, user.id)
         except OidcError as exc:
             return failed(str(exc))
-        user = gw.stores.users.get_or_create(who.email)
-        response = forget_sso(redirect(safe_next(taken.connection_id)))
-        gw.sessions.set_cookie(response, user.id)
+        except ConfigError as exc:
+            log_event("signin_unconfigured", reason=str(exc))
+            return failed(f"Sign-in is not fully configured on this gateway: {exc}.")
         return response
 
     async def dev_login(request: Request) -> Response:
