@@ -9,6 +9,7 @@ WorkbenchError
 ├── CryptoError               a blob that does not decrypt for its row
 ├── UpstreamTimeout           an upstream call ran past the timeout that applied to it
 ├── ConfigError               the gateway's own settings cannot be read (its secret store)
+├── JobFailed                 a scheduled job did not succeed (fails its invocation: retries, DLQ)
 ├── CredentialError           a provider credential that cannot be used
 │   ├── NotConnected          no stored credential for (user, integration)
 │   ├── ReconnectRequired     the provider rejected the refresh; the user must connect again
@@ -18,6 +19,8 @@ WorkbenchError
 
 from __future__ import annotations
 
+from typing import Any
+
 __all__ = [
     "AuthError",
     "ConfigError",
@@ -26,6 +29,7 @@ __all__ = [
     "CredentialUnreadable",
     "CryptoError",
     "InvalidInput",
+    "JobFailed",
     "NotConnected",
     "NotFound",
     "ReconnectRequired",
@@ -108,6 +112,12 @@ def upstream_timeout(exc: BaseException) -> UpstreamTimeout | None:
 
 class ConfigError(WorkbenchError):
     pass
+
+
+class JobFailed(WorkbenchError):
+    def __init__(self, message: str, result: dict[str, Any]) -> None:
+        super().__init__(message)
+        self.result = result  # what the job answered, for the log line
 
 
 class CredentialError(WorkbenchError):

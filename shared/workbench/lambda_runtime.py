@@ -232,6 +232,11 @@ def lambda_handler_for(
             obs.logger.info("direct invocation", extra={"surface": name, "source": event.get("source")})
             try:
                 answer: dict[str, Any] = _resolve(direct)(gateway, event)
+            except Exception as exc:
+                # Raised on purpose: a failed invocation is what makes Lambda retry an asynchronous
+                # event and then hand it to the dead-letter queue.
+                obs.logger.error("direct invocation failed", extra={"surface": name, "error": str(exc)})
+                raise
             finally:
                 obs.flush_metrics()
             return answer

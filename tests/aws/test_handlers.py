@@ -9,8 +9,10 @@ from typing import Any
 
 import pytest
 from workbench.composition import build_gateway
+from workbench.errors import JobFailed
 from workbench.settings import Settings
 
+from tests.aws.conftest import FunctionSecret
 from tests.support.apigw import header, http_api_event, load_entry, response_json
 
 pytestmark = pytest.mark.e2e
@@ -194,12 +196,11 @@ def _tool_call(handler: Any, key: str, name: str, arguments: dict[str, Any]) -> 
 
 
 def test_wait_for_connection_on_lambda_blocks_briefly_then_times_out_only_at_the_agents_deadline(
-    lambda_env: Settings, monkeypatch: pytest.MonkeyPatch
+    lambda_env: Settings, function_secret: FunctionSecret, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("WORKBENCH_EXTRA_PLUGINS", "tests.connections.plugins.testoauth")
     monkeypatch.setenv("WB_TEST_PROVIDER_URL", "http://127.0.0.1:9")  # never contacted here
-    monkeypatch.setenv("TESTOAUTH_CLIENT_ID", "client")
-    monkeypatch.setenv("TESTOAUTH_CLIENT_SECRET", "secret")
+    function_secret.put({"TESTOAUTH_CLIENT_ID": "client", "TESTOAUTH_CLIENT_SECRET": "secret"})
     monkeypatch.setenv("WORKBENCH_WAIT_BLOCK_SECONDS", "1")
     key = _mint_key(lambda_env)
     handler = load_entry("mcp").handler
@@ -269,11 +270,12 @@ def test_the_templates_nightly_schedule_event_runs_through_the_rest_handler(lamb
     gw = build_gateway(lambda_env)
     svc = gw.stores.users.get_or_create("svc@example.com")
 
-    answer = load_entry("rest").handler(event, None)  # a direct invocation: no requestContext
+    with pytest.raises(JobFailed) as failed:  # a direct invocation (no requestContext) that fails
+        load_entry("rest").handler(event, None)
 
     # The service user has not connected Superset: the job runs and reports exactly that, and is audited.
-    (result,) = answer.get("results", [answer])
-    assert result["error"] == "NOT_CONNECTED", answer
+    (result,) = failed.value.result["results"]
+    assert result["error"] == "NOT_CONNECTED", failed.value.result
     audit = gw.stores.audit.list_for(svc.id)
     assert audit[0]["action"] == "SCHEDULE" and audit[0]["integration"] == "superset"
     assert audit[0]["success"] is False
@@ -284,11 +286,11 @@ def test_the_templates_nightly_schedule_event_runs_through_the_rest_handler(lamb
 
     closed = f"http://127.0.0.1:{free_port()}"
     gw.credentials.save(svc.id, "superset", {"username": "svc", "password": "pw", "base_url": closed})
-    answer = load_entry("rest").handler(event, None)
     port = closed.rsplit(":", 1)[1]
-    assert answer == {
-        "results": [{"error": f"127.0.0.1:{port} refused the connection. Check the address and port."}]
-    }
+    refused = f"127.0.0.1:{port} refused the connection. Check the address and port."
+    with pytest.raises(JobFailed, match="first error: 127.0.0.1") as failed:
+        load_entry("rest").handler(event, None)
+    assert failed.value.result == {"results": [{"error": refused}]}
 
 
 def test_dynamodb_unreachable_fails_fast_with_a_500_and_a_logged_request(
@@ -311,10 +313,9 @@ def test_dynamodb_unreachable_fails_fast_with_a_500_and_a_logged_request(
 def test_an_http_event_after_a_scheduled_job_on_the_same_instance(lambda_env: Settings) -> None:
     """A scheduled job runs its own asyncio loop; the next API Gateway event must still be served."""
     handler = load_entry("rest").handler
-    job = handler(
-        {"source": "workbench.schedule", "user": "nobody@example.com", "integration": "github"}, None
-    )
-    assert job == {"error": "Unknown user: nobody@example.com"}
+    with pytest.raises(JobFailed) as failed:
+        handler({"source": "workbench.schedule", "user": "nobody@example.com", "integration": "github"}, None)
+    assert failed.value.result == {"error": "Unknown user: nobody@example.com"}
     event = http_api_event(
         "POST",
         "/rest/github",
@@ -324,6 +325,7 @@ def test_an_http_event_after_a_scheduled_job_on_the_same_instance(lambda_env: Se
     )
     assert handler(event, None)["statusCode"] == 401
     loop = asyncio.get_event_loop()
-    assert handler({"source": "workbench.schedule", "user": "x@example.com", "integration": "github"}, None)
+    with pytest.raises(JobFailed):
+        handler({"source": "workbench.schedule", "user": "x@example.com", "integration": "github"}, None)
     assert handler(event, None)["statusCode"] == 401
     assert asyncio.get_event_loop() is loop  # HTTP events keep meeting the instance's one loop

@@ -17,6 +17,7 @@ from workbench.composition import build_gateway
 from workbench.settings import Settings
 from workbench.stores.dynamodb import TABLES
 
+from tests.aws.conftest import FunctionSecret
 from tests.support.apigw import http_api_event, load_entry, response_json
 from tests.support.aws import load_template, on_call
 
@@ -35,9 +36,9 @@ class AccessDenied(Exception):
 
 
 def _grants(function: str, settings: Settings) -> tuple[dict[str, set[str]], set[str]]:
-    """(table name -> allowed DynamoDB actions, allowed KMS actions) for one function."""
+    """(table name -> allowed DynamoDB actions, other allowed "service:Action"s) for one function."""
     tables: dict[str, set[str]] = {}
-    kms: set[str] = set()
+    other: set[str] = set()
     for policy in RESOURCES[function]["Properties"]["Policies"]:
         for kind, args in policy.items():
             if kind in ("DynamoDBReadPolicy", "DynamoDBCrudPolicy"):
@@ -45,8 +46,9 @@ def _grants(function: str, settings: Settings) -> tuple[dict[str, set[str]], set
                 tables[name] = tables.get(name, set()) | (READ if kind == "DynamoDBReadPolicy" else CRUD)
             elif kind == "Statement":
                 for statement in args:
-                    kms |= {a.removeprefix("kms:") for a in statement["Action"] if a.startswith("kms:")}
-    return tables, kms
+                    actions = statement["Action"]
+                    other |= {actions} if isinstance(actions, str) else set(actions)
+    return tables, other
 
 
 @pytest.fixture
@@ -66,14 +68,14 @@ def as_function(
         def check(action: str, params: dict[str, Any]) -> None:
             if "function" not in current:
                 return  # set-up before any function's policy is in force
-            tables, kms = _grants(current["function"], lambda_env)
+            tables, other = _grants(current["function"], lambda_env)
             if service == "dynamodb":
                 table = params.get("TableName", "")
                 calls.append(f"{action} {table}")
                 if action not in tables.get(table, set()):
                     raise AccessDenied(f"{current['function']} may not {action} on {table}")
-            elif action not in kms:
-                raise AccessDenied(f"{current['function']} may not kms:{action}")
+            elif f"{service}:{action}" not in other:
+                raise AccessDenied(f"{current['function']} may not {service}:{action}")
 
         return check
 
@@ -112,11 +114,14 @@ def _tool(handler: Any, key: str, name: str, arguments: dict[str, Any]) -> Any:
 
 
 def test_mcp_function_flows_stay_within_its_policy(
-    as_function: Callable[[str], list[str]], lambda_env: Settings, monkeypatch: pytest.MonkeyPatch
+    as_function: Callable[[str], list[str]],
+    lambda_env: Settings,
+    function_secret: FunctionSecret,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setenv("WORKBENCH_EXTRA_PLUGINS", "tests.connections.plugins.testoauth")
     monkeypatch.setenv("WB_TEST_PROVIDER_URL", "http://127.0.0.1:9")
-    monkeypatch.setenv("TESTOAUTH_CLIENT_ID", "client")
+    function_secret.put({"TESTOAUTH_CLIENT_ID": "client"})
     monkeypatch.setenv("WORKBENCH_WAIT_BLOCK_SECONDS", "1")
     key, _ = _setup(lambda_env)
     calls = as_function("McpFunction")

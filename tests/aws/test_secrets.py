@@ -15,6 +15,7 @@ from workbench.errors import ConfigError
 from workbench.settings import Settings
 from workbench.web.sessions import SessionCodec
 
+from tests.aws.conftest import FunctionSecret
 from tests.support.apigw import http_api_event, load_entry, response_json
 from tests.support.aws import AwsEndpoint
 
@@ -95,16 +96,13 @@ def test_an_outage_serves_the_last_value_and_never_looks_like_not_configured(
 
 @pytest.fixture
 def secret_env(
-    lambda_env: Settings, secret: tuple[str, Any], monkeypatch: pytest.MonkeyPatch
-) -> tuple[Settings, str, Any]:
+    lambda_env: Settings, function_secret: FunctionSecret, monkeypatch: pytest.MonkeyPatch
+) -> FunctionSecret:
     """The template's function environment: a secret id, no secret values in the environment."""
-    arn, client = secret
-    monkeypatch.delenv("WORKBENCH_SESSION_SECRET")
-    monkeypatch.setenv("WORKBENCH_SECRET_ID", arn)
     monkeypatch.setenv("WORKBENCH_SECRET_CACHE_SECONDS", "1")
     monkeypatch.setenv("WORKBENCH_EXTRA_PLUGINS", "tests.connections.plugins.testoauth")
     monkeypatch.setenv("WB_TEST_PROVIDER_URL", "http://127.0.0.1:9")  # never contacted here
-    return Settings.from_env(), arn, client
+    return function_secret
 
 
 def _connect(handler: Any, key: str, integration: str) -> dict[str, Any]:
@@ -122,11 +120,9 @@ def _connect(handler: Any, key: str, integration: str) -> dict[str, Any]:
 
 
 def test_a_gateway_with_no_plugin_secrets_starts_and_connect_says_not_configured(
-    secret_env: tuple[Settings, str, Any],
+    secret_env: FunctionSecret,
 ) -> None:
-    settings, arn, client = secret_env
-    client.put_secret_value(SecretId=arn, SecretString=json.dumps({"session_secret": "s" * 48}))
-    gw = build_gateway(settings)
+    gw = build_gateway(Settings.from_env())
     key = gw.api_keys.mint(gw.stores.users.get_or_create("ada@example.com"))
     handler = load_entry("mcp").handler
     answer = _connect(handler, key, "github")
@@ -140,19 +136,13 @@ def test_a_gateway_with_no_plugin_secrets_starts_and_connect_says_not_configured
     assert _connect(handler, key, "testoauth")["error"] == "NOT_CONFIGURED"
 
     # The operator adds the plugin's client to the secret: no redeploy, picked up after the cache TTL.
-    client.put_secret_value(
-        SecretId=arn,
-        SecretString=json.dumps({"session_secret": "s" * 48, "TESTOAUTH_CLIENT_ID": "cid"}),
-    )
+    secret_env.put({"TESTOAUTH_CLIENT_ID": "cid"})
     time.sleep(1.1)
     started = _connect(handler, key, "testoauth")
     assert started["type"] == "oauth2" and started["url"].startswith("https://gw.example.test/connect/")
 
 
-def test_the_portal_session_is_signed_with_the_secrets_session_secret(
-    secret_env: tuple[Settings, str, Any],
-) -> None:
-    del secret_env  # the environment it set is what the handler reads
+def test_the_portal_session_is_signed_with_the_secrets_session_secret(secret_env: FunctionSecret) -> None:
     from workbench.lambda_runtime import instance_gateway
 
     load_entry("web").handler(http_api_event("GET", "/portal/signin", route_key="ANY /portal/{proxy+}"), None)
@@ -160,15 +150,14 @@ def test_the_portal_session_is_signed_with_the_secrets_session_secret(
     assert gw.settings.session_secret is None  # nothing secret came from the environment
     forged = SessionCodec(b"some-other-secret").issue("u1")
     assert gw.sessions.read(forged) is None
-    assert gw.sessions.read(SessionCodec(("s" * 48).encode()).issue("u1")) == "u1"
+    assert gw.sessions.read(SessionCodec(secret_env.session_secret.encode()).issue("u1")) == "u1"
 
 
 def test_without_a_session_secret_sign_in_fails_clearly_and_reading_cookies_finds_no_session(
-    secret_env: tuple[Settings, str, Any],
+    secret_env: FunctionSecret,
 ) -> None:
-    settings, arn, client = secret_env
-    client.put_secret_value(SecretId=arn, SecretString=json.dumps({}))
-    gw = build_gateway(settings)
+    secret_env.put({}, with_session_secret=False)
+    gw = build_gateway(Settings.from_env())
     assert gw.sessions.read("u1.9999999999.abc") is None
     with pytest.raises(ConfigError, match="session_secret in the gateway's Secrets Manager secret"):
         gw.sessions.issue("u1")

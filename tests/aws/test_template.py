@@ -6,6 +6,7 @@ import json
 import os
 import shutil
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -156,28 +157,68 @@ def test_user_data_tables_have_pitr_and_expiring_tables_have_ttl_on_the_adapters
         pitr = props.get("PointInTimeRecoverySpecification", {}).get("PointInTimeRecoveryEnabled")
         assert bool(pitr) == (logical in USER_DATA), logical
         if logical in USER_DATA:
-            assert RESOURCES[logical]["DeletionPolicy"] == "Retain"
+            # Kept on delete and replacement, but not when the first create fails (no orphans).
+            assert RESOURCES[logical]["DeletionPolicy"] == "RetainExceptOnCreate"
+            assert RESOURCES[logical]["UpdateReplacePolicy"] == "Retain"
     for logical in ("PendingTable", "AuditTable", "OAuthTable"):
         spec = RESOURCES[logical]["Properties"]["TimeToLiveSpecification"]
         assert spec == {"AttributeName": "ttl", "Enabled": True}
 
 
-def test_no_secret_is_written_in_the_template() -> None:
-    env = {
-        **T["Globals"]["Function"]["Environment"]["Variables"],
-        **FUNCTIONS["WebFunction"]["Properties"]["Environment"]["Variables"],
+def _walk(value: Any) -> Iterator[Any]:
+    yield value
+    if isinstance(value, dict):
+        for inner in value.values():
+            yield from _walk(inner)
+    elif isinstance(value, list):
+        for inner in value:
+            yield from _walk(inner)
+
+
+def test_no_dynamic_reference_could_fail_a_deploy_and_no_secret_is_in_the_environment() -> None:
+    text = (REPO / "template.yaml").read_text()
+    assert "{{resolve:" not in text  # no ssm/secretsmanager dynamic reference anywhere
+    assert not [v for v in _walk(T) if isinstance(v, str) and "{{resolve:" in v]
+    env = dict(T["Globals"]["Function"]["Environment"]["Variables"])
+    for fn in FUNCTIONS.values():
+        env.update(fn["Properties"].get("Environment", {}).get("Variables", {}))
+    secretish = {k for k in env if "SECRET" in k or k.endswith(("_CLIENT_ID", "_KEY", "_TOKEN", "_PASSWORD"))}
+    # The secret's id and cache lifetime, the SSO client id (not a secret): nothing else.
+    assert secretish == {"WORKBENCH_SECRET_ID", "WORKBENCH_SECRET_CACHE_SECONDS", "WORKBENCH_OIDC_CLIENT_ID"}
+    assert env["WORKBENCH_SECRET_ID"] == {
+        "Fn::If": ["HasExistingSecret", {"Ref": "ExistingSecretArn"}, {"Ref": "AppSecret"}]
     }
-    secret_vars = {
-        k: v
-        for k, v in env.items()
-        if "SECRET" in k or (k.endswith("_CLIENT_ID") and k != "WORKBENCH_OIDC_CLIENT_ID")
-    }
-    assert "WORKBENCH_SESSION_SECRET" in secret_vars and "WORKBENCH_OIDC_CLIENT_SECRET" in secret_vars
-    for name, value in secret_vars.items():
-        text = value["Fn::Sub"]
-        assert text.startswith("{{resolve:secretsmanager:${SecretName}:SecretString:"), name
     for name in T["Parameters"]:
-        assert "secret" not in name.lower() or name == "SecretName", f"parameter {name} would hold a secret"
+        assert "secret" not in name.lower() or name in ("ExistingSecretArn", "SecretCacheSeconds"), name
+
+
+def test_the_stack_creates_its_secret_with_a_generated_session_secret_unless_given_one() -> None:
+    secret = RESOURCES["AppSecret"]
+    assert secret["Condition"] == "CreateSecret"
+    assert T["Conditions"]["CreateSecret"] == {"Fn::Equals": [{"Ref": "ExistingSecretArn"}, ""]}
+    generated = secret["Properties"]["GenerateSecretString"]
+    assert generated["GenerateStringKey"] == "session_secret" and generated["PasswordLength"] >= 32
+    assert json.loads(generated["SecretStringTemplate"]) == {}
+    assert secret["Properties"]["Name"] == {"Fn::Sub": "workbench/${AWS::StackName}"}
+    assert T["Outputs"]["SecretArn"]["Value"] == env_secret_id()
+
+
+def env_secret_id() -> Any:
+    return T["Globals"]["Function"]["Environment"]["Variables"]["WORKBENCH_SECRET_ID"]
+
+
+@pytest.mark.parametrize("name", sorted(FUNCTIONS))
+def test_each_function_may_read_the_one_secret_and_nothing_else_of_secrets_manager(name: str) -> None:
+    statements = [s for p in FUNCTIONS[name]["Properties"]["Policies"] for s in p.get("Statement", [])]
+    secrets = [s for s in statements if str(s["Action"]).startswith("secretsmanager:")]
+    assert secrets == [
+        {
+            "Sid": "RunTimeSecrets",
+            "Effect": "Allow",
+            "Action": "secretsmanager:GetSecretValue",
+            "Resource": env_secret_id(),
+        }
+    ]
 
 
 def _routes(fn: dict[str, Any]) -> set[tuple[str, str]]:
@@ -217,11 +258,11 @@ def test_routes_per_surface() -> None:
             assert event["Properties"]["ApiId"] == {"Ref": "HttpApi"}
 
 
-def test_nightly_schedule_invokes_rest_with_a_schedule_event() -> None:
+def test_nightly_schedule_invokes_rest_with_a_schedule_event_and_failures_end_in_an_alarmed_queue() -> None:
     schedule = RESOURCES["NightlyExportSchedule"]
     assert schedule["Condition"] == "HasScheduleUser"
     target = schedule["Properties"]["Target"]
-    assert target["Arn"] == {"Fn::GetAtt": "RestFunction.Arn"}
+    assert target["Arn"] == {"Ref": "RestFunction.Alias"}  # the published version (SnapStart, retries)
     payload = json.loads(target["Input"]["Fn::Sub"].replace("${ScheduleUser}", "svc@example.com"))
     assert payload["source"] == "workbench.schedule"
     assert payload["user"] == "svc@example.com"
@@ -229,8 +270,121 @@ def test_nightly_schedule_invokes_rest_with_a_schedule_event() -> None:
     assert payload["executions"][0]["tool"] == "superset_export_csv"
     role = RESOURCES["NightlyExportRole"]["Properties"]["Policies"][0]["PolicyDocument"]["Statement"]
     assert role == [
-        {"Effect": "Allow", "Action": "lambda:InvokeFunction", "Resource": {"Fn::GetAtt": "RestFunction.Arn"}}
+        {"Effect": "Allow", "Action": "lambda:InvokeFunction", "Resource": {"Ref": "RestFunction.Alias"}},
+        {
+            "Effect": "Allow",
+            "Action": "sqs:SendMessage",
+            "Resource": {"Fn::GetAtt": "ScheduleDeadLetterQueue.Arn"},
+        },
     ]
+    # Delivery failures: Scheduler retries, then the DLQ. A job that runs and fails raises (see
+    # tests/aws/test_handlers.py): Lambda's async retries, then the same DLQ.
+    assert target["RetryPolicy"]["MaximumRetryAttempts"] >= 1
+    assert target["DeadLetterConfig"] == {"Arn": {"Fn::GetAtt": "ScheduleDeadLetterQueue.Arn"}}
+    invoke = FUNCTIONS["RestFunction"]["Properties"]["EventInvokeConfig"]
+    assert invoke["MaximumRetryAttempts"] == 2
+    assert invoke["DestinationConfig"]["OnFailure"] == {
+        "Type": "SQS",
+        "Destination": {"Fn::GetAtt": "ScheduleDeadLetterQueue.Arn"},
+    }
+    alarm = RESOURCES["ScheduleDeadLetterAlarm"]["Properties"]
+    assert alarm["Namespace"] == "AWS/SQS" and alarm["MetricName"] == "ApproximateNumberOfMessagesVisible"
+    assert alarm["Dimensions"] == [
+        {"Name": "QueueName", "Value": {"Fn::GetAtt": "ScheduleDeadLetterQueue.QueueName"}}
+    ]
+    assert alarm["ComparisonOperator"] == "GreaterThanThreshold" and alarm["Threshold"] == 0
+
+
+def test_stateful_names_include_the_stack_and_a_failed_first_create_leaves_no_orphans() -> None:
+    assert RESOURCES["DataKeyAlias"]["Properties"]["AliasName"] == {
+        "Fn::Sub": "alias/workbench-${AWS::StackName}"
+    }
+    for logical in ("DataKey", "AppSecret", *TABLE_IDS - {"PendingTable"}):
+        assert RESOURCES[logical]["DeletionPolicy"] == "RetainExceptOnCreate", logical
+        assert RESOURCES[logical]["UpdateReplacePolicy"] == "Retain", logical
+    for logical in TABLE_IDS:
+        # No fixed TableName: CloudFormation names each table <stack>-<logical id>-<suffix>.
+        assert "TableName" not in RESOURCES[logical]["Properties"], logical
+    for logical, res in RESOURCES.items():
+        if res["Type"] == "AWS::Logs::LogGroup":
+            assert "${AWS::StackName}" in res["Properties"]["LogGroupName"]["Fn::Sub"], logical
+
+
+def test_http_api_throttles_every_route_and_writes_json_access_logs() -> None:
+    api = RESOURCES["HttpApi"]["Properties"]
+    assert api["DefaultRouteSettings"] == {
+        "ThrottlingRateLimit": {"Ref": "ThrottlingRateLimit"},
+        "ThrottlingBurstLimit": {"Ref": "ThrottlingBurstLimit"},
+    }
+    for name in ("ThrottlingRateLimit", "ThrottlingBurstLimit"):
+        assert T["Parameters"][name]["Type"] == "Number" and T["Parameters"][name]["Default"] > 0
+    logs = api["AccessLogSettings"]
+    assert logs["DestinationArn"] == {"Fn::GetAtt": "ApiAccessLogGroup.Arn"}
+    # Every $context variable in a string value: the line parses as JSON whatever the values are.
+    sample = json.loads(logs["Format"].replace("\n", ""))
+    assert {"requestId", "routeKey", "status", "integrationError", "responseLatency"} <= set(sample)
+    assert all(isinstance(v, str) and v.startswith("$context.") for v in sample.values())
+
+
+@pytest.mark.parametrize("name", sorted(FUNCTIONS))
+def test_reserved_concurrency_is_an_optional_parameter_per_function(name: str) -> None:
+    stem = name.removesuffix("Function")
+    param = T["Parameters"][f"{stem}ReservedConcurrency"]
+    assert param["Default"] == -1 and param["MinValue"] == -1
+    assert FUNCTIONS[name]["Properties"]["ReservedConcurrentExecutions"] == {
+        "Fn::If": [f"Reserve{stem}", {"Ref": f"{stem}ReservedConcurrency"}, {"Ref": "AWS::NoValue"}]
+    }
+    assert T["Conditions"][f"Reserve{stem}"] == {
+        "Fn::Not": [{"Fn::Equals": [{"Ref": f"{stem}ReservedConcurrency"}, "-1"]}]
+    }
+
+
+def test_custom_domain_makes_the_redirect_uris_known_before_deploy() -> None:
+    domain = RESOURCES["ApiDomain"]
+    assert domain["Condition"] == "HasDomain"
+    config = domain["Properties"]["DomainNameConfigurations"][0]
+    assert config["CertificateArn"] == {"Ref": "CertificateArn"} and config["EndpointType"] == "REGIONAL"
+    mapping = RESOURCES["ApiDomainMapping"]["Properties"]
+    assert mapping["ApiId"] == {"Ref": "HttpApi"} and mapping["DomainName"] == {"Ref": "ApiDomain"}
+    env = T["Globals"]["Function"]["Environment"]["Variables"]
+    assert env["WORKBENCH_PUBLIC_URL"] == {
+        "Fn::If": ["HasDomain", {"Fn::Sub": "https://${DomainName}"}, {"Ref": "AWS::NoValue"}]
+    }
+    rule = T["Rules"]["DomainNeedsCertificate"]
+    assert rule["Assertions"][0]["Assert"] == {"Fn::Not": [{"Fn::Equals": [{"Ref": "CertificateArn"}, ""]}]}
+    outputs = T["Outputs"]
+    with_domain, without = outputs["SsoRedirectUri"]["Value"]["Fn::If"][1:]
+    assert with_domain == {"Fn::Sub": "https://${DomainName}/api/auth/oidc/callback"}
+    assert without == {
+        "Fn::Sub": "https://${HttpApi}.execute-api.${AWS::Region}.${AWS::URLSuffix}/api/auth/oidc/callback"
+    }
+    with_domain, without = outputs["PluginCallbackUriPattern"]["Value"]["Fn::If"][1:]
+    assert with_domain == {"Fn::Sub": "https://${DomainName}/api/auth/plugin/<integration>/callback"}
+    assert without["Fn::Sub"].endswith("/api/auth/plugin/<integration>/callback")
+    assert outputs["CustomDomainTarget"]["Value"] == {"Fn::GetAtt": "ApiDomain.RegionalDomainName"}
+
+
+def test_the_redirect_uris_in_the_outputs_are_the_ones_the_gateway_uses() -> None:
+    """The outputs' paths and the code's must agree, or SSO and plugin sign-in fail at the provider."""
+    from dataclasses import replace
+
+    from workbench.oauth_client import ProviderOAuth
+    from workbench.settings import Settings
+
+    settings = replace(Settings(), public_url="https://wb.example.com")
+    assert ProviderOAuth(settings).redirect_uri("google-gmail") == (
+        T["Outputs"]["PluginCallbackUriPattern"]["Value"]["Fn::If"][1]["Fn::Sub"]
+        .replace("${DomainName}", "wb.example.com")
+        .replace("<integration>", "google-gmail")
+    )
+    assert "/api/auth/oidc/callback" in (REPO / "shared/workbench/web/signin.py").read_text()
+
+
+def test_snapstart_is_an_option_on_published_versions() -> None:
+    fn = T["Globals"]["Function"]
+    assert T["Parameters"]["SnapStart"]["Default"] == "Disabled"
+    assert fn["SnapStart"] == {"ApplyOn": {"Fn::If": ["UseSnapStart", "PublishedVersions", "None"]}}
+    assert fn["AutoPublishAlias"] == "live"  # SnapStart only applies to published versions
 
 
 # -- the real CLI ---------------------------------------------------------------------------------------
@@ -411,10 +565,3 @@ def test_layer_contents_run_the_mcp_handler_on_python_312(tmp_path: Path, moto_e
     assert "error" not in result["results"][0], result
     user = gw.stores.users.by_email("ada@example.com")
     assert user is not None and [j.title for j in gw.stores.jots.list_for(user.id)] == ["from 3.12"]
-
-
-def test_the_sso_client_secret_reaches_only_the_web_function() -> None:
-    assert "WORKBENCH_OIDC_CLIENT_SECRET" not in T["Globals"]["Function"]["Environment"]["Variables"]
-    for name, fn in FUNCTIONS.items():
-        variables = fn["Properties"].get("Environment", {}).get("Variables", {})
-        assert ("WORKBENCH_OIDC_CLIENT_SECRET" in variables) == (name == "WebFunction")

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 from workbench.composition import Gateway, build_gateway
+from workbench.errors import JobFailed
 from workbench.lambda_runtime import reset_instance
 from workbench.settings import Settings
 
@@ -63,8 +64,13 @@ def test_a_scheduler_event_runs_the_tools_and_is_audited(
 ) -> None:
     user = lambda_env.stores.users.get_or_create(EMAIL)
 
-    out = handler(_schedule(), None)
-
+    # One execution failed: the invocation fails (Lambda retries it, then the dead-letter queue).
+    with pytest.raises(JobFailed) as failed:
+        handler(_schedule(), None)
+    assert str(failed.value) == (
+        "Scheduled job failed (jots as nightly@example.com): 1 of 2 failed; first error: Tool not found"
+    )
+    out = failed.value.result
     assert out["results"][0]["result"]["title"] == "Nightly export done"
     assert out["results"][1] == {"error": "Tool not found"}
     fresh = build_gateway(Settings.from_env())  # read back what the handler's instance stored
@@ -98,7 +104,9 @@ def test_bad_jobs_are_rejected_without_running_anything(
     error: str,
 ) -> None:
     user = lambda_env.stores.users.get_or_create(EMAIL)
-    assert handler(event, None) == {"error": error}
+    with pytest.raises(JobFailed, match="1 of 1 failed; first error: ") as failed:
+        handler(event, None)
+    assert failed.value.result == {"error": error}
     fresh = build_gateway(Settings.from_env())
     assert fresh.stores.jots.list_for(user.id) == []
     assert not [e for e in fresh.stores.audit.list_for(user.id) if e["action"] == "EXECUTE"]
@@ -108,7 +116,9 @@ def test_compose_is_refused_for_scheduled_jobs_too(
     lambda_env: Gateway, handler: Callable[[dict[str, Any], Any], dict[str, Any]]
 ) -> None:
     user = lambda_env.stores.users.get_or_create(EMAIL)
-    out = handler(_schedule(compose=True), None)
+    with pytest.raises(JobFailed) as failed:
+        handler(_schedule(compose=True), None)
+    out = failed.value.result
     assert out["error"].startswith("compose and return are MCP-only")
     fresh = build_gateway(Settings.from_env())
     [summary] = [e for e in fresh.stores.audit.list_for(user.id) if e["action"] == "SCHEDULE"]
@@ -183,3 +193,13 @@ def test_the_template_example_schedule_is_a_valid_job(lambda_env: Gateway) -> No
     assert tool is not None and tool.integration == event["integration"]
     assert tool.input_model is not None
     tool.input_model.model_validate(execution["args"])
+
+
+def test_a_job_that_succeeds_returns_its_results(
+    lambda_env: Gateway, handler: Callable[[dict[str, Any], Any], dict[str, Any]]
+) -> None:
+    lambda_env.stores.users.get_or_create(EMAIL)
+    out = handler(_schedule(executions=[{"tool": "create_jot", "args": {"title": "ok"}}]), None)
+    assert out["results"][0]["result"]["title"] == "ok"
+    single = {k: v for k, v in _schedule().items() if k != "executions"} | {"tool": "list_jots", "args": {}}
+    assert [j["title"] for j in handler(single, None)["result"]["jots"]] == ["ok"]

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from workbench.auth import Principal
-from workbench.errors import InvalidInput
+from workbench.errors import InvalidInput, JobFailed
 from workbench.meta import parse_executions
 from workbench.observability import log_event
 
@@ -119,8 +119,9 @@ async def run_scheduled_job(gw: Gateway, event: dict[str, Any]) -> dict[str, Any
     {"source": "workbench.schedule", "user": "<email>", "integration": "...", "executions": [...]}.
 
     Trusted without a credential because only IAM principals can invoke the function directly (the
-    HTTP API always adds requestContext). Never raises: a retry would not fix a bad job, and every
-    outcome is logged and audited (executions with via="schedule", plus one SCHEDULE summary).
+    HTTP API always adds requestContext). Never raises: every outcome is answered, logged and audited
+    (executions with via="schedule", plus one SCHEDULE summary); `handle_schedule_event` turns a
+    failed outcome into a failed invocation.
     """
     started = time.perf_counter()
     email, integration = event.get("user"), event.get("integration")
@@ -168,5 +169,18 @@ async def run_scheduled_job(gw: Gateway, event: dict[str, Any]) -> dict[str, Any
 
 
 def handle_schedule_event(gateway: Gateway, event: dict[str, Any]) -> dict[str, Any]:
-    """Synchronous entry for the Lambda handler."""
-    return asyncio.run(run_scheduled_job(gateway, event))
+    """Synchronous entry for the Lambda handler. A job that did not fully succeed raises JobFailed,
+    failing the invocation: Scheduler's invocation is asynchronous, so Lambda retries it and then hands
+    it to the dead-letter queue (template.yaml), where the alarm sees it. A returned job succeeded."""
+    body = asyncio.run(run_scheduled_job(gateway, event))
+    errors = (
+        [body["error"]] if "error" in body else [r["error"] for r in body.get("results", []) if "error" in r]
+    )
+    if errors:
+        total = len(body.get("results", [])) or 1
+        raise JobFailed(
+            f"Scheduled job failed ({event.get('integration')} as {event.get('user')}): "
+            f"{len(errors)} of {total} failed; first error: {errors[0]}",
+            body,
+        )
+    return body
