@@ -1,18 +1,23 @@
 """The gateway's secrets from one Secrets Manager secret (a JSON object), read at run time.
 
-Powertools Parameters (`SecretsProvider.get(..., transform="json", max_age=TTL)`) keeps the value
-in this instance's memory for the TTL, so a warm instance calls Secrets Manager at most once per
-TTL and picks up a rotation (a new secret version) within it. Nothing is read during init (SnapStart,
-cold start): the first `get` fetches.
+The value is kept in this instance's memory for a TTL (`WORKBENCH_SECRET_CACHE_SECONDS`, 300 s), so
+a warm instance calls Secrets Manager at most once per TTL and picks up a rotation (a new secret
+version) within it, with no stack update. Nothing is read during init (SnapStart, cold start): the
+first `get` fetches.
+
+This is the caching Powertools Parameters' `get_secret(max_age=...)` does, kept here instead:
+importing `aws_lambda_powertools.utilities.parameters` imports boto3, and the functions' AWS calls
+go through the engine's own SigV4 client (`workbench.aws_http`) so that no cold start pays for it.
 
 Failures never turn into "not configured" by accident: when Secrets Manager cannot be read, the last
-value read is served (and the failure logged) for a while before asking again; with nothing read yet, `ConfigError` says why. A
-secret that does not exist is the one failure that means "nothing is configured", remembered for a
-TTL like a value.
+value read is served (and the failure logged) for a while before asking again; with nothing read
+yet, `ConfigError` says why. A secret that does not exist is the one failure that means "nothing is
+configured", remembered for a TTL like a value.
 """
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -47,50 +52,49 @@ class SecretsManagerSecrets:
         self._client = LazyClient("secretsmanager", settings, client)
         self._clock = clock
         self._lock = threading.Lock()
-        self._provider: Any = None
         self._last: Mapping[str, Any] | None = None
-        # What to answer without asking Secrets Manager until _hold_until (a missing secret, an outage).
+        # What to answer without asking Secrets Manager until _hold_until: the value within its TTL,
+        # a missing secret, the last value during an outage, or (briefly) the error.
         self._held: Mapping[str, Any] | ConfigError = {}
-        self._hold_until = 0.0
+        self._hold_until = float("-inf")
+        self.fetches = 0  # GetSecretValue calls this instance made
 
     @classmethod
     def from_settings(cls, settings: Settings, *, client: Any | None = None) -> SecretsManagerSecrets:
-        assert settings.secret_id
+        if not settings.secret_id:
+            raise ConfigError("WORKBENCH_SECRET_ID is not set")
         return cls(
             settings.secret_id, settings=settings, ttl_seconds=settings.secret_cache_seconds, client=client
         )
 
     def _values(self) -> Mapping[str, Any]:
-        from aws_lambda_powertools.utilities.parameters import SecretsProvider
-        from aws_lambda_powertools.utilities.parameters.exceptions import (
-            GetParameterError,
-            TransformParameterError,
-        )
-
         with self._lock:  # one fetch at a time per instance; the others then meet the cache
             now = self._clock()
             if now < self._hold_until:
                 if isinstance(self._held, ConfigError):
                     raise self._held
                 return self._held
-            if self._provider is None:
-                self._provider = SecretsProvider(boto3_client=self._client.get())
+            self.fetches += 1
             try:
-                value = self._provider.get(self.secret_id, max_age=self.ttl, transform="json")
-            except TransformParameterError:
-                return self._failed(now, "the secret is not a JSON object")
-            except GetParameterError as exc:
-                cause = exc.__context__  # powertools re-raises without chaining; the SDK error is here
-                code = (client_error_code(cause) if cause else None) or type(cause).__name__
-                if code != "ResourceNotFoundException":
-                    return self._failed(now, code)
-                log_event("secret_missing", secret=self.secret_id)
-                value = {}
-                self._held, self._hold_until = value, now + self.ttl
-            if not isinstance(value, dict):
-                return self._failed(now, "the secret is not a JSON object")
-            self._last = value
-            return value
+                answer = self._client.get().get_secret_value(SecretId=self.secret_id)
+            except Exception as exc:
+                code = client_error_code(exc)
+                if code == "ResourceNotFoundException":
+                    log_event("secret_missing", secret=self.secret_id)
+                    value: Any = {}
+                else:
+                    return self._failed(now, code or type(exc).__name__)
+            else:
+                try:
+                    value = json.loads(answer.get("SecretString") or "")
+                except ValueError:
+                    value = None
+                if not isinstance(value, dict):
+                    return self._failed(now, "the secret's value is not a JSON object")
+            values: Mapping[str, Any] = value
+            self._last = values
+            self._held, self._hold_until = values, now + self.ttl
+            return values
 
     def _failed(self, now: float, reason: str) -> Mapping[str, Any]:
         """Serve the last value read for a while (or the error, briefly): a Secrets Manager outage

@@ -3,9 +3,9 @@
 One port (`SecretSource`), two adapters:
 - `EnvSecrets` (the local gateway, tests): the values the process environment gave Settings.
 - `aws_secrets.SecretsManagerSecrets` (AWS): one JSON secret in Secrets Manager, read at run time
-  through Powertools Parameters with a per-instance cache, so a rotation reaches every warm
-  instance within the cache TTL and no stack update is needed. Nothing secret is in the Lambda
-  environment, and a key that is absent only leaves its feature "not configured".
+  with a per-instance cache, so a rotation reaches every warm instance within the cache TTL and no
+  stack update is needed. Nothing secret is in the Lambda environment, and a key that is absent
+  only leaves its feature "not configured".
 
 Keys (the JSON keys of the Secrets Manager secret; the local environment variable in brackets):
   session_secret                          [WORKBENCH_SESSION_SECRET]

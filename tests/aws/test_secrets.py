@@ -33,24 +33,44 @@ def secret(moto_endpoint: AwsEndpoint) -> Iterator[tuple[str, Any]]:
     client.delete_secret(SecretId=arn, ForceDeleteWithoutRecovery=True)
 
 
+class _Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
 def _source(
-    moto_endpoint: AwsEndpoint, secret_id: str, ttl: int, client: Any = None
+    moto_endpoint: AwsEndpoint, secret_id: str, ttl: int, client: Any = None, clock: Any = None
 ) -> SecretsManagerSecrets:
-    return SecretsManagerSecrets(secret_id, settings=moto_endpoint.settings(), ttl_seconds=ttl, client=client)
+    return SecretsManagerSecrets(
+        secret_id,
+        settings=moto_endpoint.settings(),
+        ttl_seconds=ttl,
+        client=client,
+        clock=clock or time.monotonic,
+    )
 
 
-def test_values_are_read_at_run_time_and_a_rotation_is_seen_after_the_ttl(
+def test_values_are_read_at_run_time_cached_per_instance_and_a_rotation_is_seen_after_the_ttl(
     moto_endpoint: AwsEndpoint, secret: tuple[str, Any]
 ) -> None:
     arn, client = secret
-    source = _source(moto_endpoint, arn, ttl=1)
+    clock = _Clock()
+    source = _source(moto_endpoint, arn, ttl=300, clock=clock)
+    assert source.fetches == 0  # nothing is read until a value is needed (init stays offline)
     assert source.get("TESTOAUTH_CLIENT_ID") == "cid"
     assert source.get("GITHUB_CLIENT_ID") is None  # absent: that integration is not configured
     client.put_secret_value(SecretId=arn, SecretString=json.dumps({"TESTOAUTH_CLIENT_ID": "rotated"}))
-    assert source.get("TESTOAUTH_CLIENT_ID") == "cid"  # the instance's cache answers within the TTL
-    time.sleep(1.1)
+    clock.now += 299
+    for _ in range(20):
+        assert source.get("TESTOAUTH_CLIENT_ID") == "cid"  # the instance's cache answers within the TTL
+    assert source.fetches == 1
+    clock.now += 2
     assert source.get("TESTOAUTH_CLIENT_ID") == "rotated"
     assert source.get("session_secret") is None
+    assert source.fetches == 2
 
 
 def test_a_missing_secret_means_nothing_is_configured(moto_endpoint: AwsEndpoint) -> None:
@@ -67,9 +87,7 @@ class _Flaky:
     def get_secret_value(self, **kw: Any) -> Any:
         self.calls += 1
         if self.down:
-            from botocore.exceptions import EndpointConnectionError
-
-            raise EndpointConnectionError(endpoint_url="https://secretsmanager.invalid")
+            raise ConnectionRefusedError("secretsmanager.invalid: connection refused")
         return self.real.get_secret_value(**kw)
 
 
