@@ -35,7 +35,10 @@ def clock() -> Clock:
 @pytest.fixture
 def gw(tmp_path: Path, clock: Clock) -> Gateway:
     gateway = make_gateway(
-        tmp_path, registry=demo_registry(), wait_block_seconds=20, plugin_env={"DEMO_CLIENT_ID": "demo-client"}
+        tmp_path,
+        registry=demo_registry(),
+        wait_block_seconds=20,
+        plugin_env={"DEMO_CLIENT_ID": "demo-client"},
     )
     gateway.connections.clock = clock
     gateway.connections.sleep = clock.sleep
