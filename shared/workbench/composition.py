@@ -271,7 +271,7 @@ def build_gateway(
         # On a laptop a user's MCP servers often run on localhost or the LAN; on AWS they must not.
         allow_private_hosts=settings.store != "dynamodb",
         operator_apps=operator_apps(settings.external_servers, registry, settings.external_env),
-        operator_secret=settings.external_env.get,
+        operator_secret=_operator_secret(secrets, settings),
     )
     engine.extra_lookups.append(external.lookup)
     engine.builtin_services.external = external
@@ -327,6 +327,20 @@ def _signing_keys(settings: Settings, cipher: Cipher, stores: Stores) -> Signing
 
         return DynamoSigningKeys.from_settings(settings, cipher, stores=stores)
     return FileSigningKeys(settings.data_dir / "keys")
+
+
+def _operator_secret(secrets: SecretSource, settings: Settings) -> Callable[[str], str | None]:
+    """An operator server's `auth.envVar` value, read on use: the run-time secret's key of that name
+    (AWS), else the environment variable (local)."""
+
+    def lookup(name: str) -> str | None:
+        try:
+            value = secrets.get(name)
+        except ConfigError:
+            value = None  # unreadable just now: the environment's value, if any, still serves
+        return value or settings.external_env.get(name)
+
+    return lookup
 
 
 def _session_secret(settings: Settings, secrets: SecretSource) -> Callable[[], bytes]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import time
 from typing import Any
 
@@ -288,7 +289,7 @@ def test_the_templates_nightly_schedule_event_runs_through_the_rest_handler(lamb
     gw.credentials.save(svc.id, "superset", {"username": "svc", "password": "pw", "base_url": closed})
     port = closed.rsplit(":", 1)[1]
     refused = f"127.0.0.1:{port} refused the connection. Check the address and port."
-    with pytest.raises(JobFailed, match="first error: 127.0.0.1") as failed:
+    with pytest.raises(JobFailed, match=re.escape(f"first error: {refused}")) as failed:
         load_entry("rest").handler(event, None)
     assert failed.value.result == {"results": [{"error": refused}]}
 
