@@ -158,3 +158,19 @@ def test_ordering_promises_are_kept() -> None:
             assert check(case.calls[0]), (
                 f"{name}: its request does not keep the ordering its description promises"
             )
+
+
+def test_docs_list_every_tool_with_its_description() -> None:
+    """docs/plugins.md and docs/plugins-b.md: one table row per tool, with the description the
+    agent sees, and no row for a tool that does not exist."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2] / "docs"
+    tools = {t.name: t.description for _, t in _all_tools()}
+    prefixes = tuple({name.split("_")[0] + "_" for name in tools})
+    rows: dict[str, str] = {}
+    for doc in ("plugins.md", "plugins-b.md"):
+        for name, text in re.findall(r"^\| `([a-z_]+)` \| (.+) \|$", (root / doc).read_text(), re.M):
+            if name.startswith(prefixes):  # other tables list Slack error codes and the like
+                rows[name] = text
+    assert rows == tools
