@@ -23,7 +23,16 @@ from typing import Any
 
 from workbench.errors import InvalidInput
 
-__all__ = ["MAX_DEPTH", "JsonRejected", "dumps", "js_stringify", "nesting_exceeds", "parse"]
+__all__ = [
+    "MAX_DEPTH",
+    "JsonRejected",
+    "dumps",
+    "escape_lone_surrogates",
+    "finite",
+    "js_stringify",
+    "nesting_exceeds",
+    "parse",
+]
 
 MAX_DEPTH = 64
 
@@ -35,8 +44,9 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 _ARRAY_INDEX = re.compile(r"0|[1-9][0-9]{0,9}")
 
 
-class JsonRejected(InvalidInput):
-    """A body that is not strict JSON; the message says why, without echoing the body."""
+class JsonRejected(InvalidInput, ValueError):
+    """A body that is not strict JSON; the message says why, without echoing the body. A
+    ValueError too, like json.JSONDecodeError, so it drops in where json.loads was caught."""
 
 
 def _reject_constant(name: str) -> Any:
@@ -119,17 +129,20 @@ def nesting_exceeds(value: Any, limit: int) -> bool:
 # -- out -------------------------------------------------------------------------------------------
 
 
-def _escape_surrogates(text: str) -> str:
-    return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+def escape_lone_surrogates(text: str) -> str:
+    """JSON text with each lone surrogate written as its \\uXXXX escape. In JSON text one can only
+    sit inside a string, where the escape means the same; the text becomes encodable as UTF-8."""
+    return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text) if _SURROGATE.search(text) else text
 
 
-def _finite_copy(value: Any) -> Any:
+def finite(value: Any) -> Any:
+    """`value` with NaN and the infinities replaced by None, as JSON.stringify writes them (null)."""
     if isinstance(value, float) and not math.isfinite(value):
         return None
     if isinstance(value, dict):
-        return {k: _finite_copy(v) for k, v in value.items()}
+        return {k: finite(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return [_finite_copy(v) for v in value]
+        return [finite(v) for v in value]
     return value
 
 
@@ -138,9 +151,8 @@ def dumps(value: Any) -> str:
     try:
         text = json.dumps(value, ensure_ascii=False, default=str, allow_nan=False)
     except ValueError:  # NaN or Infinity somewhere in an upstream result
-        text = json.dumps(_finite_copy(value), ensure_ascii=False, default=str, allow_nan=False)
-    # Inside JSON text a lone surrogate can only sit in a string, where its escape is equivalent.
-    return _escape_surrogates(text) if _SURROGATE.search(text) else text
+        text = json.dumps(finite(value), ensure_ascii=False, default=str, allow_nan=False)
+    return escape_lone_surrogates(text)
 
 
 def _js_number(value: float) -> str:
@@ -168,7 +180,7 @@ def _js_number(value: float) -> str:
 
 
 def _js_string(text: str) -> str:
-    return _escape_surrogates(json.dumps(text, ensure_ascii=False))
+    return escape_lone_surrogates(json.dumps(text, ensure_ascii=False))
 
 
 def _js_key(key: Any) -> str:

@@ -7,15 +7,32 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import BaseRoute, Route
 
+from workbench.bodylimit import BodyRule, guarded_app
 from workbench.composition import Gateway
+from workbench.mcp.app import BODY_RULES as MCP_BODY_RULES
 from workbench.mcp.app import mcp_routes
+from workbench.oauth.routes import BODY_RULES as OAUTH_BODY_RULES
 from workbench.oauth.routes import oauth_routes
+from workbench.proxy.app import BODY_RULES as PROXY_BODY_RULES
 from workbench.proxy.app import proxy_routes
+from workbench.rest.app import BODY_RULES as REST_BODY_RULES
 from workbench.rest.app import rest_routes
+from workbench.web.app import BODY_RULES as WEB_BODY_RULES
 from workbench.web.app import web_routes
+from workbench.web.browser_bridge import BODY_RULES as BRIDGE_BODY_RULES
 from workbench.web.browser_bridge import browser_bridge_routes
 from workbench.web.jots_host import jots_routes
 from workbench.web.local_signin import local_signin_routes
+
+# Every surface's body caps, each answered in that surface's own shape (see bodylimit.py).
+BODY_RULES: list[BodyRule] = [
+    *MCP_BODY_RULES,
+    *OAUTH_BODY_RULES,
+    *REST_BODY_RULES,
+    *PROXY_BODY_RULES,
+    *WEB_BODY_RULES,
+    *BRIDGE_BODY_RULES,
+]
 
 __all__ = ["create_local_app", "first_run"]
 
@@ -39,7 +56,7 @@ def create_local_app(gateway: Gateway) -> Starlette:
         Route("/healthz", healthz),
         Route("/metrics", prometheus),
     ]
-    return Starlette(routes=routes)
+    return guarded_app(routes, BODY_RULES)
 
 
 def first_run(gateway: Gateway, email: str) -> str | None:

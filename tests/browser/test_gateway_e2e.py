@@ -155,6 +155,25 @@ async def test_bridge_refuses_other_origins_other_users_and_bad_input(gateway_pr
         ):
             r = await http.post(f"{page_url}/input", json=bad, headers=hdrs(mine, run.base))
             assert (r.status_code, r.json()["error"]) == (400, "INVALID_INPUT")
+        # Not strict JSON, or over the 16 KiB cap (declared or streamed): refused, nothing opens.
+        as_json = hdrs(mine, run.base, Content_Type="application/json")
+        for raw in (
+            b'{"type": "click", "x": NaN, "y": 0}',
+            b"[" * 5000,
+            b'{"type": "text", "text": "\\ud800"}',
+        ):
+            r = await http.post(f"{page_url}/input", content=raw, headers=as_json)
+            assert (r.status_code, r.json()["error"]) == (400, "INVALID_INPUT")
+        big = b'{"type": "text", "text": "' + b"a" * 20_000 + b'"}'
+
+        async def streamed() -> AsyncIterator[bytes]:
+            for i in range(0, len(big), 4096):
+                yield big[i : i + 4096]
+
+        for content in (big, streamed()):
+            r = await http.post(f"{page_url}/input", content=content, headers=as_json)
+            assert r.status_code == 413
+            assert r.json() == {"error": "INVALID_INPUT", "message": "Request body too large (max 16 KiB)"}
         # Done before any browser session exists, then before signing in.
         r = await http.post(f"{page_url}/finish", headers=hdrs(mine, run.base))
         assert (r.status_code, r.json()["error"]) == (409, "NO_BROWSER_SESSION")

@@ -141,12 +141,28 @@ async def test_malformed_bodies_are_400(client: Client, body: object, message: s
     assert (r.status_code, r.json()) == (400, {"error": message})
 
 
-async def test_malformed_json_is_400(client: Client) -> None:
-    for raw in (b"{", b"", b"\xff\xfe", b"{'tool': 1}"):
-        r = await client.http.post(
-            "/rest/jots", content=raw, headers={"Authorization": f"Bearer {client.key}"}
-        )
-        assert (r.status_code, r.json()) == (400, {"error": "Malformed JSON body"})
+@pytest.mark.parametrize(
+    ("raw", "why"),
+    [
+        (b"{", "invalid JSON (Expecting property name enclosed in double quotes)"),
+        (b"", "invalid JSON (Expecting value)"),
+        (b"\xff\xfe", "the body is not UTF-8"),
+        (b"{'tool': 1}", "invalid JSON (Expecting property name enclosed in double quotes)"),
+        (b'{"tool": "list_jots", "args": {"n": NaN}}', "NaN is not a JSON value"),
+        (b'{"tool": "list_jots", "args": {"n": -Infinity}}', "-Infinity is not a JSON value"),
+        (b'{"tool": "list_jots", "args": {"n": 1e400}}', "the number 1e400 is out of range"),
+        (b'{"tool": "list_\\ud83d", "args": {}}', "a string contains the lone surrogate \\ud83d"),
+        (b'{"tool": "list_jots", "args": {"\\udc00": 1}}', "a string contains the lone surrogate \\udc00"),
+        (
+            b'{"tool": "list_jots", "args": ' + b"[" * 70 + b"]" * 70 + b"}",
+            "JSON nested deeper than 64 levels",
+        ),
+    ],
+)
+async def test_malformed_json_is_400(client: Client, raw: bytes, why: str) -> None:
+    r = await client.http.post("/rest/jots", content=raw, headers={"Authorization": f"Bearer {client.key}"})
+    assert (r.status_code, r.json()) == (400, {"error": f"Malformed JSON body: {why}"})
+    assert client.gateway.stores.audit.list_for(client.user_id) == []  # nothing ran
 
 
 async def test_unknown_integration_is_404_and_foreign_tools_are_400(client: Client) -> None:

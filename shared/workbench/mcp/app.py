@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
@@ -12,18 +11,34 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from workbench.auth import Principal
-from workbench.mcp.protocol import McpServer
+from workbench.bodylimit import BodyRule, guarded_app, json_413
+from workbench.jsontext import dumps
+from workbench.mcp.protocol import INVALID_REQUEST, McpServer
 from workbench.web.sessions import SESSION_COOKIE
 
 if TYPE_CHECKING:
     from workbench.composition import Gateway
 
-__all__ = ["CSRF_HEADER", "create_mcp_app", "mcp_routes"]
+__all__ = ["BODY_RULES", "CSRF_HEADER", "create_mcp_app", "mcp_routes"]
 
 # The portal's playground calls /mcp with its session cookie and this header (seed 003's session path).
 CSRF_HEADER = "x-csrf-token"
 
-_MAX_BODY = 4 * 1024 * 1024
+MAX_BODY = 4 * 1024 * 1024
+# Over the cap: 413 with a JSON-RPC error that has no id (the request was never read).
+BODY_RULES = [
+    BodyRule(
+        "/mcp",
+        MAX_BODY,
+        json_413(
+            lambda exc: {
+                "jsonrpc": "2.0",
+                "id": None,
+                "error": {"code": INVALID_REQUEST, "message": str(exc)},
+            }
+        ),
+    )
+]
 
 
 def _origin_allowed(origin: str, public_url: str) -> bool:
@@ -47,8 +62,8 @@ def _same_origin(origin: str, request: Request, public_url: str) -> bool:
 
 
 def _refused(message: str) -> Response:
-    body = {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": message}}
-    return Response(json.dumps(body), 403, media_type="application/json")
+    body = {"jsonrpc": "2.0", "id": None, "error": {"code": INVALID_REQUEST, "message": message}}
+    return Response(dumps(body), 403, media_type="application/json")
 
 
 def _session_principal(gateway: Gateway, request: Request) -> Principal | Response:
@@ -74,11 +89,9 @@ def mcp_routes(gateway: Gateway) -> list[Route]:
     async def post(request: Request) -> Response:
         origin = request.headers.get("origin")
         if origin and not _origin_allowed(origin, gateway.settings.public_url):
-            body = {"jsonrpc": "2.0", "error": {"code": -32600, "message": "Forbidden origin"}}
-            return Response(json.dumps(body), 403, media_type="application/json")
-        raw = await request.body()
-        if len(raw) > _MAX_BODY:
-            return Response("request body too large", 413)
+            body = {"jsonrpc": "2.0", "error": {"code": INVALID_REQUEST, "message": "Forbidden origin"}}
+            return Response(dumps(body), 403, media_type="application/json")
+        raw = await request.body()  # at most MAX_BODY: BodyLimit stops the read past it
         headers = {k.lower(): v.strip(" \t") for k, v in request.headers.items()}  # HTTP trims OWS
         principal: Principal | None = None
         if "authorization" not in headers and SESSION_COOKIE in request.cookies:
@@ -91,7 +104,7 @@ def mcp_routes(gateway: Gateway) -> list[Route]:
         if reply.body is None:
             return Response(status_code=reply.status, headers=reply.headers)
         return Response(
-            json.dumps(reply.body, ensure_ascii=False, default=str),
+            dumps(reply.body),
             reply.status,
             headers=reply.headers,
             media_type="application/json",
@@ -104,4 +117,4 @@ def mcp_routes(gateway: Gateway) -> list[Route]:
 
 
 def create_mcp_app(gateway: Gateway) -> Starlette:
-    return Starlette(routes=mcp_routes(gateway))
+    return guarded_app(mcp_routes(gateway), BODY_RULES)

@@ -4,10 +4,12 @@ Dual-era and stateless: a request carrying `_meta["io.modelcontextprotocol/proto
 (2026-07-28) is served per request; `initialize` selects a legacy revision, and since nothing is
 kept between requests no session id is ever minted.
 
-Wire errors, all mapped here: -32001 Unauthorized (HTTP 401 + WWW-Authenticate), -32601 Method not
-found, -32602 Invalid params (unknown meta-tool, meta-tool arguments that fail its schema, malformed
-per-request _meta), and the 2026-07-28 transport errors -32020 HeaderMismatch and -32022
-UnsupportedProtocolVersion. Tool failures are never JSON-RPC errors.
+Wire errors, all mapped here: -32700 Parse error (HTTP 400: not strict JSON, see jsontext.parse),
+-32600 Invalid Request (HTTP 400), -32001 Unauthorized (HTTP 401 + WWW-Authenticate), -32601 Method
+not found, -32602 Invalid params (unknown meta-tool, meta-tool arguments that fail its schema,
+malformed per-request _meta), and the 2026-07-28 transport errors -32020 HeaderMismatch and -32022
+UnsupportedProtocolVersion. Tool failures are never JSON-RPC errors. Every JSON-RPC error answered
+to an authenticated caller writes an `MCP_ERROR` audit event.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from workbench import __version__
 from workbench.auth import Principal
 from workbench.errors import AuthError, InvalidInput
+from workbench.jsontext import JsonRejected, escape_lone_surrogates, finite, parse
 from workbench.meta import OUTPUT_SCHEMAS, MetaTools, listed_tools
 
 if TYPE_CHECKING:
@@ -109,14 +112,24 @@ def _render(payload: Any, cap: int) -> tuple[list[dict[str, Any]], bool]:
     return [{"type": "text", "text": text}], True
 
 
-_ENCODER = json.JSONEncoder(ensure_ascii=False, default=str)
+_ENCODER = json.JSONEncoder(ensure_ascii=False, default=str, allow_nan=False)
 
 
 def _capped_json(payload: Any, cap: int) -> tuple[str, bool]:
     """(the payload's JSON text, at most `cap` characters; whether that is all of it).
 
-    A payload that is certainly over the cap is encoded incrementally and only up to the cap, so a
-    multi-megabyte result costs what 60,000 characters cost, not its whole size."""
+    Always valid JSON whatever an upstream sent: NaN/Infinity become null and lone surrogates are
+    escaped (as JSON.stringify writes them), so the text block can be encoded as UTF-8."""
+    try:
+        text, whole = _capped_json_text(payload, cap)
+    except ValueError:  # a non-finite number somewhere in a result
+        text, whole = _capped_json_text(finite(payload), cap)
+    return escape_lone_surrogates(text), whole
+
+
+def _capped_json_text(payload: Any, cap: int) -> tuple[str, bool]:
+    """A payload that is certainly over the cap is encoded incrementally and only up to the cap, so
+    a multi-megabyte result costs what 60,000 characters cost, not its whole size."""
     if not _longer_than(payload, cap):
         text = _ENCODER.encode(payload)
         return (text, True) if len(text) <= cap else (text[:cap], False)
@@ -193,18 +206,22 @@ class McpServer:
         """`headers` must be lower-cased names. `principal`: already authenticated by the surface
         (the portal session path, seed 003); otherwise the bearer token decides."""
         try:
-            message = json.loads(body)
-        except (ValueError, UnicodeDecodeError):
-            return HttpReply(400, _error(None, PARSE_ERROR, "Parse error"))
+            message = parse(body)
+        except JsonRejected as exc:
+            return self._refused(
+                headers, principal, HttpReply(400, _error(None, PARSE_ERROR, f"Parse error: {exc}"))
+            )
         if (
             not isinstance(message, dict)
             or message.get("jsonrpc") != "2.0"
             or not isinstance(message.get("method"), str)
+            or not _valid_id(message.get("id"))
         ):
-            req_id = message.get("id") if isinstance(message, dict) else None
-            return HttpReply(
+            req_id = message.get("id") if isinstance(message, dict) and _valid_id(message.get("id")) else None
+            reply = HttpReply(
                 400, _error(req_id, INVALID_REQUEST, "Invalid Request: one JSON-RPC 2.0 message per POST")
             )
+            return self._refused(headers, principal, reply)
         req_id = message.get("id")
         is_notification = "id" not in message
         if principal is None:
@@ -217,8 +234,34 @@ class McpServer:
         try:
             result = await self._dispatch(message, headers, principal)
         except _RpcError as exc:
+            self._audit_error(principal, message["method"], exc.code, exc.message)
             return HttpReply(exc.status, _error(req_id, exc.code, exc.message, exc.data))
         return HttpReply(200, {"jsonrpc": "2.0", "id": req_id, "result": result})
+
+    def _refused(self, headers: Mapping[str, str], principal: Principal | None, reply: HttpReply) -> HttpReply:
+        """A message refused before dispatch: audited when a credential names its user."""
+        if principal is None:
+            try:
+                principal = self.authenticate(headers)
+            except AuthError:
+                return reply  # nobody to attribute it to; the answer is the same
+        error = reply.body["error"]
+        self._audit_error(principal, None, error["code"], error["message"])
+        return reply
+
+    def _audit_error(self, principal: Principal, method: str | None, code: int, message: str) -> None:
+        self.gw.stores.audit.append(
+            {
+                "action": "MCP_ERROR",
+                "user": principal.user.id,
+                "method": method,
+                "code": code,
+                "success": False,
+                "error": message,
+                "ts": self.gw.clock(),
+                "via": principal.via,
+            }
+        )
 
     async def _dispatch(
         self, message: dict[str, Any], headers: Mapping[str, str], principal: Principal
@@ -353,6 +396,11 @@ class McpServer:
         if structured and (whole or name in OUTPUT_SCHEMAS) and isinstance(payload, dict):
             result["structuredContent"] = payload
         return result
+
+
+def _valid_id(value: Any) -> bool:
+    """JSON-RPC 2.0 ids are strings, numbers or null (absent for a notification)."""
+    return value is None or (isinstance(value, str | int | float) and not isinstance(value, bool))
 
 
 def _error(req_id: Any, code: int, message: str, data: Any = None) -> dict[str, Any]:

@@ -30,6 +30,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
+from workbench.bodylimit import BodyRule, BodyTooLarge, json_413
+from workbench.jsontext import JsonRejected, parse
 from workbench.oauth.errors import OAuthError, RedirectableError
 from workbench.oauth.service import AuthorizationRequest, OAuthServer
 from workbench.stores import OAuthState, User
@@ -39,7 +41,7 @@ from workbench.web.html import csrf_field, e, html_page, notices, redirect
 if TYPE_CHECKING:
     from workbench.composition import Gateway
 
-__all__ = ["CONSENT_MARKER", "oauth_routes"]
+__all__ = ["BODY_RULES", "CONSENT_MARKER", "oauth_routes"]
 
 # OAuthState.integration value for a consent waiting for its decision.
 CONSENT_MARKER = "mcp-oauth-consent"
@@ -53,6 +55,21 @@ _CORS = {
     "Access-Control-Allow-Headers": "Authorization, Content-Type, MCP-Protocol-Version",
     "Access-Control-Max-Age": "600",
 }
+
+
+def _too_large_as(code: str) -> Callable[[BodyTooLarge], dict[str, Any]]:
+    return lambda exc: {"error": code, "error_description": str(exc)}
+
+
+# Over the cap: 413 in the endpoint's own error shape (RFC 7591 §3.2.2, RFC 6749 §5.2).
+BODY_RULES = [
+    BodyRule(path, MAX_FORM_BYTES, json_413(_too_large_as(code), {**_NO_STORE, **_CORS}))
+    for path, code in (
+        ("/register", "invalid_client_metadata"),
+        ("/token", "invalid_request"),
+        ("/revoke", "invalid_request"),
+    )
+]
 
 
 def _json(body: dict[str, Any], status: int = 200, headers: dict[str, str] | None = None) -> Response:
@@ -86,9 +103,7 @@ async def _form_pairs(request: Request) -> list[tuple[str, str]]:
     content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
     if content_type != "application/x-www-form-urlencoded":
         raise OAuthError("invalid_request", "the body must be application/x-www-form-urlencoded")
-    raw = await request.body()
-    if len(raw) > MAX_FORM_BYTES:
-        raise OAuthError("invalid_request", "the request body is too large")
+    raw = await request.body()  # at most MAX_FORM_BYTES: BodyLimit stops the read past it
     try:
         return parse_qsl(raw.decode("utf-8"), keep_blank_values=True, max_num_fields=100)
     except (UnicodeDecodeError, ValueError) as exc:
@@ -102,8 +117,9 @@ def _encode_request(req: AuthorizationRequest) -> str:
 
 def _decode_request(blob: str) -> AuthorizationRequest | None:
     try:
-        return AuthorizationRequest(**json.loads(base64.urlsafe_b64decode(blob.encode())))
-    except (ValueError, TypeError, binascii.Error):
+        fields = parse(base64.urlsafe_b64decode(blob.encode()))
+        return AuthorizationRequest(**fields) if isinstance(fields, dict) else None
+    except (ValueError, TypeError, binascii.Error):  # JsonRejected is a ValueError
         return None
 
 
@@ -187,12 +203,10 @@ def _routes(gw: Gateway, server: OAuthServer, web: WebContext) -> list[BaseRoute
         return JSONResponse(gw.tokens.jwks(), headers={"Cache-Control": "max-age=300", **_CORS})
 
     async def register(request: Request) -> Response:
-        raw = await request.body()
-        if len(raw) > MAX_FORM_BYTES:
-            return _json(OAuthError("invalid_client_metadata", "the request body is too large").body(), 400)
+        raw = await request.body()  # at most MAX_FORM_BYTES: BodyLimit stops the read past it
         try:
-            body = json.loads(raw)
-        except (ValueError, UnicodeDecodeError):
+            body = parse(raw)
+        except JsonRejected:
             return _json(OAuthError("invalid_client_metadata", "the body must be a JSON object").body(), 400)
         try:
             return _json(server.register(body), 201)

@@ -27,6 +27,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from workbench.bodylimit import BodyRule, BodyTooLarge, guarded_app, json_413
 from workbench.errors import AuthError, CredentialError
 from workbench.observability import log_event
 from workbench.proxy.guard import Refused, allowed_hosts, check_path, location_inside
@@ -37,11 +38,15 @@ if TYPE_CHECKING:
     from workbench.composition import Gateway
     from workbench.registry import Manifest
 
-__all__ = ["create_proxy_app", "proxy_routes"]
+__all__ = ["BODY_RULES", "create_proxy_app", "proxy_routes"]
 
 METHODS = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
 MAX_REQUEST_BYTES = 6 * 1024 * 1024  # the Lambda payload limit
 UPSTREAM_TIMEOUT = httpx.Timeout(25.0, connect=5.0)  # inside API Gateway's 30 s
+_TOO_LARGE = {"error": "Request body too large for the proxy"}
+# A body over the cap is refused while it streams in (BodyLimit); after the token check it is an
+# audited refusal (_read_body), before it (no valid token) this shape answers.
+BODY_RULES = [BodyRule("/c/", MAX_REQUEST_BYTES, json_413(lambda exc: _TOO_LARGE))]
 _RAW_TARGET = re.compile(r"^/c/([a-z0-9][a-z0-9_-]{0,63})(/.*)?$")
 
 # Request headers a caller may pass through; everything else (Authorization, Cookie, Host,
@@ -364,14 +369,10 @@ def _bearer(request: Request) -> str | None:
 
 
 async def _read_body(request: Request) -> bytes:
-    chunks: list[bytes] = []
-    size = 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > MAX_REQUEST_BYTES:
-            raise _Denied(413, {"error": "Request body too large for the proxy"})
-        chunks.append(chunk)
-    return b"".join(chunks)
+    try:
+        return await request.body()  # at most MAX_REQUEST_BYTES: BodyLimit stops the read past it
+    except BodyTooLarge as exc:
+        raise _Denied(413, _TOO_LARGE) from exc
 
 
 def proxy_routes(gateway: Gateway, *, resolver: Resolver | None = None) -> list[Route]:
@@ -383,4 +384,4 @@ def proxy_routes(gateway: Gateway, *, resolver: Resolver | None = None) -> list[
 
 
 def create_proxy_app(gateway: Gateway, *, resolver: Resolver | None = None) -> Starlette:
-    return Starlette(routes=proxy_routes(gateway, resolver=resolver))
+    return guarded_app(proxy_routes(gateway, resolver=resolver), BODY_RULES)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from typing import TYPE_CHECKING, Any
 
 from starlette.applications import Starlette
@@ -11,25 +10,23 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from workbench.auth import Principal, looks_like_api_key
+from workbench.bodylimit import BodyRule, guarded_app, json_413
 from workbench.errors import AuthError
+from workbench.jsontext import JsonRejected, dumps, parse
 from workbench.rest.openapi import openapi_document
 from workbench.rest.service import run_rest
 
 if TYPE_CHECKING:
     from workbench.composition import Gateway
 
-__all__ = ["create_rest_app", "rest_routes"]
+__all__ = ["BODY_RULES", "create_rest_app", "rest_routes"]
 
 MAX_BODY = 4 * 1024 * 1024
+BODY_RULES = [BodyRule("/rest/", MAX_BODY, json_413(lambda exc: {"error": str(exc)}))]
 
 
 def _json(status: int, body: Any, headers: dict[str, str] | None = None) -> Response:
-    return Response(
-        json.dumps(body, ensure_ascii=False, default=str),
-        status,
-        headers=headers,
-        media_type="application/json",
-    )
+    return Response(dumps(body), status, headers=headers, media_type="application/json")
 
 
 def _authenticate(gw: Gateway, request: Request) -> Principal:
@@ -47,15 +44,10 @@ def rest_routes(gateway: Gateway) -> list[Route]:
             principal = _authenticate(gateway, request)
         except AuthError:
             return _json(401, {"error": "Unauthorized"}, {"WWW-Authenticate": 'Bearer realm="workbench"'})
-        raw = b""
-        async for chunk in request.stream():
-            raw += chunk
-            if len(raw) > MAX_BODY:
-                return _json(413, {"error": "Request body too large (max 4 MiB)"})
         try:
-            payload = json.loads(raw)
-        except (ValueError, UnicodeDecodeError):
-            return _json(400, {"error": "Malformed JSON body"})
+            payload = parse(await request.body())  # at most MAX_BODY: BodyLimit stops the read past it
+        except JsonRejected as exc:
+            return _json(400, {"error": f"Malformed JSON body: {exc}"})
         reply = await run_rest(gateway, principal, request.path_params["integration"], payload)
         return _json(reply.status, reply.body)
 
@@ -73,4 +65,4 @@ def rest_routes(gateway: Gateway) -> list[Route]:
 
 
 def create_rest_app(gateway: Gateway) -> Starlette:
-    return Starlette(routes=rest_routes(gateway))
+    return guarded_app(rest_routes(gateway), BODY_RULES)

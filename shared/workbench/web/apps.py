@@ -24,18 +24,21 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
+from workbench.bodylimit import BodyRule
 from workbench.errors import ConflictError, InvalidInput, NotFound
 from workbench.web.context import WebContext
-from workbench.web.html import csrf_field, e, html_page, notices
+from workbench.web.html import csrf_field, e, html_page, notices, too_large_page
 
 if TYPE_CHECKING:
     from workbench.external import ExternalServers
     from workbench.stores import User
 
-__all__ = ["OPENAPI_FORM_BYTES", "apps_routes"]
+__all__ = ["BODY_RULES", "OPENAPI_FORM_BYTES", "apps_routes"]
 
 # An OpenAPI document is pasted into the form: allow documents up to the service's own limit.
 OPENAPI_FORM_BYTES = 6 * 1024 * 1024
+# The one form that takes a pasted document reads up to OPENAPI_FORM_BYTES; every other form 64 KiB.
+BODY_RULES = [BodyRule("/portal/apps/openapi", OPENAPI_FORM_BYTES, too_large_page)]
 _STATUS = {
     "ok": '<span class="status ok">Connected</span>',
     "off": '<span class="status off">Disabled</span>',
@@ -264,7 +267,7 @@ def apps_routes(web: WebContext) -> list[BaseRoute]:
             )
         return done(request, user, message)
 
-    add_openapi = web.form_post(add_openapi_handler, max_bytes=OPENAPI_FORM_BYTES)
+    add_openapi = web.form_post(add_openapi_handler)  # its cap: BODY_RULES
 
     @web.form_post
     async def refresh(request: Request, user: User, form: dict[str, str]) -> Response:

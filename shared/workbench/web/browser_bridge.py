@@ -33,6 +33,8 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from workbench.bodylimit import BodyRule, json_413
+from workbench.jsontext import JsonRejected, parse
 from workbench.registry import CookieAuth, Manifest
 from workbench.stores import PendingConnect, User
 
@@ -42,6 +44,7 @@ if TYPE_CHECKING:
     from workbench.composition import Gateway
 
 __all__ = [
+    "BODY_RULES",
     "BROWSER_PAGE_PATH",
     "browser_bridge_routes",
     "browser_page_url",
@@ -59,6 +62,13 @@ _NO_STORE = {
     "X-Content-Type-Options": "nosniff",
     "Referrer-Policy": "no-referrer",
 }
+BODY_RULES = [
+    BodyRule(
+        "/portal/browser/",
+        _MAX_INPUT_BYTES,
+        json_413(lambda exc: {"error": "INVALID_INPUT", "message": str(exc)}, _NO_STORE),
+    )
+]
 
 
 def browser_page_url(public_url: str, connection_id: str) -> str:
@@ -276,11 +286,10 @@ class _Bridge:
 
     async def input(self, request: Request) -> Response:
         claim = self.claim(request, check_origin=True)
-        raw = await request.body()
-        if len(raw) > _MAX_INPUT_BYTES:
-            return _json({"error": "INVALID_INPUT", "message": "input too large"}, 413)
-        try:
-            event = _input_adapter().validate_json(raw)
+        try:  # at most _MAX_INPUT_BYTES: BodyLimit stops the read past it
+            event = _input_adapter().validate_python(parse(await request.body()))
+        except JsonRejected as exc:
+            return _json({"error": "INVALID_INPUT", "message": f"(body): {exc}"}, 400)
         except ValidationError as exc:
             return _json({"error": "INVALID_INPUT", "message": _first_error(exc)}, 400)
         from workbench.browser.page import KEY_NAMES, VIEWPORT

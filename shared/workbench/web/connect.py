@@ -10,7 +10,6 @@ GET  /api/auth/plugin/{integration}/callback     exchange the code with the veri
 
 from __future__ import annotations
 
-import json
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -19,8 +18,9 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
 from workbench.connections import CallbackError
+from workbench.jsontext import JsonRejected, parse
 from workbench.registry import Manifest, OAuth2Auth
-from workbench.web.context import MAX_FORM_BYTES, WebContext
+from workbench.web.context import WebContext
 from workbench.web.html import csrf_field, e, html_page, json_response, notices, redirect
 
 if TYPE_CHECKING:
@@ -136,12 +136,9 @@ def connect_routes(web: WebContext) -> list[BaseRoute]:
 
 
 async def _json_body(request: Request) -> dict[str, Any] | None:
-    raw = await request.body()
-    if len(raw) > MAX_FORM_BYTES:
-        return None
-    try:
-        body: Any = json.loads(raw)
-    except ValueError:
+    try:  # at most MAX_FORM_BYTES: BodyLimit stops the read past it
+        body: Any = parse(await request.body())
+    except JsonRejected:
         return None
     return body if isinstance(body, dict) else None
 

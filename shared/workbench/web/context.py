@@ -10,6 +10,7 @@ from urllib.parse import quote, urlsplit
 from starlette.requests import Request
 from starlette.responses import Response
 
+from workbench.bodylimit import BodyTooLarge
 from workbench.web.html import html_page, notices, redirect
 
 if TYPE_CHECKING:
@@ -53,12 +54,13 @@ class WebContext:
         got = urlsplit(origin)
         return (got.scheme, got.netloc) == (own.scheme, own.netloc) or got.netloc == request.url.netloc
 
-    async def form(self, request: Request, max_bytes: int = MAX_FORM_BYTES) -> dict[str, str] | None:
-        """The posted form as str -> str, or None when it is too large or not a form."""
-        if int(request.headers.get("content-length") or 0) > max_bytes:
-            return None
+    async def form(self, request: Request) -> dict[str, str] | None:
+        """The posted form as str -> str, or None when it is not a form. A body over MAX_FORM_BYTES
+        stops being read at the cap (BodyLimit) and answers 413."""
         try:
             data = await request.form()
+        except BodyTooLarge:
+            raise
         except Exception:  # malformed multipart/urlencoded body
             return None
         return {k: v for k, v in data.items() if isinstance(v, str)}
@@ -77,11 +79,9 @@ class WebContext:
             csrf=self.csrf(request),
         )
 
-    async def checked_form(
-        self, request: Request, user: User, max_bytes: int = MAX_FORM_BYTES
-    ) -> dict[str, str] | Response:
+    async def checked_form(self, request: Request, user: User) -> dict[str, str] | Response:
         """The form of a state-changing post, after the CSRF token and Origin checks."""
-        form = await self.form(request, max_bytes)
+        form = await self.form(request)
         if form is None:
             return html_page("Bad request", notices(("error", "The form could not be read.")), status=400)
         if not self.same_origin(request) or not self.gw.sessions.check_csrf(request, form.get("csrf")):
@@ -101,19 +101,15 @@ class WebContext:
 
         return endpoint
 
-    def form_post(
-        self,
-        handle: Callable[[Request, User, dict[str, str]], Awaitable[Response]],
-        max_bytes: int = MAX_FORM_BYTES,
-    ) -> Endpoint:
-        """A state-changing form post by a signed-in user, after the CSRF token and Origin checks
-        (`max_bytes`: a larger limit for the one form that takes a pasted document)."""
+    def form_post(self, handle: Callable[[Request, User, dict[str, str]], Awaitable[Response]]) -> Endpoint:
+        """A state-changing form post by a signed-in user, after the CSRF token and Origin checks.
+        Its size cap is the BodyRule of its path (64 KiB unless a surface declares more)."""
 
         async def endpoint(request: Request) -> Response:
             user = self.user(request)
             if user is None:
                 return redirect("/portal/signin")
-            form = await self.checked_form(request, user, max_bytes)
+            form = await self.checked_form(request, user)
             if isinstance(form, Response):
                 return form
             return await handle(request, user, form)

@@ -9,6 +9,7 @@ from __future__ import annotations
 from html import escape
 from typing import Any
 
+from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 
 __all__ = [
@@ -19,6 +20,7 @@ __all__ = [
     "json_response",
     "notices",
     "redirect",
+    "too_large_page",
 ]
 
 # frame-ancestors 'none' on every portal page: nothing may frame the portal (clickjacking).
@@ -142,3 +144,12 @@ def redirect(url: str, *, status: int = 303) -> Response:
 
 def json_response(body: dict[str, Any], status: int = 200) -> Response:
     return JSONResponse(body, status, headers=SECURITY_HEADERS)
+
+
+def too_large_page(request: Request, exc: Exception) -> Response:
+    """The 413 page of a browser-facing post over its size cap (see bodylimit.py)."""
+    body = (
+        notices(("error", f"{exc}. Nothing was saved."))
+        + '<p><a href="/portal/integrations">Back to the portal</a></p>'
+    )
+    return html_page("Request too large", body, status=413)
