@@ -238,7 +238,9 @@ class McpServer:
             return HttpReply(exc.status, _error(req_id, exc.code, exc.message, exc.data))
         return HttpReply(200, {"jsonrpc": "2.0", "id": req_id, "result": result})
 
-    def _refused(self, headers: Mapping[str, str], principal: Principal | None, reply: HttpReply) -> HttpReply:
+    def _refused(
+        self, headers: Mapping[str, str], principal: Principal | None, reply: HttpReply
+    ) -> HttpReply:
         """A message refused before dispatch: audited when a credential names its user."""
         if principal is None:
             try:
