@@ -280,4 +280,6 @@ async def test_connect_redeem_refuses_non_strict_json(gw: Gateway, raw: str) -> 
     transport = httpx.ASGITransport(app=create_local_app(gw))
     async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1:8787") as http:
         r = await http.post("/api/connect/redeem", content=raw, headers={"Content-Type": "application/json"})
-    assert r.status_code == 400 and r.json()["error"].startswith('Body must be JSON: {"token": "<connectionId>"')
+    assert r.status_code == 400 and r.json()["error"].startswith(
+        'Body must be JSON: {"token": "<connectionId>"'
+    )
