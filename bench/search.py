@@ -1,53 +1,152 @@
-"""search_tools quality and speed.
+"""search_tools retrieval quality and speed, side by side with a plain BM25 in one run.
 
-Quality on the real catalog: Recall@1, Recall@5 and MRR over the query set in
-bench/search_queries.py (clean queries, hand-written typo queries, and a mechanical typo of
-every clean query). Speed: p50/p99 latency per query for the real catalog and for synthetic
-catalogs of growing size (up to 20,000 tools), measured in one run.
+Quality (Recall@1, Recall@5, MRR; each question has one right tool):
+- BFCL: the simple (python) + multiple + parallel questions of the Berkeley Function Calling
+  Leaderboard as shipped in the `bfcl-eval` wheel (read from the installed package, no network),
+  searched over the pool of every distinct function those questions offer. Plus a typo variant of
+  every question (fixed seed).
+- Catalog: the real plugin + built-in catalog and the agent-style query set in
+  bench/search_queries.py, per group, plus a mechanical typo of every clean query.
+Each set is run through `SearchIndex` (what search_tools uses) and through a plain BM25 (rank-bm25's
+BM25Okapi over lower-cased name + description words) on the same pool.
 
-    uv run python bench/search.py
+Speed: p50/p99 per query and index build time for the real catalog and for synthetic catalogs of
+2,000 and 20,000 tools, and the time to load the prebuilt index that ships with the package.
+
+    uv run --group bench python bench/search.py [-v]    (-v lists the misses of the clean sets)
 """
 
 from __future__ import annotations
 
+import importlib.util
+import json
 import random
+import re
 import statistics
 import sys
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from search_queries import CLEAN, TYPO
+from rank_bm25 import BM25Okapi
+from search_queries import CLEAN, FRESH, TYPO
 from workbench.composition import build_registry
 from workbench.search import SearchDoc, SearchIndex
 
-
-def typo(query: str, rng: random.Random) -> str:
-    """Swap two adjacent letters in the longest word (a typical fat-finger typo)."""
-    words = query.split()
-    i = max(range(len(words)), key=lambda k: len(words[k]))
-    w = words[i]
-    if len(w) >= 4:
-        j = rng.randrange(1, len(w) - 2)
-        words[i] = w[:j] + w[j + 1] + w[j] + w[j + 2 :]
-    return " ".join(words)
+BFCL_SETS = ("simple_python", "multiple", "parallel")
+TYPO_SEED = 17
+Query = tuple[str, str]  # (query, the tool that should come first)
+Searcher = Callable[[str, int], list[str]]
 
 
-def quality(index: SearchIndex, queries: list[tuple[str, str]]) -> tuple[float, float, float, list[str]]:
+def load_bfcl() -> tuple[list[SearchDoc], list[Query]]:
+    """BFCL's questions with their gold function, and the pool of distinct functions offered."""
+    spec = importlib.util.find_spec("bfcl_eval")  # locate the package without importing it
+    if spec is None or not spec.submodule_search_locations:
+        sys.exit("bfcl-eval is not installed: run with `uv run --group bench` (or `make bench`)")
+    data = Path(next(iter(spec.submodule_search_locations))) / "data"
+    pool: dict[str, str] = {}
+    questions: list[Query] = []
+    for name in BFCL_SETS:
+        answers = {}
+        for line in (data / "possible_answer" / f"BFCL_v4_{name}.json").read_text().splitlines():
+            row = json.loads(line)
+            answers[row["id"]] = {next(iter(call)) for call in row["ground_truth"]}
+        for line in (data / f"BFCL_v4_{name}.json").read_text().splitlines():
+            row = json.loads(line)
+            for fn in row["function"]:
+                pool.setdefault(fn["name"], fn["description"])
+            (gold,) = answers[row["id"]]  # simple, multiple and parallel call one function
+            text = " ".join(m["content"] for turn in row["question"] for m in turn if m["role"] == "user")
+            questions.append((text, gold))
+    return [SearchDoc(n, d, "") for n, d in pool.items()], questions
+
+
+_KEYS = ["qwertyuiop", "asdfghjkl", "zxcvbnm"]
+
+
+def _neighbour(ch: str, rng: random.Random) -> str:
+    for row in _KEYS:
+        if ch in row:
+            i = row.index(ch)
+            return rng.choice([row[j] for j in (i - 1, i + 1) if 0 <= j < len(row)])
+    return ch
+
+
+def misspell(word: str, rng: random.Random) -> str:
+    """One typing slip: swap two adjacent letters, drop one, double one, or hit a neighbouring key."""
+    i = rng.randrange(1, len(word) - 1)
+    kind = rng.randrange(4)
+    if kind == 0:
+        return word[:i] + word[i + 1] + word[i] + word[i + 2 :]
+    if kind == 1:
+        return word[:i] + word[i + 1 :]
+    if kind == 2:
+        return word[:i] + word[i] + word[i:]
+    return word[:i] + _neighbour(word[i], rng) + word[i + 1 :]
+
+
+def typo_variant(queries: Sequence[Query], seed: int, rate: float = 0.3) -> list[Query]:
+    """Each word of 4+ letters is misspelt with probability `rate`; every query gets at least one."""
+    rng = random.Random(seed)
+    out = []
+    for text, gold in queries:
+        words = text.split()
+        long = [i for i, w in enumerate(words) if len(w) >= 4 and w.isalpha()]
+        hit = [i for i in long if rng.random() < rate]
+        if not hit and long:
+            hit = [rng.choice(long)]
+        for i in hit:
+            words[i] = misspell(words[i], rng)
+        out.append((" ".join(words), gold))
+    return out
+
+
+def engine(docs: list[SearchDoc]) -> Searcher:
+    index = SearchIndex(docs)
+    return lambda q, k: [h.doc.name for h in index.search(q, k)]
+
+
+def bm25(docs: list[SearchDoc]) -> Searcher:
+    """The plain baseline: BM25Okapi over lower-cased words of name and description."""
+
+    def words(text: str) -> list[str]:
+        return re.findall(r"[a-z0-9]+", text.lower())
+
+    model = BM25Okapi([words(f"{d.name} {d.description}") for d in docs])
+    names = [d.name for d in docs]
+
+    def search(query: str, k: int) -> list[str]:
+        scores = model.get_scores(words(query))
+        top = sorted(range(len(names)), key=lambda i: -scores[i])[:k]
+        return [names[i] for i in top if scores[i] > 0]
+
+    return search
+
+
+def quality(search: Searcher, queries: Sequence[Query]) -> tuple[float, float, float, list[str]]:
     r1 = r5 = rr = 0.0
     misses = []
-    for query, expected in queries:
-        names = [h.doc.name for h in index.search(query, 10)]
-        if names[:1] == [expected]:
-            r1 += 1
-        if expected in names[:5]:
-            r5 += 1
-        else:
-            misses.append(f"{query!r} -> {names[:3]} (want {expected})")
-        if expected in names:
-            rr += 1 / (names.index(expected) + 1)
-    n = len(queries)
+    for query, gold in queries:
+        names = search(query, 10)
+        r1 += names[:1] == [gold]
+        r5 += gold in names[:5]
+        rr += 1 / (names.index(gold) + 1) if gold in names else 0.0
+        if names[:1] != [gold]:
+            misses.append(f"{query!r} -> {names[:3]} (want {gold})")
+    n = len(queries) or 1
     return r1 / n, r5 / n, rr / n, misses
+
+
+def table(rows: list[tuple[str, int, Searcher, Searcher, Sequence[Query]]], verbose: bool) -> None:
+    print(f"  {'set':34s} {'n':>4s}   {'search_tools R@1  R@5   MRR':28s}   {'BM25 R@1  R@5   MRR'}")
+    for label, n, ours, base, queries in rows:
+        a1, a5, am, misses = quality(ours, queries)
+        b1, b5, bm, _ = quality(base, queries)
+        print(f"  {label:34s} {n:4d}   {a1:.3f} {a5:.3f} {am:.3f}{'':12s}   {b1:.3f} {b5:.3f} {bm:.3f}")
+        if verbose and misses and "FRESH" not in label:
+            print("    not first:", *misses, sep="\n      ")
 
 
 def latency(index: SearchIndex, queries: list[str]) -> tuple[float, float]:
@@ -67,7 +166,6 @@ def synthetic(docs: list[SearchDoc], size: int, rng: random.Random) -> list[Sear
     n = 0
     while len(out) < size:
         n += 1
-        base = docs[n % len(docs)]
         integ = f"synth{n // 12}"
         verb, noun = rng.choice(words), rng.choice(words)
         out.append(
@@ -75,37 +173,56 @@ def synthetic(docs: list[SearchDoc], size: int, rng: random.Random) -> list[Sear
                 f"{integ}_{verb}_{noun}", f"{verb.title()} {noun} {' '.join(rng.sample(words, 6))}.", integ
             )
         )
-        del base
     return out
 
 
 def main() -> None:
-    rng = random.Random(7)
+    verbose = "-v" in sys.argv
+    pool, questions = load_bfcl()
+    ours, base = engine(pool), bm25(pool)
+    print(f"BFCL ({'+'.join(BFCL_SETS)}): {len(questions)} questions over {len(pool)} distinct functions")
+    bfcl_typo = typo_variant(questions, TYPO_SEED)
+    table(
+        [
+            ("BFCL", len(questions), ours, base, questions),
+            (f"BFCL typo variant (seed {TYPO_SEED})", len(bfcl_typo), ours, base, bfcl_typo),
+        ],
+        verbose=False,
+    )
+
     registry = build_registry()
     docs = [SearchDoc(t.name, t.description, t.integration) for t in registry.all_tools()]
     names = {d.name for d in docs}
-    missing = sorted({t for _, t in CLEAN + TYPO if t not in names})
+    fresh = [q for group in FRESH.values() for q in group]
+    missing = sorted({t for _, t in CLEAN + TYPO + fresh if t not in names})
     if missing:
-        print("query set names tools that do not exist:", missing)
+        print("query set names tools that do not exist (left out):", missing)
+    clean = [q for q in CLEAN if q[1] in names]
+    ours, base = engine(docs), bm25(docs)
+    everything = [q for q in CLEAN + TYPO + fresh if q[1] in names]
+    mechanical = typo_variant([q for q in clean + fresh if q[1] in names], TYPO_SEED, rate=0.0)
+    print(f"\ncatalog: {len(docs)} tools in {len({d.integration for d in docs})} integrations")
+    rows: list[tuple[str, int, Searcher, Searcher, Sequence[Query]]] = [
+        ("catalog, all queries", len(everything), ours, base, everything),
+        ("  clean", len(clean), ours, base, clean),
+        ("  typo (hand)", len(TYPO), ours, base, [q for q in TYPO if q[1] in names]),
+    ]
+    for group, qs in FRESH.items():
+        kept = [q for q in qs if q[1] in names]
+        rows.append((f"  FRESH {group}", len(kept), ours, base, kept))
+    rows.append(("catalog mechanical typo (1/query)", len(mechanical), ours, base, mechanical))
+    table(rows, verbose)
+
+    print("\nlatency per query (top 10):")
+    rng = random.Random(7)
+    query_texts = [q for q, _ in everything + mechanical]
     t0 = time.perf_counter()
     index = SearchIndex(docs)
-    build_ms = (time.perf_counter() - t0) * 1000
-    clean = [(q, t) for q, t in CLEAN if t in names]
-    typos = [(q, t) for q, t in TYPO if t in names]
-    mechanical = [(typo(q, rng), t) for q, t in clean]
-    print(
-        f"catalog: {len(docs)} tools in {len({d.integration for d in docs})} integrations; index built in {build_ms:.1f} ms"
-    )
-    print(f"queries: {len(clean)} clean, {len(typos)} hand-written typo, {len(mechanical)} mechanical typo")
-    all_misses = []
-    for label, qs in (("clean", clean), ("typo (hand)", typos), ("typo (mechanical)", mechanical)):
-        r1, r5, mrr, misses = quality(index, qs)
-        all_misses += misses
-        print(f"  {label:18s} Recall@1 {r1:.3f}  Recall@5 {r5:.3f}  MRR {mrr:.3f}")
-    query_texts = [q for q, _ in clean + typos + mechanical]
-    print("latency per query (top 10):")
+    build = (time.perf_counter() - t0) * 1000
     p50, p99 = latency(index, query_texts * 3)
-    print(f"  real catalog ({len(docs)} tools): p50 {p50:.3f} ms  p99 {p99:.3f} ms")
+    print(
+        f"  real catalog ({len(docs)} tools): p50 {p50:.3f} ms  p99 {p99:.3f} ms  (index built in {build:.1f} ms)"
+    )
     for size in (2_000, 20_000):
         big_docs = synthetic(docs, size, rng)
         t0 = time.perf_counter()
@@ -115,8 +232,6 @@ def main() -> None:
         print(
             f"  synthetic {size:>6} tools: p50 {p50:.3f} ms  p99 {p99:.3f} ms  (index built in {build:.0f} ms)"
         )
-    if "-v" in sys.argv:
-        print("misses (not in top 5):", *all_misses, sep="\n  ")
 
 
 if __name__ == "__main__":

@@ -196,9 +196,15 @@ TYPO: list[tuple[str, str]] = [
 
 FRESH: dict[str, list[tuple[str, str]]] = {
     "verbose": [
-        ("I need to let the team know in the #deploys slack channel that the release is out", "slack_send_message"),
+        (
+            "I need to let the team know in the #deploys slack channel that the release is out",
+            "slack_send_message",
+        ),
         ("can you find the email from the bank about my mortgage statement", "gmail_search_messages"),
-        ("please put a 30 minute sync with Dana on my calendar for Thursday afternoon", "calendar_create_event"),
+        (
+            "please put a 30 minute sync with Dana on my calendar for Thursday afternoon",
+            "calendar_create_event",
+        ),
         ("I want to see what pull requests are waiting in the acme/api repository", "github_list_prs"),
         ("the login page crashes on safari, log this as a bug in our github repo", "github_create_issue"),
         ("get me the full text of the onboarding page in our confluence wiki", "confluence_get_page"),
@@ -206,9 +212,15 @@ FRESH: dict[str, list[tuple[str, str]]] = {
         ("write the quarterly numbers into cells B2 to D10 of the budget spreadsheet", "sheets_write_range"),
         ("who else has access to the contract document in my google drive", "google_drive_list_permissions"),
         ("mark ticket PROJ-881 as in progress in jira", "jira_transition_issue"),
-        ("find out which of my colleagues are free on friday morning for a meeting", "calendar_find_free_busy"),
+        (
+            "find out which of my colleagues are free on friday morning for a meeting",
+            "calendar_find_free_busy",
+        ),
         ("post a reply under the message in the incident thread on slack", "slack_send_message"),
-        ("look at the last few messages people wrote in the #support slack channel", "slack_get_channel_history"),
+        (
+            "look at the last few messages people wrote in the #support slack channel",
+            "slack_get_channel_history",
+        ),
         ("turn this draft invoice into a final one so the customer can pay it", "stripe_finalize_invoice"),
         ("add Priya and Tom to the #launch channel in slack", "slack_invite_to_channel"),
         ("I'd like to see the columns of the orders table in superset", "superset_get_table_columns"),
