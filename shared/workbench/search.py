@@ -1,133 +1,312 @@
-"""Tool search: words in any order, typo-tolerant, common synonyms, best match first.
+"""Tool search: words in any order, typo-tolerant, a few synonyms, best match first.
 
-The index is built once per instance. Terms come from the tool name (weighted most), its
-integration and its description. A query word matches an index term exactly, through a synonym,
-as a prefix, or within a small edit distance (found through a deletion index, so lookup cost does
-not grow with the vocabulary).
+Ranking is BM25F over four fields of a tool: the action of its name (the verb of
+`<integration>_<verb>_<object>`), the rest of the name, its integration, and its description.
+A query word matches an index term exactly (after light stemming), through a synonym at reduced
+weight, or, only when neither matches anything, as a prefix or within a small edit distance
+(a deletion index, so the cost does not grow with the vocabulary).
+
+The score is calibrated rather than relative: the top hit's score is the share of the query's
+informative words (weighted by rarity) that it matches, and every other hit is scaled by its
+ranking score against the top one. A query whose words match nothing useful gets a low top score.
 """
 
 from __future__ import annotations
 
 import bisect
+import functools
+import hashlib
+import heapq
+import itertools
+import marshal
 import math
 import re
+import unicodedata
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import NamedTuple
 
-__all__ = ["SearchDoc", "SearchHit", "SearchIndex"]
+__all__ = ["SearchDoc", "SearchHit", "SearchIndex", "stem", "tokens"]
 
-_WORD = re.compile(r"[a-z0-9]+")
-_STOP = frozenset(
-    [
-        "a",
-        "an",
-        "the",
-        "to",
-        "of",
-        "in",
-        "on",
-        "for",
-        "and",
-        "or",
-        "with",
-        "by",
-        "from",
-        "my",
-        "me",
-        "i",
-        "is",
-        "are",
-        "be",
-        "it",
-        "this",
-        "that",
-        "what",
-        "do",
-        "does",
-        "can",
-        "how",
-        "all",
-        "some",
-        "any",
-        "into",
-        "at",
-        "as",
-        "via",
-        "using",
-        "use",
-        "want",
-        "need",
-        "please",
-    ]
+
+def _words_of(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
+# -- tokenising ----------------------------------------------------------------------------------
+
+_ASCII_WORD = re.compile(r"[A-Za-z0-9]+")
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z]{2})")
+# Scripts written without spaces between words: indexed as overlapping character pairs.
+_BIGRAM_SCRIPT = re.compile(
+    "[\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff"
+    "\uac00-\ud7af\uf900-\ufaff]+"
+)
+_STOP = _words_of(
+    "a an the to of in on for and or with by from my me i is are be it this that what do does can "
+    "how all some any into at as via using use want need please you your we our us would like could "
+    "should will there their them its which who when where so then just also about up out has have "
+    "had was were been being"
 )
 
-# Groups of interchangeable words; every word maps to the group's canonical term.
-_SYNONYM_GROUPS: tuple[tuple[str, ...], ...] = (
-    ("pr", "prs", "pull", "pulls", "pullrequest", "mr", "merge"),
-    ("issue", "issues", "ticket", "tickets", "bug", "bugs", "task", "tasks"),
-    ("message", "messages", "send", "post", "chat", "dm", "notify", "say"),
-    ("email", "emails", "mail", "gmail", "inbox"),
-    ("create", "new", "add", "make", "open", "start", "write", "schedule", "book"),
-    ("list", "show", "get", "find", "fetch", "view", "browse", "all", "lookup"),
-    ("search", "query", "find", "lookup", "filter"),
-    ("delete", "remove", "erase", "drop", "trash", "destroy"),
-    ("update", "edit", "modify", "change", "patch", "rename", "set"),
-    ("file", "files", "document", "documents", "doc", "docs"),
-    ("upload", "put", "store", "save"),
-    ("download", "export", "csv", "dump"),
-    ("repo", "repos", "repository", "repositories", "project"),
-    ("comment", "comments", "reply", "replies", "note"),
-    ("event", "events", "meeting", "meetings", "appointment", "calendar"),
-    ("spreadsheet", "spreadsheets", "sheet", "sheets", "table", "tables", "rows", "row"),
-    ("page", "pages", "wiki", "article"),
-    ("contact", "contacts", "person", "people", "lead", "leads"),
-    ("deal", "deals", "opportunity", "opportunities"),
-    ("customer", "customers", "client", "clients"),
-    ("invoice", "invoices", "bill", "billing"),
-    ("payment", "payments", "charge", "charges"),
-    ("user", "users", "member", "members", "account", "accounts"),
-    ("channel", "channels", "room"),
-    ("close", "closed", "resolve", "done", "finish"),
-    ("record", "records", "entry", "entries", "item", "items"),
-    ("note", "notes", "jot", "jots", "memo"),
-    ("secret", "secrets", "vault", "password", "credential"),
-    ("screenshot", "capture", "snapshot", "picture", "image"),
-    ("navigate", "goto", "visit", "browse", "url", "website", "webpage"),
-    ("branch", "branches"),
-    ("commit", "commits"),
-    ("label", "labels", "tag", "tags"),
-    ("query", "sql", "chart", "dashboard"),
-)
 
-_SYN: dict[str, set[str]] = defaultdict(set)
-for _group in _SYNONYM_GROUPS:
-    for _w in _group:
-        _SYN[_w].update(g for g in _group if g != _w)
-
-
-def _tokens(text: str) -> list[str]:
-    return [t for t in _WORD.findall(text.lower().replace("_", " ")) if t not in _STOP]
-
-
-def _stem(word: str) -> str:
-    for suffix in ("ies", "es", "s"):
-        if len(word) > 4 and word.endswith(suffix):
-            return word[: -len(suffix)] + ("y" if suffix == "ies" else "")
+def stem(word: str) -> str:
+    """Light English stemmer for plurals and third-person -s, always to a real word: files→file,
+    issues→issue, replies→reply, branches→branch, addresses→address; status stays status.
+    -ed and -ing are left alone (measured: stripping them loses more than it finds). Words outside
+    a-z are returned unchanged."""
+    if not word.isascii() or not word.isalpha() or len(word) < 3:
+        return word
+    if len(word) == 3:  # prs→pr, ids→id; "bus" and "gas" are not plurals
+        return word[:-1] if word.endswith("s") and word[1] not in "aeiou" else word
+    if word.endswith("ies") and len(word) > 4:
+        return word[:-3] + "y"
+    if word.endswith("sses") or word.endswith(("xes", "ches", "shes", "zzes")):
+        return word[:-2]
+    if word.endswith("uses") and len(word) > 6:  # statuses, bonuses
+        return word[:-2]
+    if word.endswith("s") and not word.endswith(("ss", "us", "is")):
+        return word[:-1]
     return word
 
 
-def _deletes(word: str, distance: int) -> set[str]:
-    out = {word}
-    frontier = {word}
-    for _ in range(distance):
-        nxt = set()
-        for w in frontier:
-            for i in range(len(w)):
-                nxt.add(w[:i] + w[i + 1 :])
-        out |= nxt
-        frontier = nxt
+def _fold(text: str) -> str:
+    """NFKC, and accents off Latin letters (résumé→resume); other scripts keep their marks."""
+    out: list[str] = []
+    for ch in unicodedata.normalize("NFKD", text):
+        if unicodedata.combining(ch) and out and ord(out[-1]) < 0x250:
+            continue
+        out.append(ch)
+    return unicodedata.normalize("NFKC", "".join(out))
+
+
+def _split_camel(word: str) -> list[str]:
+    """createIssue → create, issue, createissue; PaymentIntents → payment, intents, paymentintents.
+    Brand-like words stay whole (GitHub, HubSpot: a part under four letters), and so do
+    acronym plurals (PRs, URLs)."""
+    parts = [p for p in _CAMEL.split(word) if p]
+    low = word.lower()
+    if len(parts) == 1 or (word[0].isupper() and min(map(len, parts)) < 4):
+        return [low]
+    return [*(p.lower() for p in parts), low]
+
+
+def _words(text: str) -> list[str]:
+    """Runs of letters, digits and combining marks in any script (ASCII has a fast path)."""
+    if text.isascii():
+        return [w for raw in _ASCII_WORD.findall(text) for w in _split_camel(raw)]
+    words: list[str] = []
+    cur: list[str] = []
+    for ch in _fold(text) + " ":
+        if unicodedata.category(ch)[0] in "LNM":
+            cur.append(ch)
+        elif cur:
+            raw = "".join(cur)
+            words.extend(_split_camel(raw) if raw.isascii() else [raw.casefold()])
+            cur = []
+    return words
+
+
+def _clusters(run: str) -> list[str]:
+    """Characters with their combining marks (Thai vowel and tone marks stay on their letter)."""
+    out: list[str] = []
+    for ch in run:
+        if out and unicodedata.category(ch)[0] == "M":
+            out[-1] += ch
+        else:
+            out.append(ch)
     return out
+
+
+def tokens(text: str) -> list[str]:
+    """Index terms of a text: stemmed words without stop words; CJK/Thai runs as character pairs."""
+    return [term for term, _ in _terms(text)]
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _ascii_terms(raw: str) -> tuple[tuple[str, str], ...]:
+    """Terms of one ASCII word as it appears in a text (cached: catalogs repeat their words)."""
+    return tuple((stem(w), w) for w in _split_camel(raw) if w not in _STOP and (len(w) > 1 or w.isdigit()))
+
+
+def _terms(text: str) -> list[tuple[str, str]]:
+    """(index term, the word as written) for each term of a text."""
+    out: list[tuple[str, str]] = []
+    if text.isascii():
+        for raw in _ASCII_WORD.findall(text):
+            out.extend(_ascii_terms(raw))
+        return _phrases(out)
+    for word in _words(text):
+        if word.isascii():
+            out.extend(_ascii_terms(word))
+            continue
+        start = 0
+        for run in _BIGRAM_SCRIPT.finditer(word):
+            if run.start() > start:
+                out.append((word[start : run.start()],) * 2)
+            seg = _clusters(run.group())
+            pairs = seg if len(seg) == 1 else [seg[i] + seg[i + 1] for i in range(len(seg) - 1)]
+            out.extend((p, p) for p in pairs)
+            start = run.end()
+        if start < len(word):
+            out.append((word[start:],) * 2)
+    return _phrases(out)
+
+
+def _phrases(terms: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """Two-word names also get their one-word form ("pull requests" → pr), on both sides."""
+    out = terms
+    for (first, _), (second, written) in itertools.pairwise(terms):
+        joined = _PHRASES.get((first, second))
+        if joined:
+            out = out if out is not terms else list(terms)
+            out.append((joined, joined if written == second else joined + "s"))  # "prs" if plural
+    return out
+
+
+# -- vocabulary --------------------------------------------------------------------------------
+
+# Words that can be the action of a tool name (`jira_create_issue` → create).
+_ACTIONS = _words_of(
+    "get list search find create update delete remove add send post read write upload download export "
+    "import run query merge review comment close open assign transition move copy share trash archive "
+    "append clear modify respond reply invite join describe finalize refund register refresh navigate "
+    "click type screenshot set upsert fetch retrieve calculate compute convert check validate generate "
+    "schedule book cancel publish approve start stop edit rename replace count lookup analyze predict "
+    "estimate plot sort filter translate"
+)
+
+# Interchangeable words, matched at reduced weight. Verbs that tell tools apart (get / list /
+# search, create / add / open, send / reply) are never in one group, nor are objects that are
+# different things in different integrations (a Jira project is not a GitHub repository).
+_SYNONYM_GROUPS: tuple[tuple[str, ...], ...] = (
+    # actions
+    ("create", "new", "make"),
+    ("delete", "remove", "erase", "destroy", "trash"),
+    ("update", "edit", "modify", "change"),
+    ("search", "find", "lookup"),
+    ("get", "fetch", "retrieve", "read"),
+    ("send", "post"),
+    ("reply", "respond", "answer"),
+    ("close", "resolve"),
+    ("export", "download"),
+    ("navigate", "visit", "goto"),
+    ("cancel", "delete"),
+    ("schedule", "book"),
+    ("copy", "duplicate"),
+    # objects
+    ("pr", "pullrequest", "mr"),
+    ("issue", "ticket"),
+    ("email", "mail", "inbox"),
+    ("message", "dm"),
+    ("file", "document", "doc"),
+    ("repo", "repository"),
+    ("event", "meeting", "appointment"),
+    ("spreadsheet", "sheet", "workbook"),
+    ("contact", "person", "people"),
+    ("deal", "opportunity"),
+    ("customer", "client"),
+    ("invoice", "bill"),
+    ("payment", "charge"),
+    ("user", "member"),
+    ("note", "jot", "memo"),
+    ("secret", "password", "credential", "token"),
+    ("label", "tag"),
+    ("folder", "directory"),
+    ("column", "field"),
+    ("recent", "latest", "newest", "last"),
+)
+_SYNONYMS: dict[str, frozenset[str]] = {}
+for _group in _SYNONYM_GROUPS:
+    _stems = {stem(w) for w in _group}
+    for _t in _stems:
+        _SYNONYMS[_t] = _SYNONYMS.get(_t, frozenset()) | frozenset(_stems - {_t})
+
+# Two-word names of one thing, indexed and searched as one more word.
+_PHRASES = {("pull", "request"): "pr", ("merge", "request"): "pr", ("direct", "message"): "dm"}
+
+# Nouns that, first in a query without another verb, are the command itself ("message the team").
+_VERB_SENSE = {
+    "message": "send",
+    "email": "send",
+    "mail": "send",
+    "dm": "send",
+    "ping": "send",
+    "text": "send",
+}
+
+# -- ranking parameters (chosen on BFCL and the catalog query set together: bench/search.py) -----
+
+_FIELDS = ("action", "object", "integration", "description")
+_WEIGHT = {"action": 2.0, "object": 2.0, "integration": 2.0, "description": 1.0}
+_B = {"action": 0.0, "object": 0.3, "integration": 0.3, "description": 0.75}
+_K1 = 1.2
+_DESCRIPTION_TERMS = 60  # a long description's tail says little about what the tool is for
+_SYNONYM = 0.6  # a synonym match counts this much of an exact one
+_PREFIX = 0.6  # an unknown word completed to an index term ("calend" → calendar)
+_TYPO = 0.7  # an unknown word corrected to an index term ("lsit" → list)
+_TYPO_MIN_LENGTH = 3  # shorter words are another real word one letter away too often
+_SURFACE = 0.2  # the word also found as written, singular or plural ("comments" → list_comments)
+# to_bytes layout and everything an index depends on: a saved index from other settings is refused.
+_FORMAT = (
+    "workbench-search-1 "
+    + hashlib.sha256(
+        repr((_FIELDS, _WEIGHT, _B, _K1, _DESCRIPTION_TERMS, sorted(_STOP), sorted(_ACTIONS))).encode()
+    ).hexdigest()[:16]
+)
+# How much a match counts towards the calibrated score, by where it is found.
+_FIELD_STRENGTH = {"action": 1.0, "object": 1.0, "integration": 1.0, "description": 0.8}
+# Prior, for tools that score the same: one that reads, then one that writes, then one that deletes.
+_READ_ONLY = _words_of("get list search find read fetch retrieve describe query lookup count check")
+_DESTRUCTIVE = _words_of("delete remove trash archive clear cancel destroy erase")
+
+
+@dataclass(frozen=True, slots=True)
+class SearchDoc:
+    name: str
+    description: str
+    integration: str
+
+
+@dataclass(frozen=True, slots=True)
+class SearchHit:
+    doc: SearchDoc
+    score: float
+
+
+class _Parsed(NamedTuple):
+    fields: dict[str, list[str]]
+    written: frozenset[str]  # the words as written (singular or plural) in name and description
+
+
+def _parse(doc: SearchDoc) -> _Parsed:
+    """`<integration>_<verb>_<object>`: leading name words the integration also has, the first
+    action word after them, and the rest. Names without an action word are all object."""
+    integration = _integration_terms(doc.integration)
+    known = set(integration)
+    name_terms, description_terms = _terms(doc.name), _terms(doc.description)
+    name = [t for t, _ in name_terms]
+    at = 0
+    while at < len(name) - 1 and name[at] in known:
+        at += 1
+    rest = name[at:]
+    verb = next((i for i, t in enumerate(rest) if t in _ACTIONS), None)
+    fields = {
+        "action": [rest[verb]] if verb is not None else [],
+        "object": [t for i, t in enumerate(rest) if i != verb],
+        "integration": [*integration, *(t for t in name[:at] if t not in known)],
+        "description": [t for t, _ in description_terms[:_DESCRIPTION_TERMS]],
+    }
+    text = f"{doc.name} {doc.description}"
+    if text.isascii():
+        return _Parsed(fields, frozenset(_ASCII_WORD.findall(text.lower())))
+    return _Parsed(fields, frozenset(w for _, w in name_terms + description_terms))
+
+
+@functools.lru_cache(maxsize=1024)
+def _integration_terms(integration: str) -> list[str]:
+    return tokens(integration)
 
 
 def _edit_distance(a: str, b: str, limit: int) -> int:
@@ -147,100 +326,220 @@ def _edit_distance(a: str, b: str, limit: int) -> int:
     return prev[-1]
 
 
-@dataclass(frozen=True, slots=True)
-class SearchDoc:
-    name: str
-    description: str
-    integration: str
+def _deletes(word: str, distance: int) -> set[str]:
+    out = {word}
+    frontier = {word}
+    for _ in range(distance):
+        frontier = {w[:i] + w[i + 1 :] for w in frontier for i in range(len(w))}
+        out |= frontier
+    return out
 
 
-@dataclass(frozen=True, slots=True)
-class SearchHit:
-    doc: SearchDoc
-    score: float
-
-
-_FIELD_WEIGHT = {"name": 3.0, "integration": 2.0, "description": 1.0}
+def _typo_limit(word: str) -> int:
+    return 1 if len(word) < 8 else 2
 
 
 class SearchIndex:
     def __init__(self, docs: Iterable[SearchDoc]) -> None:
         self.docs: list[SearchDoc] = list(docs)
-        self._postings: dict[str, dict[int, float]] = defaultdict(dict)
-        self._deletes: dict[str, set[str]] = defaultdict(set)
-        for i, doc in enumerate(self.docs):
-            fields = {
-                "name": _tokens(doc.name),
-                "integration": _tokens(doc.integration),
-                "description": _tokens(doc.description)[:40],
-            }
-            for field_name, toks in fields.items():
-                for tok in toks:
-                    term = _stem(tok)
-                    weight = _FIELD_WEIGHT[field_name]
-                    posting = self._postings[term]
-                    posting[i] = max(posting.get(i, 0.0), weight)
+        n = len(self.docs)
+        parsed = [_parse(d) for d in self.docs]
+        per_doc = [p.fields for p in parsed]
+        avg = {f: (sum(len(p[f]) for p in per_doc) / n if n else 0.0) or 1.0 for f in _FIELDS}
+        # BM25F: a term's frequency in each field, weighted and length-normalised per field, summed,
+        # then saturated once; stored saturated so that a query only multiplies and adds.
+        freq: dict[str, dict[int, float]] = defaultdict(dict)
+        for i, fields in enumerate(per_doc):
+            for f in _FIELDS:
+                terms = fields[f]
+                if terms:
+                    norm = _WEIGHT[f] / (1 - _B[f] + _B[f] * len(terms) / avg[f])
+                    for t in terms:
+                        row = freq[t]
+                        row[i] = row.get(i, 0.0) + norm
+        self._idf = {t: math.log(1 + (n - len(row) + 0.5) / (len(row) + 0.5)) for t, row in freq.items()}
+        self._postings = {t: {i: tf / (_K1 + tf) for i, tf in row.items()} for t, row in freq.items()}
+        self._unseen_idf = math.log(1 + (n + 0.5) / 1.5)  # as rare as a word of one tool
         self._vocab = sorted(self._postings)  # for prefix lookups
-        n = max(len(self.docs), 1)
-        self._idf = {t: math.log(1 + n / len(p)) for t, p in self._postings.items()}
-        # Fuzzy lookup covers index terms and the synonym vocabulary ("inbx" → "inbox" → email).
-        for term in set(self._postings) | {_stem(w) for w in _SYN}:
-            for d in _deletes(term, 1 if len(term) < 8 else 2):
-                self._deletes[d].add(term)
+        self._prior = [_prior(fields) for fields in per_doc]
+        # Words as written, so that a plural query prefers the tool about many ("notion comments").
+        self._written: dict[str, list[int]] = defaultdict(list)
+        for i, p in enumerate(parsed):
+            for w in p.written:
+                self._written[w].append(i)
+        self._typo_index: dict[str, set[str]] | None = None  # built on the first unknown word
 
-    def _expand(self, word: str) -> dict[str, float]:
-        """Index terms a query word may mean, with a match quality in (0, 1]."""
-        stem = _stem(word)
+    # -- prebuilt -------------------------------------------------------------------------------------
+
+    def to_bytes(self) -> bytes:
+        """The built index, for a build step to ship beside a large catalog (loading it is about
+        ten times quicker than building it: bench/search.py)."""
+        state = (
+            _FORMAT,
+            [(d.name, d.description, d.integration) for d in self.docs],
+            self._idf,
+            self._postings,
+            self._unseen_idf,
+            self._prior,
+            dict(self._written),
+        )
+        return marshal.dumps(state)
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> SearchIndex:
+        """An index saved by to_bytes from this same version of the engine (never untrusted input)."""
+        state = marshal.loads(data)  # noqa: S302 -- our own build artefact, never user input
+        if not isinstance(state, tuple) or not state or state[0] != _FORMAT:
+            raise ValueError("search index built by another version of the engine; rebuild it")
+        _, docs, idf, postings, unseen_idf, prior, written = state
+        index = cls.__new__(cls)
+        index.docs = [SearchDoc(*d) for d in docs]
+        index._idf, index._postings, index._unseen_idf = idf, postings, unseen_idf
+        index._vocab = sorted(postings)
+        index._prior, index._written = prior, written
+        index._typo_index = None
+        return index
+
+    # -- query words → index terms ----------------------------------------------------------------
+
+    def _expand(self, word: str, written: str) -> dict[str, float]:
+        """Index terms a query term may mean, with a match quality in (0, 1]."""
         found: dict[str, float] = {}
-        if stem in self._postings:
-            found[stem] = 1.0
-        for syn in _SYN.get(word, set()) | _SYN.get(stem, set()):
-            s = _stem(syn)
-            if s in self._postings:
-                found.setdefault(s, 0.8)
-        if len(stem) >= 3 and not found:
-            at = bisect.bisect_right(self._vocab, stem)
-            while at < len(self._vocab) and self._vocab[at].startswith(stem):
-                found.setdefault(self._vocab[at], 0.7)
+        if word in self._postings:
+            found[word] = 1.0
+        for syn in _SYNONYMS.get(word, ()):
+            if syn in self._postings:
+                found.setdefault(syn, _SYNONYM)
+        if found or not word.isascii() or word.isdigit():
+            return found
+        # Nothing matches the word as written: complete a prefix, or correct a typo.
+        if len(word) >= 3:
+            at = bisect.bisect_left(self._vocab, word)
+            while at < len(self._vocab) and self._vocab[at].startswith(word):
+                found[self._vocab[at]] = _PREFIX
                 at += 1
-        if len(stem) >= 4:
-            limit = 1 if len(stem) < 8 else 2
-            candidates: set[str] = set()
-            for d in _deletes(stem, limit):
-                candidates |= self._deletes.get(d, set())
-            for term in candidates:
-                if term not in found and _edit_distance(stem, term, limit) <= limit:
-                    if term in self._postings:
-                        found[term] = 0.6
-                    for syn in _SYN.get(term, set()) | _SYN.get(term + "s", set()):
-                        s = _stem(syn)
-                        if s in self._postings:
-                            found.setdefault(s, 0.5)
+        for typed in {word, written}:  # "lits" stems to "lit", but it is "list" mistyped
+            if len(typed) >= _TYPO_MIN_LENGTH:
+                for term in self._corrections(typed):
+                    found.setdefault(term, _TYPO)
+                    for syn in _SYNONYMS.get(term, ()):
+                        if syn in self._postings:
+                            found.setdefault(syn, _TYPO * _SYNONYM)
         return found
 
+    def _corrections(self, word: str) -> list[str]:
+        """Index terms and synonym words within a small edit distance of an unknown word."""
+        if self._typo_index is None:
+            self._typo_index = defaultdict(set)
+            for term in set(self._postings) | set(_SYNONYMS):
+                if term.isascii() and len(term) >= _TYPO_MIN_LENGTH:
+                    for d in _deletes(term, _typo_limit(term)):
+                        self._typo_index[d].add(term)
+        limit = _typo_limit(word)
+        candidates: set[str] = set()
+        for d in _deletes(word, limit):
+            candidates |= self._typo_index.get(d, set())
+        out = []
+        for term in sorted(candidates):
+            if _edit_distance(word, term, limit) <= limit:
+                if term in self._postings:
+                    out.append(term)
+                out.extend(s for s in _SYNONYMS.get(term, ()) if s in self._postings)
+        return out
+
+    # -- search -----------------------------------------------------------------------------------
+
     def search(self, query: str, limit: int = 10) -> list[SearchHit]:
-        words = _tokens(query)
-        if not words:
+        terms: dict[str, str] = {}  # index term → the word as first written
+        for term, written in _terms(query):
+            terms.setdefault(term, written)
+        if not terms or not self.docs:
             return []
+        first = next(iter(terms))
+        if first in _VERB_SENSE and not any(t in _ACTIONS for t in terms):
+            # "message the team", "email bob the report": a noun used as the command is its verb.
+            terms.setdefault(_VERB_SENSE[first], _VERB_SENSE[first])
         scores: dict[int, float] = defaultdict(float)
-        best_possible = 0.0
-        for word in words:
-            expansions = self._expand(word)
+        matched: list[tuple[float, dict[str, float]]] = []  # (idf, expansions) per matched word
+        unmatched = 0.0
+        queue = [(word, written, self._expand(word, written)) for word, written in terms.items()]
+        phrases: dict[str, float] = {}
+        for (_, _, left), (_, _, right) in itertools.pairwise(queue):
+            # A two-word name seen only once its words were corrected ("pul requests" → pr).
+            for a, qa in left.items():
+                for b, qb in right.items():
+                    joined = _PHRASES.get((a, b))
+                    if joined and joined not in terms and joined in self._postings and min(qa, qb) < 1:
+                        phrases[joined] = max(phrases.get(joined, 0.0), min(qa, qb))
+        queue += [(joined, joined, {joined: quality}) for joined, quality in phrases.items()]
+        for word, written, expansions in queue:
             if not expansions:
+                # An unknown word counts against the calibrated score, unless it is a value
+                # (a number, an id) rather than a word.
+                unmatched += 0.0 if any(c.isdigit() for c in word) else self._unseen_idf
                 continue
-            # One weight per query word: a synonym or typo match must not outscore the exact word
-            # merely because the synonym is rarer in the catalog.
-            exact = _stem(word)
-            idf = self._idf[exact] if exact in self._idf else max(self._idf[t] for t in expansions)
-            per_doc: dict[int, float] = {}
-            for term, quality in expansions.items():
-                for doc, weight in self._postings[term].items():
-                    value = quality * weight * idf
-                    if value > per_doc.get(doc, 0.0):
-                        per_doc[doc] = value
-            for doc, value in per_doc.items():
-                scores[doc] += value
-            best_possible += _FIELD_WEIGHT["name"] * idf
-        ranked = sorted(scores.items(), key=lambda kv: (-kv[1], len(self.docs[kv[0]].name), kv[0]))
-        norm = best_possible or 1.0
-        return [SearchHit(self.docs[i], round(min(s / norm, 1.0), 4)) for i, s in ranked[:limit]]
+            # One weight per query word: a synonym or a correction must not outscore the exact
+            # word merely because it is rarer in the catalog.
+            idf = self._idf.get(word) or max(self._idf[t] for t in expansions)
+            matched.append((idf, expansions))
+            if len(expansions) == 1:  # the common case: no synonym, no correction
+                ((term, quality),) = expansions.items()
+                best = self._postings[term]
+                factor = idf * quality
+                for doc, weight in best.items():
+                    scores[doc] += factor * weight
+            else:
+                best = {}
+                for term, quality in expansions.items():
+                    for doc, weight in self._postings[term].items():
+                        value = quality * weight
+                        if value > best.get(doc, 0.0):
+                            best[doc] = value
+                for doc, value in best.items():
+                    scores[doc] += idf * value
+            surface = _SURFACE * idf
+            for doc in self._written.get(written, ()):
+                if doc in best:
+                    scores[doc] += surface
+        if not scores:
+            return []
+        return self._ranked(scores, limit, matched, unmatched)
+
+    def _ranked(
+        self,
+        scores: dict[int, float],
+        limit: int,
+        matched: list[tuple[float, dict[str, float]]],
+        unmatched: float,
+    ) -> list[SearchHit]:
+        # The best `limit` without sorting every scored tool, plus any tied with the last of them,
+        # then ties broken by the prior and the name, so the order never depends on dict order.
+        top = heapq.nlargest(limit, scores, key=scores.__getitem__)
+        cutoff = scores[top[-1]]
+        chosen = [doc for doc, score in scores.items() if score >= cutoff]
+        chosen.sort(key=lambda d: (-scores[d], -self._prior[d], self.docs[d].name))
+        best = scores[chosen[0]]
+        calibrated = _coverage(_parse(self.docs[chosen[0]]).fields, matched, unmatched)
+        return [SearchHit(self.docs[d], round(calibrated * scores[d] / best, 4)) for d in chosen[:limit]]
+
+
+def _prior(fields: dict[str, list[str]]) -> float:
+    """Between tools that score the same: one that reads, then one that writes, then one that deletes."""
+    action = fields["action"][0] if fields["action"] else ""
+    return 0.0 if action in _READ_ONLY else -2.0 if action in _DESTRUCTIVE else -1.0
+
+
+def _coverage(
+    fields: dict[str, list[str]], matched: list[tuple[float, dict[str, float]]], unmatched: float
+) -> float:
+    """The calibrated score of a hit: the share of the query's informative words (by idf) it
+    matches, by match quality and field (1.0 when every word is in its name or integration)."""
+    strength: dict[str, float] = {}
+    for f in _FIELDS:
+        for t in fields[f]:
+            strength[t] = max(strength.get(t, 0.0), _FIELD_STRENGTH[f])
+    total = unmatched + sum(idf for idf, _ in matched)
+    got = sum(
+        idf * max((q * strength.get(t, 0.0) for t, q in exp.items()), default=0.0) for idf, exp in matched
+    )
+    return min(got / total, 1.0) if total else 0.0

@@ -67,7 +67,7 @@ async def test_hits_say_whether_the_caller_is_connected(gateway: Gateway, princi
 
 
 async def test_covers_builtin_tools(gateway: Gateway, principal: Principal) -> None:
-    assert "create_jot" in [h["name"] for h in (await search(gateway, principal, "write a note"))[:3]]
+    assert "create_jot" in [h["name"] for h in (await search(gateway, principal, "create a note"))[:3]]
     assert (await search(gateway, principal, "list my jots"))[0]["name"] == "list_jots"
     assert (await search(gateway, principal, "take a screenshot"))[0]["name"] == "browser_screenshot"
 

@@ -1,0 +1,201 @@
+"""The search engine's ranking rules, one class of defect each (issue 17), on small catalogs built
+for the rule and on the real one. Recall on public data is measured by bench/search.py, not here."""
+
+from __future__ import annotations
+
+import marshal
+import random
+
+import pytest
+from workbench.composition import build_registry
+from workbench.search import SearchDoc, SearchIndex, stem, tokens
+
+
+def names(index: SearchIndex, query: str, limit: int = 10) -> list[str]:
+    return [h.doc.name for h in index.search(query, limit)]
+
+
+@pytest.fixture(scope="module")
+def catalog() -> SearchIndex:
+    return SearchIndex(SearchDoc(t.name, t.description, t.integration) for t in build_registry().all_tools())
+
+
+# A small tracker with the verbs that tell its tools apart.
+TRACKER = [
+    SearchDoc("tracker_list_issues", "List issues in a project, newest first.", "tracker"),
+    SearchDoc("tracker_get_issue", "Get one issue with its description.", "tracker"),
+    SearchDoc("tracker_search_issues", "Search issues by words.", "tracker"),
+    SearchDoc("tracker_create_issue", "Create a new issue in a project.", "tracker"),
+    SearchDoc("tracker_add_comment", "Add a comment to an issue.", "tracker"),
+    SearchDoc("tracker_list_projects", "List projects.", "tracker"),
+    SearchDoc("code_list_repos", "List repositories you can access.", "code"),
+    SearchDoc("chat_send_message", "Send a message to a channel or a thread.", "chat"),
+    SearchDoc("chat_get_thread_replies", "Read a thread: the parent message and its replies.", "chat"),
+]
+
+
+@pytest.mark.parametrize(
+    ("word", "expected"),
+    [
+        ("files", "file"),
+        ("issues", "issue"),
+        ("pages", "page"),
+        ("notes", "note"),
+        ("messages", "message"),
+        ("replies", "reply"),
+        ("entries", "entry"),
+        ("branches", "branch"),
+        ("searches", "search"),
+        ("boxes", "box"),
+        ("addresses", "address"),
+        ("statuses", "status"),
+        ("status", "status"),
+        ("class", "class"),
+        ("analysis", "analysis"),
+        ("prs", "pr"),
+        ("ids", "id"),
+        ("bus", "bus"),
+        ("file", "file"),
+    ],
+)
+def test_light_stemmer_keeps_real_words(word: str, expected: str) -> None:
+    assert stem(word) == expected
+
+
+def test_a_word_that_matches_is_never_corrected_into_another() -> None:
+    docs = [
+        SearchDoc("reader_read_file", "Read a file's text.", "reader"),
+        SearchDoc("crm_list_leads", "List sales leads.", "crm"),
+        SearchDoc("feed_get_last_entry", "Get the last entry of a feed.", "feed"),
+        SearchDoc("feed_list_entries", "List entries of a feed.", "feed"),
+    ]
+    index = SearchIndex(docs)
+    # "read" is one letter from "lead", "last" one from "list": both match as written, so they
+    # are never taken for the other word.
+    assert names(index, "read")[0] == "reader_read_file"
+    assert "crm_list_leads" not in names(index, "read")
+    assert "feed_list_entries" not in names(index, "last")
+    assert names(index, "last entry")[0] == "feed_get_last_entry"
+    assert "crm_list_leads" not in names(index, "read a file")
+    # A word that matches nothing is corrected: a typo of a catalog word, and of a stemmed one.
+    assert names(index, "raed a file")[0] == "reader_read_file"
+    assert names(index, "lits entries")[0] == "feed_list_entries"
+
+
+def test_unknown_words_match_nothing_rather_than_something_near() -> None:
+    index = SearchIndex(TRACKER)
+    assert index.search("zzzz qqqq") == []
+
+
+@pytest.mark.parametrize(
+    ("query", "first"),
+    [
+        ("list issues", "tracker_list_issues"),
+        ("get issue", "tracker_get_issue"),
+        ("search issues", "tracker_search_issues"),
+        ("find issues", "tracker_search_issues"),  # find is search's synonym, not list's or get's
+        ("create an issue", "tracker_create_issue"),
+        ("add a comment", "tracker_add_comment"),  # add is not create
+        ("list projects", "tracker_list_projects"),  # a project is not a repository
+        ("list repositories", "code_list_repos"),
+    ],
+)
+def test_verbs_that_tell_tools_apart_are_not_merged(query: str, first: str) -> None:
+    index = SearchIndex(TRACKER)
+    hits = index.search(query)
+    assert hits[0].doc.name == first
+    # and the other verbs of the same object do not tie with it
+    assert len(hits) == 1 or hits[1].score < hits[0].score
+
+
+def test_open_is_not_create_and_project_is_not_repo() -> None:
+    index = SearchIndex(TRACKER)
+    assert names(index, "list open issues")[0] == "tracker_list_issues"
+    assert "code_list_repos" not in names(index, "project")
+    assert "tracker_list_projects" not in names(index, "repo")
+
+
+def test_the_action_is_not_outweighed_by_a_name_match() -> None:
+    index = SearchIndex(TRACKER)
+    # "replies" is in the read tool's name; the query asks to send one.
+    assert names(index, "send a reply in the thread")[0] == "chat_send_message"
+    assert names(index, "read the replies of a thread")[0] == "chat_get_thread_replies"
+
+
+def test_plural_without_a_verb_prefers_the_tool_about_many(catalog: SearchIndex) -> None:
+    assert names(catalog, "notion comments")[0] == "notion_list_comments"
+    assert names(catalog, "jira comment")[0] == "jira_add_comment"
+    assert names(catalog, "pull requests")[0] == "github_list_prs"
+
+
+def test_ties_are_broken_by_a_prior_not_by_input_order() -> None:
+    twins = [
+        SearchDoc("vault_delete", "Handle a secret.", "vault"),
+        SearchDoc("vault_set", "Handle a secret.", "vault"),
+        SearchDoc("vault_list", "Handle a secret.", "vault"),
+    ]
+    orders = set()
+    for seed in range(5):
+        shuffled = list(twins)
+        random.Random(seed).shuffle(shuffled)
+        hits = SearchIndex(shuffled).search("secret")
+        assert len({h.score for h in hits}) == 1  # a real tie
+        orders.add(tuple(h.doc.name for h in hits))
+    # reading before writing before deleting, whatever order the catalog came in
+    assert orders == {("vault_list", "vault_set", "vault_delete")}
+
+
+def test_score_is_calibrated(catalog: SearchIndex) -> None:
+    good = catalog.search("create a jira issue")
+    assert good[0].doc.name == "jira_create_issue" and good[0].score >= 0.9
+    assert all(0 < h.score <= 1 for h in good)
+    assert [h.score for h in good] == sorted((h.score for h in good), reverse=True)
+    # Words the catalog has nothing for pull the top score down, even when one word matches.
+    for query in ("book a flight to paris", "order a pizza", "get the stock price of apple"):
+        hits = catalog.search(query)
+        assert hits == [] or hits[0].score < 0.45, (query, hits[:1])
+    assert catalog.search("purple elephant dancing") == []
+    # Numbers and ids are values, not words the catalog lacks.
+    assert catalog.search("get jira issue 4512")[0].score == catalog.search("get jira issue")[0].score
+
+
+@pytest.mark.parametrize(
+    ("query", "first"),
+    [
+        ("创建日历事件", "cal_create_event"),  # Chinese, no spaces: character pairs
+        ("日历事件", "cal_list_events"),
+        ("カレンダーの予定を削除", "cal_delete_event"),  # Japanese
+        ("일정 삭제", "cal_delete_event"),  # Korean
+        ("удалить событие", "cal_delete_event"),  # Cyrillic, by letters
+        ("ลบกิจกรรม", "cal_delete_event"),  # Thai, no spaces, with vowel marks
+        ("café résumé", "cafe_resume"),  # accents off Latin letters
+    ],
+)
+def test_queries_in_any_script(query: str, first: str) -> None:
+    docs = [
+        SearchDoc(
+            "cal_create_event", "创建日历事件 · 新しい予定を作成 · 일정 만들기 · создать событие", "cal"
+        ),
+        SearchDoc("cal_list_events", "列出日历事件 · 予定の一覧 · 일정 목록 · список событий", "cal"),
+        SearchDoc(
+            "cal_delete_event",
+            "删除日历事件 · カレンダーの予定を削除 · 일정 삭제 · удалить событие · ลบกิจกรรม",
+            "cal",
+        ),
+        SearchDoc("cafe_resume", "Résumé of the Café menu.", "cafe"),
+    ]
+    assert names(SearchIndex(docs), query)[0] == first
+
+
+def test_tokens_split_camel_case_and_keep_brand_names() -> None:
+    assert tokens("createIssue on GitHub") == ["create", "issue", "createissue", "github"]
+    assert tokens("PaymentIntents and PRs") == ["payment", "intent", "paymentintent", "pr"]
+    assert "pr" in tokens("List pull requests")
+
+
+def test_prebuilt_index_answers_like_a_fresh_one(catalog: SearchIndex) -> None:
+    loaded = SearchIndex.from_bytes(catalog.to_bytes())
+    for query in ("creat jira tiket", "notion comments", "send slack message", "日历"):
+        assert loaded.search(query) == catalog.search(query)
+    with pytest.raises(ValueError, match="another version"):
+        SearchIndex.from_bytes(marshal.dumps(("workbench-search-0", [])))
