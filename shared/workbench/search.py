@@ -236,6 +236,12 @@ _VERB_SENSE = {
     "text": "send",
 }
 
+# Values in a query name a thing, not the kind of tool: an email address, a URL, an issue key
+# (ACME-12), a #channel or @mention, an owner/repo. They are left out of the query.
+_VALUES = re.compile(
+    r"\S+@\S+\.\w+|https?://\S+|\b[A-Za-z][A-Za-z0-9]*-\d+\b|(?<!\w)[#@][\w.-]+|\b[\w.-]+/[\w.-]+"
+)
+
 # -- ranking parameters (chosen on BFCL and the catalog query set together: bench/search.py) -----
 
 _FIELDS = ("action", "object", "integration", "description")
@@ -451,7 +457,7 @@ class SearchIndex:
 
     def search(self, query: str, limit: int = 10) -> list[SearchHit]:
         terms: dict[str, str] = {}  # index term → the word as first written
-        for term, written in _terms(query):
+        for term, written in _terms(_VALUES.sub(" ", query)):
             terms.setdefault(term, written)
         if not terms or not self.docs:
             return []
