@@ -3,7 +3,8 @@
 // Two roles, one script:
 //   --role idp       the portal's SSO identity provider (OIDC: auth code + PKCE, ID tokens with email)
 //   --role provider  a plugin's OAuth provider (auth code + PKCE, rotating refresh tokens) that also
-//                    serves a tiny protected API (GET /api/whoami) and test counters (GET /test/stats)
+//                    serves a tiny protected API (GET /api/whoami), test counters (GET /test/stats)
+//                    and POST /test/end-sessions (every access token served so far is refused after)
 //
 // Configuration is one JSON argument (--config '{...}'):
 //   { "port": 0, "clientId": "...", "clientSecret": "..." | null, "redirectUris": ["..."],
@@ -31,6 +32,9 @@ const cfg = JSON.parse(values.config ?? '{}');
 const port = Number(cfg.port ?? 0);
 
 const stats = { code_grants: 0, refresh_grants: 0, refresh_errors: 0, api_calls: 0, api_rejected: 0 };
+// Access tokens presented to /api/whoami, and those POST /test/end-sessions has ended.
+const served = new Set();
+const ended = new Set();
 
 function emailFor(login) {
   return login.includes('@') ? login.toLowerCase() : `${login.toLowerCase()}@example.test`;
@@ -107,10 +111,18 @@ server.listen(port, '127.0.0.1', () => {
         ctx.body = stats;
         return;
       }
+      if (ctx.path === '/test/end-sessions' && ctx.method === 'POST') {
+        // The provider ends every session it has served so far (no expiry was announced for it):
+        // those access tokens are refused from now on, as Salesforce does after a session timeout.
+        for (const value of served) ended.add(value);
+        ctx.body = { ended: ended.size };
+        return;
+      }
       if (ctx.path === '/api/whoami' && ctx.method === 'GET') {
         stats.api_calls += 1;
         const match = /^Bearer (.+)$/.exec(ctx.get('authorization') || '');
-        const token = match ? await provider.AccessToken.find(match[1]) : undefined;
+        const token = match && !ended.has(match[1]) ? await provider.AccessToken.find(match[1]) : undefined;
+        if (match) served.add(match[1]);
         if (!token || token.isExpired) {
           stats.api_rejected += 1;
           ctx.status = 401;

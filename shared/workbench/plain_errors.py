@@ -14,7 +14,7 @@ import ssl
 
 import httpx
 
-__all__ = ["PlainErrors", "describe_transport_error"]
+__all__ = ["PlainErrors", "describe_transport_error", "plain_text"]
 
 
 def _causes(exc: BaseException) -> list[BaseException]:
@@ -24,6 +24,18 @@ def _causes(exc: BaseException) -> list[BaseException]:
         seen.append(current)
         current = current.__cause__ or current.__context__
     return seen
+
+
+def plain_text(exc: httpx.TransportError) -> str:
+    """The plain sentence for `exc`: its own text when PlainErrors already wrote it."""
+    if getattr(exc, "already_plain", False):
+        return str(exc)
+    try:
+        url = exc.request.url
+        host = f"{url.host}:{url.port}" if url.port else url.host
+    except RuntimeError:  # not tied to a request
+        host = ""
+    return describe_transport_error(exc, host)
 
 
 def describe_transport_error(exc: httpx.TransportError, host: str) -> str:
@@ -70,7 +82,9 @@ class PlainErrors(httpx.AsyncBaseTransport):
             host = request.url.host
             if request.url.port:
                 host = f"{host}:{request.url.port}"
-            raise type(exc)(describe_transport_error(exc, host), request=request) from exc
+            plain = type(exc)(describe_transport_error(exc, host), request=request)
+            plain.already_plain = True  # type: ignore[attr-defined]
+            raise plain from exc
 
     async def aclose(self) -> None:
         await self.inner.aclose()

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import httpx
 
 from workbench.errors import CredentialError, VerificationFailed
-from workbench.plain_errors import describe_transport_error
+from workbench.plain_errors import plain_text
 from workbench.registry import Manifest, Probe
 from workbench.sdk import UpstreamError, error_detail
 from workbench.tools import ToolContext, error_text
@@ -60,9 +60,7 @@ async def verify_credential(
     except UpstreamError as exc:
         raise VerificationFailed(refusal(name, exc.status, exc.detail)) from exc
     except httpx.TransportError as exc:
-        raise VerificationFailed(
-            describe_transport_error(exc, exc.request.url.host if _has_request(exc) else "")
-        ) from exc
+        raise VerificationFailed(plain_text(exc)) from exc
     except CredentialError as exc:
         raise VerificationFailed(str(exc)) from exc
     except Exception as exc:  # a probe function's own explanation (bad subdomain, no URL, ...)
@@ -111,11 +109,3 @@ def _function(path: str) -> Callable[[ToolContext], Awaitable[None]]:
     module_name, _, attr = path.partition(":")
     fn: Callable[[ToolContext], Awaitable[None]] = getattr(importlib.import_module(module_name), attr)
     return fn
-
-
-def _has_request(exc: httpx.TransportError) -> bool:
-    try:
-        exc.request  # noqa: B018 - raises when the error was not tied to a request
-    except RuntimeError:
-        return False
-    return True

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import httpx
 import httpx2
 import pytest
 from mcp import ClientSession
@@ -254,6 +255,46 @@ async def test_twenty_concurrent_calls_across_two_processes_refresh_once_at_the_
         stats = provider_stats(s.provider)
         assert stats["refresh_grants"] == 1, stats
         assert stats["refresh_errors"] == 0 and stats["api_rejected"] == 0
+
+
+async def test_a_session_the_provider_ended_is_refreshed_once_across_two_processes(tmp_path: Path) -> None:
+    """The refresh-on-rejection path with real processes: the stored token has an hour left, but
+    the provider has ended the session; 20 calls across two gateway processes see 401, and the
+    provider sees exactly one refresh."""
+    with stack(tmp_path, token_delay_ms=400) as s:
+        async with agent(s.base, s.key) as session:
+            started = await call(session, "connect", {"integration": "testoauth"})
+            waiting = asyncio.create_task(wait_connected(session, started["connectionId"]))
+            await asyncio.to_thread(person_connects, started["url"], "you@localhost", False)
+            assert await asyncio.wait_for(waiting, 60) == {"status": "CONNECTED"}
+        with local_gateway(s.data, extra_env=_env_of(s)) as (second, _):
+            async with agent(s.base, s.key) as one, agent(second, s.key) as two:
+                warm = await call(
+                    two, "execute_tools", {"executions": [{"tool": "testoauth_whoami", "args": {}}]}
+                )
+                old_suffix = warm["results"][0]["result"]["token_suffix"]
+                async with httpx.AsyncClient(timeout=5) as http:
+                    (await http.post(f"{s.provider}/test/end-sessions")).raise_for_status()
+                calls = [
+                    call(sess, "execute_tools", {"executions": [{"tool": "testoauth_whoami", "args": {}}]})
+                    for sess in (one, two)
+                    for _ in range(10)
+                ]
+                answers = await asyncio.gather(*calls)
+
+        results = [a["results"][0] for a in answers]
+        assert all("result" in r for r in results), results
+        suffixes = {r["result"]["token_suffix"] for r in results}
+        assert len(suffixes) == 1 and old_suffix not in suffixes
+        stats = provider_stats(s.provider)
+        assert stats["refresh_grants"] == 1, stats
+        assert stats["refresh_errors"] == 0 and stats["api_rejected"] >= 1
+        db = sqlite3.connect(s.data / "workbench.sqlite3")
+        (expires_at,) = db.execute(
+            "SELECT expires_at FROM connections WHERE integration = 'testoauth'"
+        ).fetchone()
+        db.close()
+        assert expires_at is not None  # it had time left: the rejection, not the expiry, drove the refresh
 
 
 def _env_of(s: Stack) -> dict[str, str]:
