@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import httpx
@@ -23,9 +22,7 @@ from starlette.testclient import TestClient
 from workbench.composition import Gateway
 from workbench.errors import InvalidInput
 from workbench.oauth_client import login_host_for
-from workbench.registry import LoginHosts, OAuth2Auth
-from workbench.sdk import api
-from workbench.tools import ToolContext
+from workbench.registry import LoginHosts
 from workbench.web.app import create_web_app
 
 from tests.support.gateways import make_gateway, principal_for
@@ -299,10 +296,6 @@ def test_the_portal_connect_button_carries_the_chosen_host(tmp_path: Path) -> No
 # -- Slack user token ------------------------------------------------------------------------------
 
 
-async def search_as_user(args: Any, ctx: ToolContext) -> Any:
-    return await api(ctx, "GET", "/search.messages", params={"query": "invoice"}, kind="user")
-
-
 async def test_slack_requests_user_scopes_and_a_tool_uses_the_user_token(tmp_path: Path) -> None:
     def token(request: httpx.Request) -> httpx.Response:
         form = dict(httpx.QueryParams(request.content.decode()))
@@ -332,7 +325,14 @@ async def test_slack_requests_user_scopes_and_a_tool_uses_the_user_token(tmp_pat
         return httpx.Response(200, json={"ok": True, "team": "Acme", "user": "bot"})
 
     def search(request: httpx.Request) -> httpx.Response:
-        return httpx.Response(200, json={"ok": True, "token": request.headers["authorization"]})
+        if request.headers["authorization"] != "Bearer xoxp-user":
+            return httpx.Response(200, json={"ok": False, "error": "not_allowed_token_type"})
+        found = {
+            "total": 1,
+            "matches": [{"ts": "1.2", "text": "invoice 42"}],
+            "paging": {"page": 1, "pages": 1},
+        }
+        return httpx.Response(200, json={"ok": True, "messages": found})
 
     provider = Provider(
         {
@@ -342,14 +342,6 @@ async def test_slack_requests_user_scopes_and_a_tool_uses_the_user_token(tmp_pat
         }
     )
     gw = gateway(tmp_path, provider)
-    slack = gw.registry.manifest("slack")
-    assert slack is not None and isinstance(slack.auth, OAuth2Auth)
-    from workbench.tools import tool
-
-    gw.registry.tools_of("slack")["slack_test_search"] = tool(
-        "slack_test_search", "Search as the user.", None
-    )(search_as_user)
-    gw.registry.tools_of("slack")["slack_test_search"].integration = "slack"
     client = signed_in(gw)
     principal = principal_for(gw)
     link = gw.connections.start(principal.user, "slack")["connectionId"]
@@ -369,11 +361,13 @@ async def test_slack_requests_user_scopes_and_a_tool_uses_the_user_token(tmp_pat
         "id": "U1234",
     }
 
-    out = await gw.execute(principal, [{"tool": "slack_test_search", "args": {}, "ref_id": None}])
-    assert out == {"results": [{"result": {"ok": True, "token": "Bearer xoxp-user"}}]}
+    search_call = [{"tool": "slack_search_messages", "args": {"query": "invoice"}, "ref_id": None}]
+    out = await gw.execute(principal, search_call)
+    assert out["results"][0]["result"]["messages"][0]["text"] == "invoice 42", out
+    assert provider.at("slack.com", "/api/search.messages")[0].headers["authorization"] == "Bearer xoxp-user"
     # A connection made without the user scopes says how to fix it.
     gw.credentials.save(principal.user.id, "slack", {"access_token": "xoxb-bot"})
-    out = await gw.execute(principal, [{"tool": "slack_test_search", "args": {}, "ref_id": None}])
+    out = await gw.execute(principal, search_call)
     assert out == {
         "results": [
             {
