@@ -7,7 +7,6 @@ the key schemas, indexes and TTL settings that get deployed.
 from __future__ import annotations
 
 import os
-import shutil
 import sys
 import uuid
 from collections.abc import Iterator
@@ -161,20 +160,16 @@ def aws_credentials_env() -> Iterator[None]:
                 os.environ[k] = v
 
 
-def moto_server_path() -> str:
-    found = Path(sys.executable).with_name("moto_server")
-    return str(found) if found.exists() else (shutil.which("moto_server") or "moto_server")
-
-
 @contextmanager
 def moto_server(log: Path | None = None) -> Iterator[AwsEndpoint]:
-    """`moto_server` on a free loopback port, with one symmetric KMS key created on it."""
+    """moto's server on a free loopback port, with one symmetric KMS key created on it."""
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     with (
         aws_credentials_env(),
         running(
-            [moto_server_path(), "-H", "127.0.0.1", "-p", str(port)],
+            # moto behind one lock: DynamoDB's per-item atomicity, which conditional writes rely on.
+            [sys.executable, "-m", "tests.support.moto_serialized", "-H", "127.0.0.1", "-p", str(port)],
             ready_url=f"{url}/moto-api/",
             env=AWS_ENV,
             log=log,
