@@ -154,6 +154,23 @@ def _terms(text: str) -> list[tuple[str, str]]:
     return _phrases(out)
 
 
+@functools.lru_cache(maxsize=1 << 16)
+def _ascii_stems(raw: str) -> tuple[str, ...]:
+    return tuple(t for t, _ in _ascii_terms(raw))
+
+
+def _index_terms(text: str) -> list[str]:
+    """tokens(text), quicker for the common ASCII text (building an index of 20,000 tools)."""
+    if not text.isascii():
+        return tokens(text)
+    out: list[str] = []
+    for raw in _ASCII_WORD.findall(text):
+        out.extend(_ascii_stems(raw))
+    if _PHRASE_ENDS.isdisjoint(out):
+        return out
+    return [t for t, _ in _phrases([(t, t) for t in out])]
+
+
 def _phrases(terms: list[tuple[str, str]]) -> list[tuple[str, str]]:
     """Two-word names also get their one-word form ("pull requests" → pr), on both sides."""
     out = terms
@@ -225,6 +242,7 @@ for _group in _SYNONYM_GROUPS:
 
 # Two-word names of one thing, indexed and searched as one more word.
 _PHRASES = {("pull", "request"): "pr", ("merge", "request"): "pr", ("direct", "message"): "dm"}
+_PHRASE_ENDS = frozenset(second for _, second in _PHRASES)
 
 # Nouns that, first in a query without another verb, are the command itself ("message the team").
 _VERB_SENSE = {
@@ -291,8 +309,7 @@ def _parse(doc: SearchDoc) -> _Parsed:
     action word after them, and the rest. Names without an action word are all object."""
     integration = _integration_terms(doc.integration)
     known = set(integration)
-    name_terms, description_terms = _terms(doc.name), _terms(doc.description)
-    name = [t for t, _ in name_terms]
+    name = _index_terms(doc.name)
     at = 0
     while at < len(name) - 1 and name[at] in known:
         at += 1
@@ -302,12 +319,12 @@ def _parse(doc: SearchDoc) -> _Parsed:
         "action": [rest[verb]] if verb is not None else [],
         "object": [t for i, t in enumerate(rest) if i != verb],
         "integration": [*integration, *(t for t in name[:at] if t not in known)],
-        "description": [t for t, _ in description_terms[:_DESCRIPTION_TERMS]],
+        "description": _index_terms(doc.description)[:_DESCRIPTION_TERMS],
     }
     text = f"{doc.name} {doc.description}"
     if text.isascii():
         return _Parsed(fields, frozenset(_ASCII_WORD.findall(text.lower())))
-    return _Parsed(fields, frozenset(w for _, w in name_terms + description_terms))
+    return _Parsed(fields, frozenset(w for _, w in _terms(text)))
 
 
 @functools.lru_cache(maxsize=1024)
