@@ -1,6 +1,6 @@
 """Run every benchmark under bench/ in turn (what `make bench` runs); each script also runs alone.
 
-uv run --group bench python bench/run_all.py [name ...]    (names: search, cold_start, aws_calls, mcp_throughput)
+uv run --group bench python bench/run_all.py [name ...]    (names: search, search_hybrid, cold_start, aws_calls, mcp_throughput)
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 BENCH = Path(__file__).resolve().parent
-SCRIPTS = ("search", "cold_start", "aws_calls", "mcp_throughput")
+SCRIPTS = ("search", "search_hybrid", "cold_start", "aws_calls", "mcp_throughput")
 
 
 def main() -> int:
