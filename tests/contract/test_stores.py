@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 from workbench.stores import (
+    ActivityQuery,
     ApiKeyRecord,
     Connection,
     Jot,
@@ -225,6 +226,88 @@ def test_audit_newest_first_per_user(stores: Stores) -> None:
     assert [e["tool"] for e in stores.audit.list_for("usr_a", limit=2)] == ["t4", "t3"]
     assert [e["tool"] for e in stores.audit.list_for("usr_b")] == ["secret"]
     assert stores.audit.list_for("usr_c") == []
+
+
+def _executions(
+    stores: Stores, user: str, n: int, *, integration: str = "github", start: float = NOW
+) -> None:
+    for i in range(n):
+        stores.audit.append(
+            {
+                "action": "EXECUTE",
+                "user": user,
+                "tool": f"{integration}_t{i}",
+                "integration": integration,
+                "success": i % 3 != 0,
+                "error": None if i % 3 else "boom",
+                "duration_ms": 1.5,
+                "ts": start + i,
+                "via": "api_key",
+            }
+        )
+
+
+def _all_pages(stores: Stores, user: str, query: ActivityQuery) -> tuple[list[dict[str, Any]], int]:
+    events: list[dict[str, Any]] = []
+    pages = 0
+    cursor = None
+    while True:
+        page = stores.audit.activity(user, replace(query, cursor=cursor))
+        pages += 1
+        events.extend(page.events)
+        if page.next_cursor is None:
+            return events, pages
+        assert len(page.events) == query.limit  # a cursor only after a full page
+        cursor = page.next_cursor
+        assert pages < 50
+
+
+def test_activity_pages_newest_first_with_filters_and_only_the_users_own(stores: Stores) -> None:
+    _executions(stores, "usr_a", 7, integration="github")
+    _executions(stores, "usr_a", 5, integration="slack", start=NOW + 100)
+    stores.audit.append({"action": "CURL_SESSION", "user": "usr_a", "ts": NOW + 200, "success": True})
+    _executions(stores, "usr_b", 4, integration="github", start=NOW + 300)  # someone else's, newer
+
+    everything, pages = _all_pages(stores, "usr_a", ActivityQuery(limit=5))
+    assert [e["ts"] for e in everything] == sorted((e["ts"] for e in everything), reverse=True)
+    assert len(everything) == 12 and pages == 3  # 5 + 5 + 2; the CURL_SESSION event is not an execution
+    assert {e["user"] for e in everything} == {"usr_a"}
+    assert everything[0] == {
+        "action": "EXECUTE",
+        "user": "usr_a",
+        "tool": "slack_t4",
+        "integration": "slack",
+        "success": True,
+        "error": None,
+        "duration_ms": 1.5,
+        "ts": NOW + 104,
+        "via": "api_key",
+    }
+
+    github, _ = _all_pages(stores, "usr_a", ActivityQuery(integration="github", limit=3))
+    assert [e["tool"] for e in github] == [f"github_t{i}" for i in range(6, -1, -1)]
+    failed, _ = _all_pages(stores, "usr_a", ActivityQuery(success=False, limit=2))
+    assert [e["tool"] for e in failed] == ["slack_t3", "slack_t0", "github_t6", "github_t3", "github_t0"]
+    both, _ = _all_pages(stores, "usr_a", ActivityQuery(integration="slack", success=True, limit=10))
+    assert [e["tool"] for e in both] == ["slack_t4", "slack_t2", "slack_t1"]
+    recent, _ = _all_pages(stores, "usr_a", ActivityQuery(since=NOW + 102, limit=10))
+    assert [e["tool"] for e in recent] == ["slack_t4", "slack_t3", "slack_t2"]
+    anything, _ = _all_pages(stores, "usr_a", ActivityQuery(action=None, limit=4))
+    assert len(anything) == 13
+
+    # exactly one page when it fits; nothing for a stranger; a cursor never crosses users
+    one = stores.audit.activity("usr_a", ActivityQuery(limit=12))
+    assert len(one.events) == 12 and one.next_cursor is None
+    assert stores.audit.activity("usr_c", ActivityQuery()).events == []
+    a_cursor = stores.audit.activity("usr_a", ActivityQuery(limit=1)).next_cursor
+    assert a_cursor is not None
+    from_b = stores.audit.activity("usr_b", ActivityQuery(cursor=a_cursor, limit=10))
+    assert {e["user"] for e in from_b.events} <= {"usr_b"}
+    assert stores.audit.activity("usr_a", ActivityQuery(integration="nope")).events == []
+    # a garbled cursor starts from the newest instead of failing or leaking
+    assert (
+        stores.audit.activity("usr_a", ActivityQuery(cursor="../x", limit=1)).events[0]["tool"] == "slack_t4"
+    )
 
 
 # -- vault ---------------------------------------------------------------------------------------------
@@ -486,6 +569,60 @@ def test_dynamodb_ttl_attributes_leave_time_to_report_expiry(stores: Stores) -> 
         ExpressionAttributeValues={":u": {"S": "usr_a"}},
     )["Items"][0]
     assert int(seq["ttl"]["N"]) == int(NOW) + settings.audit_retention_days * 86_400
+
+
+def test_dynamodb_activity_is_a_query_never_a_scan_and_pages_past_filtered_events(
+    stores: Stores, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """DynamoDB only: the activity page reads with Query (the integration filter on the
+    by_user_integration index), and a run of filtered-out events costs a bounded number of reads
+    and hands back a cursor that resumes after them."""
+    tables = stores.extra.get("dynamodb")
+    if tables is None:
+        pytest.skip("memory and SQLite have no Query/Scan distinction")
+    from tests.support.aws import on_call
+
+    calls: list[tuple[str, dict[str, Any]]] = []
+    on_call(tables.client, lambda op, params: calls.append((op, dict(params))))
+    _executions(stores, "usr_a", 3, integration="slack")
+    for i in range(12):  # successes only: a success=False filter must read past all of them
+        stores.audit.append(
+            {
+                "action": "EXECUTE",
+                "user": "usr_a",
+                "tool": "ok",
+                "integration": "github",
+                "success": True,
+                "ts": NOW + 10 + i,
+            }
+        )
+    calls.clear()
+    page = stores.audit.activity("usr_a", ActivityQuery(integration="github", limit=5))
+    assert [op for op, _ in calls] == ["Query"] and calls[0][1]["IndexName"] == "by_user_integration"
+    assert len(page.events) == 5 and page.next_cursor is not None
+
+    monkeypatch.setattr(type(stores.audit), "PAGE_ITEMS", 4)
+    monkeypatch.setattr(type(stores.audit), "MAX_PAGES", 2)
+    calls.clear()
+    first = stores.audit.activity("usr_a", ActivityQuery(success=False, limit=5))
+    assert first.events == [] and first.next_cursor is not None  # budget spent on 8 successes
+    assert [op for op, _ in calls] == ["Query", "Query"]
+    rest, _ = _all_pages_lenient(stores, "usr_a", ActivityQuery(success=False, limit=5))
+    assert [e["tool"] for e in rest] == ["slack_t0"]
+    assert "Scan" not in [op for op, _ in calls]
+
+
+def _all_pages_lenient(stores: Stores, user: str, query: ActivityQuery) -> tuple[list[dict[str, Any]], int]:
+    """Every page, allowing short pages with a cursor (DynamoDB's read budget)."""
+    events: list[dict[str, Any]] = []
+    cursor = None
+    for pages in range(1, 50):
+        page = stores.audit.activity(user, replace(query, cursor=cursor))
+        events.extend(page.events)
+        if page.next_cursor is None:
+            return events, pages
+        cursor = page.next_cursor
+    raise AssertionError("never ended")
 
 
 def test_adapters_implement_every_method_of_their_port(stores: Stores) -> None:

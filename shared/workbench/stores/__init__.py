@@ -14,6 +14,8 @@ from typing import Any, Protocol
 
 __all__ = [
     "LEASE_SUFFIX",
+    "ActivityPage",
+    "ActivityQuery",
     "ApiKeyRecord",
     "ApiKeyStore",
     "AuditStore",
@@ -259,9 +261,44 @@ class PendingStore(Protocol):
         ...
 
 
+@dataclass(frozen=True, slots=True)
+class ActivityQuery:
+    """One page of a user's audit events, newest first. `cursor` is the opaque `next_cursor` of the
+    page before (None: start at the newest). Filters: the event's action, integration, outcome,
+    and events at or after `since` (epoch seconds)."""
+
+    action: str | None = "EXECUTE"
+    integration: str | None = None
+    success: bool | None = None
+    since: float | None = None
+    limit: int = 50
+    cursor: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.limit < 1:
+            raise ValueError("limit must be at least 1")
+
+    def matches(self, event: dict[str, Any]) -> bool:
+        return (
+            (self.action is None or event.get("action") == self.action)
+            and (self.integration is None or event.get("integration") == self.integration)
+            and (self.success is None or event.get("success") is self.success)
+            and (self.since is None or float(event.get("ts") or 0) >= self.since)
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ActivityPage:
+    events: list[dict[str, Any]]
+    next_cursor: str | None = None  # more (older) events may follow; pass it back as the cursor
+
+
 class AuditStore(Protocol):
     def append(self, event: dict[str, Any]) -> None: ...
     def list_for(self, user_id: str, *, limit: int = 100) -> list[dict[str, Any]]: ...
+    def activity(self, user_id: str, query: ActivityQuery) -> ActivityPage:
+        """One page of this user's events only (the user is the partition, never the cursor)."""
+        ...
 
 
 class VaultStore(Protocol):

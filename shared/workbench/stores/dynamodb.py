@@ -6,7 +6,7 @@
 | api_keys     | ApiKeysTable       | pk + sk: "key#<id>" / "user#<user>"+id | list is a consistent Query  |
 | connections  | ConnectionsTable   | user_id + integration                | version-conditional writes     |
 | pending      | PendingTable       | pk: "connect#<id>" / "state#<state>"  | TTL attribute `ttl`            |
-| audit        | AuditTable         | user_id + seq                        | TTL attribute `ttl` (retention)|
+| audit        | AuditTable         | user_id + seq; GSI by_user_integration | TTL `ttl`; seq = write ns + rand |
 | vault        | VaultTable         | user_id + name                       |                                |
 | jots         | JotsTable          | user_id + id; GSI by_share_token     | sparse index                   |
 | signing_keys | SigningKeysTable   | pk + sk (see aws_signing.py)         |                                |
@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import time
 import uuid
 from collections.abc import Iterator
@@ -31,6 +32,8 @@ from workbench._aws import LazyClient, client_error_code
 from workbench.errors import ConflictError
 from workbench.settings import Settings
 from workbench.stores import (
+    ActivityPage,
+    ActivityQuery,
     ApiKeyRecord,
     AuthorizationCode,
     Connection,
@@ -61,6 +64,8 @@ TABLES: dict[str, str] = {
 }
 
 Item = dict[str, dict[str, Any]]
+
+_AUDIT_SEQ = re.compile(r"^[0-9]{20}#[0-9a-f]{8}$")
 
 
 # -- attribute helpers: the low-level wire format, explicit rather than via TypeSerializer ---------
@@ -439,6 +444,10 @@ class DynamoPending:
 
 
 class DynamoAudit:
+    # Query page size while filters skip events, and how many pages one activity call may read.
+    PAGE_ITEMS = 200
+    MAX_PAGES = 8
+
     def __init__(self, t: DynamoTables) -> None:
         self.t = t
         self.table = t.name("audit")
@@ -446,18 +455,21 @@ class DynamoAudit:
 
     def append(self, event: dict[str, Any]) -> None:
         ts = float(event.get("ts", time.time()))
+        user_id = str(event.get("user") or "-")
         # Sort key: write time in ns plus a random suffix, so same-instant events never collide.
         seq = f"{time.time_ns():020d}#{uuid.uuid4().hex[:8]}"
-        self.t.client.put_item(
-            TableName=self.table,
-            Item={
-                "user_id": _s(str(event.get("user") or "-")),
-                "seq": _s(seq),
-                "ts": _n(ts),
-                "body": _s(json.dumps(event, default=str)),
-                "ttl": _ttl(ts + self.retention_seconds),
-            },
-        )
+        item: Item = {
+            "user_id": _s(user_id),
+            "seq": _s(seq),
+            "ts": _n(ts),
+            "body": _s(json.dumps(event, default=str)),
+            "ttl": _ttl(ts + self.retention_seconds),
+        }
+        integration = event.get("integration")
+        if isinstance(integration, str) and integration:
+            # Sparse GSI key: the activity page's integration filter is a Query on it.
+            item["user_integration"] = _s(f"{user_id}#{integration}")
+        self.t.client.put_item(TableName=self.table, Item=item)
 
     def list_for(self, user_id: str, *, limit: int = 100) -> list[dict[str, Any]]:
         if limit <= 0:
@@ -470,6 +482,43 @@ class DynamoAudit:
             Limit=limit,
         )
         return [json.loads(_get_s(i, "body")) for i in page.get("Items", [])]
+
+    def activity(self, user_id: str, query: ActivityQuery) -> ActivityPage:
+        """A Query on the user's partition (or, filtered by integration, on by_user_integration),
+        newest first; never a Scan. The cursor is a sort key only: the partition is always the
+        caller's user, so no cursor can reach another user's events."""
+        params: dict[str, Any] = {"TableName": self.table, "ScanIndexForward": False}
+        if query.integration is not None:
+            params["IndexName"] = "by_user_integration"
+            condition = "user_integration = :p"
+            values: Item = {":p": _s(f"{user_id}#{query.integration}")}
+        else:
+            condition = "user_id = :p"
+            values = {":p": _s(user_id)}
+        if query.cursor is not None and _AUDIT_SEQ.match(query.cursor):
+            condition += " AND seq < :c"
+            values[":c"] = _s(query.cursor)
+        params.update(KeyConditionExpression=condition, ExpressionAttributeValues=values)
+        unfiltered = query.action is None and query.success is None
+        params["Limit"] = query.limit + 1 if unfiltered else self.PAGE_ITEMS
+        found: list[tuple[str, dict[str, Any]]] = []
+        for _ in range(self.MAX_PAGES):
+            page = self.t.client.query(**params)
+            for item in page.get("Items", []):
+                event = json.loads(_get_s(item, "body"))
+                if query.since is not None and float(event.get("ts") or 0) < query.since:
+                    # Newest first by write time: everything after this is older too.
+                    return ActivityPage([e for _, e in found])
+                if query.matches(event):
+                    found.append((_get_s(item, "seq"), event))
+                    if len(found) > query.limit:  # one more than asked: there is a next page
+                        return ActivityPage([e for _, e in found[:-1]], found[-2][0])
+            last = page.get("LastEvaluatedKey")
+            if not last:
+                return ActivityPage([e for _, e in found])
+            params["ExclusiveStartKey"] = last
+        # Read budget spent on filtered-out events: resume after the last one read.
+        return ActivityPage([e for _, e in found], _get_s(params["ExclusiveStartKey"], "seq"))
 
 
 class DynamoVault:

@@ -9,6 +9,8 @@ from dataclasses import replace
 from typing import Any
 
 from workbench.stores import (
+    ActivityPage,
+    ActivityQuery,
     ApiKeyRecord,
     AuthorizationCode,
     Connection,
@@ -145,6 +147,20 @@ class MemoryAudit:
     def list_for(self, user_id: str, *, limit: int = 100) -> list[dict[str, Any]]:
         mine = [e for e in self.events if e.get("user") == user_id]
         return list(reversed(mine))[:limit]
+
+    def activity(self, user_id: str, query: ActivityQuery) -> ActivityPage:
+        # The cursor is the list index of the last event returned; older events have smaller ones.
+        start = len(self.events)
+        if query.cursor is not None and query.cursor.isdigit():
+            start = min(int(query.cursor), start)
+        found: list[tuple[int, dict[str, Any]]] = []
+        for index in range(start - 1, -1, -1):
+            event = self.events[index]
+            if event.get("user") == user_id and query.matches(event):
+                found.append((index, dict(event)))
+                if len(found) > query.limit:  # one more than asked: there is a next page
+                    return ActivityPage([e for _, e in found[:-1]], str(found[-2][0]))
+        return ActivityPage([e for _, e in found])
 
 
 class MemoryVault:

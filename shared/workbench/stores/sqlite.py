@@ -13,6 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from workbench.stores import (
+    ActivityPage,
+    ActivityQuery,
     ApiKeyRecord,
     AuthorizationCode,
     Connection,
@@ -333,6 +335,32 @@ class SqliteAudit:
             "SELECT body FROM audit WHERE user_id = ? ORDER BY seq DESC LIMIT ?", (user_id, limit)
         )
         return [json.loads(r["body"]) for r in rows]
+
+    def activity(self, user_id: str, query: ActivityQuery) -> ActivityPage:
+        # Walks the (user_id, seq) index newest first; filters read the JSON body (JSON1).
+        sql = ["SELECT seq, body FROM audit WHERE user_id = ?"]
+        args: list[Any] = [user_id]
+        if query.cursor is not None and query.cursor.isdigit():
+            sql.append("AND seq < ?")
+            args.append(int(query.cursor))
+        if query.action is not None:
+            sql.append("AND json_extract(body, '$.action') = ?")
+            args.append(query.action)
+        if query.integration is not None:
+            sql.append("AND json_extract(body, '$.integration') = ?")
+            args.append(query.integration)
+        if query.success is not None:
+            sql.append("AND json_extract(body, '$.success') = ?")
+            args.append(1 if query.success else 0)
+        if query.since is not None:
+            sql.append("AND ts >= ?")
+            args.append(query.since)
+        sql.append("ORDER BY seq DESC LIMIT ?")
+        args.append(query.limit + 1)  # one more than asked: is there a next page?
+        rows = self.db.query(" ".join(sql), tuple(args))
+        events = [json.loads(r["body"]) for r in rows[: query.limit]]
+        more = len(rows) > query.limit
+        return ActivityPage(events, str(rows[query.limit - 1]["seq"]) if more else None)
 
 
 class SqliteVault:
