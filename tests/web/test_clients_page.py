@@ -31,15 +31,23 @@ def test_clients_holding_refresh_tokens_are_listed_and_revocation_kills_their_re
         bob.headers["cookie"] = bob_cookie
         bob_page = bob.get("/portal/clients")
         assert client_id not in bob_page.text and "No MCP client holds a live refresh token" in bob_page.text
+        assert (
+            bob.get(f"/portal/clients/{client_id}/revoke").headers["location"]
+            == "/portal/clients?error=no-client"
+        )
         denied = bob.post(f"/portal/clients/{client_id}/revoke", data={"csrf": csrf_of(bob_page.text)})
-        assert "no live tokens on your account" in denied.text
+        assert "no live tokens on your account" in bob.get(denied.headers["location"]).text
 
         no_csrf = portal.post(f"/portal/clients/{client_id}/revoke", data={})
         assert no_csrf.status_code == 403
 
-        revoked = portal.post(f"/portal/clients/{client_id}/revoke", data={"csrf": csrf_of(page.text)})
-        assert revoked.status_code == 200 and "The client was revoked." in revoked.text
-        assert client_id not in revoked.text and "No MCP client holds a live refresh token" in revoked.text
+        confirm = portal.get(f"/portal/clients/{client_id}/revoke")
+        assert confirm.status_code == 200 and "Revoke client" in confirm.text
+        revoked = portal.post(f"/portal/clients/{client_id}/revoke", data={"csrf": csrf_of(confirm.text)})
+        assert revoked.status_code == 303 and revoked.headers["location"] == "/portal/clients?revoked=1"
+        after = portal.get(revoked.headers["location"]).text
+        assert "The client was revoked." in after
+        assert client_id not in after and "No MCP client holds a live refresh token" in after
         refresh = auth.token(
             {"grant_type": "refresh_token", "refresh_token": tokens["refresh_token"], "client_id": client_id}
         )

@@ -99,30 +99,66 @@ def test_a_foreign_origin_is_refused_even_with_the_token(browser_for: Browser, w
     assert r.status_code == 403
 
 
+REVEALED = re.compile(r'id="revealed-key" tabindex="0">(wb_[^<]+)</code>')
+
+
 def test_api_key_is_revealed_once_then_rotated_then_revoked(browser_for: Browser, web_gw: Gateway) -> None:
     client = browser_for("ada@example.com")
+    user = web_gw.stores.users.by_email("ada@example.com")
+    assert user is not None
     token = csrf_of(client.get("/portal/api-keys").text)
     minted = client.post("/portal/api-keys", data={"csrf": token, "label": "laptop"})
-    assert minted.status_code == 200 and "shown only once" in minted.text
-    key = re.search(r'id="revealed-key" tabindex="0">(wb_[^<]+)</code>', minted.text)
+    # post/redirect/get: the post answers a redirect, the GET shows the key once
+    assert minted.status_code == 303 and minted.headers["location"] == "/portal/api-keys#new-key"
+    shown = client.get("/portal/api-keys")
+    assert "shown only once" in shown.text
+    key = REVEALED.search(shown.text)
     assert key
     first = key.group(1)
     assert web_gw.api_keys.resolve(first).user.email == "ada@example.com"
-    listing = client.get("/portal/api-keys").text
-    assert first not in listing and "laptop" in listing  # never shown again
+    assert first not in minted.text and first.split("_", 2)[2] not in minted.headers["set-cookie"]  # sealed
+    # the snippets on that page are filled with the new key, and there is a connection test
+    assert f"--header &quot;Authorization: Bearer {first}&quot;" in shown.text
+    assert (
+        'id="test-connection"' in shown.text
+        and f'id="test-key" name="key" type="hidden" value="{first}"' in shown.text
+    )
+    reload = client.get("/portal/api-keys").text  # a reload: never the key again, never a second key
+    assert first not in reload and "laptop" in reload
+    assert len(web_gw.stores.api_keys.list_for(user.id)) == 1
 
     key_id = first.split("_")[1]
-    rotated = client.post(f"/portal/api-keys/{key_id}/rotate", data={"csrf": token})
-    second = re.search(r'id="revealed-key" tabindex="0">(wb_[^<]+)</code>', rotated.text)
-    assert second and second.group(1) != first
+    confirm = client.get(f"/portal/api-keys/{key_id}/rotate")
+    assert confirm.status_code == 200 and "Rotate key" in confirm.text and f"wb_{key_id}_…" in confirm.text
+    assert web_gw.api_keys.resolve(first)  # asking is not doing
+    rotated = client.post(f"/portal/api-keys/{key_id}/rotate", data={"csrf": csrf_of(confirm.text)})
+    assert rotated.status_code == 303
+    after = client.get(rotated.headers["location"].split("#")[0]).text
+    second = REVEALED.search(after)
+    assert second and second.group(1) != first and "was revoked and replaced" in after
     with pytest.raises(AuthError):
         web_gw.api_keys.resolve(first)
     assert web_gw.api_keys.resolve(second.group(1)).user.email == "ada@example.com"
 
-    revoked = client.post(f"/portal/api-keys/{second.group(1).split('_')[1]}/revoke", data={"csrf": token})
-    assert revoked.status_code == 200 and "was revoked" in revoked.text
+    second_id = second.group(1).split("_")[1]
+    confirm = client.get(f"/portal/api-keys/{second_id}/revoke")
+    assert "stops working at once" in confirm.text and 'href="/portal/api-keys">Cancel</a>' in confirm.text
+    revoked = client.post(f"/portal/api-keys/{second_id}/revoke", data={"csrf": token})
+    assert (
+        revoked.status_code == 303 and revoked.headers["location"] == f"/portal/api-keys?revoked={second_id}"
+    )
+    assert "was revoked" in client.get(revoked.headers["location"]).text
     with pytest.raises(AuthError):
         web_gw.api_keys.resolve(second.group(1))
+
+
+def test_a_flash_cookie_opens_only_in_the_session_that_made_it(browser_for: Browser, web_gw: Gateway) -> None:
+    ada = browser_for("ada@example.com")
+    minted = ada.post("/portal/api-keys", data={"csrf": csrf_of(ada.get("/portal/api-keys").text)})
+    flash = minted.cookies["__Host-wb_flash"]
+    bob = browser_for("bob@example.com")
+    bob.cookies.set("__Host-wb_flash", flash, domain="testserver")
+    assert 'id="revealed-key"' not in bob.get("/portal/api-keys").text
 
 
 def test_another_users_key_cannot_be_revoked_or_rotated(browser_for: Browser, web_gw: Gateway) -> None:
@@ -131,8 +167,11 @@ def test_another_users_key_cannot_be_revoked_or_rotated(browser_for: Browser, we
     client = browser_for("ada@example.com")
     token = csrf_of(client.get("/portal/api-keys").text)
     for action in ("revoke", "rotate"):
+        asked = client.get(f"/portal/api-keys/{bobs.split('_')[1]}/{action}")
+        assert asked.status_code == 303 and asked.headers["location"] == "/portal/api-keys?error=no-such-key"
         r = client.post(f"/portal/api-keys/{bobs.split('_')[1]}/{action}", data={"csrf": token})
-        assert "does not exist or is revoked" in r.text
+        assert r.status_code == 303
+        assert "does not exist or is revoked" in client.get(r.headers["location"]).text
     assert web_gw.api_keys.resolve(bobs).user.id == bob.id
     assert bobs.split("_")[1] not in client.get("/portal/api-keys").text
 
@@ -150,8 +189,10 @@ def test_api_key_integration_uses_the_manifest_fields_and_stores_them_encrypted(
     assert user is not None
 
     missing = client.post("/portal/integrations/testkey/api-key", data={"csrf": token, "key_id": "AK1"})
-    assert missing.status_code == 400
-    assert 'role="alert">Enter Key secret.</div>' in missing.text
+    assert missing.status_code == 303
+    back = client.get(missing.headers["location"].split("#")[0]).text
+    card = back[back.index('id="integration-testkey"') :]
+    assert 'role="alert">Enter Key secret.</div>' in card[: card.index("</section>")]
     assert web_gw.stores.connections.get(user.id, "testkey") is None
 
     ok = client.post(
@@ -165,6 +206,10 @@ def test_api_key_integration_uses_the_manifest_fields_and_stores_them_encrypted(
     assert web_gw.connection_status(user.id)["testkey"] is True
     assert "testkey is connected." in client.get("/portal/integrations?connected=testkey").text
 
+    asked = client.get("/portal/integrations/testkey/disconnect")
+    assert (
+        "Disconnect Test Key Service?" in asked.text and web_gw.connection_status(user.id)["testkey"] is True
+    )
     gone = client.post("/portal/integrations/testkey/disconnect", data={"csrf": token})
     assert gone.headers["location"] == "/portal/integrations?disconnected=testkey"
     assert web_gw.stores.connections.get(user.id, "testkey") is None

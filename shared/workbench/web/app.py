@@ -16,13 +16,17 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute
 
 from workbench.bodylimit import BodyRule, BodyTooLarge
+from workbench.web.activity import activity_routes
 from workbench.web.apps import BODY_RULES as APPS_BODY_RULES
 from workbench.web.apps import apps_routes
+from workbench.web.client_setup import client_setup_routes
 from workbench.web.connect import connect_routes
 from workbench.web.context import MAX_FORM_BYTES, WebContext
 from workbench.web.html import json_response, too_large_page
+from workbench.web.playground import playground_routes
 from workbench.web.portal import portal_routes
 from workbench.web.signin import signin_routes
+from workbench.web.static import static_routes
 
 if TYPE_CHECKING:
     from workbench.composition import Gateway
@@ -49,7 +53,16 @@ BODY_RULES = [
 def web_routes(gateway: Gateway, *, local: bool = False) -> list[BaseRoute]:
     """`local`: served by `workbench serve` (the sign-in page then points at the printed link)."""
     web = WebContext(gateway, local=local)
-    return [*signin_routes(web), *portal_routes(web), *apps_routes(web), *connect_routes(web)]
+    return [
+        *signin_routes(web),
+        *portal_routes(web),
+        *apps_routes(web),
+        *client_setup_routes(web),
+        *activity_routes(web),
+        *playground_routes(web),
+        *static_routes(),
+        *connect_routes(web),
+    ]
 
 
 def create_web_app(gateway: Gateway) -> Starlette:

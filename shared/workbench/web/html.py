@@ -1,7 +1,9 @@
 """Server-rendered HTML for the portal: one layout, escaping by default, security headers on every page.
 
-No build step and no script: every action is a plain form post, so the pages work with a keyboard,
-a screen reader, or JavaScript disabled.
+No build step and no framework: every action is a plain form post (post/redirect/get), so the pages
+work with a keyboard, a screen reader, or JavaScript disabled. One small same-origin script
+(/portal/static/portal.js, see web/static.py) adds copy buttons, "test connection" and the
+playground; the CSP allows no inline script and no other origin.
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Re
 
 __all__ = [
     "SECURITY_HEADERS",
+    "button_link",
+    "copy_block",
     "csrf_field",
     "e",
     "html_page",
@@ -26,8 +30,8 @@ __all__ = [
 # frame-ancestors 'none' on every portal page: nothing may frame the portal (clickjacking).
 SECURITY_HEADERS = {
     "Content-Security-Policy": (
-        "default-src 'none'; style-src 'unsafe-inline'; img-src 'self' data:; "
-        "frame-ancestors 'none'; base-uri 'none'"
+        "default-src 'none'; script-src 'self'; connect-src 'self'; style-src 'unsafe-inline'; "
+        "img-src 'self' data:; frame-ancestors 'none'; base-uri 'none'"
     ),
     "X-Frame-Options": "DENY",
     "X-Content-Type-Options": "nosniff",
@@ -78,14 +82,57 @@ code.secret { display:block; padding:.75rem; background:#101828; color:#fff; bor
 .inline { display:inline; }
 .help { font-size: .9rem; color: var(--muted); margin: .25rem 0 0; }
 textarea, select { font: inherit; padding: .5rem; border:1px solid #98a2b3; border-radius: 6px; max-width: 100%; }
+a.button { display:inline-block; text-decoration:none; font: inherit; padding: .45rem 1rem; border-radius: 6px;
+  border: 1px solid var(--accent); background:#fff; color: var(--accent); }
+a.button.danger { color: var(--bad); border-color: var(--bad); }
+a.button.primary { background: var(--accent); color:#fff; }
+.actions { display:flex; gap:.5rem; flex-wrap:wrap; align-items:center; }
+pre.snippet { background:#101828; color:#f2f4f7; padding:.75rem; border-radius:6px; overflow-x:auto;
+  white-space: pre; font-size:.85rem; margin:.25rem 0; max-width:100%; }
+.snippet-block { margin: .75rem 0; }
+.snippet-block .row { justify-content: space-between; }
+details.client { border-top:1px solid var(--line); padding:.5rem 0; }
+details.client > summary { cursor:pointer; font-weight:600; padding:.25rem 0; }
+.copy-status { font-size:.85rem; color: var(--ok); min-height:1.2em; }
+.badge { display:inline-block; font-size:.8rem; padding:0 .4rem; border-radius:4px; border:1px solid var(--line); }
+.chart svg { width:100%; height:auto; max-height: 16rem; }
+.legend { list-style:none; display:flex; flex-wrap:wrap; gap:.75rem; padding:0; margin:.5rem 0 0; font-size:.9rem; }
+.legend .swatch { display:inline-block; width:.8rem; height:.8rem; border-radius:2px; margin-right:.3rem;
+  vertical-align:middle; }
+.filters { display:flex; gap:1rem; flex-wrap:wrap; align-items:flex-end; }
+.filters label { margin:0 0 .25rem; }
+select, textarea, input[type=number] { font: inherit; padding:.45rem; border:1px solid #98a2b3; border-radius:6px;
+  max-width:100%; }
+textarea { width:100%; min-height: 8rem; font-family: ui-monospace, monospace; font-size:.9rem; }
+.pager { display:flex; gap:1rem; justify-content:space-between; margin-top:.75rem; }
+.visually-hidden { position:absolute; width:1px; height:1px; overflow:hidden; clip:rect(0 0 0 0); white-space:nowrap; }
+.result-list { list-style:none; padding:0; margin:.5rem 0; }
+.result-list li { border-bottom:1px solid var(--line); padding:.5rem 0; }
+/* Narrow screens (a 390 px phone): tables become labelled stacks; nothing scrolls sideways. */
+@media (max-width: 40rem) {
+  header .bar { gap:.5rem 1rem; }
+  header form { margin-left:0; }
+  main { margin-top: 1rem; }
+  table.stack, table.stack tbody, table.stack tr, table.stack td { display:block; width:100%; }
+  table.stack thead { position:absolute; width:1px; height:1px; overflow:hidden; clip:rect(0 0 0 0); }
+  table.stack tr { border-bottom:1px solid var(--line); padding:.5rem 0; }
+  table.stack td { border:0; padding:.15rem 0; overflow-wrap:anywhere; }
+  table.stack td[data-label]::before { content: attr(data-label) ": "; font-weight:600; color: var(--muted); }
+  .card { padding: .75rem; }
+}
+main, .card, td { overflow-wrap: anywhere; }
 """
 
 _NAV = (
     ("integrations", "/portal/integrations", "Integrations"),
+    ("connect-client", "/portal/connect-client", "Connect a client"),
     ("api-keys", "/portal/api-keys", "API key"),
+    ("activity", "/portal/activity", "Activity"),
+    ("playground", "/portal/playground", "Playground"),
     ("clients", "/portal/clients", "MCP clients"),
     ("apps", "/portal/apps", "Custom apps"),
 )
+SCRIPT = '<script src="/portal/static/portal.js" defer></script>'
 
 
 def e(value: Any) -> str:
@@ -121,11 +168,29 @@ def html_page(
     doc = (
         '<!doctype html><html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        f"<title>{e(title)} · Workbench</title><style>{_STYLE}</style></head><body>"
+        f"<title>{e(title)} · Workbench</title><style>{_STYLE}</style>{SCRIPT if email else ''}</head><body>"
         f'<header><div class="bar"><span class="brand">Workbench</span>{nav}</div></header>'
         f'<main id="main"><h1>{e(title)}</h1>{body}</main></body></html>'
     )
     return HTMLResponse(doc, status, headers={**SECURITY_HEADERS, **(headers or {})})
+
+
+def copy_block(block_id: str, text: str, label: str) -> str:
+    """A ready-to-paste snippet with a copy button (the script copies the <code>'s text). Spans of
+    class "key-slot" inside may be refilled by the script with a pasted key."""
+    return (
+        f'<div class="snippet-block"><div class="row"><span class="muted">{e(label)}</span>'
+        f'<button class="secondary" type="button" data-copy="{e(block_id)}" '
+        f'aria-label="Copy {e(label)}">Copy</button></div>'
+        f'<pre class="snippet"><code id="{e(block_id)}">{text}</code></pre>'
+        f'<div class="copy-status" role="status" data-copy-status="{e(block_id)}"></div></div>'
+    )
+
+
+def button_link(href: str, label: str, *, kind: str = "", aria_label: str | None = None) -> str:
+    """A GET action that looks like a button (e.g. "Revoke…" opens its confirmation page)."""
+    aria = f' aria-label="{e(aria_label)}"' if aria_label else ""
+    return f'<a class="button {e(kind)}" href="{e(href)}"{aria}>{e(label)}</a>'
 
 
 def notices(*pairs: tuple[str, str | None]) -> str:

@@ -1,15 +1,19 @@
 """The portal: the human half of Workbench (seed 003, "What the portal is for").
 
-  GET  /portal                                   -> /portal/integrations
+  GET  /, /portal                                -> /portal/integrations
   GET  /portal/integrations                      status of every integration, connect/disconnect
   POST /portal/integrations/{name}/connect       OAuth2/cookie: start + redeem, go to the consent page
   POST /portal/integrations/{name}/api-key       API-key integrations: the manifest's declared fields,
                                                  checked with its probe before they are stored
-  POST /portal/integrations/{name}/disconnect    delete the stored credential
-  GET  /portal/api-keys                          list; POST mint / rotate / revoke (a new key shown once)
-  GET  /portal/clients                           MCP clients holding live refresh tokens; POST revoke
+  GET  /portal/integrations/{name}/disconnect    confirm; POST deletes the stored credential
+  GET  /portal/api-keys                          list; POST mint (the new key and client setup shown once)
+  GET  /portal/api-keys/{id}/rotate|revoke       confirm; POST does it
+  GET  /portal/clients                           MCP clients holding live refresh tokens
+  GET  /portal/clients/{id}/revoke               confirm; POST revokes
 
-Every page needs a portal session (else: to the sign-in page and back); every post is CSRF-checked.
+Every page needs a portal session (else: to the sign-in page and back); every post is CSRF-checked
+and answers with a redirect (post/redirect/get), so a reload never repeats it: a new key travels to
+the next page in a one-shot flash cookie sealed to the session, and is shown once.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ from __future__ import annotations
 import re
 import time
 from typing import TYPE_CHECKING, Any
-from urllib.parse import quote
+from urllib.parse import quote, urlencode
 
 from starlette.requests import Request
 from starlette.responses import Response
@@ -25,9 +29,10 @@ from starlette.routing import BaseRoute, Route
 
 from workbench.errors import ConfigError, VerificationFailed
 from workbench.registry import ApiKeyAuth, CookieAuth, Manifest, NoAuth, OAuth2Auth
+from workbench.web.client_setup import setup_section
 from workbench.web.connect import login_host_fields, login_host_from
 from workbench.web.context import WebContext
-from workbench.web.html import csrf_field, e, html_page, notices, redirect
+from workbench.web.html import button_link, csrf_field, e, html_page, notices, redirect
 
 if TYPE_CHECKING:
     from workbench.stores import ApiKeyRecord, Connection, User
@@ -35,6 +40,7 @@ if TYPE_CHECKING:
 __all__ = ["portal_routes"]
 
 _NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
+_KEY_ID_RE = re.compile(r"^[A-Za-z0-9]{12}$")
 _MAX_FIELD = 4096
 _NO_SUCH_KEY = "That key does not exist or is revoked."
 _AUTH_LABEL = {"oauth2": "OAuth", "api_key": "API key", "cookie": "Browser session", "none": "No sign-in"}
@@ -86,11 +92,14 @@ def portal_routes(web: WebContext) -> list[BaseRoute]:
                 f'<form class="inline" method="post" action="/portal/integrations/{name}/connect">{csrf}{hosts}'
                 f'<button type="submit" aria-label="{label} {e(m.display_name)}">{label}</button></form>'
             )
-        if conn is not None:
+        if conn is not None:  # a confirmation page first, then the post
             actions.append(
-                f'<form class="inline" method="post" action="/portal/integrations/{name}/disconnect">{csrf}'
-                f'<button class="danger" type="submit" aria-label="Disconnect {e(m.display_name)}">'
-                "Disconnect</button></form>"
+                button_link(
+                    f"/portal/integrations/{name}/disconnect",
+                    "Disconnect…",
+                    kind="danger",
+                    aria_label=f"Disconnect {m.display_name}",
+                )
             )
         form = ""
         if isinstance(m.auth, ApiKeyAuth):
@@ -121,7 +130,7 @@ def portal_routes(web: WebContext) -> list[BaseRoute]:
             f'<section class="card" aria-labelledby="int-{name}" id="integration-{name}">'
             f'<div class="row"><div><h2 id="int-{name}">{e(m.display_name)}</h2>'
             f'<span class="muted">{e(_AUTH_LABEL.get(m.auth.type, m.auth.type))} · </span>{status}</div>'
-            f"<div>{' '.join(actions)}</div></div>{connection_facts(m, conn)}{desc}{form}</section>"
+            f'<div class="actions">{" ".join(actions)}</div></div>{connection_facts(m, conn)}{desc}{form}</section>'
         )
 
     def connection_facts(m: Manifest, conn: Connection | None) -> str:
@@ -141,10 +150,11 @@ def portal_routes(web: WebContext) -> list[BaseRoute]:
             )
         return facts
 
-    def integrations_page(
-        request: Request, user: User, *, errors: dict[str, str] | None = None, status: int = 200
-    ) -> Response:
+    def integrations_page(request: Request, user: User) -> Response:
         q = request.query_params
+        invalid = q.get("invalid", "")
+        # A rejected API-key form comes back here (post/redirect/get) with its error in its own card.
+        errors = {invalid: q.get("error", "")[:300]} if _NAME_RE.match(invalid) and q.get("error") else {}
         flash = notices(
             ("ok", f"{q['connected']} is connected." if _NAME_RE.match(q.get("connected", "")) else None),
             (
@@ -153,15 +163,14 @@ def portal_routes(web: WebContext) -> list[BaseRoute]:
                 if _NAME_RE.match(q.get("disconnected", ""))
                 else None,
             ),
-            ("error", q.get("error", "")[:300] or None),
+            ("error", None if errors else q.get("error", "")[:300] or None),
         )
         manifests = [m for m in gw.registry.manifests() if not m.builtin and not isinstance(m.auth, NoAuth)]
         conns = {c.integration: c for c in gw.stores.connections.list_for(user.id)}  # one read, not one each
         csrf = csrf_field(web.csrf(request))
-        errors = errors or {}
         cards = "".join(integration_card(m, conns.get(m.name), csrf, errors.get(m.name)) for m in manifests)
         body = flash + (cards or '<p class="muted">No integrations are installed on this gateway.</p>')
-        return page(request, user, "Integrations", body, "integrations", status)
+        return page(request, user, "Integrations", body, "integrations")
 
     def back_with_error(message: str) -> Response:
         """Back to the integrations page, which shows the message (its first 300 characters)."""
@@ -186,6 +195,11 @@ def portal_routes(web: WebContext) -> list[BaseRoute]:
             return back_with_error(f"{m.display_name}: {message}")
         return redirect(str(redeemed.body["url"]))
 
+    def form_error(m: Manifest, error: str) -> Response:
+        """Post/redirect/get for a rejected API-key form: the error shows in that integration's card."""
+        query = urlencode({"invalid": m.name, "error": error[:300]})
+        return redirect(f"/portal/integrations?{query}#integration-{m.name}")
+
     @web.form_post
     async def api_key(request: Request, user: User, form: dict[str, str]) -> Response:
         m = manifest_for(request)
@@ -200,16 +214,44 @@ def portal_routes(web: WebContext) -> list[BaseRoute]:
             values[f.name] = value
         if missing:
             error = "Enter " + ", ".join(missing) + "."
-            return integrations_page(request, user, errors={m.name: error}, status=400)
+            return form_error(m, error)
         try:  # the manifest's probe, before anything is stored
             checked = await gw.verify(user, m, values)
         except VerificationFailed as exc:
-            return integrations_page(request, user, errors={m.name: str(exc)}, status=400)
+            return form_error(m, str(exc))
         verified_at = gw.clock() if checked else None
         gw.credentials.save(
             user.id, m.name, values, verified_at=verified_at
         )  # encrypted under (user, integration)
         return redirect(f"/portal/integrations?connected={m.name}")
+
+    def confirm(
+        request: Request, user: User, *, title: str, text: str, action: str, verb: str, back: str, active: str
+    ) -> Response:
+        """The confirmation step of a destructive action: a GET page whose form posts the action."""
+        body = (
+            f'<section class="card"><p>{e(text)}</p>'
+            f'<form method="post" action="{e(action)}" class="actions">{csrf_field(web.csrf(request))}'
+            f'<button class="danger" type="submit">{e(verb)}</button>'
+            f'<a href="{e(back)}">Cancel</a></form></section>'
+        )
+        return page(request, user, title, body, active)
+
+    def confirm_disconnect(request: Request, user: User) -> Response:
+        m = manifest_for(request)
+        if m is None:
+            return back_with_error("Unknown integration.")
+        return confirm(
+            request,
+            user,
+            title=f"Disconnect {m.display_name}?",
+            text=f"Workbench deletes the stored {m.display_name} credential. Your agents' {m.name} tools "
+            "stop working until you connect it again.",
+            action=f"/portal/integrations/{m.name}/disconnect",
+            verb="Disconnect",
+            back="/portal/integrations",
+            active="integrations",
+        )
 
     @web.form_post
     async def disconnect(request: Request, user: User, form: dict[str, str]) -> Response:
@@ -221,17 +263,28 @@ def portal_routes(web: WebContext) -> list[BaseRoute]:
 
     # -- API keys ------------------------------------------------------------------------------------
 
-    def keys_page(request: Request, user: User, *, revealed: str | None = None, flash: str = "") -> Response:
+    def keys_page(request: Request, user: User) -> Response:
         keys = gw.stores.api_keys.list_for(user.id)
-        csrf = csrf_field(web.csrf(request))
+        revealed = gw.sessions.read_flash(request)  # the key the post before minted: shown once
+        q = request.query_params
+        done = {"revoked": "was revoked.", "rotated": "was revoked and replaced."}
+        flash = "".join(
+            notices(("ok", f"Key wb_{q[k]}_… {msg}"))
+            for k, msg in done.items()
+            if _KEY_ID_RE.match(q.get(k, ""))
+        ) + notices(("error", _NO_SUCH_KEY if q.get("error") == "no-such-key" else None))
         reveal = ""
-        if revealed:
+        if revealed and revealed.startswith("wb_"):
             reveal = (
                 '<section class="card" aria-labelledby="new-key"><h2 id="new-key">Your new API key</h2>'
                 '<p role="status"><strong>Copy it now: it is shown only once.</strong> Workbench keeps only a '
                 "hash of it. Use it as <code>Authorization: Bearer &lt;key&gt;</code> on "
                 f"<code>{e(gw.settings.mcp_url)}</code>.</p>"
-                f'<code class="secret" id="revealed-key" tabindex="0">{e(revealed)}</code></section>'
+                f'<div class="row"><code class="secret" id="revealed-key" tabindex="0">{e(revealed)}</code></div>'
+                '<p class="actions"><button class="secondary" type="button" data-copy="revealed-key" '
+                'aria-label="Copy the API key">Copy key</button></p>'
+                '<div class="copy-status" role="status" data-copy-status="revealed-key"></div></section>'
+                + setup_section(gw.settings.mcp_url, revealed, heading="Set up a client with this key")
             )
         rows = []
         for k in reversed(keys):
@@ -244,18 +297,26 @@ def portal_routes(web: WebContext) -> list[BaseRoute]:
             if not k.revoked:
                 kid = e(k.key_id)
                 actions = (
-                    f'<form class="inline" method="post" action="/portal/api-keys/{kid}/rotate">{csrf}'
-                    f'<button class="secondary" type="submit" aria-label="Rotate key wb_{kid}">Rotate</button>'
-                    "</form> "
-                    f'<form class="inline" method="post" action="/portal/api-keys/{kid}/revoke">{csrf}'
-                    f'<button class="danger" type="submit" aria-label="Revoke key wb_{kid}">Revoke</button></form>'
+                    '<div class="actions">'
+                    + button_link(
+                        f"/portal/api-keys/{kid}/rotate", "Rotate…", aria_label=f"Rotate key wb_{kid}"
+                    )
+                    + button_link(
+                        f"/portal/api-keys/{kid}/revoke",
+                        "Revoke…",
+                        kind="danger",
+                        aria_label=f"Revoke key wb_{kid}",
+                    )
+                    + "</div>"
                 )
             rows.append(
-                f"<tr><td><code>wb_{e(k.key_id)}_…</code></td><td>{e(k.label) or '—'}</td>"
-                f"<td>{_when(k.created_at)}</td><td>{state}</td><td>{actions}</td></tr>"
+                f'<tr><td data-label="Key"><code>wb_{e(k.key_id)}_…</code></td>'
+                f'<td data-label="Label">{e(k.label) or "—"}</td>'
+                f'<td data-label="Created">{_when(k.created_at)}</td><td data-label="Status">{state}</td>'
+                f'<td data-label="Actions">{actions}</td></tr>'
             )
         table = (
-            '<table><caption class="muted" style="text-align:left">Your keys</caption><thead><tr>'
+            '<table class="stack"><caption class="muted" style="text-align:left">Your keys</caption><thead><tr>'
             '<th scope="col">Key</th><th scope="col">Label</th><th scope="col">Created</th>'
             '<th scope="col">Status</th><th scope="col">Actions</th></tr></thead><tbody>'
             + "".join(rows)
@@ -263,48 +324,87 @@ def portal_routes(web: WebContext) -> list[BaseRoute]:
             if rows
             else '<p class="muted">You have no API keys yet.</p>'
         )
+        csrf = csrf_field(web.csrf(request))
         mint = (
             '<section class="card" aria-labelledby="mint"><h2 id="mint">Create a key</h2>'
             f'<form method="post" action="/portal/api-keys">{csrf}'
             '<label for="key-label">Label (optional)</label>'
             '<input id="key-label" name="label" type="text" maxlength="100" placeholder="e.g. laptop">'
-            '<p><button type="submit">Create key</button></p></form></section>'
+            '<p><button type="submit">Create key</button></p></form>'
+            '<p class="help">Clients that sign in with OAuth need no key: see '
+            '<a href="/portal/connect-client">Connect a client</a>.</p></section>'
         )
         body = flash + reveal + f'<section class="card">{table}</section>' + mint
-        return page(request, user, "API key", body, "api-keys")
+        response = page(request, user, "API key", body, "api-keys")
+        gw.sessions.clear_flash(response)
+        return response
+
+    def key_minted(request: Request, key: str, query: str = "") -> Response:
+        """Post/redirect/get: the new key rides a one-shot flash cookie to the GET that shows it."""
+        response = redirect("/portal/api-keys" + query + "#new-key")
+        gw.sessions.set_flash(request, response, key)
+        return response
 
     @web.form_post
     async def mint(request: Request, user: User, form: dict[str, str]) -> Response:
         label = (form.get("label") or "").strip()[:100]
-        key = gw.api_keys.mint(user, label=label)
-        return keys_page(request, user, revealed=key)
+        return key_minted(request, gw.api_keys.mint(user, label=label))
 
     def own_active_key(user: User, key_id: str) -> ApiKeyRecord | None:
         rec = gw.stores.api_keys.get(key_id)
         return rec if rec is not None and rec.user_id == user.id and not rec.revoked else None
 
+    def confirm_key(request: Request, user: User) -> Response:
+        key_id = str(request.path_params["key_id"])
+        action = str(request.path_params["action"])
+        if action not in ("rotate", "revoke") or own_active_key(user, key_id) is None:
+            return redirect("/portal/api-keys?error=no-such-key")
+        kid = f"wb_{key_id}_…"
+        if action == "rotate":
+            text = f"A new key replaces {kid}: the new one is shown once, and {kid} stops working at once."
+            verb = "Rotate key"
+        else:
+            text = f"{kid} stops working at once. Agents and clients that use it lose access."
+            verb = "Revoke key"
+        return confirm(
+            request,
+            user,
+            title=f"{verb.split()[0]} {kid}?",
+            text=text,
+            action=f"/portal/api-keys/{key_id}/{action}",
+            verb=verb,
+            back="/portal/api-keys",
+            active="api-keys",
+        )
+
     @web.form_post
     async def rotate(request: Request, user: User, form: dict[str, str]) -> Response:
         rec = own_active_key(user, str(request.path_params["key_id"]))
         if rec is None:
-            return keys_page(request, user, flash=notices(("error", _NO_SUCH_KEY)))
+            return redirect("/portal/api-keys?error=no-such-key")
         key = gw.api_keys.mint(user, label=rec.label)
         gw.stores.api_keys.revoke(user.id, rec.key_id)
-        flash = notices(("ok", f"Key wb_{rec.key_id}_… was revoked and replaced."))
-        return keys_page(request, user, revealed=key, flash=flash)
+        return key_minted(request, key, f"?rotated={rec.key_id}")
 
     @web.form_post
     async def revoke(request: Request, user: User, form: dict[str, str]) -> Response:
         key_id = str(request.path_params["key_id"])
         if own_active_key(user, key_id) is None or not gw.stores.api_keys.revoke(user.id, key_id):
-            return keys_page(request, user, flash=notices(("error", _NO_SUCH_KEY)))
-        return keys_page(request, user, flash=notices(("ok", f"Key wb_{key_id}_… was revoked.")))
+            return redirect("/portal/api-keys?error=no-such-key")
+        return redirect(f"/portal/api-keys?revoked={key_id}")
 
     # -- MCP clients -------------------------------------------------------------------------------
 
-    def clients_page(request: Request, user: User, flash: str = "") -> Response:
+    def clients_page(request: Request, user: User) -> Response:
         port = gw.oauth_clients  # None when the store backend has no OAuth authorization server
-        csrf = csrf_field(web.csrf(request))
+        q = request.query_params
+        flash = notices(
+            ("ok", "The client was revoked." if q.get("revoked") == "1" else None),
+            (
+                "error",
+                "That client has no live tokens on your account." if q.get("error") == "no-client" else None,
+            ),
+        )
         if port is None:
             body = flash + (
                 '<section class="card"><p>No MCP client has signed in with OAuth on this gateway.</p>'
@@ -317,14 +417,20 @@ def portal_routes(web: WebContext) -> list[BaseRoute]:
             cid = e(c.client_id)
             name = e(c.client_name)
             rows.append(
-                f"<tr><td>{name}<br><code class=muted>{cid}</code></td>"
-                f"<td>{_when(c.created_at)}</td>"
-                f"<td>{_when(c.last_used_at)}</td>"
-                f'<td><form method="post" action="/portal/clients/{quote(c.client_id, safe="")}/revoke">{csrf}'
-                f'<button class="danger" type="submit" aria-label="Revoke {name}">Revoke</button></form></td></tr>'
+                f'<tr><td data-label="Client">{name}<br><code class=muted>{cid}</code></td>'
+                f'<td data-label="Authorized">{_when(c.created_at)}</td>'
+                f'<td data-label="Last used">{_when(c.last_used_at)}</td>'
+                "<td>"
+                + button_link(
+                    f"/portal/clients/{quote(c.client_id, safe='')}/revoke",
+                    "Revoke…",
+                    kind="danger",
+                    aria_label=f"Revoke {c.client_name}",
+                )
+                + "</td></tr>"
             )
         table = (
-            '<table><thead><tr><th scope="col">Client</th><th scope="col">Authorized</th>'
+            '<table class="stack"><thead><tr><th scope="col">Client</th><th scope="col">Authorized</th>'
             '<th scope="col">Last used</th><th scope="col">Actions</th></tr></thead><tbody>'
             + "".join(rows)
             + "</tbody></table>"
@@ -339,15 +445,31 @@ def portal_routes(web: WebContext) -> list[BaseRoute]:
         )
         return page(request, user, "MCP clients", body, "clients")
 
+    def confirm_revoke_client(request: Request, user: User) -> Response:
+        port = gw.oauth_clients
+        client_id = str(request.path_params["client_id"])
+        mine = [c for c in port.list_for_user(user.id) if c.client_id == client_id] if port else []
+        if not mine:
+            return redirect("/portal/clients?error=no-client")
+        return confirm(
+            request,
+            user,
+            title=f"Revoke {mine[0].client_name}?",
+            text=f"{mine[0].client_name} loses its refresh tokens and outstanding codes now; an access token "
+            "it already holds lapses at its expiry (minutes). It can ask you to sign in again.",
+            action=f"/portal/clients/{quote(client_id, safe='')}/revoke",
+            verb="Revoke client",
+            back="/portal/clients",
+            active="clients",
+        )
+
     @web.form_post
     async def revoke_client(request: Request, user: User, form: dict[str, str]) -> Response:
         port = gw.oauth_clients
         client_id = str(request.path_params["client_id"])
         if port is None or not port.revoke_for_user(user.id, client_id):
-            return clients_page(
-                request, user, notices(("error", "That client has no live tokens on your account."))
-            )
-        return clients_page(request, user, notices(("ok", "The client was revoked.")))
+            return redirect("/portal/clients?error=no-client")
+        return redirect("/portal/clients?revoked=1")
 
     async def home(request: Request) -> Response:
         return redirect("/portal/integrations")
@@ -362,11 +484,14 @@ def portal_routes(web: WebContext) -> list[BaseRoute]:
         Route("/portal/integrations", web.page(integrations_page), methods=["GET"]),
         Route("/portal/integrations/{name}/connect", connect, methods=["POST"]),
         Route("/portal/integrations/{name}/api-key", api_key, methods=["POST"]),
+        Route("/portal/integrations/{name}/disconnect", web.page(confirm_disconnect), methods=["GET"]),
         Route("/portal/integrations/{name}/disconnect", disconnect, methods=["POST"]),
         Route("/portal/api-keys", web.page(keys_page), methods=["GET"]),
         Route("/portal/api-keys", mint, methods=["POST"]),
+        Route("/portal/api-keys/{key_id}/{action:str}", web.page(confirm_key), methods=["GET"]),
         Route("/portal/api-keys/{key_id}/rotate", rotate, methods=["POST"]),
         Route("/portal/api-keys/{key_id}/revoke", revoke, methods=["POST"]),
         Route("/portal/clients", web.page(clients_page), methods=["GET"]),
+        Route("/portal/clients/{client_id}/revoke", web.page(confirm_revoke_client), methods=["GET"]),
         Route("/portal/clients/{client_id}/revoke", revoke_client, methods=["POST"]),
     ]

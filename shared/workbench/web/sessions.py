@@ -8,8 +8,10 @@ CSRF: state-changing forms carry `csrf_token(session)`, an HMAC of the session v
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import hmac
+import os
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
@@ -22,10 +24,13 @@ from workbench.errors import ConfigError
 if TYPE_CHECKING:
     from workbench.stores import User, UserStore
 
-__all__ = ["SESSION_COOKIE", "SessionCodec"]
+__all__ = ["FLASH_COOKIE", "SESSION_COOKIE", "SessionCodec"]
 
 SESSION_COOKIE = "__Host-wb_session"
 SESSION_SECONDS = 12 * 3600
+# A one-shot value carried across a post/redirect/get (a new API key): sealed to the session.
+FLASH_COOKIE = "__Host-wb_flash"
+FLASH_SECONDS = 120
 
 
 class SessionCodec:
@@ -40,7 +45,7 @@ class SessionCodec:
         # rotated secret takes over (signing everyone out) without a restart. It raises ConfigError
         # when there is no secret to sign with; reading a cookie then finds no session.
         self._secret = secret
-        self._derived: tuple[bytes, bytes, bytes] | None = None
+        self._derived: tuple[bytes, bytes, bytes, bytes] | None = None
         self.clock = clock
         # A `__Host-` cookie is refused by browsers unless it is Secure, so it always is. Browsers
         # accept Secure cookies from http://localhost and http://127.0.0.1 (loopback counts as a
@@ -49,7 +54,8 @@ class SessionCodec:
         self.public_https = secure
         self.secure = True
 
-    def _keys(self) -> tuple[bytes, bytes]:
+    def _keys(self) -> tuple[bytes, bytes, bytes]:
+        """(session MAC key, CSRF key, flash encryption key), derived from the current secret."""
         secret = self._secret() if callable(self._secret) else self._secret
         derived = self._derived
         if derived is None or derived[0] != secret:
@@ -57,8 +63,9 @@ class SessionCodec:
                 secret,
                 hashlib.sha256(b"workbench-session\x00" + secret).digest(),
                 hashlib.sha256(b"workbench-csrf\x00" + secret).digest(),
+                hashlib.sha256(b"workbench-flash\x00" + secret).digest(),
             )
-        return derived[1], derived[2]
+        return derived[1], derived[2], derived[3]
 
     def _mac(self, body: str) -> str:
         return hmac.new(self._keys()[0], body.encode(), hashlib.sha256).hexdigest()
@@ -114,3 +121,42 @@ class SessionCodec:
 
     def clear_cookie(self, response: Response) -> None:
         response.delete_cookie(SESSION_COOKIE, path="/", secure=self.secure, httponly=True, samesite="lax")
+
+    # -- flash: post/redirect/get for a value shown once ---------------------------------------------
+
+    def set_flash(self, request: Request, response: Response, value: str) -> None:
+        """Carry `value` to the next page of this session only: AES-GCM under a key derived from
+        the session secret, bound to the session cookie (another session cannot open it)."""
+        from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+        nonce = os.urandom(12)
+        aad = request.cookies.get(SESSION_COOKIE, "").encode()
+        sealed = nonce + AESGCM(self._keys()[2]).encrypt(nonce, value.encode(), aad)
+        response.set_cookie(
+            FLASH_COOKIE,
+            base64.urlsafe_b64encode(sealed).decode(),
+            max_age=FLASH_SECONDS,
+            path="/",
+            secure=self.secure,
+            httponly=True,
+            samesite="strict",
+        )
+
+    def read_flash(self, request: Request) -> str | None:
+        """The value the post before set, if it is this session's; pair with `clear_flash`."""
+        raw = request.cookies.get(FLASH_COOKIE)
+        if raw is None:
+            return None
+        from cryptography.exceptions import InvalidTag
+        from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+        try:
+            sealed = base64.urlsafe_b64decode(raw.encode())
+            aad = request.cookies.get(SESSION_COOKIE, "").encode()
+            return AESGCM(self._keys()[2]).decrypt(sealed[:12], sealed[12:], aad).decode()
+        except (ValueError, InvalidTag, UnicodeDecodeError, ConfigError):
+            return None
+
+    def clear_flash(self, response: Response) -> None:
+        """Shown once: the page that read the flash deletes it, so a reload shows nothing."""
+        response.delete_cookie(FLASH_COOKIE, path="/", secure=self.secure, httponly=True, samesite="strict")
