@@ -66,7 +66,7 @@ def activity_chart(events: list[dict[str, Any]], now: float, days: int = CHART_D
                 f'<rect x="{x:.1f}" y="{y:.1f}" width="{slot * 0.7:.1f}" height="{h:.1f}" fill="{colour[name]}">'
                 f"<title>{e(day)}: {n} × {e(name)}</title></rect>"
             )
-        if i % 2 == days % 2 or days <= 7:
+        if (days - 1 - i) % 2 == 0 or days <= 7:  # every other day, ending with today
             bars.append(
                 f'<text x="{pad_l + i * slot + slot / 2:.1f}" y="{height - 6}" font-size="11" '
                 f'text-anchor="middle" fill="#5b6475">{e(day[5:])}</text>'
@@ -173,7 +173,7 @@ def activity_routes(web: WebContext) -> list[BaseRoute]:
         )
         if listing.events:
             table = (
-                '<table class="stack"><caption class="visually-hidden">Executions, newest first</caption><thead><tr>'
+                '<table class="stack" id="executions"><caption class="visually-hidden">Executions, newest first</caption><thead><tr>'
                 '<th scope="col">Time (UTC)</th><th scope="col">Tool</th><th scope="col">Integration</th>'
                 '<th scope="col">Outcome</th><th scope="col">Duration</th><th scope="col">Error</th>'
                 "</tr></thead><tbody>" + "".join(_row(ev) for ev in listing.events) + "</tbody></table>"

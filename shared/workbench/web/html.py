@@ -50,7 +50,7 @@ header { background:#fff; border-bottom:1px solid var(--line); }
 header .bar { max-width: 60rem; margin: 0 auto; padding: .75rem 1rem; display:flex; gap:1.5rem;
   align-items:center; flex-wrap: wrap; }
 header .brand { font-weight: 700; }
-nav ul { list-style:none; display:flex; gap:1rem; margin:0; padding:0; }
+nav ul { list-style:none; display:flex; flex-wrap:wrap; gap:.25rem 1rem; margin:0; padding:0; }
 nav a { color: var(--accent); }
 nav a[aria-current="page"] { font-weight: 700; color: var(--fg); }
 header form { margin-left:auto; }
@@ -114,6 +114,7 @@ textarea { width:100%; min-height: 8rem; font-family: ui-monospace, monospace; f
   header form { margin-left:0; }
   main { margin-top: 1rem; }
   table.stack, table.stack tbody, table.stack tr, table.stack td { display:block; width:100%; }
+  table.stack caption { display:block; text-align:left; }
   table.stack thead { position:absolute; width:1px; height:1px; overflow:hidden; clip:rect(0 0 0 0); }
   table.stack tr { border-bottom:1px solid var(--line); padding:.5rem 0; }
   table.stack td { border:0; padding:.15rem 0; overflow-wrap:anywhere; }
