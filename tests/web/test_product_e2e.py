@@ -237,7 +237,7 @@ def test_every_page_fits_390_px(gw: Gateway, browser: Any, signed_in: Any) -> No
     state = signed_in.storage_state()
     phone = browser.new_context(viewport={"width": 390, "height": 844}, storage_state=state)
     page = phone.new_page()
-    for slug in ("integrations", "api-keys", "connect-client", "activity", "playground", "clients"):
+    for slug in ("integrations", "api-keys", "connect-client", "activity", "playground", "clients", "apps"):
         page.goto(f"{gw.base}/portal/{slug}")
         width = page.evaluate("document.documentElement.scrollWidth")
         wide = page.evaluate(

@@ -215,8 +215,13 @@ def apps_routes(web: WebContext) -> list[BaseRoute]:
         )
 
     def done(request: Request, user: User, message: str, ok: bool = True) -> Response:
-        kind = "ok" if ok else "error"
-        return apps_page(request, user, notices((kind, message)), 200 if ok else 400)
+        """Post/redirect/get: back to the apps page, which shows the message once."""
+        return web.redirect_with_notice(request, "/portal/apps", "ok" if ok else "error", message)
+
+    def apps_get(request: Request, user: User) -> Response:
+        response = apps_page(request, user, web.take_notice(request))
+        gw.sessions.clear_flash(response)
+        return response
 
     def result_message(name: str, out: dict[str, Any]) -> tuple[str, bool]:
         if out.get("error"):
@@ -309,7 +314,7 @@ def apps_routes(web: WebContext) -> list[BaseRoute]:
         return done(request, user, f"The discovery cache was cleared for everyone ({dropped} entries here).")
 
     return [
-        Route("/portal/apps", web.page(apps_page), methods=["GET"]),
+        Route("/portal/apps", web.page(apps_get), methods=["GET"]),
         Route("/portal/apps/mcp", add_mcp, methods=["POST"]),
         Route("/portal/apps/openapi", add_openapi, methods=["POST"]),
         Route("/portal/apps/workspace-code", workspace_code, methods=["POST"]),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -87,6 +88,24 @@ class WebContext:
         if not self.same_origin(request) or not self.gw.sessions.check_csrf(request, form.get("csrf")):
             return self.forbidden(request, user)
         return form
+
+    # -- post/redirect/get: a notice for the next page, sealed to this session ----------------------
+
+    def redirect_with_notice(self, request: Request, url: str, kind: str, message: str) -> Response:
+        """Answer a form post with a redirect; the GET shows `message` once (a reload shows nothing,
+        repeats nothing). The message rides a session-bound flash, so no link can forge one."""
+        response = redirect(url)
+        self.gw.sessions.set_flash(request, response, json.dumps({"notice": [kind, message[:1000]]}))
+        return response
+
+    def take_notice(self, request: Request) -> str:
+        """The notice a post before left for this page, rendered (pair with `sessions.clear_flash`)."""
+        raw = self.gw.sessions.read_flash(request)
+        try:
+            kind, message = json.loads(raw)["notice"] if raw else ("", "")
+        except (ValueError, KeyError, TypeError):
+            return ""
+        return notices((kind, message)) if kind in ("ok", "error") and isinstance(message, str) else ""
 
     # -- handler preambles: each handler states only its own work ---------------------------------
 
