@@ -91,21 +91,36 @@ class WebContext:
 
     # -- post/redirect/get: a notice for the next page, sealed to this session ----------------------
 
-    def redirect_with_notice(self, request: Request, url: str, kind: str, message: str) -> Response:
+    def redirect_with_notice(
+        self, request: Request, url: str, kind: str, message: str, *, target: str = ""
+    ) -> Response:
         """Answer a form post with a redirect; the GET shows `message` once (a reload shows nothing,
-        repeats nothing). The message rides a session-bound flash, so no link can forge one."""
+        repeats nothing). The message rides a session-bound flash, so no link can forge one.
+        `target` names what it is about (e.g. the integration whose form was refused)."""
         response = redirect(url)
-        self.gw.sessions.set_flash(request, response, json.dumps({"notice": [kind, message[:1000]]}))
+        notice = {"notice": [kind, message[:1000]], "target": target}
+        self.gw.sessions.set_flash(request, response, json.dumps(notice))
         return response
 
-    def take_notice(self, request: Request) -> str:
-        """The notice a post before left for this page, rendered (pair with `sessions.clear_flash`)."""
+    def read_notice(self, request: Request) -> tuple[str, str, str] | None:
+        """(kind, message, target) a post before left for this page; pair with `sessions.clear_flash`."""
         raw = self.gw.sessions.read_flash(request)
+        if not raw:
+            return None
         try:
-            kind, message = json.loads(raw)["notice"] if raw else ("", "")
-        except (ValueError, KeyError, TypeError):
-            return ""
-        return notices((kind, message)) if kind in ("ok", "error") and isinstance(message, str) else ""
+            data = json.loads(raw)
+            kind, message = data["notice"]
+            target = data.get("target", "")
+        except (ValueError, KeyError, TypeError, AttributeError):
+            return None
+        if kind not in ("ok", "error") or not isinstance(message, str) or not isinstance(target, str):
+            return None
+        return kind, message, target
+
+    def take_notice(self, request: Request) -> str:
+        """That notice rendered (empty when there is none)."""
+        found = self.read_notice(request)
+        return notices((found[0], found[1])) if found else ""
 
     # -- handler preambles: each handler states only its own work ---------------------------------
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 import time
 from typing import TYPE_CHECKING, Any
-from urllib.parse import quote, urlencode
+from urllib.parse import quote
 
 from starlette.requests import Request
 from starlette.responses import Response
@@ -152,9 +152,9 @@ def portal_routes(web: WebContext) -> list[BaseRoute]:
 
     def integrations_page(request: Request, user: User) -> Response:
         q = request.query_params
-        invalid = q.get("invalid", "")
         # A rejected API-key form comes back here (post/redirect/get) with its error in its own card.
-        errors = {invalid: q.get("error", "")[:300]} if _NAME_RE.match(invalid) and q.get("error") else {}
+        notice = web.read_notice(request)
+        errors = {notice[2]: notice[1]} if notice and notice[0] == "error" and notice[2] else {}
         flash = notices(
             ("ok", f"{q['connected']} is connected." if _NAME_RE.match(q.get("connected", "")) else None),
             (
@@ -163,14 +163,16 @@ def portal_routes(web: WebContext) -> list[BaseRoute]:
                 if _NAME_RE.match(q.get("disconnected", ""))
                 else None,
             ),
-            ("error", None if errors else q.get("error", "")[:300] or None),
+            ("error", q.get("error", "")[:300] or None),
         )
         manifests = [m for m in gw.registry.manifests() if not m.builtin and not isinstance(m.auth, NoAuth)]
         conns = {c.integration: c for c in gw.stores.connections.list_for(user.id)}  # one read, not one each
         csrf = csrf_field(web.csrf(request))
         cards = "".join(integration_card(m, conns.get(m.name), csrf, errors.get(m.name)) for m in manifests)
         body = flash + (cards or '<p class="muted">No integrations are installed on this gateway.</p>')
-        return page(request, user, "Integrations", body, "integrations")
+        response = page(request, user, "Integrations", body, "integrations")
+        gw.sessions.clear_flash(response)
+        return response
 
     def back_with_error(message: str) -> Response:
         """Back to the integrations page, which shows the message (its first 300 characters)."""
@@ -195,10 +197,10 @@ def portal_routes(web: WebContext) -> list[BaseRoute]:
             return back_with_error(f"{m.display_name}: {message}")
         return redirect(str(redeemed.body["url"]))
 
-    def form_error(m: Manifest, error: str) -> Response:
-        """Post/redirect/get for a rejected API-key form: the error shows in that integration's card."""
-        query = urlencode({"invalid": m.name, "error": error[:300]})
-        return redirect(f"/portal/integrations?{query}#integration-{m.name}")
+    def form_error(request: Request, m: Manifest, error: str) -> Response:
+        """Post/redirect/get for a rejected API-key form: the error shows once, in that integration's card."""
+        url = f"/portal/integrations#integration-{m.name}"
+        return web.redirect_with_notice(request, url, "error", error[:300], target=m.name)
 
     @web.form_post
     async def api_key(request: Request, user: User, form: dict[str, str]) -> Response:
@@ -214,11 +216,11 @@ def portal_routes(web: WebContext) -> list[BaseRoute]:
             values[f.name] = value
         if missing:
             error = "Enter " + ", ".join(missing) + "."
-            return form_error(m, error)
+            return form_error(request, m, error)
         try:  # the manifest's probe, before anything is stored
             checked = await gw.verify(user, m, values)
         except VerificationFailed as exc:
-            return form_error(m, str(exc))
+            return form_error(request, m, str(exc))
         verified_at = gw.clock() if checked else None
         gw.credentials.save(
             user.id, m.name, values, verified_at=verified_at
