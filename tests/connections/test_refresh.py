@@ -259,3 +259,63 @@ def test_two_instances_seeing_the_lease_free_at_once_only_one_takes_it(tmp_path:
     assert taken[0] is not None
     other._release_lease(taken[0])
     assert me._take_lease("u1", MANIFEST.name) is not None
+
+
+# -- the user token (Slack's authed_user) has an expiry and a refresh token of its own -------------
+
+
+def seed_user_token(c: Credentials, *, expires_in: float, refresh_token: str | None = "urt-0") -> Connection:
+    user_token = {"access_token": "xoxp-0", "expires_at": time.time() + expires_in}
+    if refresh_token:
+        user_token["refresh_token"] = refresh_token
+    cred = {"access_token": "at-0", "refresh_token": "rt-0", "user_token": user_token}
+    c.save("u1", MANIFEST.name, cred, expires_at=time.time() + 3600)
+    conn = c.store.get("u1", MANIFEST.name)
+    assert conn is not None
+    return conn
+
+
+async def test_an_expiring_user_token_is_refreshed_with_its_own_refresh_token() -> None:
+    provider = Provider()
+    c = creds(memory_stores().connections, provider)
+    conn = seed_user_token(c, expires_in=10)
+    cred = await c.access(MANIFEST, "u1", conn, kind="user")
+    assert provider.calls == ["urt-0"]  # the user token's refresh token, not the app's
+    assert cred["access_token"] == "at-0" and cred["refresh_token"] == "rt-0"  # the app's token untouched
+    user = cred["user_token"]
+    assert (user["access_token"], user["refresh_token"]) == ("at-1", "rt-1")
+    assert user["expires_at"] > time.time() + 3500
+    stored = c.store.get("u1", MANIFEST.name)
+    assert stored is not None and c.load(stored) == cred
+    assert stored.expires_at == conn.expires_at  # the app token's expiry is not the user token's
+    # The app token still needs nothing.
+    assert (await c.access(MANIFEST, "u1", stored))["access_token"] == "at-0"
+    assert provider.calls == ["urt-0"]
+
+
+async def test_a_rejected_user_token_is_refreshed_once_for_all_callers() -> None:
+    provider = Provider(delay=0.05)
+    c = creds(memory_stores().connections, provider)
+    seed_user_token(c, expires_in=3600)
+    results = await asyncio.gather(
+        *(c.after_rejection(MANIFEST, "u1", "xoxp-0", kind="user") for _ in range(10))
+    )
+    assert provider.calls == ["urt-0"]
+    assert {r["user_token"]["access_token"] for r in results} == {"at-1"}
+
+
+async def test_a_rejected_user_token_without_refresh_keeps_the_connection_and_says_reconnect() -> None:
+    provider = Provider()
+    c = creds(memory_stores().connections, provider)
+    seed_user_token(c, expires_in=3600, refresh_token=None)
+    with pytest.raises(CredentialError) as err:
+        await c.after_rejection(MANIFEST, "u1", "xoxp-0", kind="user")
+    assert str(err.value) == (
+        "testoauth: the provider refused the user token and no refresh token is stored. "
+        "Use connect('testoauth') to reconnect."
+    )
+    assert not isinstance(err.value, ReconnectRequired)
+    stored = c.store.get("u1", MANIFEST.name)
+    assert stored is not None and stored.status == "connected"  # the app token still works
+    assert stored.last_error == "the provider refused the user token and no refresh token is stored"
+    assert provider.calls == []
