@@ -163,11 +163,13 @@ class Credentials:
         """Whether the stored token of `kind` still has to be refreshed, and the credential read.
         After a rejection: while the stored token is still the one the provider refused."""
         cred = self.load(conn)
-        if rejected is not None:
-            return token_of(cred, kind) == rejected, cred
         if kind == "access":
-            return self._stale(conn.expires_at), cred
-        return self._stale((cred.get("user_token") or {}).get("expires_at")), cred
+            stale = self._stale(conn.expires_at)
+        else:
+            stale = self._stale((cred.get("user_token") or {}).get("expires_at"))
+        if rejected is not None:
+            return token_of(cred, kind) == rejected or stale, cred
+        return stale, cred
 
     async def access(
         self, manifest: Manifest, user_id: str, conn: Connection | None, *, kind: TokenKind = "access"
@@ -208,6 +210,9 @@ class Credentials:
                 continue
             if not rule.body_contains:
                 return True
+            kind = response.headers.get("content-type", "")
+            if "json" not in kind and "text" not in kind:
+                continue  # a download is never an error body: do not read it into memory
             await response.aread()
             if rule.body_contains in response.text:
                 return True

@@ -376,3 +376,20 @@ async def test_slack_requests_user_scopes_and_a_tool_uses_the_user_token(tmp_pat
             }
         ]
     }
+
+
+def test_choosing_my_domain_without_typing_a_host_is_refused_not_taken_as_production(tmp_path: Path) -> None:
+    gw = gateway(tmp_path, Provider({}))
+    client = signed_in(gw)
+    csrf = client.get("/portal/integrations").text.split('name="csrf" value="')[1].split('"')[0]
+    r = client.post(
+        "/portal/integrations/salesforce/connect",
+        data={"csrf": csrf, "login_host": "custom", "login_host_custom": "  "},
+        headers={"origin": "https://testserver"},
+    )
+    assert r.status_code == 303 and r.headers["location"].startswith("/portal/integrations?error=")
+    page = client.get(r.headers["location"]).text
+    assert (
+        '<div class="notice error" role="alert">Salesforce: The sign-in host must be a host name ending in '
+        "….my.salesforce.com, e.g. acme.my.salesforce.com.</div>"
+    ) in page

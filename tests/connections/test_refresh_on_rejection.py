@@ -334,3 +334,15 @@ def test_two_instances_on_dynamodb_refresh_once_after_a_rejection(moto_endpoint:
         return _instance(settings, dynamodb_stores(settings), m)
 
     race_after_rejection(new_instance)
+
+
+async def test_a_200_rule_never_reads_a_download_into_memory() -> None:
+    """A body rule on status 200 (Slack's) only looks at JSON or text answers."""
+    slack = build_registry().manifest("slack")
+    assert slack is not None
+    from workbench.credentials import Credentials
+
+    download = httpx.Response(200, content=b'"error":"token_expired"', headers={"content-type": "image/png"})
+    assert await Credentials.rejects(slack, download) is False
+    error = httpx.Response(200, json={"ok": False, "error": "token_expired"})
+    assert await Credentials.rejects(slack, error) is True

@@ -173,7 +173,8 @@ def login_host_from(form: dict[str, str]) -> str | None:
     """The host chosen in `login_host_fields` (None: the manifest's default)."""
     chosen = (form.get("login_host") or "").strip()
     if chosen == "custom" or (not chosen and form.get("login_host_custom")):
-        return (form.get("login_host_custom") or "").strip()
+        # An empty "other host" is refused as a host, never taken as the default.
+        return (form.get("login_host_custom") or "").strip() or "custom"
     return chosen or None
 
 
