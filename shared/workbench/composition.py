@@ -58,9 +58,9 @@ def build_stores(settings: Settings) -> Stores:
 
         return memory_stores()
     if settings.store == "sqlite":
-        from workbench.stores.sqlite import sqlite_stores
+        from workbench.stores.sqlite import private_dir, sqlite_stores
 
-        settings.data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        private_dir(settings.data_dir)
         return sqlite_stores(settings.sqlite_path)
     from workbench.stores.dynamodb import dynamodb_stores
 
@@ -315,6 +315,7 @@ def build_gateway(
             users=stores.users,
             tokens=gateway.tokens,
             clock=clock,
+            rates=stores.oauth_rates,
         )
         gateway.token_verifiers.append(gateway.oauth.verify_access_token)
     return gateway

@@ -189,12 +189,14 @@ def load_or_create_local_key(path: Path, env_value: str | None = None) -> bytes:
         if len(raw) != 32:
             raise CryptoError("WORKBENCH_LOCAL_KEY must be 32 bytes, base64-encoded")
         return raw
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    os.chmod(path.parent, 0o700)  # the data directory: owner-only even if it existed with wider modes
     if path.exists():
+        os.chmod(path, 0o600)
         raw = base64.b64decode(path.read_bytes().strip())
         if len(raw) != 32:
             raise CryptoError(f"{path} does not hold a 32-byte base64 key")
         return raw
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     raw = secrets.token_bytes(32)
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with os.fdopen(fd, "wb") as fh:

@@ -87,6 +87,14 @@ class Settings:
     # Unset: those come from the environment (session_secret, oidc_client_secret, plugin_env).
     secret_id: str | None = None
     secret_cache_seconds: int = 300
+    # Dynamic client registration (POST /register) under abuse: at most this many registrations per
+    # client address (IPv6: per /64) and in all, per window of this many seconds (0: no such limit);
+    # at most this many registered clients; a client that completes no grant is removed after this.
+    oauth_register_per_ip: int = 20
+    oauth_register_global: int = 300
+    oauth_register_window_seconds: int = 600
+    oauth_max_clients: int = 10_000
+    oauth_unused_client_seconds: int = 86_400
 
     @property
     def mcp_url(self) -> str:
@@ -165,6 +173,11 @@ class Settings:
             ),
             secret_id=env.get("WORKBENCH_SECRET_ID") or None,
             secret_cache_seconds=_env_int(env, "WORKBENCH_SECRET_CACHE_SECONDS", 300),
+            oauth_register_per_ip=_env_int(env, "WORKBENCH_OAUTH_REGISTER_PER_IP", 20),
+            oauth_register_global=_env_int(env, "WORKBENCH_OAUTH_REGISTER_GLOBAL", 300),
+            oauth_register_window_seconds=_env_int(env, "WORKBENCH_OAUTH_REGISTER_WINDOW_SECONDS", 600),
+            oauth_max_clients=_env_int(env, "WORKBENCH_OAUTH_MAX_CLIENTS", 10_000),
+            oauth_unused_client_seconds=_env_int(env, "WORKBENCH_OAUTH_UNUSED_CLIENT_SECONDS", 86_400),
         )
 
 

@@ -446,6 +446,51 @@ def test_oauth_clients_roundtrip(stores: Stores) -> None:
     assert stores.oauth_clients.get("cl_2") == confidential
 
 
+def test_unused_oauth_clients_expire_on_read_and_in_counts(stores: Stores) -> None:
+    """A registration that completes no grant is gone after its `expires_at` (on every backend, and
+    on DynamoDB before its lazy TTL sweep), and one that completed a grant stays."""
+    from workbench.stores import OAuthClient
+
+    port = stores.oauth_clients
+    assert port is not None
+    base = OAuthClient("cl_u1", "App", ("http://127.0.0.1/cb",), "none", ("authorization_code",), NOW)
+    port.put(replace(base, expires_at=NOW + 100))
+    port.put(replace(base, client_id="cl_u2", expires_at=NOW + 100))
+    port.put(replace(base, client_id="cl_kept"))  # no expiry: registered before expiry existed, or used
+    got = port.get("cl_u1", now=NOW + 99)
+    assert got is not None and got.expires_at == NOW + 100
+    assert port.count(NOW + 99) == 3
+    port.mark_used("cl_u2")  # completed a grant: no longer expires
+    port.mark_used("cl_nope")  # unknown: nothing happens
+    assert port.get("cl_nope", now=NOW) is None
+    assert port.get("cl_u1", now=NOW + 100) is None  # expired exactly at expires_at
+    used = port.get("cl_u2", now=NOW + 10_000)
+    assert used is not None and used.expires_at is None
+    assert port.get("cl_kept", now=NOW + 10_000) is not None
+    assert port.count(NOW + 100) == 2
+    purged = port.purge_expired(NOW + 100)
+    assert purged in (0, 1)  # DynamoDB leaves it to the table's TTL
+    assert port.count(NOW + 100) == 2 and port.get("cl_u1", now=NOW + 100) is None
+
+
+def test_rate_windows_count_to_the_limit_per_key_and_window(stores: Stores) -> None:
+    rates = stores.oauth_rates
+    assert rates is not None
+    window = 1_800_000_000
+    assert [rates.hit("register:198.51.100.7", window, 3, window + 660) for _ in range(5)] == [
+        True,
+        True,
+        True,
+        False,
+        False,
+    ]
+    assert rates.hit("register:198.51.100.8", window, 3, window + 660)  # another key
+    assert rates.hit("register:198.51.100.7", window + 600, 3, window + 1260)  # the next window
+    # concurrent callers (instances) never count past the limit together
+    results = _race(8, lambda i: rates.hit("register:*", window, 5, window + 660))
+    assert sorted(results) == [False, False, False, True, True, True, True, True]
+
+
 def _code(code_hash: str = "h1", user: str = "usr_a", client: str = "cl_1") -> Any:
     from workbench.stores import AuthorizationCode
 

@@ -254,7 +254,7 @@ class ClientResolver:
         """A dynamically registered client (a store read, no network)."""
         if self.is_metadata_url(client_id):
             return None
-        client = self.store.get(client_id)
+        client = self.store.get(client_id, now=self.clock())  # an expired unused one is unknown
         return _from_registered(client) if client else None
 
     async def resolve(self, client_id: str) -> ClientInfo | None:

@@ -3,7 +3,7 @@ human-readable description and the HTTP status. Mapped to the wire in one place 
 
 from __future__ import annotations
 
-__all__ = ["OAuthError", "RedirectableError"]
+__all__ = ["OAuthError", "RedirectableError", "TooManyRequests"]
 
 
 class OAuthError(Exception):
@@ -24,3 +24,11 @@ class RedirectableError(OAuthError):
         super().__init__(error, description)
         self.redirect_uri = redirect_uri
         self.state = state
+
+
+class TooManyRequests(OAuthError):
+    """429 with Retry-After: registration over its rate or the gateway's client cap."""
+
+    def __init__(self, description: str, retry_after: int) -> None:
+        super().__init__("temporarily_unavailable", description, 429)
+        self.retry_after = retry_after

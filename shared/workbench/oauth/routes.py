@@ -32,7 +32,7 @@ from starlette.routing import BaseRoute, Route
 
 from workbench.bodylimit import BodyRule, BodyTooLarge, json_413
 from workbench.jsontext import JsonRejected, parse
-from workbench.oauth.errors import OAuthError, RedirectableError
+from workbench.oauth.errors import OAuthError, RedirectableError, TooManyRequests
 from workbench.oauth.service import AuthorizationRequest, OAuthServer
 from workbench.stores import OAuthState, User
 from workbench.web.context import WebContext
@@ -77,7 +77,9 @@ def _json(body: dict[str, Any], status: int = 200, headers: dict[str, str] | Non
 
 
 def _oauth_error(exc: OAuthError, *, basic: bool = False) -> Response:
-    headers = {"WWW-Authenticate": 'Basic realm="workbench"'} if basic and exc.status == 401 else None
+    headers = {"WWW-Authenticate": 'Basic realm="workbench"'} if basic and exc.status == 401 else {}
+    if isinstance(exc, TooManyRequests):
+        headers["Retry-After"] = str(exc.retry_after)
     return _json(exc.body(), exc.status, headers)
 
 
@@ -203,6 +205,10 @@ def _routes(gw: Gateway, server: OAuthServer, web: WebContext) -> list[BaseRoute
         return JSONResponse(gw.tokens.jwks(), headers={"Cache-Control": "max-age=300", **_CORS})
 
     async def register(request: Request) -> Response:
+        try:  # counted before the body is read: a flood costs one counter write per request
+            server.throttle_registration(request.client.host if request.client else None)
+        except TooManyRequests as exc:
+            return _oauth_error(exc)
         raw = await request.body()  # at most MAX_FORM_BYTES: BodyLimit stops the read past it
         try:
             body = parse(raw)

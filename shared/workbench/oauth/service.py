@@ -14,23 +14,26 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
+import ipaddress
+import math
 import re
 import secrets
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode, urlsplit, urlunsplit
 
 from workbench.auth import Principal
 from workbench.errors import AuthError
 from workbench.oauth.clients import ClientResolver, hash_secret, register_client
-from workbench.oauth.errors import OAuthError, RedirectableError
+from workbench.oauth.errors import OAuthError, RedirectableError, TooManyRequests
 from workbench.observability import log_event
 from workbench.stores import (
     AuthorizationCode,
     AuthorizationCodeStore,
     OAuthClientStore,
+    RateWindowStore,
     RefreshToken,
     RefreshTokenStore,
     User,
@@ -102,6 +105,20 @@ def _canonical_url(value: str) -> str | None:
     return urlunsplit((parts.scheme.lower(), parts.netloc.lower(), parts.path.rstrip("/"), parts.query, ""))
 
 
+def _address_key(address: str) -> str:
+    """What one caller is, for throttling: an IPv4 address, or an IPv6 address's /64 (one host
+    usually holds a whole /64, and could rotate through it)."""
+    try:
+        ip = ipaddress.ip_address(address)
+    except ValueError:
+        return address[:64]
+    if isinstance(ip, ipaddress.IPv6Address):
+        if ip.ipv4_mapped is not None:
+            return str(ip.ipv4_mapped)
+        return str(ipaddress.ip_network(f"{ip}/64", strict=False))
+    return str(ip)
+
+
 def single_params(pairs: Sequence[tuple[str, str]]) -> tuple[dict[str, str], set[str]]:
     """Request parameters as a dict, and the names that were sent more than once."""
     out: dict[str, str] = {}
@@ -125,8 +142,10 @@ class OAuthServer:
         tokens: TokenService,
         clock: Callable[[], float] = time.time,
         transport: httpx.AsyncBaseTransport | None = None,
+        rates: RateWindowStore | None = None,
     ) -> None:
         self.settings = settings
+        self.rates = rates
         self.clients = ClientResolver(
             clients,
             allow_loopback_http=settings.oauth_cimd_allow_loopback_http,
@@ -183,8 +202,43 @@ class OAuthServer:
 
     # -- registration ------------------------------------------------------------------------------
 
+    def throttle_registration(self, address: str | None) -> None:
+        """Count one registration attempt before anything is read; TooManyRequests when the
+        caller's address, or the gateway as a whole, used up the current window. The counters are
+        in the store, so every instance (every Lambda) counts against the same numbers."""
+        if self.rates is None:
+            return
+        window = max(1, self.settings.oauth_register_window_seconds)
+        now = self.clock()
+        start = int(now // window * window)
+        retry = max(1, math.ceil(start + window - now))
+        keep_until = start + window + 60
+        per_ip, overall = self.settings.oauth_register_per_ip, self.settings.oauth_register_global
+        if (
+            per_ip > 0
+            and address
+            and not self.rates.hit(f"register:{_address_key(address)}", start, per_ip, keep_until)
+        ):
+            raise TooManyRequests(
+                f"too many client registrations from this address; try again in {retry} s", retry
+            )
+        if overall > 0 and not self.rates.hit("register:*", start, overall, keep_until):
+            raise TooManyRequests(f"too many client registrations; try again in {retry} s", retry)
+
     def register(self, body: object) -> dict[str, Any]:
-        client, response = register_client(body, now=self.clock())
+        now = self.clock()
+        client, response = register_client(body, now=now)
+        self.client_store.purge_expired(now)
+        cap = self.settings.oauth_max_clients
+        if cap > 0 and self.client_store.count(now) >= cap:
+            raise TooManyRequests(
+                f"this gateway holds its maximum of {cap} registered clients; registrations that complete "
+                "no sign-in are removed after a while, try again later",
+                3600,
+            )
+        unused = self.settings.oauth_unused_client_seconds
+        # Removed unless it completes a grant in time (mark_used at the first code redemption).
+        client = replace(client, expires_at=now + unused if unused > 0 else None)
         self.client_store.put(client)
         log_event(
             "oauth_client_registered", client_id=client.client_id, auth=client.token_endpoint_auth_method
@@ -375,6 +429,8 @@ class OAuthServer:
         user = self.users.get(rec.user_id)
         if user is None:
             raise OAuthError("invalid_grant", "the user no longer exists")
+        if not self.clients.is_metadata_url(client_id):
+            self.client_store.mark_used(client_id)  # a completed grant: the registration is kept
         return self._issue(
             user,
             client_id=client_id,

@@ -33,6 +33,7 @@ __all__ = [
     "OAuthState",
     "PendingConnect",
     "PendingStore",
+    "RateWindowStore",
     "RefreshToken",
     "RefreshTokenStore",
     "Stores",
@@ -154,6 +155,8 @@ class OAuthClient:
     created_at: float
     client_secret_hash: str | None = None  # sha256 hex; the secret itself is shown once
     metadata: dict[str, Any] = field(default_factory=dict)
+    # A client that has not completed a grant yet is removed at this time; None once it has.
+    expires_at: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -328,7 +331,32 @@ class ExternalServerStore(Protocol):
 
 class OAuthClientStore(Protocol):
     def put(self, client: OAuthClient) -> None: ...
-    def get(self, client_id: str) -> OAuthClient | None: ...
+    def get(self, client_id: str, *, now: float | None = None) -> OAuthClient | None:
+        """None for an unknown client, and for one whose `expires_at` has passed by `now` (default:
+        the current time), whether or not its row is gone yet (DynamoDB TTL deletion is lazy)."""
+        ...
+
+    def mark_used(self, client_id: str) -> None:
+        """The client completed a grant: it no longer expires. Nothing happens for an unknown id."""
+        ...
+
+    def count(self, now: float) -> int:
+        """How many registered clients have not expired by `now`."""
+        ...
+
+    def purge_expired(self, now: float) -> int:
+        """Delete clients that expired by `now` (DynamoDB: its TTL does it; 0); how many went."""
+        ...
+
+
+class RateWindowStore(Protocol):
+    """Counters per fixed time window, shared by every instance that shares the store."""
+
+    def hit(self, key: str, window_start: int, limit: int, expires_at: float) -> bool:
+        """Count one event for `key` in the window starting at `window_start`, unless `limit`
+        events are counted there already; whether it was counted. The counter may be dropped
+        after `expires_at`."""
+        ...
 
 
 class AuthorizationCodeStore(Protocol):
@@ -378,6 +406,8 @@ class Stores:
     oauth_clients: OAuthClientStore | None = None
     oauth_codes: AuthorizationCodeStore | None = None
     oauth_refresh: RefreshTokenStore | None = None
+    # Registration throttling of the OAuth AS (per client address and global).
+    oauth_rates: RateWindowStore | None = None
 
     def __post_init__(self) -> None:
         # Lease rows live in every adapter's connections table; no caller of list_for should see them.

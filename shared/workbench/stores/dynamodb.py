@@ -11,7 +11,7 @@
 | jots         | JotsTable          | user_id + id; GSI by_share_token     | sparse index                   |
 | signing_keys | SigningKeysTable   | pk + sk (see aws_signing.py)         |                                |
 | external_servers | ExternalServersTable | user_id + name                 | custom apps (external MCP)     |
-| oauth_*      | OAuthTable         | pk + sk (clients, codes, refresh tokens, and their index items) | TTL `ttl` |
+| oauth_*      | OAuthTable         | pk + sk (clients, codes, refresh tokens, and their index items; registration rate windows) | TTL `ttl` |
 
 TTL deletion is lazy (up to days late), so every read of an expiring record checks `expires_at`
 itself. Wherever two Lambda instances may race, the write is conditional. The boto3 client is
@@ -771,23 +771,95 @@ class _OAuthTable:
 
 
 class DynamoOAuthClients:
+    """A client item (`client#<id>`) and an index item under `clients` (what `count` queries).
+    An unused client carries `expires_at` and the TTL attribute on both; `mark_used` removes
+    them. TTL deletion is lazy, so reads and counts check `expires_at` themselves."""
+
+    _INDEX = "clients"
+
     def __init__(self, t: DynamoTables) -> None:
         self.o = _OAuthTable(t)
+        self.t = t
 
     def put(self, client: OAuthClient) -> None:
-        body = {k: getattr(client, k) for k in client.__dataclass_fields__}
-        self.o.put(
-            {"pk": _s(f"client#{client.client_id}"), **_ONE, "body": _s(json.dumps(body, default=list))}
+        body = {k: getattr(client, k) for k in client.__dataclass_fields__ if k != "expires_at"}
+        expiry: Item = (
+            {"expires_at": _n(client.expires_at), "ttl": _ttl(client.expires_at)}
+            if client.expires_at is not None
+            else {}
         )
+        self.o.put(
+            {
+                "pk": _s(f"client#{client.client_id}"),
+                **_ONE,
+                "body": _s(json.dumps(body, default=list)),
+                **expiry,
+            }
+        )
+        self.o.put({"pk": _s(self._INDEX), "sk": _s(client.client_id), **expiry})
 
-    def get(self, client_id: str) -> OAuthClient | None:
+    def get(self, client_id: str, *, now: float | None = None) -> OAuthClient | None:
         item = self.o.get(f"client#{client_id}")
         if item is None:
             return None
+        expires_at = _get_n(item, "expires_at") if "expires_at" in item else None
+        if expires_at is not None and expires_at <= (time.time() if now is None else now):
+            return None  # expired unused; the TTL sweep has not removed it yet
         body = json.loads(_get_s(item, "body"))
         body["redirect_uris"] = tuple(body["redirect_uris"])
         body["grant_types"] = tuple(body["grant_types"])
-        return OAuthClient(**body)
+        return OAuthClient(**body, expires_at=expires_at)
+
+    def mark_used(self, client_id: str) -> None:
+        for key in ({"pk": _s(f"client#{client_id}"), **_ONE}, {"pk": _s(self._INDEX), "sk": _s(client_id)}):
+            self.t.conditional(
+                "update_item",
+                TableName=self.o.table,
+                Key=key,
+                UpdateExpression="REMOVE expires_at, #ttl",
+                ConditionExpression="attribute_exists(pk)",
+                ExpressionAttributeNames={"#ttl": "ttl"},
+            )
+
+    def count(self, now: float) -> int:
+        kwargs: dict[str, Any] = {
+            "TableName": self.o.table,
+            "KeyConditionExpression": "pk = :pk",
+            "FilterExpression": "attribute_not_exists(expires_at) OR expires_at > :now",
+            "ExpressionAttributeValues": {":pk": _s(self._INDEX), ":now": _n(now)},
+            "Select": "COUNT",
+        }
+        total = 0
+        while True:
+            page = self.t.client.query(**kwargs)
+            total += int(page.get("Count", 0))
+            if not page.get("LastEvaluatedKey"):
+                return total
+            kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+
+    def purge_expired(self, now: float) -> int:
+        return 0  # the table's TTL removes them; reads and counts never see them meanwhile
+
+
+class DynamoRateWindows:
+    """One counter item per (key, window) in the OAuth table, incremented by a conditional
+    ADD: every Lambda instance counts against the same number."""
+
+    def __init__(self, t: DynamoTables) -> None:
+        self.o = _OAuthTable(t)
+        self.t = t
+
+    def hit(self, key: str, window_start: int, limit: int, expires_at: float) -> bool:
+        done = self.t.conditional(
+            "update_item",
+            TableName=self.o.table,
+            Key={"pk": _s(f"rate#{key}#{window_start}"), **_ONE},
+            UpdateExpression="ADD #c :one SET #ttl = :ttl",
+            ConditionExpression="attribute_not_exists(#c) OR #c < :limit",
+            ExpressionAttributeNames={"#c": "count", "#ttl": "ttl"},
+            ExpressionAttributeValues={":one": _n(1), ":limit": _n(limit), ":ttl": _ttl(expires_at)},
+        )
+        return done is not None
 
 
 class DynamoAuthorizationCodes:
@@ -921,4 +993,5 @@ def dynamodb_stores(settings: Settings, *, client: Any | None = None) -> Stores:
         oauth_clients=DynamoOAuthClients(tables),
         oauth_codes=DynamoAuthorizationCodes(tables),
         oauth_refresh=DynamoRefreshTokens(tables),
+        oauth_rates=DynamoRateWindows(tables),
     )

@@ -228,15 +228,53 @@ class MemoryExternalServers:
         return True
 
 
+def _live(client: OAuthClient | None, now: float) -> OAuthClient | None:
+    return None if client is None or (client.expires_at is not None and client.expires_at <= now) else client
+
+
 class MemoryOAuthClients:
     def __init__(self) -> None:
         self._rows: dict[str, OAuthClient] = {}
+        self._lock = threading.Lock()
 
     def put(self, client: OAuthClient) -> None:
-        self._rows[client.client_id] = client
+        with self._lock:
+            self._rows[client.client_id] = client
 
-    def get(self, client_id: str) -> OAuthClient | None:
-        return self._rows.get(client_id)
+    def get(self, client_id: str, *, now: float | None = None) -> OAuthClient | None:
+        return _live(self._rows.get(client_id), time.time() if now is None else now)
+
+    def mark_used(self, client_id: str) -> None:
+        with self._lock:
+            client = self._rows.get(client_id)
+            if client is not None and client.expires_at is not None:
+                self._rows[client_id] = replace(client, expires_at=None)
+
+    def count(self, now: float) -> int:
+        return sum(1 for c in list(self._rows.values()) if _live(c, now))
+
+    def purge_expired(self, now: float) -> int:
+        with self._lock:
+            doomed = [k for k, c in self._rows.items() if not _live(c, now)]
+            for k in doomed:
+                del self._rows[k]
+            return len(doomed)
+
+
+class MemoryRateWindows:
+    def __init__(self) -> None:
+        self._counts: dict[tuple[str, int], tuple[int, float]] = {}
+        self._lock = threading.Lock()
+
+    def hit(self, key: str, window_start: int, limit: int, expires_at: float) -> bool:
+        with self._lock:
+            if len(self._counts) > 10_000:  # forget windows that are over
+                self._counts = {k: v for k, v in self._counts.items() if v[1] > window_start}
+            count, _ = self._counts.get((key, window_start), (0, expires_at))
+            if count >= limit:
+                return False
+            self._counts[(key, window_start)] = (count + 1, expires_at)
+            return True
 
 
 class MemoryAuthorizationCodes:
@@ -312,4 +350,5 @@ def memory_stores() -> Stores:
         oauth_clients=MemoryOAuthClients(),
         oauth_codes=MemoryAuthorizationCodes(),
         oauth_refresh=MemoryRefreshTokens(),
+        oauth_rates=MemoryRateWindows(),
     )

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import sqlite3
 import threading
 import time
@@ -28,7 +30,10 @@ from workbench.stores import (
     User,
 )
 
-__all__ = ["SqliteDatabase", "sqlite_stores"]
+__all__ = ["SqliteDatabase", "private_dir", "sqlite_stores"]
+
+_OWNER_ONLY_DIR = 0o700
+_OWNER_ONLY_FILE = 0o600
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS users (
@@ -62,6 +67,9 @@ CREATE TABLE IF NOT EXISTS external_servers (
 CREATE TABLE IF NOT EXISTS vault (
     user_id TEXT NOT NULL, name TEXT NOT NULL, blob BLOB NOT NULL, PRIMARY KEY (user_id, name));
 CREATE TABLE IF NOT EXISTS oauth_clients (client_id TEXT PRIMARY KEY, body TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS rate_windows (
+    key TEXT NOT NULL, window_start INTEGER NOT NULL, count INTEGER NOT NULL, expires_at REAL NOT NULL,
+    PRIMARY KEY (key, window_start));
 CREATE TABLE IF NOT EXISTS oauth_codes (
     code_hash TEXT PRIMARY KEY, user_id TEXT NOT NULL, client_id TEXT NOT NULL,
     expires_at REAL NOT NULL, used INTEGER NOT NULL, body TEXT NOT NULL);
@@ -82,13 +90,29 @@ _ADDED_COLUMNS = (
 )
 
 
+def private_dir(path: Path) -> None:
+    """Create `path` owner-only, or make it so if it exists with wider modes (data at rest)."""
+    path.mkdir(parents=True, exist_ok=True, mode=_OWNER_ONLY_DIR)
+    os.chmod(path, _OWNER_ONLY_DIR)
+
+
 class SqliteDatabase:
-    """One connection per thread, all to the same file; writes serialised by SQLite itself."""
+    """One connection per thread, all to the same file; writes serialised by SQLite itself.
+
+    The database file and its -wal/-shm companions are owner-only (0600), also when they were
+    created earlier with wider modes: they hold credentials (encrypted), audit rows and jots."""
 
     def __init__(self, path: Path | str) -> None:
         self.path = str(path)
         self._local = threading.local()
+        on_disk = self.path != ":memory:" and not self.path.startswith("file:")
+        if on_disk:
+            os.close(os.open(self.path, os.O_RDWR | os.O_CREAT, _OWNER_ONLY_FILE))  # never world-readable
         self._conn().executescript(_SCHEMA)  # executescript manages its own transaction
+        if on_disk:
+            for suffix in ("", "-wal", "-shm"):  # SQLite made the companions by now (WAL mode)
+                with contextlib.suppress(FileNotFoundError):
+                    os.chmod(self.path + suffix, _OWNER_ONLY_FILE)
         self._add_missing_columns()
 
     def _add_missing_columns(self) -> None:
@@ -502,14 +526,58 @@ class SqliteOAuthClients:
                 "INSERT OR REPLACE INTO oauth_clients VALUES (?, ?)", (client.client_id, _record_json(client))
             )
 
-    def get(self, client_id: str) -> OAuthClient | None:
-        rows = self.db.query("SELECT body FROM oauth_clients WHERE client_id = ?", (client_id,))
+    def get(self, client_id: str, *, now: float | None = None) -> OAuthClient | None:
+        # An unused client's expiry lives in its JSON body ($.expires_at; absent or null: kept).
+        rows = self.db.query(
+            "SELECT body FROM oauth_clients WHERE client_id = ? AND COALESCE(json_extract(body, '$.expires_at') > ?, 1)",
+            (client_id, time.time() if now is None else now),
+        )
         if not rows:
             return None
         raw = json.loads(rows[0]["body"])
         raw["redirect_uris"] = tuple(raw["redirect_uris"])
         raw["grant_types"] = tuple(raw["grant_types"])
         return OAuthClient(**raw)
+
+    def mark_used(self, client_id: str) -> None:
+        with self.db.tx() as db:
+            db.execute(
+                "UPDATE oauth_clients SET body = json_set(body, '$.expires_at', json('null')) WHERE client_id = ?",
+                (client_id,),
+            )
+
+    def count(self, now: float) -> int:
+        rows = self.db.query(
+            "SELECT COUNT(*) AS n FROM oauth_clients WHERE COALESCE(json_extract(body, '$.expires_at') > ?, 1)",
+            (now,),
+        )
+        return int(rows[0]["n"])
+
+    def purge_expired(self, now: float) -> int:
+        with self.db.tx() as db:
+            return db.execute(
+                "DELETE FROM oauth_clients WHERE json_extract(body, '$.expires_at') <= ?", (now,)
+            ).rowcount
+
+
+class SqliteRateWindows:
+    def __init__(self, db: SqliteDatabase) -> None:
+        self.db = db
+
+    def hit(self, key: str, window_start: int, limit: int, expires_at: float) -> bool:
+        with self.db.tx() as db:  # BEGIN IMMEDIATE: one writer at a time, across processes too
+            db.execute("DELETE FROM rate_windows WHERE expires_at < ?", (window_start,))
+            row = db.execute(
+                "SELECT count FROM rate_windows WHERE key = ? AND window_start = ?", (key, window_start)
+            ).fetchone()
+            if row is not None and row["count"] >= limit:
+                return False
+            db.execute(
+                "INSERT INTO rate_windows VALUES (?, ?, 1, ?) "
+                "ON CONFLICT (key, window_start) DO UPDATE SET count = count + 1",
+                (key, window_start, expires_at),
+            )
+            return True
 
 
 # Used codes are kept this long past their expiry so that a replay can still be recognised.
@@ -627,4 +695,5 @@ def sqlite_stores(path: Path | str) -> Stores:
         oauth_clients=SqliteOAuthClients(db),
         oauth_codes=SqliteAuthorizationCodes(db),
         oauth_refresh=SqliteRefreshTokens(db),
+        oauth_rates=SqliteRateWindows(db),
     )
