@@ -124,6 +124,7 @@ async def test_oauth_endpoints_answer_413_in_their_error_shape(
             assert (
                 r.headers["cache-control"] == "no-store" and r.headers["access-control-allow-origin"] == "*"
             )
+    assert gw.stores.oauth_clients is not None and gw.stores.oauth_clients.count(gw.clock()) == 0
 
 
 async def test_connect_redeem_answers_json_callers_in_json_and_the_form_with_a_page(gw: Gateway) -> None:
