@@ -421,13 +421,18 @@ def test_the_portal_shows_last_error_and_needs_reconnecting(tmp_path: Path) -> N
     ) in card
 
 
-def test_a_failing_check_after_the_oauth_callback_stores_nothing(tmp_path: Path) -> None:
+def _github_consent(
+    tmp_path: Path, api_status: int, api_body: dict[str, Any]
+) -> tuple[Gateway, Any, str, httpx.Response]:
+    """Connect GitHub through the web surface; its API answers the probe with (status, body).
+    Returns the gateway, the user, the link and the callback's answer."""
+
     def github(request: httpx.Request) -> httpx.Response:
         if request.url.host == "github.com":  # the token endpoint
             return httpx.Response(
                 200, json={"access_token": "gho_x", "token_type": "bearer", "scope": "repo"}
             )
-        return httpx.Response(403, json={"message": "Resource protected by organization SAML enforcement."})
+        return httpx.Response(api_status, json=api_body)
 
     gw = make_gateway(
         tmp_path,
@@ -443,7 +448,13 @@ def test_a_failing_check_after_the_oauth_callback_stores_nothing(tmp_path: Path)
         headers={"content-type": "application/json"},
     )
     state = parse_qs(urlsplit(redeemed.json()["url"]).query)["state"][0]
-    r = client.get(f"/api/auth/plugin/github/callback?code=c0de&state={state}")
+    return gw, user, link, client.get(f"/api/auth/plugin/github/callback?code=c0de&state={state}")
+
+
+def test_a_failing_check_after_the_oauth_callback_stores_nothing(tmp_path: Path) -> None:
+    gw, user, link, r = _github_consent(
+        tmp_path, 403, {"message": "Resource protected by organization SAML enforcement."}
+    )
     assert r.status_code == 400
     assert (
         "GitHub signed you in, but checking the connection failed: GitHub did not accept these credentials "
@@ -455,28 +466,8 @@ def test_a_failing_check_after_the_oauth_callback_stores_nothing(tmp_path: Path)
 
 
 async def test_oauth_connect_records_when_it_was_verified(tmp_path: Path) -> None:
-    def github(request: httpx.Request) -> httpx.Response:
-        if request.url.host == "github.com":
-            return httpx.Response(
-                200, json={"access_token": "gho_x", "token_type": "bearer", "scope": "repo"}
-            )
-        return httpx.Response(200, json={"login": "ada"})
-
-    gw = make_gateway(
-        tmp_path,
-        transport=httpx.MockTransport(github),
-        plugin_env={"GITHUB_CLIENT_ID": "Iv1.x", "GITHUB_CLIENT_SECRET": "s"},
-    )
-    client = _browser(gw)
-    user = gw.stores.users.get_or_create("ada@example.com")
-    link = gw.connections.start(user, "github")["connectionId"]
-    redeemed = client.post(
-        "/api/connect/redeem",
-        content=json.dumps({"token": link}),
-        headers={"content-type": "application/json"},
-    )
-    state = parse_qs(urlsplit(redeemed.json()["url"]).query)["state"][0]
-    assert client.get(f"/api/auth/plugin/github/callback?code=c0de&state={state}").status_code == 303
+    gw, user, link, r = _github_consent(tmp_path, 200, {"login": "ada"})
+    assert r.status_code == 303
     stored = gw.stores.connections.get(user.id, "github")
     assert stored is not None and stored.verified_at is not None
     assert await gw.connections.wait(user, link, 60) == {"status": "CONNECTED"}

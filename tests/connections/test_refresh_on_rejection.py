@@ -108,6 +108,17 @@ def connect(gw: Gateway, principal: Principal, refresh_token: str | None = "rt-0
     gw.credentials.save(principal.user.id, "rt", cred)  # no expiry announced
 
 
+def ended(
+    tmp_path: Path, upstream: Upstream, *rules: TokenRejected, refresh_token: str | None = "rt-0"
+) -> tuple[Gateway, Principal]:
+    """A gateway connected with at-0, which the provider has already ended (it wants another token)."""
+    upstream.current = "at-elsewhere"
+    gw = gateway(tmp_path, manifest("https://api.rt.test", *rules), upstream)
+    principal = principal_for(gw)
+    connect(gw, principal, refresh_token)
+    return gw, principal
+
+
 async def run(gw: Gateway, principal: Principal, tool_name: str = "rt_whoami", **args: Any) -> dict[str, Any]:
     out = await gw.execute(principal, [{"tool": tool_name, "args": args, "ref_id": None}])
     result: dict[str, Any] = out["results"][0]
@@ -116,10 +127,7 @@ async def run(gw: Gateway, principal: Principal, tool_name: str = "rt_whoami", *
 
 async def test_a_401_refreshes_once_and_the_request_is_retried_with_the_new_token(tmp_path: Path) -> None:
     upstream = Upstream()
-    upstream.current = "at-elsewhere"  # the provider ended the session early: at-0 is refused
-    gw = gateway(tmp_path, manifest("https://api.rt.test"), upstream)
-    principal = principal_for(gw)
-    connect(gw, principal)
+    gw, principal = ended(tmp_path, upstream)  # the provider ended the session early: at-0 is refused
     before = gw.stores.connections.get(principal.user.id, "rt")
     assert before is not None
 
@@ -140,10 +148,7 @@ async def test_a_401_refreshes_once_and_the_request_is_retried_with_the_new_toke
 
 async def test_twenty_concurrent_rejections_in_one_process_make_one_refresh(tmp_path: Path) -> None:
     upstream = Upstream()
-    upstream.current = "at-elsewhere"
-    gw = gateway(tmp_path, manifest("https://api.rt.test"), upstream)
-    principal = principal_for(gw)
-    connect(gw, principal)
+    gw, principal = ended(tmp_path, upstream)
     out = await gw.execute(principal, [{"tool": "rt_whoami", "args": {}, "ref_id": None} for _ in range(8)])
     results = [r["result"]["token"] for r in out["results"]]
     more = await asyncio.gather(*(run(gw, principal) for _ in range(12)))
@@ -164,44 +169,30 @@ async def test_a_second_refusal_after_the_refresh_is_the_tools_answer(tmp_path: 
 
 async def test_a_401_the_manifest_does_not_declare_is_not_refreshed(tmp_path: Path) -> None:
     upstream = Upstream(rejected=(401, [{"message": "No such column", "errorCode": "INVALID_FIELD"}]))
-    upstream.current = "at-elsewhere"
-    m = manifest("https://api.rt.test", TokenRejected(401, "INVALID_SESSION_ID"))
-    gw = gateway(tmp_path, m, upstream)
-    principal = principal_for(gw)
-    connect(gw, principal)
+    gw, principal = ended(tmp_path, upstream, TokenRejected(401, "INVALID_SESSION_ID"))
     assert (await run(gw, principal))["error"].startswith("rt API error 401")
     assert upstream.refreshes == []
 
 
 async def test_salesforce_style_rule_matches_the_body(tmp_path: Path) -> None:
     upstream = Upstream(rejected=(401, SESSION_EXPIRED))
-    upstream.current = "at-elsewhere"
-    m = manifest("https://api.rt.test", TokenRejected(401, "INVALID_SESSION_ID"))
-    gw = gateway(tmp_path, m, upstream)
-    principal = principal_for(gw)
-    connect(gw, principal)
+    gw, principal = ended(tmp_path, upstream, TokenRejected(401, "INVALID_SESSION_ID"))
     assert await run(gw, principal) == {"result": {"token": "at-1", "echo": None}}
     assert upstream.refreshes == ["rt-0"]
 
 
 async def test_slack_style_rule_refreshes_on_a_200_error_body(tmp_path: Path) -> None:
     upstream = Upstream(rejected=(200, {"ok": False, "error": "token_expired"}))
-    upstream.current = "at-elsewhere"
     slack = build_registry().manifest("slack")
     assert slack is not None and isinstance(slack.auth, OAuth2Auth)
-    gw = gateway(tmp_path, manifest("https://api.rt.test", *slack.auth.token_rejected), upstream)
-    principal = principal_for(gw)
-    connect(gw, principal)
+    gw, principal = ended(tmp_path, upstream, *slack.auth.token_rejected)
     assert await run(gw, principal) == {"result": {"token": "at-1", "echo": None}}
     assert upstream.refreshes == ["rt-0"]
 
 
 async def test_rejected_with_no_refresh_token_needs_reconnecting_and_says_so(tmp_path: Path) -> None:
     upstream = Upstream()
-    upstream.current = "at-elsewhere"
-    gw = gateway(tmp_path, manifest("https://api.rt.test"), upstream)
-    principal = principal_for(gw)
-    connect(gw, principal, refresh_token=None)
+    gw, principal = ended(tmp_path, upstream, refresh_token=None)
     assert await run(gw, principal) == {
         "error": "rt credential was rejected by the provider (the provider refused the access token and no "
         "refresh token is stored). Use connect('rt') to reconnect."
@@ -216,10 +207,7 @@ async def test_rejected_with_no_refresh_token_needs_reconnecting_and_says_so(tmp
 
 async def test_refused_refresh_needs_reconnecting_and_keeps_the_reason(tmp_path: Path) -> None:
     upstream = Upstream(refresh="invalid_grant")
-    upstream.current = "at-elsewhere"
-    gw = gateway(tmp_path, manifest("https://api.rt.test"), upstream)
-    principal = principal_for(gw)
-    connect(gw, principal)
+    gw, principal = ended(tmp_path, upstream)
     assert await run(gw, principal) == {
         "error": "rt credential was rejected by the provider (invalid_grant). Use connect('rt') to reconnect."
     }
@@ -232,10 +220,7 @@ async def test_provider_down_during_the_refresh_keeps_the_connection_and_records
     tmp_path: Path,
 ) -> None:
     upstream = Upstream(refresh="down")
-    upstream.current = "at-elsewhere"
-    gw = gateway(tmp_path, manifest("https://api.rt.test"), upstream)
-    principal = principal_for(gw)
-    connect(gw, principal)
+    gw, principal = ended(tmp_path, upstream)
     assert await run(gw, principal) == {
         "error": "rt token refresh failed (http_503); try the call again shortly."
     }
