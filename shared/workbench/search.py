@@ -256,8 +256,13 @@ _VERB_SENSE = {
 
 # Values in a query name a thing, not the kind of tool: an email address, a URL, an issue key
 # (ACME-12), a #channel or @mention, an owner/repo. They are left out of the query.
+# Possessive quantifiers keep each pattern linear in the query's length.
 _VALUES = re.compile(
-    r"\S+@\S+\.\w+|https?://\S+|\b[A-Za-z][A-Za-z0-9]*-\d+\b|(?<!\w)[#@][\w.-]+|\b[\w.-]+/[\w.-]+"
+    r"[^\s@]++@[^\s@.]++\.[^\s@]++"  # email address
+    r"|https?://\S++"  # URL
+    r"|\b[A-Za-z][A-Za-z0-9]*+-\d++\b"  # issue key: ACME-12
+    r"|(?<!\w)[#@][\w.-]++"  # #channel, @mention
+    r"|\b[\w.-]++/[\w.-]++"  # owner/repo
 )
 
 # -- ranking parameters (chosen on BFCL and the catalog query set together: bench/search.py) -----
@@ -271,6 +276,11 @@ _SYNONYM = 0.6  # a synonym match counts this much of an exact one
 _PREFIX = 0.6  # an unknown word completed to an index term ("calend" → calendar)
 _TYPO = 0.7  # an unknown word corrected to an index term ("lsit" → list)
 _TYPO_MIN_LENGTH = 3  # shorter words are another real word one letter away too often
+_TYPO_MAX_LENGTH = 24  # no word is longer; a longer "word" is not worth its edit-distance cost
+# Bounds on the work one query can cause: its first 2,000 characters and 64 distinct terms are
+# used (BFCL's longest questions are well inside both).
+_QUERY_CHARS = 2000
+_QUERY_TERMS = 64
 _SURFACE = 0.2  # the word also found as written, singular or plural ("comments" → list_comments)
 # to_bytes layout and everything an index depends on: a saved index from other settings is refused.
 _FORMAT = (
@@ -328,8 +338,8 @@ def _parse(doc: SearchDoc) -> _Parsed:
 
 
 @functools.lru_cache(maxsize=1024)
-def _integration_terms(integration: str) -> list[str]:
-    return tokens(integration)
+def _integration_terms(integration: str) -> tuple[str, ...]:
+    return tuple(tokens(integration))
 
 
 def _edit_distance(a: str, b: str, limit: int) -> int:
@@ -442,7 +452,7 @@ class SearchIndex:
                 found[self._vocab[at]] = _PREFIX
                 at += 1
         for typed in {word, written}:  # "lits" stems to "lit", but it is "list" mistyped
-            if len(typed) >= _TYPO_MIN_LENGTH:
+            if _TYPO_MIN_LENGTH <= len(typed) <= _TYPO_MAX_LENGTH:
                 for term in self._corrections(typed):
                     found.setdefault(term, _TYPO)
                     for syn in _SYNONYMS.get(term, ()):
@@ -474,8 +484,10 @@ class SearchIndex:
 
     def search(self, query: str, limit: int = 10) -> list[SearchHit]:
         terms: dict[str, str] = {}  # index term → the word as first written
-        for term, written in _terms(_VALUES.sub(" ", query)):
+        for term, written in _terms(_VALUES.sub(" ", query[:_QUERY_CHARS])):
             terms.setdefault(term, written)
+            if len(terms) == _QUERY_TERMS:
+                break
         if not terms or not self.docs:
             return []
         first = next(iter(terms))

@@ -199,3 +199,14 @@ def test_prebuilt_index_answers_like_a_fresh_one(catalog: SearchIndex) -> None:
         assert loaded.search(query) == catalog.search(query)
     with pytest.raises(ValueError, match="another version"):
         SearchIndex.from_bytes(marshal.dumps(("workbench-search-0", [])))
+
+
+def test_a_query_is_read_up_to_its_bounds(catalog: SearchIndex) -> None:
+    # The first 2,000 characters and 64 distinct words count; the rest is not read, so no query,
+    # however long or however made (one endless word, a run of '@' or '/'), costs more than that.
+    assert names(catalog, "create jira issue " + "x" * 100_000)[0] == "jira_create_issue"
+    assert names(catalog, "zz " * 700 + "jira") == []
+    filler = " ".join(f"w{i}" for i in range(64))
+    assert names(catalog, f"{filler} jira") == []
+    for hostile in ("a@" * 50_000, "a/" * 50_000, "a-1" * 30_000, "日" * 100_000, "x" * 100_000):
+        assert catalog.search(hostile) == [] or all(0 <= h.score <= 1 for h in catalog.search(hostile))
