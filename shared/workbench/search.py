@@ -286,7 +286,9 @@ _SURFACE = 0.2  # the word also found as written, singular or plural ("comments"
 _FORMAT = (
     "workbench-search-1 "
     + hashlib.sha256(
-        repr((_FIELDS, _WEIGHT, _B, _K1, _DESCRIPTION_TERMS, sorted(_STOP), sorted(_ACTIONS))).encode()
+        repr(
+            (_FIELDS, _WEIGHT, _B, _K1, _DESCRIPTION_TERMS, sorted(_STOP), sorted(_ACTIONS), _PHRASES)
+        ).encode()
     ).hexdigest()[:16]
 )
 # How much a match counts towards the calibrated score, by where it is found.
