@@ -8,7 +8,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import time
-from collections.abc import Callable, Collection
+from collections.abc import Awaitable, Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -22,7 +22,7 @@ from workbench.errors import ConfigError
 from workbench.executor import Engine
 from workbench.external import ExternalServers
 from workbench.oauth.service import OAuthServer
-from workbench.oauth_client import ProviderOAuth
+from workbench.oauth_client import ProviderOAuth, TokenSet
 from workbench.observability import Metrics
 from workbench.registry import Manifest, Registry
 from workbench.search import SearchDoc, SearchIndex
@@ -248,7 +248,15 @@ def build_gateway(
     cipher = Cipher(provider, cache_seconds=settings.data_key_cache_seconds)
     metrics = Metrics()
     provider_oauth = ProviderOAuth(settings, secrets, transport=transport)
-    credentials = Credentials(stores.connections, cipher, clock=clock, refresh=provider_oauth.refresh)
+    app_refresh: list[Callable[[str, Mapping[str, Any]], Awaitable[TokenSet]]] = []
+
+    async def refresh(manifest: Manifest, refresh_token: str, stored: Mapping[str, Any]) -> TokenSet:
+        """The one refresher: a custom app's OAuth credential names its own token endpoint and client."""
+        if "app_oauth" in stored and app_refresh:
+            return await app_refresh[0](refresh_token, stored)
+        return await provider_oauth.refresh(manifest, refresh_token, stored)
+
+    credentials = Credentials(stores.connections, cipher, clock=clock, refresh=refresh)
     vault = Vault(stores.vault, cipher)
     engine = Engine(
         registry,
@@ -273,6 +281,20 @@ def build_gateway(
         operator_apps=operator_apps(settings.external_servers, registry, settings.external_env),
         operator_secret=_operator_secret(secrets, settings),
     )
+    from workbench.external.oauth import AppOAuth
+
+    external.oauth = AppOAuth(
+        public_url=settings.public_url,
+        store=stores.external_servers,
+        cipher=cipher,
+        pending=stores.pending,
+        credentials=credentials,
+        clock=clock,
+        transport=transport,
+        allow_http_client_metadata=settings.oauth_cimd_allow_loopback_http,
+        connect_ttl=settings.connect_ttl_seconds,
+    )
+    app_refresh.append(external.oauth.refresh)
     engine.extra_lookups.append(external.lookup)
     engine.builtin_services.external = external
     engine.builtin_services.public_url = settings.public_url
@@ -306,6 +328,7 @@ def build_gateway(
         secrets=secrets,
         clock=clock,
     )
+    gateway.connections.external = external  # custom apps behind OAuth connect through the same flow
     if stores.oauth_clients and stores.oauth_codes and stores.oauth_refresh:
         gateway.oauth = OAuthServer(
             settings,

@@ -71,6 +71,9 @@ class ConnectFlow:
         self.credentials = credentials
         # Checks a new credential before it is stored (the manifest's probe); None: not checked.
         self.verify = verify
+        # Custom apps behind OAuth (workbench.external): connected through the same flow. Set by
+        # the composition root; it answers for app names the registry does not know.
+        self.external: Any = None
 
     @property
     def _base_url(self) -> str:
@@ -81,6 +84,8 @@ class ConnectFlow:
 
     def start(self, user: User, integration: str) -> dict[str, Any]:
         manifest = self.registry.manifest(integration)
+        if manifest is None and self.external is not None:
+            manifest = self.external.connect_manifest(user.id, integration)
         if manifest is None:
             return {"error": f"Unknown integration: {integration}"}
         kind = manifest.auth.type
@@ -167,6 +172,10 @@ class ConnectFlow:
         if rec.status == "CONNECTED":
             return Redeemed(409, {"error": "ALREADY_CONNECTED"})
         manifest = self.registry.manifest(rec.integration)
+        if manifest is None and self.external is not None:
+            app = self.external.redeem(user, rec)
+            if app is not None:
+                return app  # type: ignore[no-any-return]
         if manifest is None:
             return Redeemed(404, {"error": f"Unknown integration: {rec.integration}"})
         if rec.auth_type == "cookie":

@@ -400,7 +400,12 @@ class MetaTools:
     # -- connections -----------------------------------------------------------------------------
 
     async def _connect(self, principal: Principal, args: dict[str, Any]) -> Any:
-        return self.gw.connections.start(principal.user, _require_str(args, "integration"))
+        integration = _require_str(args, "integration")
+        if self.gw.external is not None:  # an OAuth-protected custom app is set up on first connect
+            problem = await self.gw.external.before_connect(principal.user.id, integration)
+            if problem is not None:
+                return {"error": problem}
+        return self.gw.connections.start(principal.user, integration)
 
     _get_auth_url = _connect
 

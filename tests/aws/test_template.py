@@ -245,6 +245,7 @@ def test_routes_per_surface() -> None:
         "/register",
         "/revoke",
         "/api/auth/plugin/{integration}/callback",
+        "/api/auth/apps/callback",
         "/api/connect/redeem",
         "/connect/{id}",
         "/",

@@ -45,6 +45,11 @@ class HeaderSpec(BaseModel):
     value: str = Field(min_length=1, max_length=4096, description="Header value, best as {{vault:NAME}}")
 
 
+class OAuthSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    type: Literal["oauth"]
+
+
 class QuerySpec(BaseModel):
     model_config = ConfigDict(extra="forbid")
     type: Literal["query"]
@@ -86,8 +91,10 @@ class RegisterServer(BaseModel):
             "Workbench user id) and {{vault:NAME}} references."
         )
     )
-    auth: NoAuthSpec | BearerSpec | HeaderSpec | None = Field(
-        default=None, discriminator="type", description="none (default), bearer or header"
+    auth: NoAuthSpec | BearerSpec | HeaderSpec | OAuthSpec | None = Field(
+        default=None,
+        discriminator="type",
+        description="none (default), bearer, header, or oauth (the server's own OAuth: connect it with connect)",
     )
     enabled: bool = True
     toolPrefix: str | None = Field(

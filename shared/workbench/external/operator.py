@@ -8,7 +8,8 @@ keeps seed 004's `ExternalServerConfig` fields:
      "auth": {"type": "bearer", "envVar": "LINEAR_MCP_TOKEN"},
      "enabled": true, "toolPrefix": "lin_", "timeout": 30000}
 
-`auth` is `{"type": "bearer", "envVar"}` or `{"type": "header", "headerName", "envVar"}`, or absent.
+`auth` is `{"type": "bearer", "envVar"}`, `{"type": "header", "headerName", "envVar"}`,
+`{"type": "oauth"}` (an OAuth-protected server: each user connects with their own account), or absent.
 The value is read, when a request needs it, from the secret of that name: the environment variable
 locally, or the run-time secret's key on AWS (so it need not be in the function configuration). An OpenAPI app adds `"type": "openapi"` and
 its document, as `"spec": "<path to a JSON/YAML file>"` or inline as `"document": {...}`; `url` is
@@ -127,6 +128,8 @@ def _auth(auth: Any, env: Mapping[str, str] | None, kind: str) -> tuple[str, str
     kind_of = auth.get("type")
     if kind_of == "none":
         return "none", "", ""
+    if kind_of == "oauth" and kind == "mcp":  # each user signs in to the server: nothing to configure
+        return "oauth", "", ""
     allowed = ("bearer", "header", "query") if kind == "openapi" else ("bearer", "header")
     if kind_of not in allowed:
         raise OperatorConfigError(f"auth.type must be {' or '.join(allowed)}")

@@ -34,16 +34,16 @@ import json
 import re
 import time
 import zlib
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import quote, urlsplit
 
 import httpx
 
 from workbench.compose import BadRef, VaultMissing, resolve
 from workbench.crypto import Cipher
-from workbench.errors import ConflictError, InvalidInput, NotFound
+from workbench.errors import ConflictError, CredentialError, InvalidInput, NotConnected, NotFound
 from workbench.executor import scrub
 from workbench.external.client import (
     AuthRejected,
@@ -58,10 +58,15 @@ from workbench.external.client import (
 from workbench.external.openapi import OpenApiError, Operation, build_request, compile_document
 from workbench.external.schema import problem
 from workbench.observability import log_event, logger
-from workbench.registry import RESERVED_NAMES, Manifest, NoAuth, Registry
+from workbench.registry import RESERVED_NAMES, Manifest, NoAuth, OAuth2Auth, Registry
 from workbench.stores import ExternalServer, ExternalServerStore
 from workbench.tools import Tool
 from workbench.vault import Vault
+
+if TYPE_CHECKING:
+    from workbench.connections import Redeemed
+    from workbench.external.oauth import AppOAuth
+    from workbench.stores import PendingConnect, User
 
 __all__ = [
     "CACHE_TTL_SECONDS",
@@ -113,6 +118,10 @@ _LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1", "[::1]"})
 _MAX_RESULT_BYTES = 5_000_000
 
 
+class NeedsConnect(ExternalError):
+    """An OAuth app the user has not connected (or must connect again)."""
+
+
 @dataclass(frozen=True, slots=True)
 class ExternalTool:
     server: str
@@ -131,7 +140,7 @@ class App:
     tool_prefix: str
     kind: str  # "mcp" | "openapi"
     url: str  # MCP endpoint, or the OpenAPI app's base URL (a template)
-    auth_type: str  # none | bearer | header | query
+    auth_type: str  # none | bearer | header | query | oauth (per-user tokens from the server's OAuth)
     header_name: str  # the header (header auth) or query parameter (query auth)
     # A template (user apps), or for operator apps the name of the secret that holds the value
     # (seed 004's `envVar`), read when a request needs it.
@@ -218,6 +227,8 @@ class ExternalServers:
         self._generation: dict[Key, int] = {}
         self._inflight: dict[Key, asyncio.Future[_Entry]] = {}
         self._background: set[asyncio.Future[Any]] = set()
+        # OAuth-protected servers (set by the composition root; None: refused at registration).
+        self.oauth: AppOAuth | None = None
 
     # -- registration --------------------------------------------------------------------------
 
@@ -241,7 +252,9 @@ class ExternalServers:
         InvalidInput or ConflictError with a message meant for the user."""
         prefix = self._check_common(user_id, name, tool_prefix, timeout_ms)
         self._check_url(user_id, url)
-        auth_type, header_name, auth_value = self._check_auth(user_id, auth, kinds=("bearer", "header"))
+        auth_type, header_name, auth_value = self._check_auth(
+            user_id, auth, kinds=("bearer", "header", "oauth")
+        )
         config = {"kind": "mcp", "url": url, "auth": auth_value}
         return self._save(user_id, name, prefix, config, auth_type, header_name, enabled, timeout_ms)
 
@@ -322,6 +335,10 @@ class ExternalServers:
     ) -> dict[str, Any]:
         store = self._require_store()
         existing = store.get(user_id, name)
+        if existing is not None and self.oauth is not None:
+            before = self._app(existing)
+            if (before.url, before.auth_type) != (config.get("url"), auth_type):
+                self._drop_oauth(user_id, name)  # another server: its tokens and client are not ours
         if existing is None and len(self._rows(user_id)) >= MAX_SERVERS_PER_USER:
             raise ConflictError(f"At most {MAX_SERVERS_PER_USER} custom apps per user; remove one first.")
         blob = self.cipher.encrypt_json(config, _context(user_id, name))
@@ -408,6 +425,10 @@ class ExternalServers:
             return "none", "", ""
         if kind not in kinds:
             raise InvalidInput(f"auth.type must be none, {', '.join(kinds[:-1])} or {kinds[-1]}")
+        if kind == "oauth":
+            if self.oauth is None:
+                raise InvalidInput("OAuth-protected servers are not available on this gateway")
+            return "oauth", "", ""
         if kind == "bearer":
             token = auth.get("token")
             if not isinstance(token, str) or not token:
@@ -475,6 +496,12 @@ class ExternalServers:
         if name.startswith("#") or not self._require_store().delete(user_id, name):
             raise NotFound(f"No custom app named '{name}'")
         self._forget((user_id, name))
+        self._drop_oauth(user_id, name)
+
+    def _drop_oauth(self, user_id: str, name: str) -> None:
+        if self.oauth is not None:
+            self.oauth.forget(user_id, name)
+            self.oauth.credentials.delete(user_id, name)
 
     async def reconnect(self, user_id: str, name: str) -> dict[str, Any]:
         """Forget the cached discovery, any failure back-off and any reconnect flag, then discover
@@ -586,6 +613,8 @@ class ExternalServers:
     def _connected(self, app: App, caller: _Caller) -> bool:
         if app.status == RECONNECT_REQUIRED:
             return False
+        if app.auth_type == "oauth":
+            return self._has_token(app, caller.user_id)
         failure = self._failures.get(self._key(app, caller))
         return not (failure is not None and isinstance(failure.error, AuthRejected))
 
@@ -632,6 +661,12 @@ class ExternalServers:
     def invalidate(self, user_id: str, name: str) -> None:
         self._forget((user_id, name))
 
+    def invalidate_for(self, user_id: str, name: str) -> None:
+        """After a (re)connect: this user's cached discovery of that app, whoever registered it."""
+        app = self._find(user_id, name)
+        if app is not None:
+            self._forget(self._key(app, self._caller(user_id)))
+
     def clear_cache(self, user_id: str | None = None) -> int:
         """Admin clear: drop cached discoveries and failure back-offs, for one user or for everyone,
         and store the clear so every other instance drops its entries too. Returns how many entries
@@ -660,7 +695,11 @@ class ExternalServers:
         """The user's external tools for this search. Discovery shares one overall budget; what is
         not known by then is left out (and goes on in the background)."""
         caller = self._caller(user_id)
-        apps = [a for a in self._apps(caller) if a.enabled and a.status == "ok"]
+        apps = [
+            a
+            for a in self._apps(caller)
+            if a.enabled and a.status == "ok" and (a.auth_type != "oauth" or self._has_token(a, user_id))
+        ]
         now = self.clock()
         known: list[_Entry] = []
         waiting: list[asyncio.Future[_Entry]] = []
@@ -702,7 +741,7 @@ class ExternalServers:
         if not owners:
             return None
         app = owners[0]
-        manifest = _manifest(app)
+        manifest = self._manifest(app)
         if app.status == RECONNECT_REQUIRED:
             return _failing_tool(name, app.name, reconnect_message(app.name)), manifest
         key = self._key(app, caller)
@@ -753,10 +792,13 @@ class ExternalServers:
             ext = entry.tools.get(tool_name)
             if ext is None:
                 raise LookupError("Tool not found")
-            endpoint = self._endpoint(app, caller)
-            result, session = await self.client.call_tool(
-                endpoint, entry.session, ext.original, args, ext.input_schema
-            )
+
+            async def send(endpoint: Endpoint) -> tuple[dict[str, Any], McpSession]:
+                return await self.client.call_tool(
+                    endpoint, entry.session, ext.original, args, ext.input_schema
+                )
+
+            endpoint, (result, session) = await self._with_token(app, caller, send)
             entry.session = session
         except AuthRejected as exc:
             self._mark_reconnect(app, caller)
@@ -864,8 +906,12 @@ class ExternalServers:
                     for op in app.operations
                 ]
             else:
-                session, raw = await self.client.handshake(self._endpoint(app, caller))
+                if app.auth_type == "oauth":
+                    await self._ensure_plan(app, caller)
+                _, (session, raw) = await self._with_token(app, caller, self.client.handshake)
         except ExternalError as exc:
+            if isinstance(exc, NeedsConnect):
+                raise  # nothing is wrong with the server: the user has to connect it
             if isinstance(exc, AuthRejected):
                 self._mark_reconnect(app, caller)
             elif self._generation.get(key, 0) == generation:
@@ -903,6 +949,9 @@ class ExternalServers:
 
     def _mark_reconnect(self, app: App, caller: _Caller) -> None:
         self._forget(self._key(app, caller))
+        if app.auth_type == "oauth":  # per-user tokens: the connection says what to do, not the app
+            log_event("external_server_token_refused", server=app.name, user=caller.user_id)
+            return
         if app.operator:  # nothing stored to flag: remembered as a failure (an auth one) instead
             self._failures[self._key(app, caller)] = _Failure(
                 AuthRejected(app.name, 401),
@@ -919,6 +968,105 @@ class ExternalServers:
                     )
                 )
         log_event("external_server_reconnect_required", server=app.name, user=caller.user_id)
+
+    # -- OAuth-protected servers -------------------------------------------------------------------
+
+    def _manifest(self, app: App) -> Manifest:
+        """The engine's view of the app. An OAuth app declares OAuth2 so that the engine answers
+        NOT_CONNECTED (with connect('<app>')) until the user has connected it."""
+        base = _manifest(app)
+        if app.auth_type != "oauth" or self.oauth is None:
+            return base
+        plan = self.oauth.plan(app.owner, app.name)
+        auth = OAuth2Auth(
+            authorize_url=plan.authorization_endpoint if plan else "",
+            token_url=plan.token_endpoint if plan else "",
+            scopes=tuple(plan.scope.split()) if plan else (),
+        )
+        return replace(base, auth=auth)
+
+    def _has_token(self, app: App, user_id: str) -> bool:
+        if self.oauth is None:
+            return False
+        conn = self.oauth.credentials.store.get(user_id, app.name)
+        return conn is not None and conn.status == "connected"
+
+    async def _ensure_plan(self, app: App, caller: _Caller) -> None:
+        """The app's OAuth setup, found from the server's own 401 the first time."""
+        assert self.oauth is not None
+        if self.oauth.plan(app.owner, app.name) is not None:
+            return
+        from workbench.external.oauth import OAuthSetupError
+
+        bare = replace(self._endpoint(app, caller), headers={})
+        try:
+            await self.client.handshake(bare)
+        except AuthRejected as exc:
+            try:
+                await self.oauth.prepare(app.owner, app.name, bare.url, exc.challenge)
+            except OAuthSetupError as why:
+                raise ExternalError(
+                    app.name, f"Custom app '{app.name}' cannot be connected with OAuth: {why}."
+                ) from None
+            return
+        raise ExternalError(
+            app.name,
+            f"Custom app '{app.name}' is registered for OAuth, but the server did not ask for a token.",
+        )
+
+    async def _with_token(
+        self, app: App, caller: _Caller, send: Callable[[Endpoint], Awaitable[_R]]
+    ) -> tuple[_Target, _R]:
+        """Send with the app's credentials; an OAuth app's refused token is refreshed once (the one
+        refresh mechanism, single flight across instances) and the request sent once more."""
+        endpoint = self._endpoint(app, caller)
+        if app.auth_type != "oauth" or self.oauth is None:
+            return endpoint, await send(endpoint)
+        manifest = self._manifest(app)
+        connect = f"'{app.name}' is not connected. Use connect('{app.name}') to connect."
+        try:
+            token = await self.oauth.bearer(manifest, caller.user_id)
+        except (NotConnected, CredentialError):
+            raise NeedsConnect(app.name, connect) from None
+        target = _with_bearer(endpoint, token)
+        try:
+            return target, await send(target)
+        except AuthRejected:
+            try:
+                cred = await self.oauth.credentials.after_rejection(manifest, caller.user_id, token)
+            except (NotConnected, CredentialError):
+                raise NeedsConnect(app.name, connect) from None
+            target = _with_bearer(endpoint, str(cred.get("access_token", "")))
+            return target, await send(target)
+
+    async def before_connect(self, user_id: str, name: str) -> str | None:
+        """Make sure an OAuth app's setup (discovery, client registration) exists before its connect
+        link is minted; the error message when it cannot be set up, else None."""
+        app = self._find(user_id, name)
+        if app is None or app.auth_type != "oauth" or not app.enabled or self.oauth is None:
+            return None
+        try:
+            await self._ensure_plan(app, self._caller(user_id))
+        except ExternalError as exc:
+            return explain(exc, app)
+        return None
+
+    def connect_manifest(self, user_id: str, name: str) -> Manifest | None:
+        """For ConnectFlow.start: the app's manifest when this user sees an app of that name."""
+        app = self._find(user_id, name)
+        return self._manifest(app) if app is not None and app.enabled else None
+
+    def redeem(self, user: User, rec: PendingConnect) -> Redeemed | None:
+        """For ConnectFlow.redeem: the consent URL of an OAuth app (None: not an app of this user)."""
+        app = self._find(user.id, rec.integration)
+        if app is None or app.auth_type != "oauth" or self.oauth is None:
+            return None
+        return self.oauth.redeem(user, rec, app.owner)
+
+    def owner_of(self, user_id: str, name: str) -> str | None:
+        """Whose OAuth plan an app's callback uses: the user's own app, or the operator's."""
+        app = self._find(user_id, name)
+        return app.owner if app is not None and app.auth_type == "oauth" else None
 
     # -- apps, callers, endpoints ----------------------------------------------------------------
 
@@ -983,6 +1131,8 @@ class ExternalServers:
         """The seed's cache key, (server, workspace): a user app belongs to one user; an operator
         app is shared by everyone with the same workspace code."""
         if app.operator:
+            if app.auth_type == "oauth":  # each user's own token: their own catalog
+                return (f"{OPERATOR}:{app.name}", f"user:{caller.user_id}" if caller else "")
             return (f"{OPERATOR}:{app.name}", caller.code if caller else "")
         return (app.owner, app.name)
 
@@ -1035,6 +1185,14 @@ class ExternalServers:
 @dataclass(frozen=True, slots=True)
 class _Target(Endpoint):
     query_value: str = ""  # an OpenAPI app's API key sent as a query parameter
+
+
+_R = TypeVar("_R")
+
+
+def _with_bearer(endpoint: _Target, token: str) -> _Target:
+    headers = {**endpoint.headers, "Authorization": f"Bearer {token}"}
+    return replace(endpoint, headers=headers, secrets=(*endpoint.secrets, token))
 
 
 def _stamp(app: App, caller: _Caller) -> tuple[float, float]:
@@ -1107,6 +1265,8 @@ def reconnect_message(server: str) -> str:
 
 def explain(exc: ExternalError, app: App) -> str:
     """The seed's failure table as messages for the agent."""
+    if isinstance(exc, NeedsConnect):
+        return str(exc)
     if isinstance(exc, AuthRejected):
         if app.operator:
             return f"{exc} The gateway's operator has to fix its credentials; try again later."

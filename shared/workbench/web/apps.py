@@ -8,6 +8,9 @@
   POST /portal/apps/{name}/remove           remove one of the user's own apps
   POST /portal/apps/workspace-code          the user's workspace code ({workspaceCode})
   POST /portal/apps/clear-cache             admins only: clear every user's discovery cache
+  POST /portal/apps/{name}/connect          an OAuth app: start + redeem, then to the server's consent page
+  GET  /api/auth/apps/callback              the OAuth apps' redirect URI: exchange the code, store tokens
+  GET  /oauth/apps/client-metadata.json     Workbench's client ID metadata document (CIMD)
 
 The pages call the same service as the `apps_*` tools, so a registration made here and one made by
 an agent are the same thing. Secrets typed here are stored like the tools store them (encrypted, and
@@ -26,8 +29,9 @@ from starlette.routing import BaseRoute, Route
 
 from workbench.bodylimit import BodyRule
 from workbench.errors import ConflictError, InvalidInput, NotFound
+from workbench.external.oauth import CALLBACK_PATH, CLIENT_METADATA_PATH
 from workbench.web.context import WebContext
-from workbench.web.html import csrf_field, e, html_page, notices, too_large_page
+from workbench.web.html import csrf_field, e, html_page, json_response, notices, redirect, too_large_page
 
 if TYPE_CHECKING:
     from workbench.external import ExternalServers
@@ -64,7 +68,7 @@ def _auth_from(form: dict[str, str]) -> dict[str, Any] | None:
         return {"type": "header", "headerName": form.get("auth_name", ""), "value": value}
     if kind == "query":
         return {"type": "query", "name": form.get("auth_name", ""), "value": value}
-    if kind == "none":
+    if kind in ("none", ""):
         return None
     return {"type": kind}  # refused by the service with the list of types it takes
 
@@ -87,8 +91,11 @@ def apps_routes(web: WebContext) -> list[BaseRoute]:
 
     def card(app: dict[str, Any], csrf: str) -> str:
         name = str(app["name"])
+        oauth = app.get("auth", {}).get("type") == "oauth"
         if not app.get("enabled", True):
             state = _STATUS["off"]
+        elif oauth and not app.get("connected"):
+            state = '<span class="status off">Not connected</span>'
         elif not app.get("connected", True):
             state = _STATUS["reconnect"]
         elif app.get("lastError") and not app.get("lastDiscovery"):
@@ -112,7 +119,14 @@ def apps_routes(web: WebContext) -> list[BaseRoute]:
             else ""
         )
         path = quote(name, safe="")
-        actions = (
+        actions = ""
+        if oauth:
+            label = "Reconnect" if app.get("connected") else "Connect"
+            actions += (
+                f'<form class="inline" method="post" action="/portal/apps/{path}/connect">{csrf}'
+                f'<button type="submit" aria-label="{label} {e(name)}">{label}</button></form> '
+            )
+        actions += (
             f'<form class="inline" method="post" action="/portal/apps/{path}/refresh">{csrf}'
             f'<button class="secondary" type="submit" aria-label="Test and refresh {e(name)}">Test &amp; refresh'
             "</button></form>"
@@ -136,6 +150,8 @@ def apps_routes(web: WebContext) -> list[BaseRoute]:
         options += '<option value="header">API key in a header</option>'
         if query:
             options += '<option value="query">API key in the query string</option>'
+        else:
+            options += '<option value="oauth">OAuth (each user signs in to the server)</option>'
         return (
             f'<label for="{prefix}-auth-type">Authentication</label>'
             f'<select id="{prefix}-auth-type" name="auth_type">{options}</select>'
@@ -313,7 +329,56 @@ def apps_routes(web: WebContext) -> list[BaseRoute]:
         dropped = service().clear_cache(None)
         return done(request, user, f"The discovery cache was cleared for everyone ({dropped} entries here).")
 
+    @web.form_post
+    async def connect(request: Request, user: User, form: dict[str, str]) -> Response:
+        name = str(request.path_params["name"])
+        problem = await service().before_connect(user.id, name)
+        if problem is not None:
+            return done(request, user, problem, ok=False)
+        started = gw.connections.start(user, name)
+        if "error" in started:
+            return done(request, user, str(started["error"]), ok=False)
+        result = gw.connections.redeem(user, str(started["connectionId"]))
+        if result.status != 200:
+            return done(request, user, str(result.body.get("message") or result.body.get("error")), ok=False)
+        return redirect(str(result.body["url"]))
+
+    async def callback(request: Request) -> Response:
+        from workbench.connections import CallbackError
+
+        user = web.user(request)
+        ext = service()
+        q = request.query_params
+        try:
+            assert ext.oauth is not None
+            name = await ext.oauth.complete(
+                user,
+                ext.owner_of,
+                state=q.get("state"),
+                code=q.get("code"),
+                iss=q.get("iss"),
+                error=q.get("error"),
+            )
+        except CallbackError as exc:
+            body = notices(("error", str(exc))) + '<p><a href="/portal/apps">Go to your custom apps</a></p>'
+            return html_page(
+                "Connection failed",
+                body,
+                status=400,
+                email=user.email if user else None,
+                csrf=web.csrf(request),
+            )
+        ext.invalidate_for(user.id if user else "", name)
+        return redirect(f"/portal/apps?connected={quote(name, safe='')}")
+
+    async def client_metadata(request: Request) -> Response:
+        assert gw.external is not None and gw.external.oauth is not None
+        return json_response(gw.external.oauth.client_metadata())
+
     return [
+        Route(CLIENT_METADATA_PATH, client_metadata, methods=["GET"]),
+        Route(CALLBACK_PATH, callback, methods=["GET"]),
+        Route("/portal/apps/{name}/connect", connect, methods=["POST"]),
         Route("/portal/apps", web.page(apps_get), methods=["GET"]),
         Route("/portal/apps/mcp", add_mcp, methods=["POST"]),
         Route("/portal/apps/openapi", add_openapi, methods=["POST"]),
