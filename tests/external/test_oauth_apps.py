@@ -57,8 +57,8 @@ async def connect(gw: Gateway, agent: Agent, server: OAuthServer, app: str, subj
     assert redeemed.status_code == 200, redeemed.text
     consent = redeemed.json()["url"]
     server.provider.subject = subject  # who signs in at the server
-    with httpx.Client() as http:
-        answer = http.get(consent)
+    async with httpx.AsyncClient() as http:
+        answer = await http.get(consent)
     assert answer.status_code == 302, answer.text
     back = urlsplit(answer.headers["location"])
     assert back.path == "/api/auth/apps/callback"
@@ -145,8 +145,8 @@ async def test_user_oauth_app_and_the_portal_connect_button(
     answer = person.post("/portal/apps/mine/connect", data={"csrf": csrf_of(page)})
     assert answer.status_code == 303 and answer.headers["location"].startswith(secure.base + "/authorize?")
     secure.provider.subject = "ada-user-app"
-    with httpx.Client() as http:
-        back = urlsplit(http.get(answer.headers["location"]).headers["location"])
+    async with httpx.AsyncClient() as http:
+        back = urlsplit((await http.get(answer.headers["location"])).headers["location"])
     assert person.get(f"{back.path}?{back.query}").status_code == 303
     assert await ada.run("mine_whoami") == {"result": "ada-user-app"}
     assert "Connected" in person.get("/portal/apps").text
@@ -186,8 +186,8 @@ async def test_client_id_metadata_document_first_and_issuer_checked(tmp_path: Pa
         started = await ada.call("connect", integration="secure")
         person = browser(gw, "ada@example.com")
         url = person.post("/api/connect/redeem", json={"token": started["connectionId"]}).json()["url"]
-        with httpx.Client() as http:
-            back = urlsplit(http.get(url).headers["location"])
+        async with httpx.AsyncClient() as http:
+            back = urlsplit((await http.get(url)).headers["location"])
         forged = back.query.replace("iss=", "iss=https%3A%2F%2Fevil.example&x=")
         answer = person.get(f"{back.path}?{forged}")
         assert answer.status_code == 400 and "did not come from the authorization server" in answer.text
