@@ -18,6 +18,7 @@ from workbench.web.app import create_web_app
 
 from tests.external.conftest import Agent, FakeClock
 from tests.external.oauth_server import OAuthServer, start_oauth_server
+from tests.external.servers import Upstreams
 from tests.support.demo_plugins import demo_registry
 from tests.support.gateways import make_gateway, principal_for
 
@@ -193,3 +194,72 @@ async def test_client_id_metadata_document_first_and_issuer_checked(tmp_path: Pa
         assert answer.status_code == 400 and "did not come from the authorization server" in answer.text
     finally:
         server.stop()
+
+
+async def test_openapi_app_with_oauth2_authorization_code(
+    tmp_path: Path, secure: OAuthServer, ups: Upstreams, clock: FakeClock
+) -> None:
+    """An API whose document declares an oauth2 authorizationCode flow (here served by the SDK's
+    authorization server, with a client registered beforehand, as API providers do)."""
+    from mcp.shared.auth import OAuthClientInformationFull
+
+    secure.provider.clients["wb-notes"] = OAuthClientInformationFull(
+        client_id="wb-notes",
+        client_secret="notes-secret-9",
+        redirect_uris=["http://127.0.0.1:8787/api/auth/apps/callback"],
+        token_endpoint_auth_method="client_secret_post",
+        grant_types=["authorization_code", "refresh_token"],
+        response_types=["code"],
+    )
+    document = {
+        "openapi": "3.1.0",
+        "info": {"title": "Notes", "version": "4.2.0"},
+        "servers": [{"url": ups.base + "/api/notes"}],
+        "components": {
+            "securitySchemes": {
+                "notes_oauth": {
+                    "type": "oauth2",
+                    "flows": {
+                        "authorizationCode": {
+                            "authorizationUrl": secure.base + "/authorize",
+                            "tokenUrl": secure.base + "/token",
+                            "scopes": {},
+                        }
+                    },
+                }
+            }
+        },
+        "paths": {
+            "/notes/{id}": {
+                "get": {
+                    "operationId": "getNote",
+                    "summary": "Read a note",
+                    "parameters": [
+                        {"name": "id", "in": "path", "required": True, "schema": {"type": "string"}}
+                    ],
+                }
+            }
+        },
+    }
+    gw = gateway(tmp_path, clock)
+    ada = Agent(gw, principal_for(gw, "ada@example.com"))
+    out = await ada.run(
+        "apps_register_openapi",
+        name="notes",
+        document=document,
+        auth={"type": "oauth2", "clientId": "wb-notes", "clientSecret": "notes-secret-9"},
+    )
+    assert out["result"]["auth"] == {"type": "oauth"} and "notes-secret-9" not in str(out)
+    assert (await ada.run("notes_getNote", id="n1"))["error"] == "NOT_CONNECTED"
+
+    consent = await connect(gw, ada, secure, "notes", "ada")
+    assert consent["client_id"] == "wb-notes" and "resource" not in consent
+    got = (await ada.run("notes_getNote", id="n1"))["result"]
+    assert got["path"] == "/api/notes/notes/n1"
+    token = ups.api.seen[-1].headers["authorization"].removeprefix("Bearer ")
+    assert token in secure.provider.access and secure.provider.access[token].subject == "ada"
+
+    clock.advance(3600)  # expired: refreshed with the client's secret, then used
+    await ada.run("notes_getNote", id="n2")
+    assert secure.provider.refreshes == 1
+    assert ups.api.seen[-1].headers["authorization"] != f"Bearer {token}"

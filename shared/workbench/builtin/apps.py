@@ -50,6 +50,21 @@ class OAuthSpec(BaseModel):
     type: Literal["oauth"]
 
 
+class OAuth2Spec(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    type: Literal["oauth2"]
+    clientId: str = Field(
+        min_length=1, max_length=512, description="The OAuth client you registered with the API"
+    )
+    clientSecret: str = Field(
+        default="", max_length=4096, description="Its secret (empty for a public client)"
+    )
+    scopes: list[str] | None = Field(
+        default=None, description="Scopes to ask for (default: all the flow lists)"
+    )
+    scheme: str | None = Field(default=None, description="Which oauth2 security scheme (default: the first)")
+
+
 class QuerySpec(BaseModel):
     model_config = ConfigDict(extra="forbid")
     type: Literal["query"]
@@ -69,8 +84,13 @@ class RegisterOpenApi(BaseModel):
         default=None,
         description="The API's base URL; default: the document's first server. May contain {{vault:NAME}}.",
     )
-    auth: NoAuthSpec | BearerSpec | HeaderSpec | QuerySpec | None = Field(
-        default=None, discriminator="type", description="none (default), bearer, header (API key) or query"
+    auth: NoAuthSpec | BearerSpec | HeaderSpec | QuerySpec | OAuth2Spec | None = Field(
+        default=None,
+        discriminator="type",
+        description=(
+            "none (default), bearer, header (API key), query, or oauth2 (the document's authorization-code "
+            "flow; each user then connects with connect)"
+        ),
     )
     enabled: bool = True
     toolPrefix: str | None = Field(default=None, description='Prefix for the tool names; default "<name>_"')

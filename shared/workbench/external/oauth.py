@@ -157,7 +157,7 @@ class AppOAuth:
         if self.store is not None:
             self.store.delete(owner, self._row(app_name))
 
-    def _save_plan(self, owner: str, app_name: str, plan: Plan) -> None:
+    def save_plan(self, owner: str, app_name: str, plan: Plan) -> None:
         assert self.store is not None
         blob = self.cipher.encrypt_json(asdict(plan), _context(owner, app_name))
         now = self.clock()
@@ -212,7 +212,7 @@ class AppOAuth:
             registration=how,
             challenge=challenge,
         )
-        self._save_plan(owner, app_name, plan)
+        self.save_plan(owner, app_name, plan)
         return plan
 
     async def _get_json(self, http: httpx.AsyncClient, url: str) -> dict[str, Any] | None:
@@ -329,8 +329,9 @@ class AppOAuth:
             "state": state,
             "code_challenge": pkce_challenge(verifier),
             "code_challenge_method": "S256",
-            "resource": plan.resource,
         }
+        if plan.resource:  # RFC 8707; a plain OAuth2 API (an OpenAPI app) names none
+            params["resource"] = plan.resource
         if plan.scope:
             params["scope"] = plan.scope
         self.pending.put_state(
@@ -376,7 +377,8 @@ class AppOAuth:
         if plan is None:
             raise CallbackError(f"{taken.integration} is no longer set up for OAuth. Nothing was stored.")
         # RFC 9207: a present iss must be the recorded issuer; an absent one only if not advertised.
-        if (iss is not None and iss != plan.issuer) or (iss is None and plan.iss_supported):
+        # (A plain OAuth2 API registered from an OpenAPI document has no recorded issuer.)
+        if plan.issuer and ((iss is not None and iss != plan.issuer) or (iss is None and plan.iss_supported)):
             raise CallbackError(
                 "The sign-in response did not come from the authorization server this app uses. Nothing "
                 "was stored."
@@ -390,8 +392,9 @@ class AppOAuth:
             "code": code,
             "redirect_uri": self.redirect_uri,
             "code_verifier": taken.code_verifier,
-            "resource": plan.resource,
         }
+        if plan.resource:
+            grant["resource"] = plan.resource
         try:
             tokens = await self._token_request(plan, grant)
         except ProviderError as exc:
@@ -422,9 +425,10 @@ class AppOAuth:
             iss_supported=False,
             registration="",
         )
-        tokens = await self._token_request(
-            plan, {"grant_type": "refresh_token", "refresh_token": refresh_token, "resource": plan.resource}
-        )
+        grant = {"grant_type": "refresh_token", "refresh_token": refresh_token}
+        if plan.resource:
+            grant["resource"] = plan.resource
+        tokens = await self._token_request(plan, grant)
         return TokenSet({**tokens.credential, "app_oauth": dict(part)}, tokens.expires_in)
 
     async def _token_request(self, plan: Plan, grant: dict[str, str]) -> TokenSet:

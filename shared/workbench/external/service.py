@@ -65,7 +65,7 @@ from workbench.vault import Vault
 
 if TYPE_CHECKING:
     from workbench.connections import Redeemed
-    from workbench.external.oauth import AppOAuth
+    from workbench.external.oauth import AppOAuth, Plan
     from workbench.stores import PendingConnect, User
 
 __all__ = [
@@ -289,9 +289,14 @@ class ExternalServers:
         if not url:
             raise InvalidInput("baseUrl is required: the document names no server URL")
         self._check_url(user_id, url, what="baseUrl")
-        auth_type, header_name, auth_value = self._check_auth(
-            user_id, auth, kinds=("bearer", "header", "query")
-        )
+        plan = None
+        if isinstance(auth, dict) and auth.get("type") == "oauth2":
+            plan = self._openapi_plan(parsed, auth, url)
+            auth_type, header_name, auth_value = "oauth", "", ""
+        else:
+            auth_type, header_name, auth_value = self._check_auth(
+                user_id, auth, kinds=("bearer", "header", "query")
+            )
         packed = base64.b64encode(
             zlib.compress(json.dumps([op.as_json() for op in compiled.operations]).encode(), 9)
         ).decode("ascii")
@@ -304,9 +309,69 @@ class ExternalServers:
             "version": compiled.version,
         }
         view = self._save(user_id, name, prefix, config, auth_type, header_name, enabled, timeout_ms)
+        if plan is not None and self.oauth is not None:
+            self.oauth.save_plan(user_id, name, plan)
         if compiled.dropped:
             view["dropped"] = [{"operation": label, "reason": why} for label, why in compiled.dropped[:50]]
         return view
+
+    def _openapi_plan(self, document: Any, auth: dict[str, Any], base_url: str) -> Plan:
+        """An OpenAPI app's OAuth2 authorization-code setup: the endpoints and scopes from the
+        document's security scheme, the client the user registered with that API."""
+        from urllib.parse import urljoin
+
+        from workbench.external.oauth import Plan
+        from workbench.external.openapi import security_schemes
+
+        if self.oauth is None:
+            raise InvalidInput("OAuth2 apps are not available on this gateway")
+        schemes = security_schemes(document)
+        wanted = auth.get("scheme")
+        flows = [
+            (name, scheme.get("flows", {}).get("authorizationCode"))
+            for name, scheme in schemes.items()
+            if scheme.get("type") == "oauth2" and (wanted is None or name == wanted)
+        ]
+        flow = next((f for _, f in flows if isinstance(f, dict)), None)
+        if flow is None:
+            raise InvalidInput(
+                "auth: the document has no oauth2 security scheme with an authorizationCode flow"
+                + (f" named '{wanted}'" if wanted else "")
+            )
+        client_id = auth.get("clientId")
+        secret = auth.get("clientSecret", "")
+        if not isinstance(client_id, str) or not client_id or len(client_id) > 512:
+            raise InvalidInput("auth.clientId is required: the OAuth client you registered with the API")
+        if not isinstance(secret, str) or len(secret) > 4096:
+            raise InvalidInput("auth.clientSecret must be a string")
+        scopes = auth.get("scopes")
+        if scopes is None:
+            scopes = list(flow.get("scopes") or {})
+        if not isinstance(scopes, list) or not all(isinstance(x, str) for x in scopes):
+            raise InvalidInput("auth.scopes must be a list of scope names")
+        endpoints = []
+        for key in ("authorizationUrl", "tokenUrl"):
+            value = flow.get(key)
+            if not isinstance(value, str) or not value:
+                raise InvalidInput(f"auth: the authorizationCode flow has no {key}")
+            full = urljoin(base_url, value)  # relative to the API's server, as OpenAPI says
+            parts = urlsplit(full)
+            loopback = parts.hostname in _LOOPBACK
+            if parts.scheme != "https" and not (parts.scheme == "http" and loopback):
+                raise InvalidInput(f"auth: the flow's {key} must be an https URL")
+            endpoints.append(full)
+        return Plan(
+            issuer="",  # a plain OAuth2 API: no RFC 8414 issuer to check the response against
+            authorization_endpoint=endpoints[0],
+            token_endpoint=endpoints[1],
+            client_id=client_id,
+            client_secret=secret,
+            token_auth="client_secret_post" if secret else "none",
+            resource="",
+            scope=" ".join(scopes),
+            iss_supported=False,
+            registration="pre",
+        )
 
     def _check_common(self, user_id: str, name: str, tool_prefix: str | None, timeout_ms: int) -> str:
         self._require_store()
@@ -815,48 +880,53 @@ class ExternalServers:
         op = next((o for o in app.operations if app.tool_prefix + o.name == tool_name), None)
         if op is None:
             raise LookupError("Tool not found")
+        timeout = app.timeout_ms / 1000
+
+        async def send(endpoint: Endpoint) -> tuple[int, str, bytes]:
+            try:
+                req = build_request(endpoint.url, op, args)
+            except ValueError as exc:
+                raise RuntimeError(f"Invalid arguments for {tool_name}: {exc}") from None
+            params: list[tuple[str, str | int | float | bool | None]] = list(req.params)
+            headers = {**req.headers, "Accept": "application/json", **endpoint.headers}
+            if app.auth_type == "query" and isinstance(endpoint, _Target):
+                params.append((app.header_name, endpoint.query_value))
+            try:
+                async with (
+                    asyncio.timeout(timeout),
+                    httpx.AsyncClient(
+                        transport=self.client.transport,
+                        timeout=httpx.Timeout(timeout, connect=min(timeout, 10.0)),
+                        follow_redirects=False,
+                        headers={"User-Agent": "workbench/0.1"},
+                    ) as http,
+                    http.stream(
+                        req.method,
+                        req.url,
+                        params=params,
+                        headers=headers,
+                        cookies=req.cookies or None,
+                        json=req.json_body if req.has_json else None,
+                        data=req.form_body,
+                    ) as response,
+                ):
+                    if response.status_code == 401 and app.auth_type == "oauth":
+                        raise AuthRejected(app.name, 401)  # refreshed once, then sent again
+                    body = bytearray()
+                    async for chunk in response.aiter_bytes():
+                        body.extend(chunk)
+                        if len(body) > _MAX_RESULT_BYTES:
+                            raise RuntimeError(f"{app.name} answered more than {_MAX_RESULT_BYTES} bytes.")
+                    return response.status_code, response.headers.get("content-type", ""), bytes(body)
+            except (TimeoutError, httpx.TimeoutException):
+                raise RuntimeError(explain(TimedOut(app.name, ""), app)) from None
+            except httpx.HTTPError:
+                raise RuntimeError(explain(Unreachable(app.name, ""), app)) from None
+
         try:
-            endpoint = self._endpoint(app, caller)
+            endpoint, (status, ctype, body) = await self._with_token(app, caller, send)
         except ExternalError as exc:
             raise RuntimeError(explain(exc, app)) from None
-        try:
-            req = build_request(endpoint.url, op, args)
-        except ValueError as exc:
-            raise RuntimeError(f"Invalid arguments for {tool_name}: {exc}") from None
-        params: list[tuple[str, str | int | float | bool | None]] = list(req.params)
-        headers = {**req.headers, "Accept": "application/json", **endpoint.headers}
-        if app.auth_type == "query":
-            params.append((app.header_name, endpoint.query_value))
-        timeout = app.timeout_ms / 1000
-        try:
-            async with (
-                asyncio.timeout(timeout),
-                httpx.AsyncClient(
-                    transport=self.client.transport,
-                    timeout=httpx.Timeout(timeout, connect=min(timeout, 10.0)),
-                    follow_redirects=False,
-                    headers={"User-Agent": "workbench/0.1"},
-                ) as http,
-                http.stream(
-                    req.method,
-                    req.url,
-                    params=params,
-                    headers=headers,
-                    cookies=req.cookies or None,
-                    json=req.json_body if req.has_json else None,
-                    data=req.form_body,
-                ) as response,
-            ):
-                body = bytearray()
-                async for chunk in response.aiter_bytes():
-                    body.extend(chunk)
-                    if len(body) > _MAX_RESULT_BYTES:
-                        raise RuntimeError(f"{app.name} answered more than {_MAX_RESULT_BYTES} bytes.")
-                status, ctype = response.status_code, response.headers.get("content-type", "")
-        except (TimeoutError, httpx.TimeoutException):
-            raise RuntimeError(explain(TimedOut(app.name, ""), app)) from None
-        except httpx.HTTPError:
-            raise RuntimeError(explain(Unreachable(app.name, ""), app)) from None
         text = body.decode("utf-8", errors="replace")
         value: Any = text
         if "json" in ctype.lower() and text:

@@ -68,6 +68,14 @@ def _auth_from(form: dict[str, str]) -> dict[str, Any] | None:
         return {"type": "header", "headerName": form.get("auth_name", ""), "value": value}
     if kind == "query":
         return {"type": "query", "name": form.get("auth_name", ""), "value": value}
+    if kind == "oauth2":
+        scopes = [x for x in form.get("oauth_scopes", "").replace(",", " ").split() if x]
+        return {
+            "type": "oauth2",
+            "clientId": form.get("oauth_client_id", "").strip(),
+            "clientSecret": form.get("oauth_client_secret", ""),
+            **({"scopes": scopes} if scopes else {}),
+        }
     if kind in ("none", ""):
         return None
     return {"type": kind}  # refused by the service with the list of types it takes
@@ -150,6 +158,7 @@ def apps_routes(web: WebContext) -> list[BaseRoute]:
         options += '<option value="header">API key in a header</option>'
         if query:
             options += '<option value="query">API key in the query string</option>'
+            options += '<option value="oauth2">OAuth2 (the document\'s authorization-code flow)</option>'
         else:
             options += '<option value="oauth">OAuth (each user signs in to the server)</option>'
         return (
@@ -208,6 +217,15 @@ def apps_routes(web: WebContext) -> list[BaseRoute]:
             '<label for="oa-base">Base URL (optional: the document\'s first server)</label>'
             '<input id="oa-base" name="base_url" type="text" placeholder="https://api.example.com/v1">'
             + auth_fields("oa", query=True)
+            + '<label for="oa-client-id">OAuth2 client id (for OAuth2)</label>'
+            '<input id="oa-client-id" name="oauth_client_id" type="text">'
+            '<label for="oa-client-secret">OAuth2 client secret (for OAuth2; empty for a public client)</label>'
+            '<input id="oa-client-secret" name="oauth_client_secret" type="password" autocomplete="off">'
+            '<label for="oa-scopes">OAuth2 scopes (optional: every scope the flow lists)</label>'
+            '<input id="oa-scopes" name="oauth_scopes" type="text">'
+            '<p class="help">Register Workbench with the API as an OAuth client whose redirect URI is '
+            f"<code>{e(gw.settings.public_url.rstrip('/') + CALLBACK_PATH)}</code>; each user then "
+            "connects their own account with <strong>Connect</strong>.</p>"
             + '<label for="oa-ops">Only these operationIds or tags (optional, comma-separated)</label>'
             '<input id="oa-ops" name="operations" type="text">'
             '<label for="oa-prefix">Tool prefix (optional)</label>'
