@@ -32,6 +32,8 @@ from typing import Any, TypeVar
 
 import httpx
 
+from workbench.jsontext import JsonRejected, parse
+
 __all__ = [
     "LEGACY_VERSIONS",
     "MODERN_VERSION",
@@ -367,7 +369,7 @@ class McpClient:
                 if ctype == "text/event-stream":
                     reply = await _first_response(_sse_messages(response.aiter_lines()), request_id)
                 else:
-                    reply = _match(json.loads(await _read_capped(response)), request_id)
+                    reply = _match(parse(await _read_capped(response)), request_id)
         except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
             raise Unreachable(ep.server, f"External server '{ep.server}' is unreachable.") from exc
         except httpx.TimeoutException:
@@ -376,7 +378,8 @@ class McpClient:
             raise ProtocolError(ep.server, f"External server '{ep.server}' has an invalid URL.") from exc
         except (httpx.TransportError, httpx.DecodingError) as exc:
             raise Unreachable(ep.server, f"External server '{ep.server}' dropped the connection.") from exc
-        except (ValueError, UnicodeDecodeError) as exc:
+        except (ValueError, UnicodeDecodeError, JsonRejected) as exc:
+            # Strict JSON (depth, NaN, lone surrogates): what a server sends ends up in results.
             raise ProtocolError(
                 ep.server, f"External server '{ep.server}' sent an unreadable answer."
             ) from exc
@@ -492,7 +495,7 @@ async def _sse_messages(lines: AsyncIterator[str]) -> AsyncIterator[Any]:
         line = raw.rstrip("\r")
         if line == "":
             if data and event == "message":
-                yield json.loads("\n".join(data))
+                yield parse("\n".join(data))
             data, event = [], "message"
             continue
         if line.startswith(":"):
@@ -507,7 +510,7 @@ async def _sse_messages(lines: AsyncIterator[str]) -> AsyncIterator[Any]:
         elif name == "event":
             event = value or "message"
     if data and event == "message":
-        yield json.loads("\n".join(data))
+        yield parse("\n".join(data))
 
 
 async def _first_response(messages: AsyncIterator[Any], request_id: Any) -> dict[str, Any] | None:

@@ -23,7 +23,6 @@ with what the stored credential says.
 from __future__ import annotations
 
 import base64
-import json
 import re
 import secrets
 import time
@@ -35,6 +34,7 @@ from urllib.parse import quote, urlencode, urlsplit
 import httpx
 
 from workbench.errors import NotConnected
+from workbench.jsontext import JsonRejected, parse
 from workbench.oauth_client import ProviderError, TokenSet, pkce_challenge, pkce_verifier
 from workbench.stores import ExternalServer, ExternalServerStore, OAuthState, PendingConnect, PendingStore
 
@@ -228,8 +228,8 @@ class AppOAuth:
         except httpx.HTTPError as exc:
             raise OAuthSetupError(f"{_origin(url)} could not be reached ({type(exc).__name__})") from None
         try:
-            value = json.loads(body)
-        except ValueError:
+            value = parse(bytes(body))
+        except (ValueError, JsonRejected):
             return None
         return value if isinstance(value, dict) else None
 

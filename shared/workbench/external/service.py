@@ -57,6 +57,7 @@ from workbench.external.client import (
 )
 from workbench.external.openapi import OpenApiError, Operation, build_request, compile_document
 from workbench.external.schema import problem
+from workbench.jsontext import JsonRejected, parse
 from workbench.observability import log_event, logger
 from workbench.registry import RESERVED_NAMES, Manifest, NoAuth, OAuth2Auth, Registry
 from workbench.stores import ExternalServer, ExternalServerStore
@@ -931,9 +932,9 @@ class ExternalServers:
         value: Any = text
         if "json" in ctype.lower() and text:
             try:
-                value = json.loads(text)
-            except ValueError:
-                value = text
+                value = parse(text)
+            except (ValueError, JsonRejected):
+                value = text  # not strict JSON: handed back as the text it is
         if status >= 400:
             detail = text[:2000] if text else ""
             raise RuntimeError(
