@@ -278,7 +278,11 @@ def build_gateway(
         clock=clock,
         # On a laptop a user's MCP servers often run on localhost or the LAN; on AWS they must not.
         allow_private_hosts=settings.store != "dynamodb",
-        operator_apps=operator_apps(settings.external_servers, registry, settings.external_env),
+        # A missing envVar is reported at start-up when the environment is where secrets live;
+        # with the run-time secret (AWS) it is reported by the first request that needs it.
+        operator_apps=operator_apps(
+            settings.external_servers, registry, None if settings.secret_id else settings.external_env
+        ),
         operator_secret=_operator_secret(secrets, settings),
     )
     from workbench.external.oauth import AppOAuth
