@@ -84,6 +84,7 @@ class ConnectFlow:
 
     def start(self, user: User, integration: str) -> dict[str, Any]:
         manifest = self.registry.manifest(integration)
+        plugin = manifest is not None
         if manifest is None and self.external is not None:
             manifest = self.external.connect_manifest(user.id, integration)
         if manifest is None:
@@ -97,7 +98,7 @@ class ConnectFlow:
                 "error": f"{integration} is connected with an API key, which only the user can enter: "
                 f"ask them to open {portal} and connect it there."
             }
-        if kind == "oauth2" and self.oauth is not None:
+        if kind == "oauth2" and self.oauth is not None and plugin:  # a custom app brings its own client
             refused = self._not_configured(manifest)
             if refused is not None:
                 return refused
