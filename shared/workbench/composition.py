@@ -297,6 +297,7 @@ def build_gateway(
         transport=transport,
         allow_http_client_metadata=settings.oauth_cimd_allow_loopback_http,
         connect_ttl=settings.connect_ttl_seconds,
+        refuse_host=external._refused_host,
     )
     app_refresh.append(external.oauth.refresh)
     engine.extra_lookups.append(external.lookup)

@@ -100,6 +100,7 @@ class AppOAuth:
         transport: httpx.AsyncBaseTransport | None = None,
         allow_http_client_metadata: bool = False,
         connect_ttl: int = 600,
+        refuse_host: Callable[[str], str | None] = lambda host: None,
     ) -> None:
         self.public_url = public_url.rstrip("/")
         self.store = store
@@ -111,6 +112,9 @@ class AppOAuth:
         # Tests only: offer a client ID metadata document served over plain http (loopback).
         self.allow_http_client_metadata = allow_http_client_metadata
         self.connect_ttl = connect_ttl
+        # The address policy for every URL a server's metadata names (metadata, registration, token
+        # endpoints): the same one its MCP endpoint is held to, so a 401 cannot steer Workbench inward.
+        self.refuse_host = refuse_host
 
     # -- Workbench's own client identity -----------------------------------------------------------
 
@@ -202,7 +206,9 @@ class AppOAuth:
             authorization_endpoint=_https_or_loopback(
                 meta.get("authorization_endpoint"), "authorization_endpoint"
             ),
-            token_endpoint=_https_or_loopback(meta.get("token_endpoint"), "token_endpoint"),
+            token_endpoint=self._allowed(
+                _https_or_loopback(meta.get("token_endpoint"), "token_endpoint"), "token endpoint"
+            ),
             client_id=client_id,
             client_secret=secret,
             token_auth=auth,
@@ -215,7 +221,14 @@ class AppOAuth:
         self.save_plan(owner, app_name, plan)
         return plan
 
+    def _allowed(self, url: str, what: str) -> str:
+        reason = self.refuse_host(urlsplit(url).hostname or "")
+        if reason:
+            raise OAuthSetupError(f"its {what} is refused ({reason.removeprefix('url ')})")
+        return url
+
     async def _get_json(self, http: httpx.AsyncClient, url: str) -> dict[str, Any] | None:
+        self._allowed(url, "metadata URL")
         try:
             async with http.stream("GET", url, headers={"Accept": "application/json"}) as resp:
                 if resp.status_code != 200:
@@ -293,7 +306,10 @@ class AppOAuth:
         if scope:
             body["scope"] = scope
         try:
-            resp = await http.post(_https_or_loopback(endpoint, "registration_endpoint"), json=body)
+            target = self._allowed(
+                _https_or_loopback(endpoint, "registration_endpoint"), "registration endpoint"
+            )
+            resp = await http.post(target, json=body)
         except httpx.HTTPError as exc:
             raise OAuthSetupError(f"client registration failed ({type(exc).__name__})") from None
         try:
@@ -432,6 +448,8 @@ class AppOAuth:
         return TokenSet({**tokens.credential, "app_oauth": dict(part)}, tokens.expires_in)
 
     async def _token_request(self, plan: Plan, grant: dict[str, str]) -> TokenSet:
+        if self.refuse_host(urlsplit(plan.token_endpoint).hostname or ""):
+            raise ProviderError("refused", "the token endpoint's address is not allowed", permanent=True)
         body = dict(grant)
         headers = {"Accept": "application/json", "User-Agent": "workbench/0.1"}
         if plan.client_secret and plan.token_auth == "client_secret_basic":

@@ -360,6 +360,9 @@ class ExternalServers:
             loopback = parts.hostname in _LOOPBACK
             if parts.scheme != "https" and not (parts.scheme == "http" and loopback):
                 raise InvalidInput(f"auth: the flow's {key} must be an https URL")
+            refused = self._refused_host(parts.hostname or "")
+            if refused:
+                raise InvalidInput(f"auth: the flow's {key} is refused ({refused.removeprefix('url ')})")
             endpoints.append(full)
         return Plan(
             issuer="",  # a plain OAuth2 API: no RFC 8414 issuer to check the response against
