@@ -126,11 +126,12 @@ async def test_owner_sees_rendered_page_with_strict_headers(
     page = client.get(f"/jots/{jot_id}", headers=cookie(gw, ada))
     assert page.status_code == 200
     assert page.headers["content-security-policy"] == CSP
-    assert CSP.startswith("default-src 'none'; style-src 'unsafe-inline'")
+    assert CSP.startswith("default-src 'none'; style-src 'unsafe-inline'") and "script-src" not in CSP
     assert page.headers["x-content-type-options"] == "nosniff"
     assert page.headers["referrer-policy"] == "no-referrer"
     assert (
-        "<h1>Goals</h1>" in page.text and "<ul><li><strong>ship</strong></li><li>rest</li></ul>" in page.text
+        "<h1>Goals</h1>" in page.text
+        and "<ul>\n<li><strong>ship</strong></li>\n<li>rest</li>\n</ul>" in page.text
     )
     assert "Create a share link" in page.text
 
@@ -248,15 +249,19 @@ async def test_html_and_script_payloads_render_inert(gw: Gateway, ada: Principal
     for tag, attrs in parser.tags:
         assert tag in ALLOWED, tag
         assert set(attrs) <= ALLOWED[tag], (tag, attrs)
-    links = [(attrs["href"], attrs["rel"]) for tag, attrs in parser.tags if tag == "a"]
-    # javascript:, data: and protocol-relative targets lose their link; a quote stays inside href
+    links = [(attrs.get("href"), attrs["rel"]) for tag, attrs in parser.tags if tag == "a"]
+    # javascript:, data: and protocol-relative targets never become an href (the last keeps an inert
+    # <a> without one); a quote stays inside href, percent-encoded; a bare URL in text is a link
+    rel = "noopener noreferrer nofollow"
     assert links == [
-        ('https://ok.example/"onmouseover="x', "noopener noreferrer nofollow"),
-        ("https://example.com/a?b=1&c=2", "noopener noreferrer nofollow"),
+        ("https://evil.example", rel),  # the escaped iframe's text, linkified: a plain link
+        (None, rel),
+        ("https://ok.example/%22onmouseover=%22x", rel),
+        ("https://example.com/a?b=1&c=2", rel),
     ]
     # the payloads are still there, as inert text
-    assert "&lt;script&gt;alert(&#x27;h1&#x27;)&lt;/script&gt;" in page.text
+    assert "&lt;script&gt;alert('h1')&lt;/script&gt;" in page.text
     assert "&lt;img src=x onerror=alert(1)&gt;" in page.text
     assert "&lt;svg onload=alert(1)&gt;Title" in page.text
-    assert "&lt;script&gt;alert(&quot;in code&quot;)&lt;/script&gt;" in page.text
-    assert "&lt;b onclick=&quot;x()&quot;&gt;bold?&lt;/b&gt;" in page.text
+    assert '&lt;script&gt;alert("in code")&lt;/script&gt;' in page.text
+    assert '&lt;b onclick="x()"&gt;bold?&lt;/b&gt;' in page.text

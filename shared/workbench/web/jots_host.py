@@ -32,7 +32,11 @@ if TYPE_CHECKING:
 
 __all__ = ["CSP", "jots_routes", "new_share_token"]
 
-CSP = "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+# No script at all; images only over https (a jot may embed one; Referrer-Policy keeps share links private).
+CSP = (
+    "default-src 'none'; style-src 'unsafe-inline'; img-src https:; base-uri 'none'; form-action 'self'; "
+    "frame-ancestors 'none'"
+)
 _HEADERS = {
     "Content-Security-Policy": CSP,
     "X-Content-Type-Options": "nosniff",
@@ -51,6 +55,10 @@ h1.title { font-size: 1.7rem; margin: 0 0 1rem; }
 pre { background:#f1f3f6; padding:.75rem; border-radius:6px; overflow-x:auto; }
 code { font-family: ui-monospace, SFMono-Regular, Menlo, monospace; font-size: .92em; }
 blockquote { border-left: 3px solid #d9dde5; margin: 0; padding-left: 1rem; color:#5b6475; }
+table { border-collapse: collapse; display:block; overflow-x:auto; max-width:100%; }
+th, td { border: 1px solid #d9dde5; padding: .35rem .6rem; }
+th { background:#f1f3f6; }
+img { max-width: 100%; height: auto; }
 .meta { color:#5b6475; font-size:.9rem; margin: 1rem 0; }
 .meta form { display:inline; }
 button { font: inherit; padding:.25rem .75rem; }

@@ -1,158 +1,73 @@
-"""A small, safe markdown renderer for the jots host.
+"""Jot bodies as HTML: GitHub-flavoured Markdown by markdown-it-py, then an allow-list sanitiser (nh3).
 
-Safety comes from the order of operations: every piece of the author's text is HTML-escaped first,
-and only then are a few constructs turned into tags this module writes itself. No author-supplied
-HTML ever reaches the page, attributes exist only on links, and a link's URL must be http(s),
-mailto, or a same-page/same-site path.
+Two independent layers, so neither has to be perfect alone:
+- markdown-it-py with raw HTML off: whatever HTML an author types is escaped text, and its link
+  validation already refuses javascript:, vbscript:, file: and non-image data: URLs.
+- nh3 (ammonia) over the result: only the tags and attributes below survive, URLs only with the
+  schemes below (relative links stay), every link gets rel="noopener noreferrer nofollow", and an
+  image gets referrerpolicy="no-referrer" and lazy loading.
 
-Supported: ATX headings, paragraphs, hard line breaks kept as <br>, fenced code blocks, block
-quotes, bulleted and numbered lists (one level), horizontal rules, `code`, **bold**, *italic* /
-_italic_, ~~strike~~, and [text](url) links.
+Supported: CommonMark, GFM tables (with column alignment), strikethrough, bare URLs turned into
+links (linkify), images, nested lists, fenced code, and single newlines kept as line breaks.
+The jots host's CSP still allows no script; images load only over https (or as data: URIs).
 """
 
 from __future__ import annotations
 
-import re
-from html import escape
-from urllib.parse import urlsplit
+from functools import cache
+from typing import Any
 
-__all__ = ["render_markdown", "safe_href"]
+import nh3
+from markdown_it import MarkdownIt
 
-_FENCE = re.compile(r"^\s{0,3}(```|~~~)")
-_HEADING = re.compile(r"^\s{0,3}(#{1,6})\s+(.*?)\s*#*\s*$")
-_RULE = re.compile(r"^\s{0,3}([-*_])(\s*\1){2,}\s*$")
-_QUOTE = re.compile(r"^\s{0,3}>\s?(.*)$")
-_BULLET = re.compile(r"^\s{0,3}[-*+]\s+(.*)$")
-_NUMBER = re.compile(r"^\s{0,3}\d{1,9}[.)]\s+(.*)$")
-# Code spans and links are found on the raw text, so their parts can be escaped separately.
-_TOKEN = re.compile(r"`(?P<code>[^`\n]+)`|\[(?P<text>[^\[\]\n]+)\]\((?P<url>[^()\s]+)\)")
-_EMPHASIS = (
-    (re.compile(r"\*\*(?=\S)(.+?)(?<=\S)\*\*"), "strong"),
-    (re.compile(r"__(?=\S)(.+?)(?<=\S)__"), "strong"),
-    (re.compile(r"~~(?=\S)(.+?)(?<=\S)~~"), "del"),
-    (re.compile(r"(?<![*\w])\*(?=\S)(.+?)(?<=\S)\*(?![*\w])"), "em"),
-    (re.compile(r"(?<![_\w])_(?=\S)(.+?)(?<=\S)_(?![_\w])"), "em"),
+__all__ = ["ALLOWED_TAGS", "URL_SCHEMES", "render_markdown"]
+
+ALLOWED_TAGS = frozenset(
+    {
+        *(f"h{i}" for i in range(1, 7)),
+        *("p", "br", "hr", "pre", "code", "blockquote", "ul", "ol", "li", "strong", "em", "del", "s"),
+        *("a", "img", "table", "thead", "tbody", "tr", "th", "td"),
+    }
 )
-_SCHEMES = frozenset({"http", "https", "mailto"})
+_ATTRIBUTES = {
+    "a": {"href", "title"},
+    "img": {"src", "alt", "title"},
+    "ol": {"start"},
+    "th": {"style"},
+    "td": {"style"},
+    "code": {"class"},  # language-xyz from a fenced block's info string
+}
+URL_SCHEMES = frozenset({"http", "https", "mailto"})
 
 
-def safe_href(url: str) -> str | None:
-    """The URL if it is safe as a link target, else None (javascript:, data:, //host, controls...)."""
-    url = url.strip()
-    if not url or any(ord(c) < 0x20 or c in "\\\x7f" for c in url):
+@cache
+def _parser() -> MarkdownIt:
+    # "gfm-like" = CommonMark + tables + strikethrough + linkify; raw HTML is switched back off.
+    return MarkdownIt("gfm-like", {"html": False, "breaks": True, "linkify": True, "typographer": False})
+
+
+@cache
+def _cleaner() -> Any:
+    return nh3.Cleaner(
+        tags=set(ALLOWED_TAGS),
+        attributes={k: set(v) for k, v in _ATTRIBUTES.items()},
+        url_schemes=set(URL_SCHEMES),
+        link_rel="noopener noreferrer nofollow",
+        filter_style_properties={"text-align"},
+        set_tag_attribute_values={"img": {"referrerpolicy": "no-referrer", "loading": "lazy"}},
+        strip_comments=True,
+        attribute_filter=_no_network_path_urls,
+    )
+
+
+def _no_network_path_urls(tag: str, attribute: str, value: str) -> str | None:
+    """Drop scheme-relative ("//host/x") and backslash URLs: a relative link stays on this site."""
+    if attribute in ("href", "src") and value.lstrip().startswith(("//", "\\", "/\\", "\\/")):
         return None
-    if url.startswith("#") or (url.startswith("/") and not url.startswith("//")):
-        return url
-    try:
-        scheme = urlsplit(url).scheme.lower()
-    except ValueError:
-        return None
-    return url if scheme in _SCHEMES else None
-
-
-def _emphasis(escaped: str) -> str:
-    for pattern, tag in _EMPHASIS:
-        escaped = pattern.sub(lambda m, t=tag: f"<{t}>{m.group(1)}</{t}>", escaped)  # type: ignore[misc]
-    return escaped
-
-
-def _inline(raw: str) -> str:
-    out: list[str] = []
-    pos = 0
-    for m in _TOKEN.finditer(raw):
-        out.append(_emphasis(escape(raw[pos : m.start()])))
-        if m.group("code") is not None:
-            out.append(f"<code>{escape(m.group('code'))}</code>")
-        else:
-            href = safe_href(m.group("url"))
-            label = _emphasis(escape(m.group("text")))
-            if href is None:
-                out.append(label)  # an unsafe target keeps its text and loses the link
-            else:
-                out.append(
-                    f'<a href="{escape(href, quote=True)}" rel="noopener noreferrer nofollow">{label}</a>'
-                )
-        pos = m.end()
-    out.append(_emphasis(escape(raw[pos:])))
-    return "".join(out)
-
-
-def _paragraph(lines: list[str]) -> str:
-    return "<p>" + "<br>\n".join(_inline(line.strip()) for line in lines) + "</p>"
+    return value
 
 
 def render_markdown(text: str) -> str:
-    """HTML for `text`; every character of the input is either escaped or consumed as syntax."""
-    lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
-    out: list[str] = []
-    para: list[str] = []
-    i = 0
-
-    def flush() -> None:
-        if para:
-            out.append(_paragraph(para))
-            para.clear()
-
-    while i < len(lines):
-        line = lines[i]
-        fence = _FENCE.match(line)
-        if fence:
-            flush()
-            marker = fence.group(1)
-            body: list[str] = []
-            i += 1
-            while i < len(lines) and not lines[i].lstrip().startswith(marker):
-                body.append(lines[i])
-                i += 1
-            i += 1  # the closing fence (or the end of the text)
-            out.append("<pre><code>" + escape("\n".join(body)) + "</code></pre>")
-            continue
-        if not line.strip():
-            flush()
-            i += 1
-            continue
-        heading = _HEADING.match(line)
-        if heading:
-            flush()
-            level = len(heading.group(1))
-            out.append(f"<h{level}>{_inline(heading.group(2))}</h{level}>")
-            i += 1
-            continue
-        if _RULE.match(line):
-            flush()
-            out.append("<hr>")
-            i += 1
-            continue
-        if _QUOTE.match(line):
-            flush()
-            quoted: list[str] = []
-            while i < len(lines) and (m := _QUOTE.match(lines[i])):
-                quoted.append(m.group(1))
-                i += 1
-            inner = [_paragraph(chunk) for chunk in _chunks(quoted)]
-            out.append("<blockquote>" + "".join(inner) + "</blockquote>")
-            continue
-        for pattern, tag in ((_BULLET, "ul"), (_NUMBER, "ol")):
-            if pattern.match(line):
-                flush()
-                items: list[str] = []
-                while i < len(lines) and (m := pattern.match(lines[i])):
-                    items.append(f"<li>{_inline(m.group(1).strip())}</li>")
-                    i += 1
-                out.append(f"<{tag}>" + "".join(items) + f"</{tag}>")
-                break
-        else:
-            para.append(line)
-            i += 1
-    flush()
-    return "\n".join(out)
-
-
-def _chunks(lines: list[str]) -> list[list[str]]:
-    chunks: list[list[str]] = [[]]
-    for line in lines:
-        if line.strip():
-            chunks[-1].append(line)
-        elif chunks[-1]:
-            chunks.append([])
-    return [c for c in chunks if c]
+    """Safe HTML for a jot body (any input: nothing an author writes becomes script or a handler)."""
+    html = _parser().render(text)
+    return str(_cleaner().clean(html)).strip()
