@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import re
 import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -134,6 +135,62 @@ def test_mint_a_key_copy_a_snippet_and_connect_with_it(gw: Gateway, signed_in: A
     names, me = run.stdout.strip().splitlines()[-2:]
     assert names.split(", ")[:3] == ["search_tools", "get_tool_schema", "execute_tools"]
     assert json.loads(me)["email"] == "you@localhost"
+
+
+def test_the_python_snippet_connects_too(gw: Gateway, signed_in: Any) -> None:
+    """The Python SDK snippet, filled with a key pasted into the Connect a client page, run as is."""
+    page = signed_in.pages[0]
+    page.goto(f"{gw.base}/portal/connect-client")
+    page.fill("#snippet-key", gw.key)  # the first-run key; the page fills every snippet with it
+    page.click("#client-python summary")
+    snippet = page.locator("#snippet-python-key").inner_text()
+    assert gw.key in snippet and f'URL = "{gw.base}/mcp"' in snippet
+    run = subprocess.run(
+        [sys.executable, "-c", snippet], capture_output=True, text=True, timeout=90, cwd=REPO
+    )
+    assert run.returncode == 0, run.stderr
+    assert "'search_tools'" in run.stdout and '"email": "you@localhost"' in run.stdout
+
+
+def test_the_oauth_snippet_signs_in_without_a_key(gw: Gateway, signed_in: Any) -> None:
+    """The TypeScript OAuth variant: the SDK registers, the person allows it in the portal, and the
+    browser's redirect reaches the script's own loopback listener. No API key anywhere."""
+    page = signed_in.pages[0]
+    page.goto(f"{gw.base}/portal/connect-client")
+    page.click("#client-typescript summary")
+    snippet = page.locator("#snippet-typescript-oauth").inner_text()
+    assert "new URL(\"" + gw.base + "/mcp\")" in snippet
+    assert "wb_" not in snippet
+    port = free_port()
+    ARTIFACTS.mkdir(exist_ok=True)
+    script = ARTIFACTS / "22-oauth-snippet.mjs"
+    script.write_text(snippet.replace("33418", str(port)))  # a free port instead of the example's
+    proc = subprocess.Popen(
+        [str(NODE), str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO
+    )
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        assert line.startswith("Sign in and allow access: "), line + (
+            proc.stderr.read() if proc.stderr else ""
+        )
+        page.goto(line.split(": ", 1)[1].strip())
+        assert "wants to use Workbench as you@localhost" in page.content()
+        screenshot(page, "27-oauth-snippet-consent")
+        page.click("button[value=approve]")
+        page.wait_for_url(f"http://127.0.0.1:{port}/callback**")
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(5)
+        script.unlink(missing_ok=True)
+    assert proc.returncode == 0, err
+    assert out.strip().splitlines()[-1].split(", ")[:3] == [
+        "search_tools",
+        "get_tool_schema",
+        "execute_tools",
+    ]
 
 
 def test_activity_page_after_a_batch(gw: Gateway, signed_in: Any) -> None:
