@@ -159,7 +159,7 @@ def test_the_oauth_snippet_signs_in_without_a_key(gw: Gateway, signed_in: Any) -
     page.goto(f"{gw.base}/portal/connect-client")
     page.click("#client-typescript summary")
     snippet = page.locator("#snippet-typescript-oauth").inner_text()
-    assert "new URL(\"" + gw.base + "/mcp\")" in snippet
+    assert 'new URL("' + gw.base + '/mcp")' in snippet
     assert "wb_" not in snippet
     port = free_port()
     ARTIFACTS.mkdir(exist_ok=True)
