@@ -104,19 +104,29 @@ class BodyLimit:
         limit = _rule_for(self.rules, scope["path"]).limit
         declared = _declared_length(scope)
         received = 0
+        tripped = False
 
         async def capped_receive() -> Message:
-            nonlocal received
+            nonlocal received, tripped
             if declared is not None and declared > limit:
+                tripped = True
                 raise BodyTooLarge(limit)  # refused before a byte of it is read
             message = await receive()
             if message["type"] == "http.request":
                 received += len(message.get("body", b""))
                 if received > limit:
+                    tripped = True
                     raise BodyTooLarge(limit)
             return message
 
-        await self.app(scope, capped_receive, send)
+        async def closing_send(message: Message) -> None:
+            if tripped and message["type"] == "http.response.start":
+                # The rest of the body will not be read: close rather than drain it for keep-alive.
+                headers = [(k, v) for k, v in message.get("headers", []) if k.lower() != b"connection"]
+                message = {**message, "headers": [*headers, (b"connection", b"close")]}
+            await send(message)
+
+        await self.app(scope, capped_receive, closing_send)
 
 
 def guarded_app(routes: Sequence[BaseRoute], rules: Sequence[BodyRule]) -> Starlette:

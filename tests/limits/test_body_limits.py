@@ -73,6 +73,8 @@ async def send_both_ways(
     declared = Feed(3 * cap)
     r2 = await http.post(path, content=declared, headers={**headers, "Content-Length": str(3 * cap)})
     assert declared.pulled == 0, f"{path} read a body whose declared length was over the cap"
+    for r in (r1, r2):  # the unread rest is not drained for keep-alive
+        assert r.headers["connection"] == "close"
     return [r1, r2]
 
 
