@@ -42,7 +42,28 @@ def _settings(args: argparse.Namespace) -> Settings:
 def _gateway(args: argparse.Namespace) -> Gateway:
     from workbench.composition import build_gateway
 
-    return build_gateway(_settings(args))
+    settings = _settings(args)
+    stack = getattr(args, "stack", None)
+    if stack:
+        settings = _stack_settings(stack, getattr(args, "region", None), settings)
+    return build_gateway(settings)
+
+
+def _stack_settings(stack: str, region: str | None, settings: Settings) -> Settings:
+    """The deployed stack's tables and key, found from its outputs with the caller's AWS credentials."""
+    from workbench.aws_stack import stack_settings
+    from workbench.errors import ConfigError
+
+    if region:
+        settings = replace(settings, aws_region=region)
+    try:
+        return stack_settings(stack, settings)
+    except ConfigError as exc:
+        raise CliError(str(exc)) from exc
+    except ImportError as exc:
+        raise CliError(
+            "--stack needs the AWS SDK: install the aws extra (pip install 'workbench-gateway[aws]')"
+        ) from exc
 
 
 def _bind(host: str, port: int) -> socket.socket:
@@ -115,6 +136,8 @@ def _keys_create(args: argparse.Namespace) -> int:
     gateway = _gateway(args)
     user = gateway.stores.users.get_or_create(args.email)
     print(gateway.api_keys.mint(user, label=args.label))
+    if getattr(args, "stack", None):  # stdout stays the key alone, for scripts
+        print(f"API key for {args.email} on stack {args.stack}: {gateway.settings.mcp_url}", file=sys.stderr)
     return 0
 
 
@@ -190,6 +213,16 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"workbench {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    # Admin commands work on the local gateway's data, or on a deployed stack's.
+    deployed = argparse.ArgumentParser(add_help=False)
+    target = deployed.add_argument_group("deployed stack (AWS)")
+    target.add_argument(
+        "--stack",
+        metavar="NAME",
+        help="act on this CloudFormation stack's tables and KMS key (found from its outputs) instead of "
+        "the local data directory; needs AWS credentials allowed to read them",
+    )
+    target.add_argument("--region", help="the stack's region (default: AWS_REGION / AWS_DEFAULT_REGION)")
 
     serve = sub.add_parser(
         "serve",
@@ -218,7 +251,11 @@ def build_parser() -> argparse.ArgumentParser:
     create = keys_sub.add_parser(
         "create",
         help="print a new API key for EMAIL (creating the user)",
-        description="Mint an API key for EMAIL, creating the user if needed, and print it once.",
+        description=(
+            "Mint an API key for EMAIL, creating the user if needed, and print it once. With --stack, "
+            "straight into a deployed stack's tables (AWS credentials only; no portal or SSO needed)."
+        ),
+        parents=[deployed],
     )
     create.add_argument("email", metavar="EMAIL", help="the Workbench user the key acts as")
     create.add_argument("--label", default="cli", help="a note to tell keys apart (default: cli)")
@@ -227,6 +264,7 @@ def build_parser() -> argparse.ArgumentParser:
         "list",
         help="list a user's keys (id, status, created, label)",
         description="List a user's API keys: the public id, active or revoked, when created, the label.",
+        parents=[deployed],
     )
     listing.add_argument(
         "email", metavar="EMAIL", nargs="?", default=LOCAL_EMAIL, help=f"whose keys (default {LOCAL_EMAIL})"
@@ -236,6 +274,7 @@ def build_parser() -> argparse.ArgumentParser:
         "revoke",
         help="revoke a key by its id",
         description="Revoke an API key at once. Give its id as `keys list` shows it (wb_<id>_…) or the key.",
+        parents=[deployed],
     )
     revoke.add_argument("key", metavar="KEY", help="the key id (wb_<id>, <id>) or the whole key")
     revoke.set_defaults(func=_keys_revoke)
@@ -266,6 +305,7 @@ def build_parser() -> argparse.ArgumentParser:
             "Forget every cached tool list and failure back-off, so the next search discovers again. "
             "The clear is stored, so every running instance sees it."
         ),
+        parents=[deployed],
     )
     clear.add_argument("--user", metavar="EMAIL", help="only this user's entries")
     clear.set_defaults(func=_external_clear)

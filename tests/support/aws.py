@@ -7,6 +7,7 @@ the key schemas, indexes and TTL settings that get deployed.
 from __future__ import annotations
 
 import os
+import re
 import sys
 import uuid
 from collections.abc import Iterator
@@ -60,6 +61,64 @@ _CfnLoader.add_multi_constructor("!", _intrinsic)
 def load_template(path: Path = TEMPLATE) -> dict[str, Any]:
     data: dict[str, Any] = yaml.load(path.read_text(), Loader=_CfnLoader)
     return data
+
+
+_STATEFUL = ("AWS::DynamoDB::Table", "AWS::KMS::Key", "AWS::KMS::Alias")
+
+
+def _cfn_json(value: Any) -> Any:
+    """Short-form YAML leftovers made plain CloudFormation JSON ("X.Attr" GetAtt -> ["X", "Attr"])."""
+    if isinstance(value, dict):
+        if isinstance(value.get("Fn::GetAtt"), str):
+            return {"Fn::GetAtt": value["Fn::GetAtt"].split(".", 1)}
+        return {k: _cfn_json(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_cfn_json(v) for v in value]
+    return value
+
+
+def _names(value: Any) -> set[str]:
+    """Logical ids and parameters a value refers to (Ref, GetAtt and ${...} in Sub)."""
+    found: set[str] = set()
+    if isinstance(value, dict):
+        for key, inner in value.items():
+            if key == "Ref" and isinstance(inner, str):
+                found.add(inner)
+            elif key == "Fn::GetAtt":
+                found.add(inner[0] if isinstance(inner, list) else inner.split(".")[0])
+            elif key == "Fn::Sub":
+                text = inner if isinstance(inner, str) else inner[0]
+                found |= {n.split(".")[0] for n in re.findall(r"\$\{([^}!]+)\}", text)}
+                found |= _names(inner[1:]) if isinstance(inner, list) else set()
+            else:
+                found |= _names(inner)
+    elif isinstance(value, list):
+        for inner in value:
+            found |= _names(inner)
+    return found
+
+
+def stateful_template(template: dict[str, Any] | None = None) -> dict[str, Any]:
+    """template.yaml's stateful part — the tables, the KMS key and its alias, with the outputs that
+    name them — as plain CloudFormation that moto's CloudFormation deploys (it has no SAM transform
+    and no Lambda runtime): what the admin commands find through a stack's outputs."""
+    t = template or load_template()
+    resources = {k: v for k, v in t["Resources"].items() if v["Type"] in _STATEFUL}
+    known = set(resources) | set(t["Parameters"])
+    outputs = {
+        k: v
+        for k, v in t["Outputs"].items()
+        if "Condition" not in v and all(n in known or n.startswith("AWS::") for n in _names(v["Value"]))
+    }
+    return _cfn_json(
+        {
+            "AWSTemplateFormatVersion": t["AWSTemplateFormatVersion"],
+            "Parameters": t["Parameters"],
+            "Conditions": t["Conditions"],
+            "Resources": resources,
+            "Outputs": outputs,
+        }
+    )
 
 
 def table_definitions(template: dict[str, Any] | None = None) -> dict[str, dict[str, Any]]:
