@@ -178,8 +178,9 @@ SDK_HOST = "127.0.0.1:3000"
 
 CHILD = textwrap.dedent(
     """
-    import json, os, sys
+    import json, os, sys, time
     event = json.loads(os.environ["BENCH_EVENT"])
+    event["requestContext"]["timeEpoch"] = int(time.time() * 1000)  # API Gateway received it now
     import app
 
     class Context:
@@ -235,7 +236,7 @@ def api_event(token: str | None, host: str = "gw.example.test") -> dict[str, Any
             "routeKey": "POST /mcp",
             "stage": "$default",
             "time": "03/Dec/2026:00:00:00 +0000",
-            "timeEpoch": 1796256000000,
+            "timeEpoch": 0,  # set by the child when it answers (the request arrives then)
         },
         "body": json.dumps(body),
         "isBase64Encoded": False,

@@ -129,8 +129,11 @@ class BodyLimit:
         await self.app(scope, capped_receive, closing_send)
 
 
-def guarded_app(routes: Sequence[BaseRoute], rules: Sequence[BodyRule]) -> Starlette:
-    """A Starlette app serving `routes` with every request body capped by `rules`."""
+def guarded_app(
+    routes: Sequence[BaseRoute], rules: Sequence[BodyRule], *, middleware: Sequence[Middleware] = ()
+) -> Starlette:
+    """A Starlette app serving `routes` with every request body capped by `rules` (inside any
+    `middleware` given, e.g. the request deadline)."""
 
     async def too_large(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, BodyTooLarge)
@@ -139,6 +142,6 @@ def guarded_app(routes: Sequence[BaseRoute], rules: Sequence[BodyRule]) -> Starl
     handlers: dict[Any, Callable[[Request, Exception], Awaitable[Response]]] = {BodyTooLarge: too_large}
     return Starlette(
         routes=list(routes),
-        middleware=[Middleware(BodyLimit, rules=rules)],
+        middleware=[*middleware, Middleware(BodyLimit, rules=rules)],
         exception_handlers=handlers,
     )

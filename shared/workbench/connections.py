@@ -18,6 +18,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from workbench import deadline
 from workbench.errors import InvalidInput, VerificationFailed
 from workbench.registry import Manifest, OAuth2Auth, Registry
 from workbench.settings import Settings
@@ -132,8 +133,13 @@ class ConnectFlow:
         return None
 
     async def wait(self, user: User, connection_id: str, timeout_sec: int) -> dict[str, Any]:
-        """Poll once a second, for at most `wait_block_seconds` per call (API Gateway's limit)."""
+        """Poll once a second, for at most `wait_block_seconds` per call (API Gateway's limit), and
+        never past the request's deadline (less the one poll interval)."""
         call_started = self.clock()
+        block: float = self.settings.wait_block_seconds
+        left = deadline.remaining()
+        if left is not None:
+            block = min(block, max(0.0, left - 1.0))
         while True:
             now = self.clock()
             rec = self.pending.get(connection_id, now=now)
@@ -148,7 +154,7 @@ class ConnectFlow:
             if now >= agent_deadline:
                 self.pending.delete(connection_id)  # reap before answering
                 return {"status": "TIMEOUT"}
-            if now - call_started >= self.settings.wait_block_seconds:
+            if now - call_started >= block:
                 return {
                     "status": "PENDING",
                     "message": "The user has not finished connecting yet. Call wait_for_connection again "

@@ -18,6 +18,7 @@ from urllib.parse import urlsplit
 import httpx
 from pydantic import ValidationError
 
+from workbench import deadline
 from workbench.auth import Principal
 from workbench.blocking import BlockingPool
 from workbench.credentials import Credentials, InjectedAuth, token_of
@@ -229,7 +230,8 @@ class Engine:
             base_url=manifest.base_url,
             auth=auth,
             transport=self._shared_transport,
-            timeout=httpx.Timeout(25.0, connect=5.0),
+            # 25 s per upstream call, shrunk to what is left of the request's deadline.
+            timeout=deadline.upstream_timeout(25.0, connect=5.0),
             headers={"User-Agent": "workbench/0.1", "Accept": "application/json"},
         )
 
@@ -259,7 +261,7 @@ class Engine:
     ) -> dict[str, Any]:
         started = time.perf_counter()
         try:
-            outcome, integration, audit_error, ran = await self._pipeline(scope, call, signal, emit)
+            outcome, integration, audit_error, ran = await self._within_deadline(scope, call, signal, emit)
             outcome = dict(scrub(outcome, call.secrets))
         except Exception as exc:  # the engine never throws
             outcome, integration, audit_error, ran = (
@@ -302,6 +304,24 @@ class Engine:
                 error=event["error"],
             )
         return outcome
+
+    async def _within_deadline(
+        self, scope: BatchScope, call: ToolCall, signal: CancelSignal | None, emit: EmitFn | None
+    ) -> tuple[dict[str, Any], str | None, str | None, bool]:
+        """The pipeline, stopped at the request's deadline: an execution that cannot start, or is cut
+        short, is an error item like any other (the batch or compose still answers)."""
+        left = deadline.remaining()
+        if left is None:
+            return await self._pipeline(scope, call, signal, emit)
+        known = self.registry.find(call.tool)  # for the audit record; custom apps are not looked up again
+        integration = known.integration if known else None
+        if left <= 0:
+            return {"error": deadline.NOT_STARTED}, integration, None, False
+        try:
+            async with asyncio.timeout(left):
+                return await self._pipeline(scope, call, signal, emit)
+        except TimeoutError:
+            return {"error": deadline.CUT_SHORT}, integration, None, True
 
     async def lookup(self, principal: Principal, name: str) -> tuple[Tool, Manifest] | None:
         found = self.registry.find(name)

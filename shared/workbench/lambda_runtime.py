@@ -230,8 +230,12 @@ def lambda_handler_for(
             obs = _observability()
             obs.logger.set_correlation_id(getattr(context, "aws_request_id", None))
             obs.logger.info("direct invocation", extra={"surface": name, "source": event.get("source")})
+            from workbench import deadline
+
+            limit = deadline.for_invocation(context, margin=gateway.settings.deadline_margin_seconds)
             try:
-                answer: dict[str, Any] = _resolve(direct)(gateway, event)
+                with deadline.scope(limit):  # no API Gateway here: the function's remaining time
+                    answer: dict[str, Any] = _resolve(direct)(gateway, event)
             except Exception as exc:
                 # Raised on purpose: a failed invocation is what makes Lambda retry an asynchronous
                 # event and then hand it to the dead-letter queue.

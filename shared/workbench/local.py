@@ -7,6 +7,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import BaseRoute, Route
 
+from workbench import deadline
 from workbench.bodylimit import BodyRule, guarded_app
 from workbench.composition import Gateway
 from workbench.mcp.app import BODY_RULES as MCP_BODY_RULES
@@ -56,7 +57,7 @@ def create_local_app(gateway: Gateway) -> Starlette:
         Route("/healthz", healthz),
         Route("/metrics", prometheus),
     ]
-    return guarded_app(routes, BODY_RULES)
+    return guarded_app(routes, BODY_RULES, middleware=deadline.middleware(gateway.settings))
 
 
 def first_run(gateway: Gateway, email: str) -> str | None:

@@ -28,6 +28,19 @@ def _env_int(env: Mapping[str, str], name: str, default: int) -> int:
         raise ValueError(f"{name} must be an integer, got {raw!r}") from exc
 
 
+def _env_float(env: Mapping[str, str], name: str, default: float) -> float:
+    raw = env.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = float(raw)
+    except ValueError as exc:
+        raise ValueError(f"{name} must be a number of seconds, got {raw!r}") from exc
+    if not value >= 0 or value == float("inf"):
+        raise ValueError(f"{name} must be a number of seconds, got {raw!r}")
+    return value
+
+
 @dataclass(frozen=True, slots=True)
 class Settings:
     """Typed configuration, parsed once per process."""
@@ -95,6 +108,13 @@ class Settings:
     oauth_register_window_seconds: int = 600
     oauth_max_clients: int = 10_000
     oauth_unused_client_seconds: int = 86_400
+    # Each request's time budget (API Gateway's HTTP API gives up after 29 s; the same locally), and
+    # the part of it kept for writing the answer. See workbench/deadline.py.
+    request_deadline_seconds: float = 29.0
+    deadline_margin_seconds: float = 2.0
+    # Largest response a surface may answer (Lambda: 6,291,456 bytes per synchronous response);
+    # None: no limit (the local gateway).
+    max_response_bytes: int | None = None
 
     @property
     def mcp_url(self) -> str:
@@ -178,6 +198,9 @@ class Settings:
             oauth_register_window_seconds=_env_int(env, "WORKBENCH_OAUTH_REGISTER_WINDOW_SECONDS", 600),
             oauth_max_clients=_env_int(env, "WORKBENCH_OAUTH_MAX_CLIENTS", 10_000),
             oauth_unused_client_seconds=_env_int(env, "WORKBENCH_OAUTH_UNUSED_CLIENT_SECONDS", 86_400),
+            request_deadline_seconds=_env_float(env, "WORKBENCH_REQUEST_DEADLINE_SECONDS", 29.0),
+            deadline_margin_seconds=_env_float(env, "WORKBENCH_DEADLINE_MARGIN_SECONDS", 2.0),
+            max_response_bytes=_env_int(env, "WORKBENCH_MAX_RESPONSE_BYTES", 0) or None,
         )
 
 

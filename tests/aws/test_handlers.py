@@ -330,3 +330,52 @@ def test_an_http_event_after_a_scheduled_job_on_the_same_instance(lambda_env: Se
         handler({"source": "workbench.schedule", "user": "x@example.com", "integration": "github"}, None)
     assert handler(event, None)["statusCode"] == 401
     assert asyncio.get_event_loop() is loop  # HTTP events keep meeting the instance's one loop
+
+
+class _LambdaContext:
+    """What Lambda hands the handler: here, a function with `seconds` left when invoked."""
+
+    aws_request_id = "lambda-req-1"
+
+    def __init__(self, seconds: float) -> None:
+        self._ends = time.monotonic() + seconds
+
+    def get_remaining_time_in_millis(self) -> int:
+        return max(0, int((self._ends - time.monotonic()) * 1000))
+
+
+def test_a_slow_upstream_inside_a_compose_answers_an_mcp_result_before_the_lambda_times_out(
+    lambda_env: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The deadline comes from the invocation: the function has 4.5 s left (its timeout is near), API
+    Gateway's 29 s are far; less the 2 s margin, the compose must answer within about 2.5 s."""
+    from tests.support.slowapi import connect_slowapi, slow_upstream
+
+    with slow_upstream() as url:
+        monkeypatch.setenv("WORKBENCH_EXTRA_PLUGINS", "tests.support.slowapi")
+        monkeypatch.setenv("WB_SLOW_API_URL", url)
+        gw = build_gateway(Settings.from_env())
+        ada = gw.stores.users.get_or_create("ada@example.com")
+        connect_slowapi(gw, ada.id)
+        key = gw.api_keys.mint(ada)
+        arguments = {
+            "compose": True,
+            "executions": [
+                {"tool": "slowapi_fast", "args": {}, "ref_id": "first"},
+                {"tool": "slowapi_slow", "args": {}, "ref_id": "second"},
+                {"tool": "slowapi_fast", "args": {}, "ref_id": "third"},
+            ],
+        }
+        event = _mcp_event(_rpc("tools/call", {"name": "execute_tools", "arguments": arguments}), token=key)
+        started = time.monotonic()
+        result = load_entry("mcp").handler(event, _LambdaContext(4.5))
+        elapsed = time.monotonic() - started
+    assert elapsed < 3.5, elapsed  # well before the function's 4.5 s ran out
+    assert result["statusCode"] == 200, result
+    message = response_json(result)
+    assert "error" not in message  # a JSON-RPC result, not an API Gateway 503 or a Lambda failure
+    payload = json.loads(message["result"]["content"][0]["text"])
+    assert (payload["index"], payload["ref_id"]) == (1, "second"), payload
+    assert re.fullmatch(r"Upstream timed out after \d+(\.\d)? s", payload["error"]), payload
+    audit = [e for e in build_gateway(lambda_env).stores.audit.list_for(ada.id) if e["action"] == "EXECUTE"]
+    assert sorted(e["tool"] for e in audit) == ["slowapi_fast", "slowapi_slow"]  # the third never ran

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import ModuleType
@@ -151,7 +152,7 @@ def _http_event(body: dict[str, Any], key: str | None) -> dict[str, Any]:
             "routeKey": "$default",
             "stage": "$default",
             "time": "02/Dec/2026:14:00:00 +0000",
-            "timeEpoch": 1796220000000,
+            "timeEpoch": int(time.time() * 1000),  # when API Gateway received it: now
         },
         "body": json.dumps(body),
         "isBase64Encoded": False,

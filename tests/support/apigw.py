@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import importlib.util
 import json
+import time
 import uuid
 from types import ModuleType
 from typing import Any
@@ -62,7 +63,7 @@ def http_api_event(
             "routeKey": route_key or f"{method} {path}",
             "stage": "$default",
             "time": "02/Dec/2026:14:00:00 +0000",
-            "timeEpoch": 1_795_000_000_000,
+            "timeEpoch": int(time.time() * 1000),  # when API Gateway received it: now
         },
         "isBase64Encoded": encoded,
     }

@@ -10,6 +10,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from workbench import deadline
 from workbench.auth import Principal
 from workbench.bodylimit import BodyRule, guarded_app, json_413
 from workbench.jsontext import dumps
@@ -117,4 +118,4 @@ def mcp_routes(gateway: Gateway) -> list[Route]:
 
 
 def create_mcp_app(gateway: Gateway) -> Starlette:
-    return guarded_app(mcp_routes(gateway), BODY_RULES)
+    return guarded_app(mcp_routes(gateway), BODY_RULES, middleware=deadline.middleware(gateway.settings))

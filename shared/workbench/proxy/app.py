@@ -27,6 +27,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from workbench import deadline
 from workbench.bodylimit import BodyRule, BodyTooLarge, guarded_app, json_413
 from workbench.errors import AuthError, CredentialError
 from workbench.observability import log_event
@@ -42,7 +43,8 @@ __all__ = ["BODY_RULES", "create_proxy_app", "proxy_routes"]
 
 METHODS = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
 MAX_REQUEST_BYTES = 6 * 1024 * 1024  # the Lambda payload limit
-UPSTREAM_TIMEOUT = httpx.Timeout(25.0, connect=5.0)  # inside API Gateway's 30 s
+# Per upstream call, shrunk to what is left of the request's deadline (workbench/deadline.py).
+UPSTREAM_SECONDS, UPSTREAM_CONNECT_SECONDS = 25.0, 5.0
 _TOO_LARGE = {"error": "Request body too large for the proxy"}
 # A body over the cap is refused while it streams in (BodyLimit); after the token check it is an
 # audited refusal (_read_body), before it (no valid token) this shape answers.
@@ -272,7 +274,10 @@ class CurlProxy:
         )
         try:
             async with httpx.AsyncClient(
-                transport=self.transport, follow_redirects=False, timeout=UPSTREAM_TIMEOUT, trust_env=False
+                transport=self.transport,
+                follow_redirects=False,
+                timeout=deadline.upstream_timeout(UPSTREAM_SECONDS, connect=UPSTREAM_CONNECT_SECONDS),
+                trust_env=False,
             ) as client:
                 upstream = await client.request(request.method, target, headers=headers, content=body)
         except Refused as exc:
@@ -384,4 +389,6 @@ def proxy_routes(gateway: Gateway, *, resolver: Resolver | None = None) -> list[
 
 
 def create_proxy_app(gateway: Gateway, *, resolver: Resolver | None = None) -> Starlette:
-    return guarded_app(proxy_routes(gateway, resolver=resolver), BODY_RULES)
+    return guarded_app(
+        proxy_routes(gateway, resolver=resolver), BODY_RULES, middleware=deadline.middleware(gateway.settings)
+    )

@@ -9,6 +9,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from workbench import deadline
 from workbench.auth import Principal, looks_like_api_key
 from workbench.bodylimit import BodyRule, guarded_app, json_413
 from workbench.errors import AuthError
@@ -65,4 +66,4 @@ def rest_routes(gateway: Gateway) -> list[Route]:
 
 
 def create_rest_app(gateway: Gateway) -> Starlette:
-    return guarded_app(rest_routes(gateway), BODY_RULES)
+    return guarded_app(rest_routes(gateway), BODY_RULES, middleware=deadline.middleware(gateway.settings))

@@ -15,6 +15,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute
 
+from workbench import deadline
 from workbench.bodylimit import BodyRule, BodyTooLarge
 from workbench.web.activity import activity_routes
 from workbench.web.apps import BODY_RULES as APPS_BODY_RULES
@@ -81,4 +82,5 @@ def create_web_app(gateway: Gateway) -> Starlette:
             *browser_bridge_routes(gateway),
         ],
         [*BODY_RULES, *OAUTH_BODY_RULES, *BRIDGE_BODY_RULES],
+        middleware=deadline.middleware(gateway.settings),
     )
