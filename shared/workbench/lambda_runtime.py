@@ -276,6 +276,14 @@ def lambda_handler_for(
             raise
         finally:
             obs.flush_metrics()
+        max_bytes = instance_gateway(event).settings.max_response_bytes
+        if max_bytes:
+            from workbench.response_limit import fit_response
+
+            fitted = fit_response(result, surface=str(name), limit=max_bytes, event=event)
+            if fitted is not result:
+                obs.logger.warning("response too large for Lambda", extra={**line, "limit": max_bytes})
+                result = fitted
         obs.logger.info(
             "request", extra={**line, "status": result.get("statusCode"), "duration_ms": _ms(started)}
         )

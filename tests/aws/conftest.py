@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from workbench.settings import Settings
 
-from tests.support.aws import AwsEndpoint
+from tests.support.aws import AwsEndpoint, load_template
 
 
 @pytest.fixture
@@ -73,6 +73,8 @@ def lambda_env(
     monkeypatch.delenv("WORKBENCH_SESSION_SECRET")
     monkeypatch.setenv("WORKBENCH_SECRET_ID", function_secret.arn)
     monkeypatch.setenv("WORKBENCH_PUBLIC_URL", "https://gw.example.test")
+    template_env = load_template()["Globals"]["Function"]["Environment"]["Variables"]
+    monkeypatch.setenv("WORKBENCH_MAX_RESPONSE_BYTES", template_env["WORKBENCH_MAX_RESPONSE_BYTES"])
     monkeypatch.setenv("POWERTOOLS_SERVICE_NAME", "workbench")
     monkeypatch.setenv("POWERTOOLS_METRICS_NAMESPACE", "Workbench")
     monkeypatch.setenv("POWERTOOLS_TRACE_DISABLED", "1")

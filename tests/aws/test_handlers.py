@@ -379,3 +379,60 @@ def test_a_slow_upstream_inside_a_compose_answers_an_mcp_result_before_the_lambd
     assert re.fullmatch(r"Upstream timed out after \d+(\.\d)? s", payload["error"]), payload
     audit = [e for e in build_gateway(lambda_env).stores.audit.list_for(ada.id) if e["action"] == "EXECUTE"]
     assert sorted(e["tool"] for e in audit) == ["slowapi_fast", "slowapi_slow"]  # the third never ran
+
+
+def test_responses_over_lambdas_6_mb_are_the_documented_error_on_rest_and_the_proxy(
+    lambda_env: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from workbench.auth import Principal
+
+    from tests.support.slowapi import connect_slowapi, slow_upstream
+
+    assert Settings.from_env().max_response_bytes == 6_291_456  # the template's value
+    with slow_upstream() as url:
+        monkeypatch.setenv("WORKBENCH_EXTRA_PLUGINS", "tests.support.slowapi")
+        monkeypatch.setenv("WB_SLOW_API_URL", url)
+        monkeypatch.setenv("WORKBENCH_PROXY_ALLOW_LOOPBACK", "1")
+        gw = build_gateway(Settings.from_env())
+        ada = gw.stores.users.get_or_create("ada@example.com")
+        connect_slowapi(gw, ada.id)
+        key = gw.api_keys.mint(ada)
+        rest = load_entry("rest").handler
+
+        def rest_call(size: int) -> dict[str, Any]:
+            event = http_api_event(
+                "POST",
+                "/rest/slowapi",
+                route_key="ANY /rest/{integration}",
+                path_parameters={"integration": "slowapi"},
+                headers={"authorization": f"Bearer {key}"},
+                body={"tool": "slowapi_big", "args": {"bytes": size}},
+            )
+            answer: dict[str, Any] = rest(event, None)
+            return answer
+
+        fits = rest_call(5_000_000)
+        assert fits["statusCode"] == 200 and len(response_json(fits)["result"]["data"]) > 4_900_000
+        too_big = rest_call(7_000_000)
+        assert too_big["statusCode"] == 502
+        body = response_json(too_big)
+        assert body["error"] == "RESPONSE_TOO_LARGE"
+        assert re.fullmatch(
+            r"The response is [\d,]+ bytes; AWS Lambda answers at most 6,291,456 bytes\. The tools ran .*",
+            body["message"],
+        ), body
+
+        token = gw.curl_session(Principal(ada, "api_key"), ["slowapi"], 900)["token"]
+        proxy = load_entry("proxy").handler
+        event = http_api_event(
+            "GET",
+            "/c/slowapi/big",
+            route_key="ANY /c/{integration}/{proxy+}",
+            path_parameters={"integration": "slowapi", "proxy": "big"},
+            headers={"authorization": f"Bearer {token}"},
+            query="bytes=7000000",
+        )
+        relayed = proxy(event, None)
+    assert relayed["statusCode"] == 502, relayed.get("body", "")[:300]
+    body = response_json(relayed)
+    assert body["error"] == "RESPONSE_TOO_LARGE" and "The upstream answered" in body["message"]

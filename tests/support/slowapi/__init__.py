@@ -32,6 +32,7 @@ def make_manifest(base_url: str) -> Manifest:
         auth=ApiKeyAuth((ApiKeyField("key", "API key"),)),
         base_url=base_url.rstrip("/"),
         tool_prefix="slowapi_",
+        curl_proxy=True,
         tools_module="tests.support.slowapi.tools",
     )
 
