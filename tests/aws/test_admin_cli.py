@@ -25,12 +25,20 @@ from tests.support.processes import REPO
 pytestmark = pytest.mark.e2e
 
 
+def _cloudformation(moto_endpoint: AwsEndpoint) -> Any:
+    """moto creates a stack's resources inside CreateStack: no 5 s read timeout, no retry that would
+    find the stack it just created."""
+    import boto3
+    from botocore.config import Config
+
+    config = Config(read_timeout=120, retries={"total_max_attempts": 1}, region_name="us-east-1")
+    return boto3.client("cloudformation", endpoint_url=moto_endpoint.url, config=config)
+
+
 @pytest.fixture(scope="module")
 def stack(moto_endpoint: AwsEndpoint) -> Iterator[tuple[str, dict[str, str]]]:
     """(stack name, outputs) of template.yaml's stateful part deployed through CloudFormation."""
-    from workbench._aws import make_client
-
-    cfn = make_client("cloudformation", moto_endpoint.settings())
+    cfn = _cloudformation(moto_endpoint)
     name = f"wb-admin-{uuid.uuid4().hex[:8]}"
     cfn.create_stack(StackName=name, TemplateBody=json.dumps(stateful_template()))
     described = cfn.describe_stacks(StackName=name)["Stacks"][0]
@@ -143,9 +151,7 @@ def test_a_stack_that_is_not_there_or_not_workbench_is_a_clear_error(
     assert missing.returncode == 1 and missing.stdout == ""
     assert missing.stderr.strip() == "workbench: no stack 'nope' in us-east-1"
 
-    from workbench._aws import make_client
-
-    cfn = make_client("cloudformation", moto_endpoint.settings())
+    cfn = _cloudformation(moto_endpoint)
     other = f"other-{uuid.uuid4().hex[:8]}"
     queue = {"Q": {"Type": "AWS::SQS::Queue", "Properties": {}}}
     cfn.create_stack(StackName=other, TemplateBody=json.dumps({"Resources": queue}))
