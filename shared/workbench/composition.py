@@ -1,6 +1,9 @@
 """The composition root: builds stores, keys, registry and services from Settings, once.
 
-Every surface (MCP, REST, web, proxy; local or Lambda) receives the same `Gateway`.
+Every surface (MCP, REST, web, proxy; local or Lambda) receives the same `Gateway`. What an API-key
+tool call does not need — the OAuth server and its signing keys (jwt, cryptography's EC), portal
+sessions, the connect flow, provider OAuth, custom apps, the search index — is built, and its
+modules imported, the first time something asks for it: a cold start pays only for its request.
 """
 
 from __future__ import annotations
@@ -8,34 +11,33 @@ from __future__ import annotations
 import functools
 import hashlib
 import time
-from collections.abc import Awaitable, Callable, Collection, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Collection, Mapping
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
-import httpx
-
 from workbench.auth import ApiKeys, Principal
-from workbench.connections import ConnectFlow
 from workbench.credentials import Credentials
 from workbench.crypto import Cipher, KeyProvider, LocalKeyProvider, load_or_create_local_key
 from workbench.errors import ConfigError
 from workbench.executor import Engine
-from workbench.external import ExternalServers
-from workbench.oauth.service import OAuthServer
-from workbench.oauth_client import ProviderOAuth, TokenSet
 from workbench.observability import Metrics
 from workbench.registry import Manifest, Registry
-from workbench.search import SearchDoc, SearchIndex
 from workbench.secret_source import SESSION_SECRET, EnvSecrets, SecretSource
 from workbench.settings import Settings
 from workbench.stores import Stores, User
-from workbench.tokens import FileSigningKeys, SigningKeySource, TokenService
 from workbench.vault import Vault
-from workbench.verify import verify_credential
-from workbench.web.sessions import SessionCodec
 
 if TYPE_CHECKING:
+    import httpx
+
     from workbench.browser.pool import BrowserPool
+    from workbench.connections import ConnectFlow
+    from workbench.external import ExternalServers
+    from workbench.oauth.service import OAuthServer
+    from workbench.oauth_client import ProviderOAuth, TokenSet
+    from workbench.search import SearchDoc, SearchIndex
+    from workbench.tokens import SigningKeySource, TokenService
+    from workbench.web.sessions import SessionCodec
 
 __all__ = ["Gateway", "build_gateway", "build_registry"]
 
@@ -84,33 +86,141 @@ def build_key_provider(settings: Settings) -> KeyProvider:
     return LocalKeyProvider.from_secret(load_or_create_local_key(settings.key_path, settings.local_key))
 
 
-@dataclass(slots=True)
 class Gateway:
-    """Everything a surface needs, wired once."""
+    """Everything a surface needs, wired once. The services below the constructor are built on
+    first use (see the module docstring); their attribute names are the same either way."""
 
-    settings: Settings
-    stores: Stores
-    registry: Registry
-    cipher: Cipher
-    credentials: Credentials
-    engine: Engine
-    api_keys: ApiKeys
-    vault: Vault
-    connections: ConnectFlow
-    metrics: Metrics
-    tokens: TokenService
-    sessions: SessionCodec
-    # The session secret, the SSO client secret and the plugins' OAuth clients (read at run time).
-    secrets: SecretSource
-    clock: Callable[[], float] = time.time
-    token_verifiers: list[Callable[[str], Principal | None]] = field(default_factory=list)
-    _search: SearchIndex | None = field(default=None, repr=False)
-    # Each user's custom apps (external MCP tool servers), searchable by their owner only.
-    external: ExternalServers | None = None
-    # Workbench as an OAuth client of plugin providers (connect callback, lazy refresh).
-    provider_oauth: ProviderOAuth | None = None
-    # The OAuth 2.1 authorization server for MCP clients (None when the store backend lacks its ports).
-    oauth: OAuthServer | None = None
+    def __init__(
+        self,
+        *,
+        settings: Settings,
+        stores: Stores,
+        registry: Registry,
+        cipher: Cipher,
+        credentials: Credentials,
+        engine: Engine,
+        api_keys: ApiKeys,
+        vault: Vault,
+        metrics: Metrics,
+        # The session secret, the SSO client secret and the plugins' OAuth clients (read at run time).
+        secrets: SecretSource,
+        clock: Callable[[], float] = time.time,
+        transport: httpx.AsyncBaseTransport | None = None,
+        signing_keys: SigningKeySource | None = None,
+    ) -> None:
+        self.settings = settings
+        self.stores = stores
+        self.registry = registry
+        self.cipher = cipher
+        self.credentials = credentials
+        self.engine = engine
+        self.api_keys = api_keys
+        self.vault = vault
+        self.metrics = metrics
+        self.secrets = secrets
+        self.clock = clock
+        self._transport = transport
+        self._signing_keys = signing_keys
+
+    @cached_property
+    def provider_oauth(self) -> ProviderOAuth:
+        """Workbench as an OAuth client of plugin providers (connect callback, lazy refresh)."""
+        from workbench.oauth_client import ProviderOAuth
+
+        return ProviderOAuth(self.settings, self.secrets, transport=self._transport)
+
+    @cached_property
+    def connections(self) -> ConnectFlow:
+        from workbench.connections import ConnectFlow
+        from workbench.verify import verify_credential
+
+        flow = ConnectFlow(
+            self.settings,
+            self.registry,
+            self.stores.pending,
+            clock=self.clock,
+            oauth=self.provider_oauth,
+            credentials=self.credentials,
+            verify=functools.partial(verify_credential, self.engine),
+        )
+        flow.external = self.external  # custom apps behind OAuth connect through the same flow
+        return flow
+
+    @cached_property
+    def external(self) -> ExternalServers:
+        """Each user's custom apps (external MCP and OpenAPI servers) and the operator's."""
+        from workbench.external import ExternalServers
+        from workbench.external.oauth import AppOAuth
+        from workbench.external.operator import operator_apps
+
+        settings = self.settings
+        external = ExternalServers(
+            self.stores.external_servers,
+            self.cipher,
+            self.vault,
+            self.registry,
+            clock=self.clock,
+            # On a laptop a user's MCP servers often run on localhost or the LAN; on AWS they must not.
+            allow_private_hosts=settings.store != "dynamodb",
+            # A missing envVar is reported at start-up when the environment is where secrets live;
+            # with the run-time secret (AWS) it is reported by the first request that needs it.
+            operator_apps=operator_apps(
+                settings.external_servers,
+                self.registry,
+                None if settings.secret_id else settings.external_env,
+            ),
+            operator_secret=_operator_secret(self.secrets, settings),
+        )
+        external.oauth = AppOAuth(
+            public_url=settings.public_url,
+            store=self.stores.external_servers,
+            cipher=self.cipher,
+            pending=self.stores.pending,
+            credentials=self.credentials,
+            clock=self.clock,
+            transport=self._transport,
+            allow_http_client_metadata=settings.oauth_cimd_allow_loopback_http,
+            connect_ttl=settings.connect_ttl_seconds,
+            refuse_host=external._refused_host,
+        )
+        return external
+
+    @cached_property
+    def tokens(self) -> TokenService:
+        """ES256 JWTs: OAuth access tokens and curl proxy tokens."""
+        from workbench.tokens import TokenService
+
+        keys = self._signing_keys or _signing_keys(self.settings, self.cipher, self.stores)
+        return TokenService(keys, self.settings.public_url, clock=self.clock)
+
+    @cached_property
+    def sessions(self) -> SessionCodec:
+        from workbench.web.sessions import SessionCodec
+
+        return SessionCodec(
+            _session_secret(self.settings, self.secrets),
+            clock=self.clock,
+            secure=self.settings.public_url.startswith("https://"),
+        )
+
+    @cached_property
+    def oauth(self) -> OAuthServer | None:
+        """The OAuth 2.1 authorization server for MCP clients (None when the store backend lacks its ports)."""
+        stores = self.stores
+        if not (stores.oauth_clients and stores.oauth_codes and stores.oauth_refresh):
+            return None
+        from workbench.oauth.service import OAuthServer
+
+        return OAuthServer(
+            self.settings,
+            clients=stores.oauth_clients,
+            codes=stores.oauth_codes,
+            refresh=stores.oauth_refresh,
+            users=stores.users,
+            tokens=self.tokens,
+            clock=self.clock,
+            rates=stores.oauth_rates,
+        )
 
     @property
     def oauth_clients(self) -> OAuthServer | None:
@@ -121,6 +231,8 @@ class Gateway:
 
     async def verify(self, user: User, manifest: Manifest, credential: dict[str, Any]) -> bool:
         """Check a credential with the manifest's probe before storing it (raises VerificationFailed)."""
+        from workbench.verify import verify_credential
+
         return await verify_credential(self.engine, user, manifest, credential)
 
     def connection_status(self, user_id: str, only: Collection[str] | None = None) -> dict[str, bool]:
@@ -132,15 +244,19 @@ class Gateway:
             if only is None or m.name in only
         }
 
+    @cached_property
+    def _search(self) -> SearchIndex:
+        from workbench.search import SearchDoc, SearchIndex
+
+        return SearchIndex(SearchDoc(t.name, t.description, t.integration) for t in self.registry.all_tools())
+
     def search_index(self) -> SearchIndex:
-        if self._search is None:
-            self._search = SearchIndex(
-                SearchDoc(t.name, t.description, t.integration) for t in self.registry.all_tools()
-            )
         return self._search
 
     async def search_tools(self, principal: Principal, query: str, limit: int) -> list[dict[str, Any]]:
         """search_tools: built-in and plugin tools plus this caller's custom apps (never another user's)."""
+        from workbench.search import SearchDoc
+
         hits = self.search_index().search(query, limit)
         if self.external is not None:
             custom = tuple(
@@ -172,8 +288,8 @@ class Gateway:
 
         if looks_like_api_key(token):
             return self.api_keys.resolve(token)
-        for verifier in self.token_verifiers:
-            principal = verifier(token)
+        if self.oauth is not None:
+            principal = self.oauth.verify_access_token(token)
             if principal is not None:
                 return principal
         raise AuthError("invalid token")
@@ -205,18 +321,31 @@ class Gateway:
 def _custom_app_index(docs: tuple[SearchDoc, ...]) -> SearchIndex:
     """Custom-app discovery is cached for 10 minutes, so the same catalog comes back search after
     search: index each distinct catalog once instead of on every request."""
+    from workbench.search import SearchIndex
+
     return SearchIndex(docs)
 
 
-@dataclass(slots=True)
 class _BuiltinServices:
-    stores: Stores
-    vault: Vault
-    # The engine's browser (built-in browser tools, cookie capture); never handed to plugins.
-    browser: BrowserPool | None = None
-    # Custom apps (external MCP servers), and the public URL jot links are built from.
-    external: ExternalServers | None = None
-    public_url: str = ""
+    """What built-in tools reach through `ctx.services`; never handed to plugins."""
+
+    def __init__(self, stores: Stores, vault: Vault, settings: Settings) -> None:
+        self.stores = stores
+        self.vault = vault
+        self.settings = settings
+        # The public URL jot links are built from.
+        self.public_url = settings.public_url
+        # Set once the gateway exists: custom apps are built when an apps tool first asks.
+        self.gateway: Gateway | None = None
+
+    @cached_property
+    def browser(self) -> BrowserPool:
+        """The engine's browser (built-in browser tools, cookie capture)."""
+        return build_browser_pool(self.settings)
+
+    @property
+    def external(self) -> ExternalServers | None:
+        return self.gateway.external if self.gateway is not None else None
 
 
 def build_browser_pool(settings: Settings) -> BrowserPool:
@@ -247,17 +376,19 @@ def build_gateway(
     provider = key_provider or build_key_provider(settings)
     cipher = Cipher(provider, cache_seconds=settings.data_key_cache_seconds)
     metrics = Metrics()
-    provider_oauth = ProviderOAuth(settings, secrets, transport=transport)
-    app_refresh: list[Callable[[str, Mapping[str, Any]], Awaitable[TokenSet]]] = []
+    late: list[Gateway] = []  # the refresher and the custom-app lookup reach the gateway built below
 
     async def refresh(manifest: Manifest, refresh_token: str, stored: Mapping[str, Any]) -> TokenSet:
         """The one refresher: a custom app's OAuth credential names its own token endpoint and client."""
-        if "app_oauth" in stored and app_refresh:
-            return await app_refresh[0](refresh_token, stored)
-        return await provider_oauth.refresh(manifest, refresh_token, stored)
+        gateway = late[0]
+        app_oauth = gateway.external.oauth if "app_oauth" in stored else None
+        if app_oauth is not None:
+            return await app_oauth.refresh(refresh_token, stored)
+        return await gateway.provider_oauth.refresh(manifest, refresh_token, stored)
 
     credentials = Credentials(stores.connections, cipher, clock=clock, refresh=refresh)
     vault = Vault(stores.vault, cipher)
+    services = _BuiltinServices(stores, vault, settings)
     engine = Engine(
         registry,
         credentials,
@@ -266,43 +397,8 @@ def build_gateway(
         transport=transport,
         concurrency=settings.execute_concurrency,
         clock=clock,
-        builtin_services=_BuiltinServices(stores, vault, build_browser_pool(settings)),
+        builtin_services=services,
     )
-    from workbench.external.operator import operator_apps
-
-    external = ExternalServers(
-        stores.external_servers,
-        cipher,
-        vault,
-        registry,
-        clock=clock,
-        # On a laptop a user's MCP servers often run on localhost or the LAN; on AWS they must not.
-        allow_private_hosts=settings.store != "dynamodb",
-        # A missing envVar is reported at start-up when the environment is where secrets live;
-        # with the run-time secret (AWS) it is reported by the first request that needs it.
-        operator_apps=operator_apps(
-            settings.external_servers, registry, None if settings.secret_id else settings.external_env
-        ),
-        operator_secret=_operator_secret(secrets, settings),
-    )
-    from workbench.external.oauth import AppOAuth
-
-    external.oauth = AppOAuth(
-        public_url=settings.public_url,
-        store=stores.external_servers,
-        cipher=cipher,
-        pending=stores.pending,
-        credentials=credentials,
-        clock=clock,
-        transport=transport,
-        allow_http_client_metadata=settings.oauth_cimd_allow_loopback_http,
-        connect_ttl=settings.connect_ttl_seconds,
-        refuse_host=external._refused_host,
-    )
-    app_refresh.append(external.oauth.refresh)
-    engine.extra_lookups.append(external.lookup)
-    engine.builtin_services.external = external
-    engine.builtin_services.public_url = settings.public_url
     gateway = Gateway(
         settings=settings,
         stores=stores,
@@ -312,40 +408,21 @@ def build_gateway(
         engine=engine,
         api_keys=ApiKeys(stores.users, stores.api_keys),
         vault=vault,
-        connections=ConnectFlow(
-            settings,
-            registry,
-            stores.pending,
-            clock=clock,
-            oauth=provider_oauth,
-            credentials=credentials,
-            verify=functools.partial(verify_credential, engine),
-        ),
-        provider_oauth=provider_oauth,
-        external=external,
         metrics=metrics,
-        tokens=TokenService(
-            signing_keys or _signing_keys(settings, cipher, stores), settings.public_url, clock=clock
-        ),
-        sessions=SessionCodec(
-            _session_secret(settings, secrets), clock=clock, secure=settings.public_url.startswith("https://")
-        ),
         secrets=secrets,
         clock=clock,
+        transport=transport,
+        signing_keys=signing_keys,
     )
-    gateway.connections.external = external  # custom apps behind OAuth connect through the same flow
-    if stores.oauth_clients and stores.oauth_codes and stores.oauth_refresh:
-        gateway.oauth = OAuthServer(
-            settings,
-            clients=stores.oauth_clients,
-            codes=stores.oauth_codes,
-            refresh=stores.oauth_refresh,
-            users=stores.users,
-            tokens=gateway.tokens,
-            clock=clock,
-            rates=stores.oauth_rates,
-        )
-        gateway.token_verifiers.append(gateway.oauth.verify_access_token)
+    late.append(gateway)
+    services.gateway = gateway
+
+    async def custom_app_lookup(principal: Principal, name: str) -> Any:
+        return await gateway.external.lookup(principal, name)
+
+    engine.extra_lookups.append(custom_app_lookup)
+    if settings.external_servers:
+        gateway.external  # noqa: B018 - operator servers: a mistake in their config fails the start
     return gateway
 
 
@@ -355,6 +432,8 @@ def _signing_keys(settings: Settings, cipher: Cipher, stores: Stores) -> Signing
         from workbench.aws_signing import DynamoSigningKeys
 
         return DynamoSigningKeys.from_settings(settings, cipher, stores=stores)
+    from workbench.tokens import FileSigningKeys
+
     return FileSigningKeys(settings.data_dir / "keys")
 
 
