@@ -260,7 +260,12 @@ def test_a_login_host_outside_salesforce_is_refused_on_the_link_page(tmp_path: P
         data={"csrf": csrf, "token": link, "login_host": "custom", "login_host_custom": "attacker.example"},
         headers={"origin": "https://testserver"},
     )
-    assert form.status_code == 400 and "ending in ….my.salesforce.com" in form.text
+    assert form.status_code == 303 and form.headers["location"] == f"/connect/{link}"  # post/redirect/get
+    flash = (
+        f"; __Host-wb_flash={form.cookies['__Host-wb_flash']}"  # this client sets its cookie header itself
+    )
+    again = client.get(form.headers["location"], headers={"cookie": client.headers["cookie"] + flash})
+    assert "ending in ….my.salesforce.com" in again.text and 'role="alert"' in again.text
     sandbox = client.post(
         "/api/connect/redeem",
         data={"csrf": csrf, "token": link, "login_host": "test.salesforce.com"},

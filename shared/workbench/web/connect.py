@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import time
 from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
 
 from starlette.requests import Request
 from starlette.responses import Response
@@ -43,7 +44,12 @@ def connect_routes(web: WebContext) -> list[BaseRoute]:
     gw = web.gw
 
     def link_page(request: Request, user: User, title: str, body: str, status: int = 200) -> Response:
-        return html_page(title, body, status=status, email=user.email, csrf=web.csrf(request))
+        # A refused form post on this page came back here (post/redirect/get) with its notice.
+        response = html_page(
+            title, web.take_notice(request) + body, status=status, email=user.email, csrf=web.csrf(request)
+        )
+        gw.sessions.clear_flash(response)
+        return response
 
     def link(request: Request, user: User) -> Response:
         connection_id = str(request.path_params["connection_id"])
@@ -104,7 +110,10 @@ def connect_routes(web: WebContext) -> list[BaseRoute]:
             return redirect(str(result.body["url"]))
         code = str(result.body.get("error", ""))
         message = _REDEEM_TEXT.get(code) or str(result.body.get("message") or code)
-        return link_page(request, user, "Cannot connect", notices(("error", message)), result.status)
+        # Post/redirect/get: back to the link page (which re-checks the link) with the reason, once.
+        token = form.get("token", "")
+        target = f"/connect/{quote(token, safe='')}" if token else "/portal/integrations"
+        return web.redirect_with_notice(request, target, "error", message)
 
     async def callback(request: Request) -> Response:
         user = web.user(request)
