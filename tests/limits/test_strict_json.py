@@ -283,3 +283,25 @@ async def test_connect_redeem_refuses_non_strict_json(gw: Gateway, raw: str) -> 
     assert r.status_code == 400 and r.json()["error"].startswith(
         'Body must be JSON: {"token": "<connectionId>"'
     )
+
+
+@pytest.mark.parametrize(
+    "document",
+    [
+        "[" * 5000 + "]" * 5000,  # JSON, far too deep: refused before parsing, and as YAML too
+        "[" * 200 + "]" * 200,  # YAML flow style composes, then is refused by depth
+        "a:\n" + "".join("  " * i + "b:\n" for i in range(1, 600)),  # YAML block nesting
+        '{"openapi": "3.0.0", "info": {"x": ' + "[" * 129 + "]" * 129 + "}}",
+    ],
+    ids=["json-5000", "flow-200", "block-600", "json-129"],
+)
+def test_an_openapi_document_nested_too_deep_is_invalid_input(document: str) -> None:
+    """The OpenAPI document of a custom app (portal form up to 6 MiB, apps_register_openapi) is
+    untrusted text too: deep nesting is a clear error, never a RecursionError (a 500 in the portal)."""
+    from workbench.errors import InvalidInput
+    from workbench.external.service import parse_document
+
+    with pytest.raises(
+        InvalidInput, match=r"nested deeper than 128 levels|neither valid JSON nor valid YAML"
+    ):
+        parse_document(document)

@@ -368,3 +368,37 @@ async def test_odd_strings_reach_sqlite_audit_rows_without_an_encoding_error(tmp
     rows = gw.stores.audit.list_for(me.user.id)
     assert {r["tool"] for r in rows} == {"free_\ud800", "free_item"}
     json.loads(dumps(out).encode("utf-8"))  # the wire form is encodable
+
+
+async def test_an_undecryptable_custom_app_row_is_named_and_says_to_register_it_again(
+    gw: Gateway, me: Principal
+) -> None:
+    """A custom app's config row that does not decrypt: its tools answer a per-item error naming
+    the app, and everything that lists apps (search, list_integrations, apps_list) still answers."""
+    from workbench.stores import ExternalServer
+
+    assert gw.stores.external_servers is not None
+    gw.stores.external_servers.put(ExternalServer(me.user.id, "legacy", "legacy_", b"\x01\x00not-a-blob"))
+    out = await gw.execute(
+        me,
+        [
+            {"tool": "legacy_echo", "args": {}, "ref_id": None},
+            {"tool": "apps_list", "args": {}, "ref_id": None},
+            {"tool": "free_item", "args": {"value": 1}, "ref_id": None},
+        ],
+    )
+    message = (
+        "Custom app 'legacy' cannot be decrypted (it was stored under another key or is damaged), so its "
+        "tools are unavailable: register it again (apps_register_server or apps_register_openapi with name "
+        "'legacy')."
+    )
+    assert out["results"][0] == {"error": message}
+    listed = {a["name"]: a for a in out["results"][1]["result"]["apps"]}
+    assert listed["legacy"]["status"] == "unreadable" and listed["legacy"]["message"] == message
+    assert out["results"][2]["result"]["value"] == 1
+    audited = {e["tool"]: e for e in events(gw, me)}
+    assert audited["legacy_echo"]["integration"] == "legacy" and audited["legacy_echo"]["error"] == message
+    meta = MetaTools(gw)
+    assert "tools" in await meta.call("search_tools", me, {"query": "echo"})
+    status = await meta.call("list_integrations", me, {})
+    assert {"name": "legacy", "version": "mcp", "connected": False} in status["integrations"]

@@ -33,7 +33,7 @@ from urllib.parse import quote, urlencode, urlsplit
 
 import httpx
 
-from workbench.errors import NotConnected
+from workbench.errors import CryptoError, NotConnected
 from workbench.jsontext import JsonRejected, parse
 from workbench.oauth_client import ProviderError, TokenSet, pkce_challenge, pkce_verifier
 from workbench.stores import ExternalServer, ExternalServerStore, OAuthState, PendingConnect, PendingStore
@@ -154,7 +154,10 @@ class AppOAuth:
         row = self.store.get(owner, self._row(app_name))
         if row is None:
             return None
-        value = self.cipher.decrypt_json(row.config, _context(owner, app_name))
+        try:
+            value = self.cipher.decrypt_json(row.config, _context(owner, app_name))
+        except (CryptoError, ValueError):
+            return None  # unreadable: as if no plan were stored (discovery makes a new one)
         return Plan(**value) if isinstance(value, dict) else None
 
     def forget(self, owner: str, app_name: str) -> None:

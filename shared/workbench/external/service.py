@@ -43,7 +43,7 @@ import httpx
 
 from workbench.compose import BadRef, VaultMissing, resolve
 from workbench.crypto import Cipher
-from workbench.errors import ConflictError, CredentialError, InvalidInput, NotConnected, NotFound
+from workbench.errors import ConflictError, CredentialError, CryptoError, InvalidInput, NotConnected, NotFound
 from workbench.executor import scrub
 from workbench.external.client import (
     AuthRejected,
@@ -57,7 +57,7 @@ from workbench.external.client import (
 )
 from workbench.external.openapi import OpenApiError, Operation, build_request, compile_document
 from workbench.external.schema import problem
-from workbench.jsontext import JsonRejected, parse
+from workbench.jsontext import JsonRejected, nesting_exceeds, parse
 from workbench.observability import log_event, logger
 from workbench.registry import RESERVED_NAMES, Manifest, NoAuth, OAuth2Auth, Registry
 from workbench.stores import ExternalServer, ExternalServerStore
@@ -83,6 +83,8 @@ __all__ = [
 CACHE_TTL_SECONDS = 600.0
 DEFAULT_TIMEOUT_MS = 30_000
 RECONNECT_REQUIRED = "reconnect_required"
+# A row whose encrypted config does not decrypt (another key, damage): only registering it again helps.
+UNREADABLE = "unreadable"
 MAX_SERVERS_PER_USER = 25
 WORKSPACE = "{workspaceCode}"
 SEARCH_BUDGET_SECONDS = 2.0
@@ -628,8 +630,8 @@ class ExternalServers:
             out["operations"] = len(app.operations)
             if app.title:
                 out["title"] = app.title
-        if app.status == RECONNECT_REQUIRED:
-            out["message"] = reconnect_message(app.name)
+        if app.status in (RECONNECT_REQUIRED, UNREADABLE):
+            out["message"] = status_message(app)
         return out
 
     # -- per-user settings and state -------------------------------------------------------------
@@ -680,7 +682,7 @@ class ExternalServers:
         return (entry.session.server_version if entry else "") or "mcp"
 
     def _connected(self, app: App, caller: _Caller) -> bool:
-        if app.status == RECONNECT_REQUIRED:
+        if app.status in (RECONNECT_REQUIRED, UNREADABLE):
             return False
         if app.auth_type == "oauth":
             return self._has_token(app, caller.user_id)
@@ -811,8 +813,8 @@ class ExternalServers:
             return None
         app = owners[0]
         manifest = self._manifest(app)
-        if app.status == RECONNECT_REQUIRED:
-            return _failing_tool(name, app.name, reconnect_message(app.name)), manifest
+        if app.status in (RECONNECT_REQUIRED, UNREADABLE):
+            return _failing_tool(name, app.name, status_message(app)), manifest
         key = self._key(app, caller)
         failure = self._failures.get(key)
         if failure is not None and failure.until > self.clock() and failure.stamp == _stamp(app, caller):
@@ -852,8 +854,8 @@ class ExternalServers:
         if current is None or not current.enabled:
             raise LookupError("Tool not found")
         app = current
-        if app.status == RECONNECT_REQUIRED:
-            raise RuntimeError(reconnect_message(app.name))
+        if app.status in (RECONNECT_REQUIRED, UNREADABLE):
+            raise RuntimeError(status_message(app))
         if app.kind == "openapi":
             return await self._call_openapi(app, caller, tool_name, args)
         try:
@@ -1162,7 +1164,10 @@ class ExternalServers:
         return self._app(row) if row is not None else None
 
     def _app(self, row: ExternalServer) -> App:
-        value = self.cipher.decrypt_json(row.config, _context(row.user_id, row.name))
+        try:
+            value = self.cipher.decrypt_json(row.config, _context(row.user_id, row.name))
+        except (CryptoError, ValueError):  # listed and named, its tools answer how to fix it
+            value, row = {}, replace(row, status=UNREADABLE)
         cfg = value if isinstance(value, dict) else {}
         kind = str(cfg.get("kind", "mcp"))
         operations: tuple[Operation, ...] = ()
@@ -1195,7 +1200,10 @@ class ExternalServers:
         epoch = self.store.get(OPERATOR, _EPOCH_ROW)
         code = ""
         if row is not None:
-            value = self.cipher.decrypt_json(row.config, _context(user_id, _SETTINGS_ROW))
+            try:
+                value = self.cipher.decrypt_json(row.config, _context(user_id, _SETTINGS_ROW))
+            except (CryptoError, ValueError):
+                value = None  # an unreadable settings row: the default workspace code
             code = str(value.get("workspaceCode", "")) if isinstance(value, dict) else ""
         stamp = max(row.updated_at if row else 0.0, epoch.updated_at if epoch else 0.0)
         return _Caller(user_id, code or user_id, stamp)
@@ -1277,6 +1285,10 @@ def _no_vault(name: str) -> str | None:
     return None  # operator values are never resolved against anyone's vault
 
 
+# Schemas nest: deeper than a request body may, and still far from any recursion limit.
+_MAX_DOCUMENT_DEPTH = 128
+
+
 def parse_document(document: Any) -> Any:
     """An OpenAPI document given as an object, or as JSON or YAML text."""
     if isinstance(document, dict):
@@ -1287,15 +1299,20 @@ def parse_document(document: Any) -> Any:
         raise InvalidInput(f"document is larger than {MAX_OPENAPI_CHARS} characters")
     text = document.decode("utf-8", errors="replace") if isinstance(document, bytes) else document
     try:
-        return json.loads(text)
-    except ValueError:
+        return parse(text, max_depth=_MAX_DOCUMENT_DEPTH)  # strict, depth checked before parsing
+    except JsonRejected:
         pass
     import yaml  # type: ignore[import-untyped]  # only for YAML documents
 
     try:
-        return yaml.safe_load(text)
+        value = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         raise InvalidInput(f"document is neither valid JSON nor valid YAML ({type(exc).__name__})") from None
+    except RecursionError:  # PyYAML composes nested nodes recursively
+        raise InvalidInput(f"document is nested deeper than {_MAX_DOCUMENT_DEPTH} levels") from None
+    if nesting_exceeds(value, _MAX_DOCUMENT_DEPTH):
+        raise InvalidInput(f"document is nested deeper than {_MAX_DOCUMENT_DEPTH} levels")
+    return value
 
 
 # -- helpers -------------------------------------------------------------------------------------
@@ -1327,6 +1344,17 @@ def _failing_tool(name: str, server: str, message: str) -> Tool:
         raise RuntimeError(message)
 
     return Tool(name=name, description=message, fn=fail, parameters=None, integration=server)
+
+
+def status_message(app: App) -> str:
+    """Why an app's tools are unavailable, and what fixes it."""
+    if app.status == UNREADABLE:
+        return (
+            f"Custom app '{app.name}' cannot be decrypted (it was stored under another key or is "
+            f"damaged), so its tools are unavailable: register it again (apps_register_server or "
+            f"apps_register_openapi with name '{app.name}')."
+        )
+    return reconnect_message(app.name)
 
 
 def reconnect_message(server: str) -> str:
