@@ -34,6 +34,7 @@ __all__ = [
     "Probe",
     "Registry",
     "TokenRejected",
+    "module_loader",
 ]
 
 RESERVED_NAMES = frozenset({"browser", "jots"})
@@ -172,6 +173,9 @@ class Manifest:
     builtin: bool = False
     # A cheap request that proves a credential works, made before anything is stored.
     probe: Probe | None = None
+    # The tool names, when the integration declares them up front (the built-ins, which have no
+    # prefix): a lookup then imports the tools module only for one of these names.
+    tool_names: frozenset[str] | None = None
 
     @property
     def prefix(self) -> str:
@@ -257,7 +261,11 @@ class Registry:
                 self._entries.values(), key=lambda e: (not e.manifest.builtin, -len(e.manifest.prefix))
             )
         for entry in self._lookup_order:
-            if not (entry.manifest.builtin or tool_name.startswith(entry.manifest.prefix)):
+            declared = entry.manifest.tool_names
+            if declared is not None:
+                if tool_name not in declared:
+                    continue
+            elif not (entry.manifest.builtin or tool_name.startswith(entry.manifest.prefix)):
                 continue
             found = self.tools_of(entry.manifest.name).get(tool_name)
             if found is not None:
@@ -281,7 +289,17 @@ class Registry:
                 raise RegistryError(f"Tool '{t.name}' is defined twice in '{manifest.name}'.")
             t.integration = manifest.name
             loaded[t.name] = t
+        if manifest.tool_names is not None and set(loaded) != manifest.tool_names:
+            raise RegistryError(
+                f"Integration '{manifest.name}' declares tools {sorted(manifest.tool_names)} "
+                f"but its module defines {sorted(loaded)}."
+            )
         return loaded
+
+
+def module_loader(module_name: str) -> ToolLoader:
+    """Loads `module_name`'s TOOLS list when the integration's tools are first needed."""
+    return _module_loader(module_name)
 
 
 def _module_loader(module_name: str) -> ToolLoader:

@@ -1,17 +1,65 @@
 """Built-in integrations. They live in the engine, not under plugins/, so their handlers can reach
-engine services (the jot store, the vault, the browser) that no plugin context ever exposes."""
+engine services (the jot store, the vault, the browser) that no plugin context ever exposes.
+
+Their manifests are declared here, with their tool names, so registering them imports nothing
+else: a tool module (and its pydantic models) is imported when one of its tools is first used.
+"""
 
 from __future__ import annotations
 
-from workbench.registry import Registry
+from workbench.registry import Manifest, NoAuth, Registry, module_loader
 
-__all__ = ["register_builtins"]
+__all__ = ["APPS", "BROWSER", "JOTS", "VAULT", "register_builtins"]
+
+JOTS = Manifest(
+    name="jots",
+    version="1.0.0",
+    display_name="Jots",
+    auth=NoAuth(),
+    description="Notes the agent and the user keep in Workbench.",
+    builtin=True,
+    tool_names=frozenset({"create_jot", "get_jot", "list_jots", "update_jot", "delete_jot", "search_jots"}),
+)
+VAULT = Manifest(
+    name="vault",
+    version="1.0.0",
+    display_name="Vault",
+    auth=NoAuth(),
+    description="Per-user secrets, usable in tool arguments as {{vault:NAME}}.",
+    builtin=True,
+    tool_names=frozenset({"vault_list", "vault_set", "vault_delete"}),
+)
+APPS = Manifest(
+    name="apps",
+    version="1.0.0",
+    display_name="Custom apps",
+    auth=NoAuth(),
+    description="Your own external MCP tool servers, merged into your tool catalog under a prefix.",
+    builtin=True,
+    tool_names=frozenset(
+        {"apps_register_server", "apps_register_openapi", "apps_list", "apps_refresh", "apps_remove"}
+    ),
+)
+BROWSER = Manifest(
+    name="browser",
+    version="1.0.0",
+    display_name="Browser",
+    auth=NoAuth(),
+    description="A headless browser the agent drives: open pages, click, type, read and screenshot them.",
+    builtin=True,
+    tool_names=frozenset(
+        {
+            "browser_navigate",
+            "browser_click",
+            "browser_type",
+            "browser_read",
+            "browser_screenshot",
+            "browser_close",
+        }
+    ),
+)
 
 
 def register_builtins(registry: Registry) -> None:
-    from workbench.builtin import apps, browser, jots, vault
-
-    registry.add(jots.MANIFEST, lambda: jots.TOOLS, allow_reserved=True)
-    registry.add(vault.MANIFEST, lambda: vault.TOOLS, allow_reserved=True)
-    registry.add(apps.MANIFEST, lambda: apps.TOOLS, allow_reserved=True)
-    registry.add(browser.MANIFEST, lambda: browser.TOOLS, allow_reserved=True)
+    for manifest in (JOTS, VAULT, APPS, BROWSER):
+        registry.add(manifest, module_loader(f"workbench.builtin.{manifest.name}"), allow_reserved=True)

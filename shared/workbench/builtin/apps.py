@@ -12,19 +12,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from workbench.registry import Manifest, NoAuth
+from workbench.builtin import APPS
 from workbench.tools import tool
 
 __all__ = ["MANIFEST", "TOOLS"]
 
-MANIFEST = Manifest(
-    name="apps",
-    version="1.0.0",
-    display_name="Custom apps",
-    auth=NoAuth(),
-    description="Your own external MCP tool servers, merged into your tool catalog under a prefix.",
-    builtin=True,
-)
+MANIFEST = APPS
 
 
 class NoAuthSpec(BaseModel):

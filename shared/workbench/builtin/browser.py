@@ -13,7 +13,7 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, Field, model_validator
 
-from workbench.registry import Manifest, NoAuth
+from workbench.builtin import BROWSER
 from workbench.tools import tool
 
 if TYPE_CHECKING:
@@ -22,14 +22,7 @@ if TYPE_CHECKING:
 
 __all__ = ["MANIFEST", "TOOLS"]
 
-MANIFEST = Manifest(
-    name="browser",
-    version="1.0.0",
-    display_name="Browser",
-    auth=NoAuth(),
-    description="A headless browser the agent drives: open pages, click, type, read and screenshot them.",
-    builtin=True,
-)
+MANIFEST = BROWSER
 
 NO_PAGE = "No page is open. Call browser_navigate first."
 # Cloud metadata endpoints: never reachable through the gateway's browser.

@@ -13,18 +13,11 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from workbench.registry import Manifest, NoAuth
+from workbench.builtin import JOTS
 from workbench.stores import Jot
 from workbench.tools import tool
 
-MANIFEST = Manifest(
-    name="jots",
-    version="1.0.0",
-    display_name="Jots",
-    auth=NoAuth(),
-    description="Notes the agent and the user keep in Workbench.",
-    builtin=True,
-)
+MANIFEST = JOTS
 
 NOT_FOUND = "Jot not found"
 

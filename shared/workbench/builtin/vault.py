@@ -7,17 +7,10 @@ from typing import Any
 
 from pydantic import BaseModel, Field, field_validator
 
-from workbench.registry import Manifest, NoAuth
+from workbench.builtin import VAULT
 from workbench.tools import tool
 
-MANIFEST = Manifest(
-    name="vault",
-    version="1.0.0",
-    display_name="Vault",
-    auth=NoAuth(),
-    description="Per-user secrets, usable in tool arguments as {{vault:NAME}}.",
-    builtin=True,
-)
+MANIFEST = VAULT
 
 _NAME = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
 
