@@ -32,6 +32,7 @@ __all__ = [
     "js_stringify",
     "nesting_exceeds",
     "parse",
+    "replace_lone_surrogates",
 ]
 
 MAX_DEPTH = 64
@@ -133,6 +134,11 @@ def escape_lone_surrogates(text: str) -> str:
     """JSON text with each lone surrogate written as its \\uXXXX escape. In JSON text one can only
     sit inside a string, where the escape means the same; the text becomes encodable as UTF-8."""
     return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text) if _SURROGATE.search(text) else text
+
+
+def replace_lone_surrogates(text: str) -> str:
+    """`text` with each lone surrogate replaced by U+FFFD, so it can be encoded as UTF-8 (HTML)."""
+    return _SURROGATE.sub("\ufffd", text) if _SURROGATE.search(text) else text
 
 
 def finite(value: Any) -> Any:

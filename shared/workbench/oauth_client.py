@@ -26,6 +26,7 @@ from urllib.parse import parse_qsl, quote, urlencode, urlsplit
 import httpx
 
 from workbench.errors import ConfigError, InvalidInput
+from workbench.jsontext import parse
 from workbench.registry import LoginHosts, Manifest, OAuth2Auth
 from workbench.secret_source import EnvSecrets, SecretSource, plugin_client_keys
 from workbench.settings import Settings
@@ -316,7 +317,7 @@ def _oauth2(manifest: Manifest) -> OAuth2Auth:
 def _parse_body(resp: httpx.Response) -> dict[str, Any]:
     """JSON, or form-encoded (what some providers answer without an Accept header)."""
     try:
-        value = resp.json()
+        value = parse(resp.content)  # strict: a hostile provider's deep JSON is refused, not recursed
         return value if isinstance(value, dict) else {}
-    except ValueError:
+    except ValueError:  # JsonRejected too
         return dict(parse_qsl(resp.text))

@@ -305,3 +305,23 @@ def test_an_openapi_document_nested_too_deep_is_invalid_input(document: str) -> 
         InvalidInput, match=r"nested deeper than 128 levels|neither valid JSON nor valid YAML"
     ):
         parse_document(document)
+
+
+def test_html_pages_never_fail_to_encode_odd_upstream_text(tmp_path: Path) -> None:
+    """Portal pages show upstream text (a custom app's document title, tool names): a lone
+    surrogate there becomes U+FFFD instead of a UnicodeEncodeError (a 500)."""
+    from starlette.testclient import TestClient
+    from workbench.stores import Jot
+    from workbench.web.html import html_page
+
+    page = html_page("Title \ud800", "<p>body \udfff ok é</p>")
+    assert page.body.decode("utf-8").count("\ufffd") == 3 and "ok é" in page.body.decode(
+        "utf-8"
+    )  # title twice
+
+    gw = make_gateway(tmp_path)  # the memory store keeps any string a tool stored
+    user = gw.stores.users.get_or_create("ada@example.com")
+    gw.stores.jots.put(Jot("jot_1", user.id, "t\ud800", "# h \udfff", 1.0, 1.0, share_token="s" * 32))
+    with TestClient(create_local_app(gw), base_url="http://127.0.0.1:8787") as http:
+        r = http.get("/jots/s/" + "s" * 32)
+    assert r.status_code == 200 and "\ufffd" in r.text

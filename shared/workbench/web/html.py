@@ -14,6 +14,8 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 
+from workbench.jsontext import replace_lone_surrogates
+
 __all__ = [
     "SECURITY_HEADERS",
     "button_link",
@@ -173,7 +175,8 @@ def html_page(
         f'<header><div class="bar"><span class="brand">Workbench</span>{nav}</div></header>'
         f'<main id="main"><h1>{e(title)}</h1>{body}</main></body></html>'
     )
-    return HTMLResponse(doc, status, headers={**SECURITY_HEADERS, **(headers or {})})
+    # Upstream text (an app's tool names, a document's title) may hold a lone surrogate: U+FFFD.
+    return HTMLResponse(replace_lone_surrogates(doc), status, headers={**SECURITY_HEADERS, **(headers or {})})
 
 
 def copy_block(block_id: str, text: str, label: str) -> str:

@@ -24,6 +24,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import BaseRoute, Route
 
+from workbench.jsontext import replace_lone_surrogates
 from workbench.web.jots_markdown import render_markdown
 
 if TYPE_CHECKING:
@@ -78,7 +79,7 @@ def _page(title: str, body: str, status: int = 200) -> HTMLResponse:
         f"<title>{escape(title)}</title><style>{_STYLE}</style></head>"
         f"<body><main>{body}</main></body></html>"
     )
-    return HTMLResponse(html, status_code=status, headers=_HEADERS)
+    return HTMLResponse(replace_lone_surrogates(html), status_code=status, headers=_HEADERS)
 
 
 def _not_found() -> HTMLResponse:

@@ -20,6 +20,8 @@ from typing import Any
 import nh3
 from markdown_it import MarkdownIt
 
+from workbench.jsontext import replace_lone_surrogates
+
 __all__ = ["ALLOWED_TAGS", "URL_SCHEMES", "render_markdown"]
 
 ALLOWED_TAGS = frozenset(
@@ -69,5 +71,5 @@ def _no_network_path_urls(tag: str, attribute: str, value: str) -> str | None:
 
 def render_markdown(text: str) -> str:
     """Safe HTML for a jot body (any input: nothing an author writes becomes script or a handler)."""
-    html = _parser().render(text)
+    html = _parser().render(replace_lone_surrogates(text))  # nh3 takes only encodable text
     return str(_cleaner().clean(html)).strip()
