@@ -245,7 +245,7 @@ def lambda_handler_for(
                 obs.flush_metrics()
             return answer
         adapter = state.get("adapter")
-        cold = adapter is None
+        cold = adapter is None or state.pop("restored", False)
         if adapter is None:
             from mangum import Mangum
 
@@ -289,4 +289,20 @@ def lambda_handler_for(
         )
         return result
 
+    if os.environ.get("AWS_LAMBDA_INITIALIZATION_TYPE") == "snap-start":
+        _prewarm(state, factory)
     return handler
+
+
+def _prewarm(state: dict[str, Any], factory: AppFactory | str) -> None:
+    """SnapStart init (before Lambda takes the snapshot every restored instance resumes from): do the
+    one-time work now — imports, and the gateway and app when the public URL is fixed (a custom
+    domain; otherwise it comes from the first request). Nothing here may draw randomness, make a key,
+    nonce or id, or open a connection: the snapshot is shared (tests/aws/test_snapstart.py)."""
+    from mangum import Mangum
+
+    _observability()
+    app_factory = _resolve(factory)
+    if os.environ.get("WORKBENCH_PUBLIC_URL"):
+        state["adapter"] = Mangum(app_factory(instance_gateway(None)), lifespan="off")
+        state["restored"] = True  # the first request after a restore still counts as a cold start

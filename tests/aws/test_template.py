@@ -6,6 +6,7 @@ import json
 import os
 import shutil
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -463,7 +464,7 @@ def test_sam_build_makes_a_layer_with_engine_plugins_and_arm64_wheels(tmp_path: 
     native = [p.name for p in site.rglob("*.so")]
     assert any(n.startswith("_pydantic_core.cpython-312-aarch64") for n in native), native
     assert all("x86_64" not in n for n in native), "wheels for the wrong architecture"
-    assert not list(site.rglob("__pycache__"))
+    _assert_compiled_for_the_runtime(site, _python312(_sam_env()))
     # Traces go straight to the X-Ray daemon (workbench.tracing): the X-Ray SDK is not shipped.
     assert not (site / "aws_xray_sdk").exists()
     for surface in ("Mcp", "Rest", "Web", "Proxy"):
@@ -472,6 +473,28 @@ def test_sam_build_makes_a_layer_with_engine_plugins_and_arm64_wheels(tmp_path: 
         assert "boto3" not in entry.read_text()  # thin entries: no AWS SDK, no business rules
     built = load_template(build / "template.yaml")
     assert built["Resources"]["EngineLayer"]["Properties"]["ContentUri"] == "EngineLayer"
+
+
+def _assert_compiled_for_the_runtime(site: Path, python: str) -> None:
+    """Every module in the layer has its .pyc for CPython 3.12 (the runtime's), hash-based and
+    unchecked (valid whatever mtimes the layer's zip gives the sources), and no other bytecode."""
+    magic = subprocess.run(
+        [python, "-c", "import importlib.util, sys; sys.stdout.write(importlib.util.MAGIC_NUMBER.hex())"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    sources = [p for p in site.rglob("*.py") if "__pycache__" not in p.parts]
+    assert len(sources) > 500
+    missing = [p for p in sources if not (p.parent / "__pycache__" / f"{p.stem}.cpython-312.pyc").exists()]
+    assert not missing, missing[:10]
+    stray = [p for p in site.rglob("*.pyc") if ".cpython-312." not in p.name]
+    assert not stray, stray[:10]
+    for module in ("workbench/lambda_runtime.py", "workbench_plugins/__init__.py", "pydantic/main.py"):
+        pyc = site / module.rsplit("/", 1)[0] / "__pycache__" / (Path(module).stem + ".cpython-312.pyc")
+        header = pyc.read_bytes()[:8]
+        assert header[:4].hex() == magic, module  # Python 3.12's bytecode
+        assert int.from_bytes(header[4:8], "little") == 0b01, module  # hash-based, source never checked
 
 
 def _python312(env: dict[str, str]) -> str:
@@ -525,6 +548,11 @@ def test_layer_contents_run_the_mcp_handler_on_python_312(tmp_path: Path, moto_e
         timeout=600,
     )
     assert built.returncode == 0, built.stdout + built.stderr
+    layer = tmp_path / "layer" / "python"
+    _assert_compiled_for_the_runtime(layer, python)
+    later = time.time() + 3600  # the zip and /opt give the sources other mtimes: the .pyc still serve
+    for source in layer.rglob("*.py"):
+        os.utime(source, (later, later))
     settings = moto_endpoint.fresh_tables()
     gw = build_gateway(settings)
     key = gw.api_keys.mint(gw.stores.users.get_or_create("ada@example.com"))
@@ -545,16 +573,22 @@ def test_layer_contents_run_the_mcp_handler_on_python_312(tmp_path: Path, moto_e
     jot = {"executions": [{"tool": "create_jot", "args": {"title": "from 3.12", "body": "via the layer"}}]}
     events = [rpc("ping", {}, None), rpc("tools/call", {"name": "execute_tools", "arguments": jot}, key)]
     done = subprocess.run(
-        [python, "-c", LAYER_SMOKE, json.dumps(events)],
+        [python, "-v", "-c", LAYER_SMOKE, json.dumps(events)],  # -v: where each module's code came from
         cwd=REPO,
-        env=run_env,
+        env={**run_env, "PYTHONDONTWRITEBYTECODE": "1"},
         capture_output=True,
         text=True,
         timeout=120,
     )
-    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     out = json.loads(done.stdout.strip().splitlines()[-1])
-    assert out["workbench"].startswith(str(tmp_path / "layer" / "python"))  # from the layer, not the repo
+    assert out["workbench"].startswith(str(layer))  # from the layer, not the repo
+    # Nothing from the layer was compiled at import: every module's code came from its .pyc.
+    from_layer = [line for line in done.stderr.splitlines() if line.startswith(f"# code object from {layer}")]
+    compiled = [line for line in from_layer if not line.endswith(".pyc") and not line.endswith(".pyc'")]
+    assert not compiled, compiled[:10]
+    from_pyc = [line for line in done.stderr.splitlines() if line.startswith(f"# code object from '{layer}")]
+    assert len(from_pyc) > 200, len(from_pyc)
     assert {"github", "superset", "slack"} <= set(out["plugins"])
     unauthorized, called = out["answers"]
     assert unauthorized["statusCode"] == 401
