@@ -206,3 +206,30 @@ async def test_bad_documents_are_refused_clearly(agent: Agent, ups: Upstreams) -
     out = (await agent.run("apps_register_openapi", name="x", document=broken, baseUrl=ups.base))["result"]
     assert out["operations"] == 1
     assert {d["operation"] for d in out["dropped"]} == {"noParam", "badRef", "ok"}
+
+
+async def test_header_and_cookie_parameters(agent: Agent, ups: Upstreams) -> None:
+    document = {
+        "openapi": "3.0.3",
+        "paths": {
+            "/c": {
+                "get": {
+                    "operationId": "withContext",
+                    "parameters": [
+                        {"name": "session", "in": "cookie", "schema": {"type": "string"}},
+                        {"name": "X-Trace", "in": "header", "schema": {"type": "string"}},
+                        {"name": "Authorization", "in": "header", "schema": {"type": "string"}},
+                    ],
+                }
+            }
+        },
+    }
+    out = await agent.run("apps_register_openapi", name="ctx", document=document, baseUrl=ups.base + "/api")
+    schema = (await agent.call("get_tool_schema", tool="ctx_withContext"))["schema"]
+    assert set(schema["properties"]) == {"session", "X-Trace"}  # Authorization is Workbench's to set
+    assert out["result"]["operations"] == 1
+    await agent.run("ctx_withContext", session="a b;c", **{"X-Trace": "t-1"})
+    seen = ups.api.seen[-1].headers
+    assert seen["cookie"] == "session=a%20b%3Bc" and seen["x-trace"] == "t-1"
+    bad = await agent.run("ctx_withContext", **{"X-Trace": "t\r\nX-Evil: 1"})
+    assert bad == {"error": "Invalid arguments for ctx_withContext: 'X-Trace' may not contain line breaks"}

@@ -895,6 +895,8 @@ class ExternalServers:
                 raise RuntimeError(f"Invalid arguments for {tool_name}: {exc}") from None
             params: list[tuple[str, str | int | float | bool | None]] = list(req.params)
             headers = {**req.headers, "Accept": "application/json", **endpoint.headers}
+            if req.cookies:  # cookie parameters, as one header (httpx's per-request cookies are deprecated)
+                headers["Cookie"] = "; ".join(f"{k}={quote(v, safe='')}" for k, v in req.cookies.items())
             if app.auth_type == "query" and isinstance(endpoint, _Target):
                 params.append((app.header_name, endpoint.query_value))
             try:
@@ -911,7 +913,6 @@ class ExternalServers:
                         req.url,
                         params=params,
                         headers=headers,
-                        cookies=req.cookies or None,
                         json=req.json_body if req.has_json else None,
                         data=req.form_body,
                     ) as response,
