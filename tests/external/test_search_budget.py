@@ -84,3 +84,21 @@ async def test_a_server_that_recovers_is_back_after_the_background_retry(
         await asyncio.sleep(0.02)
     assert "odd_lookup" in names
     assert (await agent.run("odd_lookup", q="x"))["result"] == '{"got": {"q": "x"}}'
+
+
+async def test_expired_entries_are_pruned_on_a_long_lived_instance(
+    gw: Gateway, agent: Agent, ups: Upstreams, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from workbench.external import service
+    from workbench.external.client import McpSession, Unreachable
+
+    monkeypatch.setattr(service, "_PRUNE_AT", 10)
+    ext = gw.external
+    assert ext is not None
+    for i in range(20):  # other users' entries, long expired
+        ext._cache[(f"u{i}", "x")] = service._Entry({}, McpSession(), clock() - 1)
+        ext._failures[(f"f{i}", "x")] = service._Failure(Unreachable("x", ""), clock() - 1, (0.0, 0.0))
+    ext._cache[("live", "x")] = service._Entry({}, McpSession(), clock() + 60)
+    await agent.run("apps_register_server", name="plain", url=ups.url("plain"))
+    assert set(ext._cache) == {("live", "x"), (agent.principal.user.id, "plain")}
+    assert ext._failures == {}

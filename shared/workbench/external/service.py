@@ -119,6 +119,7 @@ _FORBIDDEN_HEADERS = frozenset(
 )
 _LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1", "[::1]"})
 _MAX_RESULT_BYTES = 5_000_000
+_PRUNE_AT = 5_000  # cache + back-off entries on this instance before expired ones are dropped
 
 
 class NeedsConnect(ExternalError):
@@ -1018,11 +1019,25 @@ class ExternalServers:
         now = self.clock()
         entry = _Entry(tools, session, now + self.ttl, stamp, now)
         if self._generation.get(key, 0) == generation:
+            self._prune(now)
             self._cache[key] = entry
             self._failures.pop(key, None)
         if app.kind == "mcp":
             self._record(app, {"lastDiscovery": now, "tools": sorted(tools)})
         return entry
+
+    def _prune(self, now: float) -> None:
+        """A long-lived process (the local gateway) must not keep every expired entry forever."""
+        if len(self._cache) + len(self._failures) < _PRUNE_AT:
+            return
+        for key in [k for k, e in self._cache.items() if e.expires_at <= now]:
+            del self._cache[key]
+        for key in [k for k, f in self._failures.items() if f.until <= now]:
+            del self._failures[key]
+        if len(self._generation) > 4 * _PRUNE_AT:
+            self._generation = {
+                k: v for k, v in self._generation.items() if k in self._cache or k in self._inflight
+            }
 
     def _mark_reconnect(self, app: App, caller: _Caller) -> None:
         self._forget(self._key(app, caller))
