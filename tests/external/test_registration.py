@@ -76,3 +76,26 @@ def test_malformed_urls_are_refused(tmp_path: Path, url: str, message: str) -> N
     me = principal_for(gw)
     with pytest.raises(InvalidInput, match=message.replace("(", r"\(").replace(")", r"\)")):
         gw.external.register(me.user.id, name="x", url=url, enabled=False)
+
+
+async def test_auth_values_with_line_breaks_never_reach_a_header(tmp_path: Path) -> None:
+    gw = make_gateway(tmp_path, registry=demo_registry())
+    assert gw.external is not None
+    user = principal_for(gw).user
+    for auth in (
+        {"type": "bearer", "token": "abc\r\nX-Injected: 1"},
+        {"type": "header", "headerName": "X-Key", "value": "k\n"},
+    ):
+        with pytest.raises(InvalidInput, match="line breaks"):
+            gw.external.register(user.id, name="x", url="https://mcp.example.com/mcp", auth=auth)
+    # A vault secret that changes after registration is checked again when used.
+    gw.vault.set(user.id, "TOKEN", "fine")
+    gw.external.register(
+        user.id,
+        name="x",
+        url="https://mcp.example.com/mcp",
+        auth={"type": "bearer", "token": "{{vault:TOKEN}}"},
+    )
+    gw.vault.set(user.id, "TOKEN", "bad\r\nX-Injected: 1")
+    with pytest.raises(RuntimeError, match="misconfigured: its auth value has a line break"):
+        await gw.external.call(user.id, "x", "x_anything", {})

@@ -119,6 +119,7 @@ _FORBIDDEN_HEADERS = frozenset(
 )
 _LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1", "[::1]"})
 _MAX_RESULT_BYTES = 5_000_000
+_UNSAFE_VALUE = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")  # never into a header or query value
 _PRUNE_AT = 5_000  # cache + back-off entries on this instance before expired ones are dropped
 
 
@@ -483,7 +484,10 @@ class ExternalServers:
             raise InvalidInput(f"{what}: {exc} (only {{{{vault:NAME}}}} references are allowed)") from exc
         except VaultMissing as exc:
             raise InvalidInput(f"{what}: {exc}; store it first with vault_set") from exc
-        return str(res.value)
+        value = str(res.value)
+        if what.startswith("auth.") and _UNSAFE_VALUE.search(value):
+            raise InvalidInput(f"{what} may not contain line breaks or control characters")
+        return value
 
     def _check_auth(
         self, user_id: str, auth: dict[str, Any] | None, *, kinds: tuple[str, ...]
@@ -1257,6 +1261,11 @@ class ExternalServers:
                     auth_res = resolve(app.auth_value.replace(WORKSPACE, code), vault=reader)
                     value = str(auth_res.value)
                     secrets.extend(auth_res.secrets)
+                if _UNSAFE_VALUE.search(value):  # a vault secret changed since registration
+                    raise ExternalError(
+                        app.name,
+                        f"Custom app '{app.name}' is misconfigured: its auth value has a line break.",
+                    )
                 if value != code:
                     secrets.append(value)
                 if app.auth_type == "bearer":
