@@ -259,7 +259,8 @@ class Function:
         }
 
     def cold(self, event: dict[str, Any]) -> tuple[float, dict[str, Any]]:
-        """Seconds from spawn to the printed answer, and the answer."""
+        """Seconds from spawn to the printed answer, and the answer (with the child's CPU seconds:
+        on a busy machine wall time includes waiting for a core, CPU time does not)."""
         started = time.perf_counter()
         proc = subprocess.Popen(
             [self.python, "-s", "-c", CHILD],
@@ -269,16 +270,21 @@ class Function:
             stderr=subprocess.PIPE,
             text=True,
         )
-        assert proc.stdout is not None
+        assert proc.stdout is not None and proc.stderr is not None
+        answer: dict[str, Any] | None = None
+        elapsed = 0.0
         for line in proc.stdout:
             if line.startswith("BENCH-ANSWER "):
                 elapsed = time.perf_counter() - started
                 answer = json.loads(line.removeprefix("BENCH-ANSWER "))
-                proc.wait(30)
-                return elapsed, answer
-        err = proc.stderr.read() if proc.stderr else ""
-        proc.wait(30)
-        raise RuntimeError(f"{self.name}: no answer (exit {proc.returncode}):\n{err[-3000:]}")
+                break
+        err = proc.stderr.read()
+        _, status, usage = os.wait4(proc.pid, 0)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        if answer is None:
+            raise RuntimeError(f"{self.name}: no answer (exit {proc.returncode}):\n{err[-3000:]}")
+        answer["cpu_s"] = usage.ru_utime + usage.ru_stime
+        return elapsed, answer
 
     def top_imports(self, event: dict[str, Any], n: int = 12) -> list[tuple[str, float]]:
         done = subprocess.run(
@@ -351,6 +357,7 @@ def main() -> None:
         ]
         events = {"workbench": api_event(key), "sdk": api_event(None, SDK_HOST), "hello": api_event(None)}
         times: dict[str, list[float]] = {f.name: [] for f in functions}
+        cpu: dict[str, list[float]] = {f.name: [] for f in functions}
         rss: dict[str, int] = {}
         for f in functions:  # one warm-up each: page cache, not the process, is what it warms
             f.cold(events[f.name])
@@ -360,11 +367,13 @@ def main() -> None:
                 if answer["status"] != 200 or (f.name == "workbench" and '\\"error\\"' in answer["body"]):
                     raise RuntimeError(f"{f.name} answered {answer}")
                 times[f.name].append(elapsed)
+                cpu[f.name].append(answer["cpu_s"])
                 rss[f.name] = max(rss.get(f.name, 0), answer["rss_kb"])
         imports = functions[0].top_imports(events["workbench"])
 
     med = {name: statistics.median(v) for name, v in times.items()}
     best = {name: min(v) for name, v in times.items()}
+    cpu_med = {name: statistics.median(v) for name, v in cpu.items()}
     pyc = count_pyc(wb_layer)
     result = {
         "python": tag,
@@ -372,8 +381,11 @@ def main() -> None:
         "median_ms": {k: round(v * 1000, 1) for k, v in med.items()},
         "best_ms": {k: round(v * 1000, 1) for k, v in best.items()},
         "peak_rss_mb": {k: round(v / 1024, 1) for k, v in rss.items()},
+        "cpu_median_ms": {k: round(v * 1000, 1) for k, v in cpu_med.items()},
         "ratio_vs_sdk": round(med["workbench"] / med["sdk"], 3),
         "ratio_vs_hello": round(med["workbench"] / med["hello"], 3),
+        "cpu_ratio_vs_sdk": round(cpu_med["workbench"] / cpu_med["sdk"], 3),
+        "cpu_ratio_vs_hello": round(cpu_med["workbench"] / cpu_med["hello"], 3),
         "layer_py_pyc": pyc,
     }
     if args.json:
@@ -386,10 +398,16 @@ def main() -> None:
     for name in med:
         print(
             f"  {name:<10} median {med[name] * 1000:7.1f} ms   best {best[name] * 1000:7.1f} ms   "
-            f"peak RSS {rss[name] / 1024:6.1f} MB"
+            f"CPU {cpu_med[name] * 1000:7.1f} ms   peak RSS {rss[name] / 1024:6.1f} MB"
         )
-    print(f"  workbench / sdk+mangum   {result['ratio_vs_sdk']:.2f}x   (goal <= 0.3x)")
-    print(f"  workbench / hello        {result['ratio_vs_hello']:.2f}x   (goal <= 1.5x)")
+    print(
+        f"  workbench / sdk+mangum   {result['ratio_vs_sdk']:.2f}x wall, {result['cpu_ratio_vs_sdk']:.2f}x CPU"
+        "   (goal <= 0.3x)"
+    )
+    print(
+        f"  workbench / hello        {result['ratio_vs_hello']:.2f}x wall, {result['cpu_ratio_vs_hello']:.2f}x CPU"
+        "   (goal <= 1.5x)"
+    )
     print("  largest imports of the workbench cold start (cumulative):")
     for name, seconds in imports:
         print(f"    {seconds * 1000:7.1f} ms  {name}")
