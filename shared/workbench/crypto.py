@@ -15,6 +15,9 @@ The context is the row identity, e.g. {"user": "usr_…", "integration": "github
 copied to another row fails to decrypt. One data key per row context; decrypted data keys are
 cached in memory for `cache_seconds`, so a warm instance makes at most one master-key call per
 key per window. Rotating the master key only changes which key wraps *new* data keys.
+
+cryptography is imported where a key is used, not with this module: a request that decrypts
+nothing (an auth-none tool) does not pay for it on a cold start.
 """
 
 from __future__ import annotations
@@ -31,9 +34,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
-
-from cryptography.exceptions import InvalidTag
-from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from workbench.errors import CryptoError
 
@@ -79,6 +79,8 @@ class LocalKeyProvider:
         return cls({key_id: secret}, key_id)
 
     def generate_data_key(self, context: Context) -> tuple[bytes, bytes]:
+        from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
         self.calls += 1
         plain = secrets.token_bytes(32)
         nonce = secrets.token_bytes(12)
@@ -86,6 +88,9 @@ class LocalKeyProvider:
         return plain, wrapped
 
     def decrypt_data_key(self, key_id: str, wrapped: bytes, context: Context) -> bytes:
+        from cryptography.exceptions import InvalidTag
+        from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
         self.calls += 1
         key = self._keys.get(key_id)
         if key is None:
@@ -118,6 +123,8 @@ class Cipher:
         self._lock = threading.Lock()
 
     def encrypt(self, plaintext: bytes, context: Context) -> bytes:
+        from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
         aad = _aad(context)
         key = self._fresh(self._by_context.get(aad))
         if key is None:
@@ -137,6 +144,9 @@ class Cipher:
         )
 
     def decrypt(self, blob: bytes, context: Context) -> bytes:
+        from cryptography.exceptions import InvalidTag
+        from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
         try:
             version, kid_len = struct.unpack_from(">BB", blob, 0)
             if version != _VERSION:

@@ -465,6 +465,8 @@ def test_sam_build_makes_a_layer_with_engine_plugins_and_arm64_wheels(tmp_path: 
     assert any(n.startswith("_pydantic_core.cpython-312-aarch64") for n in native), native
     assert all("x86_64" not in n for n in native), "wheels for the wrong architecture"
     _assert_compiled_for_the_runtime(site, _python312(_sam_env()))
+    # Local-only packages stay out: httpx imports click whenever it can (a cold-start cost).
+    assert not (site / "uvicorn").exists() and not (site / "click").exists()
     # Traces go straight to the X-Ray daemon (workbench.tracing): the X-Ray SDK is not shipped.
     assert not (site / "aws_xray_sdk").exists()
     for surface in ("Mcp", "Rest", "Web", "Proxy"):
