@@ -29,6 +29,8 @@ from workbench.local import create_local_app
 from workbench.settings import Settings
 from workbench.web.sessions import SESSION_COOKIE
 
+from tests.oauth.conftest import TOKEN_KEYS
+
 BASE = "http://127.0.0.1:8787"
 FUZZ = settings(
     max_examples=150,
@@ -342,19 +344,6 @@ def test_register_never_answers_5xx(target: Target, body: Any) -> None:
         body if isinstance(body, bytes) else render(body),
         {"Content-Type": "application/json"},
     )
-
-
-TOKEN_KEYS = [
-    "grant_type",
-    "code",
-    "redirect_uri",
-    "client_id",
-    "client_secret",
-    "code_verifier",
-    "refresh_token",
-    "resource",
-    "scope",
-]
 
 
 @FUZZ

@@ -35,6 +35,20 @@ __all__ = ["dynalite_endpoint", "moto_endpoint"]  # session fixtures, re-exporte
 BASE = "http://127.0.0.1:8787"
 MCP = BASE + "/mcp"
 REDIRECT = "http://127.0.0.1:33418/callback"
+# Every parameter the token and revocation endpoints read (fuzz tests draw form keys from these).
+TOKEN_KEYS = [
+    "grant_type",
+    "code",
+    "redirect_uri",
+    "client_id",
+    "client_secret",
+    "code_verifier",
+    "refresh_token",
+    "resource",
+    "scope",
+    "token",
+    "token_type_hint",
+]
 
 
 def pkce() -> tuple[str, str]:

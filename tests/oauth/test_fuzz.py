@@ -13,23 +13,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.oauth.conftest import AS, MCP, REDIRECT, make_as, pkce
+from tests.oauth.conftest import AS, MCP, REDIRECT, TOKEN_KEYS, make_as, pkce
 
 FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 
-TOKEN_KEYS = [
-    "grant_type",
-    "code",
-    "redirect_uri",
-    "client_id",
-    "client_secret",
-    "code_verifier",
-    "refresh_token",
-    "resource",
-    "scope",
-    "token",
-    "token_type_hint",
-]
 text = st.text(max_size=80)
 interesting = st.one_of(
     text,

@@ -9,7 +9,8 @@ from typing import Any, ClassVar
 
 import httpx
 from pydantic import BaseModel, Field
-from workbench.composition import build_registry
+from workbench.auth import Principal
+from workbench.composition import Gateway, build_registry
 from workbench.registry import Manifest, NoAuth, OAuth2Auth, Registry
 from workbench.sdk import api
 from workbench.tools import tool
@@ -142,3 +143,23 @@ def demo_upstream(seen: list[httpx.Request]) -> httpx.MockTransport:
         return httpx.Response(404, json={"message": "Not Found"})
 
     return httpx.MockTransport(handler)
+
+
+def item(ref: str | None, value: object = None, label: object = None) -> dict[str, Any]:
+    """One execution of free_item (which returns the value it is given), optionally with a ref_id."""
+    args: dict[str, Any] = {"value": value}
+    if label is not None:
+        args["label"] = label
+    out: dict[str, Any] = {"tool": "free_item", "args": args}
+    if ref is not None:
+        out["ref_id"] = ref
+    return out
+
+
+async def run_execute(gw: Gateway, me: Principal, **args: object) -> dict[str, Any]:
+    """execute_tools through the meta-tool handler (its schema rules included)."""
+    from workbench.meta import MetaTools
+
+    out = await MetaTools(gw).call("execute_tools", me, dict(args))
+    assert isinstance(out, dict)
+    return out

@@ -8,9 +8,9 @@ import pytest
 from workbench.auth import Principal
 from workbench.composition import Gateway
 from workbench.errors import InvalidInput
-from workbench.meta import MetaTools
 
-from tests.support.demo_plugins import demo_registry, demo_upstream
+from tests.support.demo_plugins import demo_registry, demo_upstream, item
+from tests.support.demo_plugins import run_execute as run
 from tests.support.gateways import make_gateway, principal_for
 
 
@@ -22,22 +22,6 @@ def gw(tmp_path: Path) -> Gateway:
 @pytest.fixture
 def me(gw: Gateway) -> Principal:
     return principal_for(gw)
-
-
-async def run(gw: Gateway, me: Principal, **args: object) -> dict:
-    out = await MetaTools(gw).call("execute_tools", me, dict(args))
-    assert isinstance(out, dict)
-    return out
-
-
-def item(ref: str | None, value: object = None, label: object = None) -> dict:
-    args: dict = {"value": value}
-    if label is not None:
-        args["label"] = label
-    out: dict = {"tool": "free_item", "args": args}
-    if ref is not None:
-        out["ref_id"] = ref
-    return out
 
 
 async def test_whole_value_ref_keeps_its_type(gw: Gateway, me: Principal) -> None:

@@ -21,7 +21,8 @@ from workbench.registry import CookieAuth, Manifest, NoAuth
 from workbench.stores import Connection
 from workbench.tools import tool
 
-from tests.support.demo_plugins import demo_registry
+from tests.support.demo_plugins import demo_registry, item
+from tests.support.demo_plugins import run_execute as run
 from tests.support.gateways import make_gateway, principal_for
 
 COOKIE = Manifest(
@@ -100,19 +101,6 @@ def gw(tmp_path: Path) -> Gateway:
 @pytest.fixture
 def me(gw: Gateway) -> Principal:
     return principal_for(gw)
-
-
-async def run(gw: Gateway, me: Principal, **args: object) -> dict:
-    out = await MetaTools(gw).call("execute_tools", me, dict(args))
-    assert isinstance(out, dict)
-    return out
-
-
-def item(ref: str | None, value: object = None) -> dict:
-    out: dict = {"tool": "free_item", "args": {"value": value}}
-    if ref is not None:
-        out["ref_id"] = ref
-    return out
 
 
 def events(gw: Gateway, me: Principal) -> list[dict]:
