@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from workbench.stores.dynamodb import TABLES
 
-from tests.support.aws import AwsEndpoint, load_template
+from tests.support.aws import AwsEndpoint, load_template, template_refs
 from tests.support.processes import REPO
 
 T = load_template()
@@ -68,34 +68,19 @@ USER_DATA = {
 }
 
 
-def _refs(value: Any) -> set[str]:
-    """Every logical id a (parsed) template value refers to."""
-    found: set[str] = set()
-    if isinstance(value, dict):
-        for key, inner in value.items():
-            if key == "Ref" and isinstance(inner, str):
-                found.add(inner)
-            elif key == "Fn::GetAtt":
-                found.add(inner[0] if isinstance(inner, list) else inner.split(".")[0])
-            else:
-                found |= _refs(inner)
-    elif isinstance(value, list):
-        for inner in value:
-            found |= _refs(inner)
-    return found
-
-
 def _policy_tables(fn: dict[str, Any]) -> dict[str, str]:
     """table logical id -> "read" | "crud" from the function's SAM policy templates."""
     out: dict[str, str] = {}
     for policy in fn["Properties"].get("Policies", []):
         for name, args in policy.items():
             if name in ("DynamoDBReadPolicy", "DynamoDBCrudPolicy"):
-                (table,) = _refs(args)
+                (table,) = template_refs(args)
                 out[table] = "read" if name == "DynamoDBReadPolicy" else "crud"
             elif name == "Statement":
                 for stmt in args:
-                    assert not (_refs(stmt.get("Resource")) & TABLE_IDS), "tables only via policy templates"
+                    assert not (template_refs(stmt.get("Resource")) & TABLE_IDS), (
+                        "tables only via policy templates"
+                    )
             else:
                 pytest.fail(f"unexpected policy {name}")
     return out

@@ -77,7 +77,7 @@ def _cfn_json(value: Any) -> Any:
     return value
 
 
-def _names(value: Any) -> set[str]:
+def template_refs(value: Any) -> set[str]:
     """Logical ids and parameters a value refers to (Ref, GetAtt and ${...} in Sub)."""
     found: set[str] = set()
     if isinstance(value, dict):
@@ -89,12 +89,12 @@ def _names(value: Any) -> set[str]:
             elif key == "Fn::Sub":
                 text = inner if isinstance(inner, str) else inner[0]
                 found |= {n.split(".")[0] for n in re.findall(r"\$\{([^}!]+)\}", text)}
-                found |= _names(inner[1:]) if isinstance(inner, list) else set()
+                found |= template_refs(inner[1:]) if isinstance(inner, list) else set()
             else:
-                found |= _names(inner)
+                found |= template_refs(inner)
     elif isinstance(value, list):
         for inner in value:
-            found |= _names(inner)
+            found |= template_refs(inner)
     return found
 
 
@@ -108,7 +108,8 @@ def stateful_template(template: dict[str, Any] | None = None) -> dict[str, Any]:
     outputs = {
         k: v
         for k, v in t["Outputs"].items()
-        if "Condition" not in v and all(n in known or n.startswith("AWS::") for n in _names(v["Value"]))
+        if "Condition" not in v
+        and all(n in known or n.startswith("AWS::") for n in template_refs(v["Value"]))
     }
     return _cfn_json(
         {
