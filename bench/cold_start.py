@@ -90,6 +90,7 @@ def build_workbench_layer(python: str, dest: Path) -> Path:
             f"ARTIFACTS_DIR={dest}",
             f"PLATFORM={machine}-manylinux_2_28",
             f"PYTHON_VERSION={version}",
+            f"PYTHON={python}",
         ],
         check=True,
         cwd=REPO,
