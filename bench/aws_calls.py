@@ -195,7 +195,7 @@ def _entry_code(surface: str, *, build: bool) -> str:
     if build:
         # What the first event adds before any network call: the gateway and the ASGI adapter.
         load += (
-            "import mangum, workbench.lambda_runtime as r\n"
+            "import workbench.lambda_runtime as r\n"
             "r._observability(); r.instance_gateway()\n"
             "import boto3, botocore.config\n"
         )

@@ -136,7 +136,7 @@ def _lambda_remaining_ms(context: Any) -> int | None:
 
 class DeadlineMiddleware:
     """Sets the request's deadline (from API Gateway's arrival time and the Lambda's remaining time
-    when Mangum passes them, else from now) around every HTTP request of an ASGI app."""
+    when the API Gateway adapter passes them, else from now) around every HTTP request of an ASGI app."""
 
     def __init__(self, app: Any, *, budget: float, margin: float) -> None:
         self.app = app

@@ -1,7 +1,7 @@
 """Adapts a surface's ASGI app to an AWS Lambda handler (API Gateway HTTP API v2 events).
 
 Cold start is a feature: importing this module (and a functions/*/app.py entry) imports neither
-boto3, mangum nor powertools. The gateway (the composition root) is built once per instance, on
+boto3 nor powertools. The gateway (the composition root) is built once per instance, on
 the first event, and shared by every surface the instance serves; boto3 clients are created when
 the first store/KMS call needs them.
 
@@ -188,7 +188,7 @@ def reset_instance() -> None:
 def _event_loop() -> asyncio.AbstractEventLoop:
     """The instance's one event loop, made current before each HTTP event. Anything that used
     asyncio.run() in this thread (a scheduled job's `direct` handler) leaves no current loop, and
-    Mangum would then start a new one; asyncio objects the engine keeps across events (per-connection
+    the adapter would then start a new one; asyncio objects the engine keeps across events (per-connection
     refresh locks) must keep meeting the same loop."""
     loop: asyncio.AbstractEventLoop | None = _instance.get("loop")
     if loop is None or loop.is_closed():
@@ -247,10 +247,10 @@ def lambda_handler_for(
         adapter = state.get("adapter")
         cold = adapter is None or state.pop("restored", False)
         if adapter is None:
-            from mangum import Mangum
+            from workbench.apigw import ApiGatewayV2
 
             gateway = instance_gateway(event)
-            adapter = state["adapter"] = Mangum(_resolve(factory)(gateway), lifespan="off")
+            adapter = state["adapter"] = ApiGatewayV2(_resolve(factory)(gateway))
         obs = _observability()
         _event_loop()
         ctx = event.get("requestContext") or {}
@@ -299,10 +299,10 @@ def _prewarm(state: dict[str, Any], factory: AppFactory | str) -> None:
     one-time work now — imports, and the gateway and app when the public URL is fixed (a custom
     domain; otherwise it comes from the first request). Nothing here may draw randomness, make a key,
     nonce or id, or open a connection: the snapshot is shared (tests/aws/test_snapstart.py)."""
-    from mangum import Mangum
+    from workbench.apigw import ApiGatewayV2
 
     _observability()
     app_factory = _resolve(factory)
     if os.environ.get("WORKBENCH_PUBLIC_URL"):
-        state["adapter"] = Mangum(app_factory(instance_gateway(None)), lifespan="off")
+        state["adapter"] = ApiGatewayV2(app_factory(instance_gateway(None)))
         state["restored"] = True  # the first request after a restore still counts as a cold start

@@ -438,7 +438,6 @@ def test_sam_build_makes_a_layer_with_engine_plugins_and_arm64_wheels(tmp_path: 
     assert (site / "workbench" / "stores" / "dynamodb.py").exists()
     assert (site / "workbench_plugins" / "__init__.py").exists()
     for package in (
-        "mangum",
         "aws_lambda_powertools",
         "starlette",
         "pydantic",
@@ -454,6 +453,7 @@ def test_sam_build_makes_a_layer_with_engine_plugins_and_arm64_wheels(tmp_path: 
     _assert_compiled_for_the_runtime(site, _python312(_sam_env()))
     # Local-only packages stay out: httpx imports click whenever it can (a cold-start cost).
     assert not (site / "uvicorn").exists() and not (site / "click").exists()
+    assert not (site / "mangum").exists()  # events are adapted by workbench.apigw
     # Traces go straight to the X-Ray daemon (workbench.tracing): the X-Ray SDK is not shipped.
     assert not (site / "aws_xray_sdk").exists()
     for surface in ("Mcp", "Rest", "Web", "Proxy"):

@@ -1,7 +1,7 @@
-"""functions/proxy/app.py as Lambda runs it (API Gateway HTTP API v2 events through Mangum).
+"""functions/proxy/app.py as Lambda runs it (API Gateway HTTP API v2 events through the adapter).
 
-Mangum hands the app an already-decoded path (and no raw_path); the proxy reads the event's rawPath
-so that what it judges and forwards is what the caller sent. The refusals must hold there too."""
+The proxy judges and forwards the path the caller sent (the event's rawPath, still percent-encoded),
+never a decoded one. The refusals must hold there too."""
 
 from __future__ import annotations
 

@@ -133,7 +133,7 @@ def _raw_target(request: Request) -> str:
     raw = request.scope.get("raw_path")
     if isinstance(raw, bytes):
         return raw.decode("latin-1").split("?", 1)[0]
-    event = request.scope.get("aws.event")  # Mangum passes decoded paths; the event keeps rawPath
+    event = request.scope.get("aws.event")  # an adapter without raw_path: the event keeps rawPath
     if isinstance(event, dict) and isinstance(event.get("rawPath"), str):
         path: str = event["rawPath"]
         at = path.find("/c/")

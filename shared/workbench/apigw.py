@@ -1,0 +1,159 @@
+"""API Gateway HTTP API (payload 2.0) events in, ASGI apps run, Lambda proxy responses out.
+
+What Mangum does for these functions, in the part we use: one event becomes one ASGI `http`
+request, the app's response becomes `{statusCode, headers, cookies, body, isBase64Encoded}`.
+Written here because it is that small, and because Mangum (it adapts six event formats) and its
+imports are a measurable share of every cold start.
+
+The request scope carries `raw_path` (the path as the client sent it, still percent-encoded),
+`aws.event` and `aws.context` (the request deadline reads API Gateway's arrival time and the
+function's remaining time from them). A response body is sent as text when its content type is
+textual and it is not compressed, else base64-encoded.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import logging
+from typing import Any
+from urllib.parse import unquote
+
+__all__ = ["ApiGatewayV2"]
+
+_TEXT_TYPES = (
+    "text/",
+    "application/json",
+    "application/javascript",
+    "application/xml",
+    "application/problem+json",
+    "application/vnd.api+json",
+    "application/x-www-form-urlencoded",
+    "image/svg+xml",
+)
+
+logger = logging.getLogger("workbench")
+
+
+def _scope(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    ctx = event.get("requestContext") or {}
+    http = ctx.get("http") or {}
+    headers: dict[str, str] = {str(k).lower(): str(v) for k, v in (event.get("headers") or {}).items()}
+    cookies = event.get("cookies")
+    if cookies:  # payload 2.0 moves Cookie headers into their own list
+        headers["cookie"] = "; ".join(cookies)
+    raw_path = str(event.get("rawPath") or http.get("path") or "/")
+    host = headers.get("host") or str(ctx.get("domainName") or "localhost")
+    port = int(headers.get("x-forwarded-port") or 443)
+    return {
+        "type": "http",
+        "asgi": {"version": "3.0", "spec_version": "2.3"},
+        "http_version": "1.1",
+        "method": str(http.get("method") or "GET").upper(),
+        "scheme": headers.get("x-forwarded-proto", "https"),
+        "path": unquote(raw_path),
+        "raw_path": raw_path.encode(),
+        "root_path": "",
+        "query_string": str(event.get("rawQueryString") or "").encode(),
+        "headers": [(k.encode("latin-1"), v.encode("latin-1")) for k, v in headers.items()],
+        "server": (host.split(":")[0], port),
+        "client": (str(http.get("sourceIp") or "0.0.0.0"), 0),  # noqa: S104 - a placeholder, never bound
+        "aws.event": event,
+        "aws.context": context,
+    }
+
+
+def _body(event: dict[str, Any]) -> bytes:
+    body = event.get("body")
+    if body is None:
+        return b""
+    if event.get("isBase64Encoded"):
+        return base64.b64decode(body)
+    return body.encode() if isinstance(body, str) else bytes(body)
+
+
+def _is_text(headers: dict[str, str]) -> bool:
+    if headers.get("content-encoding", "identity").lower() not in ("", "identity"):
+        return False
+    kind = headers.get("content-type", "").lower()
+    return kind.startswith(_TEXT_TYPES)
+
+
+class ApiGatewayV2:
+    """A Lambda handler body for one ASGI app: `ApiGatewayV2(app)(event, context)`."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    def __call__(self, event: dict[str, Any], context: Any) -> dict[str, Any]:
+        loop = asyncio.get_event_loop()
+        return loop.run_until_complete(self.run(event, context))
+
+    async def run(self, event: dict[str, Any], context: Any) -> dict[str, Any]:
+        body = _body(event)
+        sent_body = False
+        status = 500
+        headers: list[tuple[bytes, bytes]] = []
+        chunks: list[bytes] = []
+        finished = False
+        disconnected = asyncio.Event()
+
+        async def receive() -> dict[str, Any]:
+            nonlocal sent_body
+            if not sent_body:
+                sent_body = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            await disconnected.wait()  # after the response: the client has gone
+            return {"type": "http.disconnect"}
+
+        async def send(message: dict[str, Any]) -> None:
+            nonlocal status, headers, finished
+            if message["type"] == "http.response.start":
+                status = int(message["status"])
+                headers = list(message.get("headers") or [])
+            elif message["type"] == "http.response.body":
+                chunks.append(bytes(message.get("body", b"")))
+                if not message.get("more_body", False):
+                    finished = True
+                    disconnected.set()
+
+        try:
+            await self.app(_scope(event, context), receive, send)
+        except Exception:
+            logger.exception("unhandled error in the ASGI app")
+            if finished:  # the app answered (Starlette sends its 500 page, then re-raises)
+                return _response(status, headers, b"".join(chunks))
+            # Nothing (or half a response) was sent: answer like any server does for a crash.
+            return {
+                "statusCode": 500,
+                "headers": {"content-type": "text/plain; charset=utf-8"},
+                "body": "Internal Server Error",
+                "isBase64Encoded": False,
+            }
+        finally:
+            disconnected.set()
+        return _response(status, headers, b"".join(chunks))
+
+
+def _response(status: int, raw_headers: list[tuple[bytes, bytes]], body: bytes) -> dict[str, Any]:
+    headers: dict[str, str] = {}
+    cookies: list[str] = []
+    for name, value in raw_headers:
+        key = name.decode("latin-1").lower()
+        text = value.decode("latin-1")
+        if key == "set-cookie":
+            cookies.append(text)  # payload 2.0: one list entry per cookie, never joined
+        elif key in headers:
+            headers[key] = f"{headers[key]}, {text}"
+        else:
+            headers[key] = text
+    out: dict[str, Any] = {"statusCode": status, "headers": headers}
+    if cookies:
+        out["cookies"] = cookies
+    if _is_text(headers):
+        out["body"] = body.decode("utf-8", errors="replace")
+        out["isBase64Encoded"] = False
+    else:
+        out["body"] = base64.b64encode(body).decode()
+        out["isBase64Encoded"] = True
+    return out
