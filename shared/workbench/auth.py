@@ -1,18 +1,39 @@
-"""Workbench API keys: `wb_<key id>_<secret>`, stored only as a hash of the secret, shown once."""
+"""Workbench API keys: `wb_<key id>_<secret>`, stored only as a hash of the secret, shown once.
+
+Resolving a bearer token reads the store (API key, user), so a warm instance keeps what it resolved
+for a short time (`AuthCache`, WORKBENCH_AUTH_CACHE_SECONDS, 15 s by default, 30 s at most). Only
+successes are kept: a key minted a moment ago is never refused from the cache. A revocation made
+through this instance takes effect at once (`KeysThatForget` drops the key's entries); another
+instance (another Lambda, or the CLI beside `workbench serve`) may accept a revoked key for up to
+the cache time. OAuth access tokens are never kept past their own `exp`.
+"""
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import hmac
+import json
 import re
 import secrets
+import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from workbench.errors import AuthError
 from workbench.stores import ApiKeyRecord, ApiKeyStore, User, UserStore
 
-__all__ = ["ApiKeys", "Principal", "looks_like_api_key"]
+__all__ = [
+    "MAX_AUTH_CACHE_SECONDS",
+    "ApiKeys",
+    "AuthCache",
+    "KeysThatForget",
+    "Principal",
+    "looks_like_api_key",
+]
+
+MAX_AUTH_CACHE_SECONDS = 30
 
 _KEY_RE = re.compile(r"^wb_([A-Za-z0-9]{12})_([A-Za-z0-9_-]{43})$")
 
@@ -60,3 +81,113 @@ class ApiKeys:
         if user is None:
             raise AuthError("invalid API key")
         return Principal(user=user, via="api_key")
+
+
+def key_id_of(token: str) -> str | None:
+    match = _KEY_RE.match(token)
+    return match.group(1) if match else None
+
+
+def _jwt_exp(token: str) -> float | None:
+    """The `exp` claim of a JWT that has already been verified (so its payload is trusted)."""
+    try:
+        payload = token.split(".")[1]
+        claims = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
+    except (IndexError, ValueError):
+        return None
+    exp = claims.get("exp") if isinstance(claims, dict) else None
+    return float(exp) if isinstance(exp, int | float) and not isinstance(exp, bool) else None
+
+
+@dataclass(frozen=True, slots=True)
+class _Entry:
+    principal: Principal
+    until: float
+    key_id: str | None
+
+
+class AuthCache:
+    """Bearer token -> principal, per warm instance, for at most `ttl` seconds.
+
+    Keyed by the token's SHA-256 (the token itself is not kept). A lookup that started before a
+    revocation is never stored after it (`generation`), so a revoke cannot race a resolve back in.
+    """
+
+    def __init__(
+        self, ttl: float, *, clock: Callable[[], float] = time.time, max_entries: int = 10_000
+    ) -> None:
+        self.ttl = max(0.0, min(float(ttl), MAX_AUTH_CACHE_SECONDS))
+        self.clock = clock
+        self.max_entries = max_entries
+        self._entries: dict[bytes, _Entry] = {}
+        self._lock = threading.Lock()
+        self.generation = 0
+
+    @staticmethod
+    def _key(token: str) -> bytes:
+        return hashlib.sha256(token.encode()).digest()
+
+    def get(self, token: str) -> Principal | None:
+        if self.ttl <= 0:
+            return None
+        entry = self._entries.get(self._key(token))
+        if entry is None or entry.until <= self.clock():
+            return None
+        return entry.principal
+
+    def put(self, token: str, principal: Principal, generation: int) -> None:
+        """Keep a successful resolve (started at `generation`), for the TTL or until the token's exp."""
+        if self.ttl <= 0:
+            return
+        now = self.clock()
+        key_id = key_id_of(token)
+        until = now + self.ttl
+        if key_id is None:  # an OAuth access token: never past its own expiry
+            exp = _jwt_exp(token)
+            until = min(until, exp) if exp is not None else now
+        if until <= now:
+            return
+        with self._lock:
+            if generation != self.generation:
+                return  # a revocation happened while this lookup ran
+            if len(self._entries) >= self.max_entries:
+                self._entries = {k: e for k, e in self._entries.items() if e.until > now}
+                if len(self._entries) >= self.max_entries:
+                    self._entries.clear()
+            self._entries[self._key(token)] = _Entry(principal, until, key_id)
+
+    def forget_key(self, key_id: str) -> None:
+        """An API key was revoked: drop it, and refuse to store lookups that began before now."""
+        with self._lock:
+            self.generation += 1
+            self._entries = {k: e for k, e in self._entries.items() if e.key_id != key_id}
+
+    def forget_user(self, user_id: str) -> None:
+        """Everything cached for a user (their account is gone or locked)."""
+        with self._lock:
+            self.generation += 1
+            self._entries = {k: e for k, e in self._entries.items() if e.principal.user.id != user_id}
+
+
+class KeysThatForget:
+    """An ApiKeyStore whose `revoke` also drops the key from this instance's AuthCache, whoever
+    calls it (portal revoke and rotate, the CLI), so a revocation here takes effect at once."""
+
+    def __init__(self, inner: ApiKeyStore, cache: AuthCache) -> None:
+        self.inner = inner
+        self.cache = cache
+
+    def add(self, record: ApiKeyRecord) -> None:
+        self.inner.add(record)
+
+    def get(self, key_id: str) -> ApiKeyRecord | None:
+        return self.inner.get(key_id)
+
+    def list_for(self, user_id: str) -> list[ApiKeyRecord]:
+        return self.inner.list_for(user_id)
+
+    def revoke(self, user_id: str, key_id: str) -> bool:
+        try:
+            return self.inner.revoke(user_id, key_id)
+        finally:  # after the write: a lookup that starts from here on reads the revoked record
+            self.cache.forget_key(key_id)

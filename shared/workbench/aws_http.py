@@ -336,6 +336,8 @@ class AwsJsonClient:
                 traced.aws = {"operation": operation, "region": self.region}
                 if "TableName" in params:
                     traced.aws["table_name"] = params["TableName"]
+                elif isinstance(params.get("RequestItems"), dict):  # batch calls, as X-Ray's SDK names them
+                    traced.aws["table_names"] = sorted(params["RequestItems"])
             try:
                 return self._call(operation, params)
             except AwsError as exc:

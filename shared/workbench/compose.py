@@ -20,6 +20,7 @@ __all__ = ["BadRef", "Resolution", "VaultMissing", "VaultUnreadable", "project",
 # Any opening of a reference; what follows must parse or the ref is BAD_REF.
 _OPEN = re.compile(r"\{\{(step|vault):")
 _OPEN_STEP = re.compile(r"\{\{(step):")  # return templates: vault text is not a reference there
+_OPEN_VAULT = re.compile(r"\{\{vault:")
 # A list index: ASCII digits, no leading zero (str.isdigit() would take '²' and '٣', int() '01').
 _INDEX = re.compile(r"0|[1-9][0-9]*")
 _STEP = re.compile(r"([A-Za-z0-9_-]+)((?:\.[^.{}]+)*)")
@@ -155,12 +156,12 @@ def project(template: Any, steps: StepLookup) -> Any:
     return _resolve(template, steps, None, Resolution(value=None), _OPEN_STEP)
 
 
-def template_refs(template: Any) -> bool:
-    """Whether the template contains any `{{step:` or `{{vault:` opening."""
+def template_refs(template: Any, *, vault_only: bool = False) -> bool:
+    """Whether the template contains any `{{step:` or `{{vault:` opening (only `{{vault:`)."""
     if isinstance(template, str):
-        return _OPEN.search(template) is not None
+        return (_OPEN_VAULT if vault_only else _OPEN).search(template) is not None
     if isinstance(template, dict):
-        return any(template_refs(v) for v in template.values())
+        return any(template_refs(v, vault_only=vault_only) for v in template.values())
     if isinstance(template, list):
-        return any(template_refs(v) for v in template)
+        return any(template_refs(v, vault_only=vault_only) for v in template)
     return False

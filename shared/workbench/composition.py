@@ -15,7 +15,8 @@ from collections.abc import Callable, Collection, Mapping
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
-from workbench.auth import ApiKeys, Principal
+from workbench.auth import ApiKeys, AuthCache, KeysThatForget, Principal
+from workbench.blocking import BlockingPool
 from workbench.credentials import Credentials
 from workbench.crypto import Cipher, KeyProvider, LocalKeyProvider, load_or_create_local_key
 from workbench.errors import ConfigError
@@ -107,6 +108,8 @@ class Gateway:
         clock: Callable[[], float] = time.time,
         transport: httpx.AsyncBaseTransport | None = None,
         signing_keys: SigningKeySource | None = None,
+        store_io: BlockingPool | None = None,
+        auth_cache: AuthCache | None = None,
     ) -> None:
         self.settings = settings
         self.stores = stores
@@ -121,6 +124,10 @@ class Gateway:
         self.clock = clock
         self._transport = transport
         self._signing_keys = signing_keys
+        # Blocking store calls on the request path run here (the engine's store pool), never on the loop.
+        self.store_io = store_io or engine.store_io
+        # Bearer token -> principal for a few seconds per warm instance (workbench.auth).
+        self.auth_cache = auth_cache or AuthCache(0)
 
     @cached_property
     def provider_oauth(self) -> ProviderOAuth:
@@ -142,6 +149,7 @@ class Gateway:
             oauth=self.provider_oauth,
             credentials=self.credentials,
             verify=functools.partial(verify_credential, self.engine),
+            io=self.store_io,
         )
         flow.external = self.external  # custom apps behind OAuth connect through the same flow
         return flow
@@ -236,7 +244,8 @@ class Gateway:
         return await verify_credential(self.engine, user, manifest, credential)
 
     def connection_status(self, user_id: str, only: Collection[str] | None = None) -> dict[str, bool]:
-        """Whether the user is connected to each integration (or to those in `only`)."""
+        """Whether the user is connected to each integration (or to those in `only`). Blocking: a
+        store read, and a cookie integration's check decrypts its stored cookies."""
         conns = {c.integration: c for c in self.stores.connections.list_for(user_id)}
         return {
             m.name: self.credentials.is_connected(m, conns.get(m.name))
@@ -269,7 +278,9 @@ class Gateway:
                 )
                 hits = hits[:limit]
         # Only the hit integrations: a cookie integration's check decrypts its stored cookies.
-        status = self.connection_status(principal.user.id, {hit.doc.integration for hit in hits})
+        status = await self.store_io.run(
+            self.connection_status, principal.user.id, {hit.doc.integration for hit in hits}
+        )
         return [
             {
                 "name": hit.doc.name,
@@ -281,8 +292,19 @@ class Gateway:
             for hit in hits
         ]
 
-    def authenticate(self, token: str) -> Principal:
-        """The principal behind a bearer token (API key, or an OAuth access token once enabled)."""
+    async def authenticate(self, token: str) -> Principal:
+        """The principal behind a bearer token (API key, or an OAuth access token), from this
+        instance's AuthCache when it resolved the token moments ago; AuthError if none."""
+        cached = self.auth_cache.get(token)
+        if cached is not None:
+            return cached
+        generation = self.auth_cache.generation
+        principal = await self.store_io.run(self.resolve_token, token)
+        self.auth_cache.put(token, principal, generation)
+        return principal
+
+    def resolve_token(self, token: str) -> Principal:
+        """`authenticate` without the cache, blocking (store reads; the signing keys)."""
         from workbench.auth import looks_like_api_key
         from workbench.errors import AuthError
 
@@ -293,6 +315,10 @@ class Gateway:
             if principal is not None:
                 return principal
         raise AuthError("invalid token")
+
+    async def audit(self, event: dict[str, Any]) -> None:
+        """Write one audit event off the loop; never raises (a refused row is logged, not lost)."""
+        await self.store_io.run(self.engine.write_audit, [event])
 
     def vault_reader(self, user_id: str) -> Callable[[str], str | None]:
         return self.vault.reader(user_id)
@@ -371,6 +397,13 @@ def build_gateway(
     clock: Callable[[], float] = time.time,
 ) -> Gateway:
     stores = stores or build_stores(settings)
+    auth_cache = AuthCache(settings.auth_cache_seconds, clock=clock)
+    if not isinstance(stores.api_keys, KeysThatForget):
+        # Every revocation through this instance (portal, CLI) drops the key from its cache at once.
+        stores.api_keys = KeysThatForget(stores.api_keys, auth_cache)
+    # One pool for every blocking store call of a request, sized to the batch concurrency and apart
+    # from the engine's sync-tool pool: eight blocking tools never starve the store calls they wait on.
+    store_io = BlockingPool(settings.execute_concurrency, "workbench-store")
     secrets = secrets or build_secret_source(settings)
     registry = registry or build_registry(extra=settings.extra_plugins)
     provider = key_provider or build_key_provider(settings)
@@ -386,7 +419,7 @@ def build_gateway(
             return await app_oauth.refresh(refresh_token, stored)
         return await gateway.provider_oauth.refresh(manifest, refresh_token, stored)
 
-    credentials = Credentials(stores.connections, cipher, clock=clock, refresh=refresh)
+    credentials = Credentials(stores.connections, cipher, clock=clock, refresh=refresh, io=store_io)
     vault = Vault(stores.vault, cipher)
     services = _BuiltinServices(stores, vault, settings)
     engine = Engine(
@@ -398,6 +431,7 @@ def build_gateway(
         concurrency=settings.execute_concurrency,
         clock=clock,
         builtin_services=services,
+        store_io=store_io,
     )
     gateway = Gateway(
         settings=settings,
@@ -413,6 +447,8 @@ def build_gateway(
         clock=clock,
         transport=transport,
         signing_keys=signing_keys,
+        store_io=store_io,
+        auth_cache=auth_cache,
     )
     late.append(gateway)
     services.gateway = gateway

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from workbench import deadline
+from workbench.blocking import BlockingPool
 from workbench.errors import InvalidInput, VerificationFailed
 from workbench.registry import Manifest, OAuth2Auth, Registry
 from workbench.settings import Settings
@@ -62,6 +63,7 @@ class ConnectFlow:
         oauth: ProviderOAuth | None = None,
         credentials: Credentials | None = None,
         verify: Verifier | None = None,
+        io: BlockingPool | None = None,
     ) -> None:
         self.settings = settings
         self.registry = registry
@@ -75,6 +77,8 @@ class ConnectFlow:
         # Custom apps behind OAuth (workbench.external): connected through the same flow. Set by
         # the composition root; it answers for app names the registry does not know.
         self.external: Any = None
+        # wait()'s polls read the store off the event loop.
+        self.io = io or BlockingPool(2, "workbench-store")
 
     @property
     def _base_url(self) -> str:
@@ -142,17 +146,17 @@ class ConnectFlow:
             block = min(block, max(0.0, left - 1.0))
         while True:
             now = self.clock()
-            rec = self.pending.get(connection_id, now=now)
+            rec = await self.io.run(self.pending.get, connection_id, now=now)
             if rec is None or rec.user_id != user.id:
                 return dict(UNKNOWN)  # no existence oracle: another user's id looks unknown
             if rec.status == "CONNECTED":
                 return {"status": "CONNECTED"}
             if rec.status == "EXPIRED":
-                self.pending.delete(connection_id)
+                await self.io.run(self.pending.delete, connection_id)
                 return {"status": "EXPIRED"}
             agent_deadline = rec.created_at + timeout_sec
             if now >= agent_deadline:
-                self.pending.delete(connection_id)  # reap before answering
+                await self.io.run(self.pending.delete, connection_id)  # reap before answering
                 return {"status": "TIMEOUT"}
             if now - call_started >= block:
                 return {

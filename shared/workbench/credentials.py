@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 
+from workbench.blocking import BlockingPool
 from workbench.crypto import Cipher
 from workbench.errors import (
     CredentialError,
@@ -85,12 +86,15 @@ class Credentials:
         clock: Callable[[], float] = time.time,
         refresh: Refresher | None = None,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        io: BlockingPool | None = None,
     ) -> None:
         self.store = store
         self.cipher = cipher
         self.clock = clock
         self._refresh = refresh
         self._sleep = sleep
+        # Store reads and writes, and decrypts (a KMS call on a cold data key), run off the loop here.
+        self.io = io or BlockingPool(8, "workbench-store")
         # In-process single flight: concurrent callers on one event loop share one refresh task.
         self._inflight: dict[tuple[int, str, str, str, str | None], asyncio.Task[dict[str, Any]]] = {}
 
@@ -176,11 +180,11 @@ class Credentials:
     ) -> dict[str, Any]:
         """The usable credential, refreshed first if its `kind` token expires within the margin."""
         conn = _usable(manifest, conn)
-        if not isinstance(manifest.auth, OAuth2Auth):
-            return self.load(conn)
-        if kind == "access" and not self._stale(conn.expires_at):
-            return self.load(conn)  # the common path: no decrypt beyond this one
-        stale, cred = self._needs_refresh(conn, kind, None)
+        if not isinstance(manifest.auth, OAuth2Auth) or (
+            kind == "access" and not self._stale(conn.expires_at)
+        ):
+            return await self.io.run(self.load, conn)  # the common path: no decrypt beyond this one
+        stale, cred = await self.io.run(self._needs_refresh, conn, kind, None)
         if kind == "user" and token_of(cred, "user") is None:
             raise CredentialError(
                 manifest.name,
@@ -236,16 +240,15 @@ class Credentials:
         """Exactly one instance calls the provider; the others wait for its result and re-read."""
         give_up = time.monotonic() + LEASE_SECONDS + 5
         while True:
-            latest = _usable(manifest, self.store.get(user_id, manifest.name))
-            needed, cred = self._needs_refresh(latest, kind, rejected)
+            needed, cred, _ = await self.io.run(self._current, manifest, user_id, kind, rejected)
             if not needed:
                 return cred  # another instance refreshed meanwhile
-            lease = self._take_lease(user_id, manifest.name)
+            lease = await self.io.run(self._take_lease, user_id, manifest.name)
             if lease is not None:
                 try:
                     return await self._refresh_holding_lease(manifest, user_id, kind, rejected)
                 finally:
-                    self._release_lease(lease)
+                    await self.io.run(self._release_lease, lease)
             if time.monotonic() > give_up:
                 raise CredentialError(
                     manifest.name,
@@ -259,8 +262,7 @@ class Credentials:
         from workbench.oauth_client import ProviderError
 
         name = manifest.name
-        latest = _usable(manifest, self.store.get(user_id, name))
-        needed, cred = self._needs_refresh(latest, kind, rejected)
+        needed, cred, latest = await self.io.run(self._current, manifest, user_id, kind, rejected)
         if not needed:
             return cred  # refreshed between our read and taking the lease
         holder = cred if kind == "access" else dict(cred.get("user_token") or {})
@@ -275,7 +277,7 @@ class Credentials:
                 )
             # The provider says the token is dead and nothing can renew it: only reconnecting helps.
             detail = f"the provider refused the {what} and no refresh token is stored"
-            self._record(latest, detail, reconnect=kind == "access")
+            await self.io.run(self._record, latest, detail, reconnect=kind == "access")
             if kind == "access":
                 raise ReconnectRequired(name, detail)
             raise CredentialError(name, f"{name}: {detail}. Use connect('{name}') to reconnect.")
@@ -285,13 +287,16 @@ class Credentials:
             tokens = await self._refresh(manifest, str(refresh_token), cred)
         except ProviderError as exc:
             if not exc.permanent:
-                self._record(latest, f"token refresh failed ({exc})", reconnect=False)
+                await self.io.run(self._record, latest, f"token refresh failed ({exc})", reconnect=False)
                 raise CredentialError(
                     name, f"{name} token refresh failed ({exc}); try the call again shortly."
                 ) from exc
             # The provider refused the refresh token (revoked, replayed, expired): only the user can fix it.
-            self._record(
-                latest, f"the provider refused the refresh ({exc.error})", reconnect=kind == "access"
+            await self.io.run(
+                self._record,
+                latest,
+                f"the provider refused the refresh ({exc.error})",
+                reconnect=kind == "access",
             )
             if kind == "access":
                 raise ReconnectRequired(name, exc.error) from exc
@@ -314,6 +319,21 @@ class Credentials:
             if tokens.expires_in is not None:
                 renewed["expires_at"] = now + tokens.expires_in
             new_cred = {**cred, "user_token": renewed}
+        return await self.io.run(self._store_refreshed, latest, new_cred, expires_at, now)
+
+    def _current(
+        self, manifest: Manifest, user_id: str, kind: TokenKind, rejected: str | None
+    ) -> tuple[bool, dict[str, Any], Connection]:
+        """Re-read the stored connection: (whether it still needs the refresh, its credential, it)."""
+        latest = _usable(manifest, self.store.get(user_id, manifest.name))
+        needed, cred = self._needs_refresh(latest, kind, rejected)
+        return needed, cred, latest
+
+    def _store_refreshed(
+        self, latest: Connection, new_cred: dict[str, Any], expires_at: float | None, now: float
+    ) -> dict[str, Any]:
+        """Write the refreshed credential over `latest`, unless the row changed meanwhile."""
+        user_id, name = latest.user_id, latest.integration
         blob = self.cipher.encrypt_json(new_cred, credential_context(user_id, name))
         written = self.store.put(
             replace(

@@ -10,6 +10,7 @@ WorkbenchError
 ├── UpstreamTimeout           an upstream call ran past the timeout that applied to it
 ├── ConfigError               the gateway's own settings cannot be read (its secret store)
 ├── JobFailed                 a scheduled job did not succeed (fails its invocation: retries, DLQ)
+├── AuditNotWritten           audit rows the store still refused after its retries (they are logged)
 ├── CredentialError           a provider credential that cannot be used
 │   ├── NotConnected          no stored credential for (user, integration)
 │   ├── ReconnectRequired     the provider rejected the refresh; the user must connect again
@@ -22,6 +23,7 @@ from __future__ import annotations
 from typing import Any
 
 __all__ = [
+    "AuditNotWritten",
     "AuthError",
     "ConfigError",
     "ConflictError",
@@ -118,6 +120,16 @@ class JobFailed(WorkbenchError):
     def __init__(self, message: str, result: dict[str, Any]) -> None:
         super().__init__(message)
         self.result = result  # what the job answered, for the log line
+
+
+class AuditNotWritten(WorkbenchError):
+    """The audit store could not take these rows, after its own retries. `events` are exactly the
+    rows not written (a partly written batch names only the rest), so the caller can log them."""
+
+    def __init__(self, events: list[dict[str, Any]], cause: str) -> None:
+        super().__init__(f"{len(events)} audit row(s) not written: {cause}")
+        self.events = events
+        self.cause = cause
 
 
 class CredentialError(WorkbenchError):

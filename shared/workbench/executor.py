@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Any
@@ -22,12 +23,12 @@ from workbench import deadline
 from workbench.auth import Principal
 from workbench.blocking import BlockingPool
 from workbench.credentials import Credentials, InjectedAuth, token_of
-from workbench.errors import CredentialError
+from workbench.errors import AuditNotWritten, CredentialError
 from workbench.jsontext import nesting_exceeds
-from workbench.observability import Metrics, log_event
+from workbench.observability import Metrics, log_error, log_event
 from workbench.plain_errors import PlainErrors
-from workbench.registry import Manifest, OAuth2Auth, Registry
-from workbench.stores import AuditStore, Connection, ConnectionStore, User
+from workbench.registry import CookieAuth, Manifest, OAuth2Auth, Registry
+from workbench.stores import AuditStore, Connection, User
 from workbench.tools import CancelSignal, EmitFn, TokenKind, Tool, ToolContext
 
 __all__ = [
@@ -179,17 +180,20 @@ class _Context:
 
 @dataclass(slots=True)
 class BatchScope:
-    """Per-batch memo: one connection read per integration, however many executions use it."""
+    """Per-batch memo and audit buffer: one connection read per integration, however many
+    executions use it, and every execution's audit row kept for the batch's one audit write."""
 
     principal: Principal
     _conns: dict[str, Connection | None] = field(default_factory=dict)
     _locks: dict[str, asyncio.Lock] = field(default_factory=dict)
+    events: list[dict[str, Any]] = field(default_factory=list)
 
-    async def connection(self, store: ConnectionStore, integration: str) -> Connection | None:
-        lock = self._locks.setdefault(integration, asyncio.Lock())
-        async with lock:
+    async def connection(
+        self, integration: str, read: Callable[[], Awaitable[Connection | None]]
+    ) -> Connection | None:
+        async with self._locks.setdefault(integration, asyncio.Lock()):
             if integration not in self._conns:
-                self._conns[integration] = store.get(self.principal.user.id, integration)
+                self._conns[integration] = await read()
             return self._conns[integration]
 
 
@@ -208,6 +212,7 @@ class Engine:
         concurrency: int = 8,
         clock: Callable[[], float] = time.time,
         builtin_services: Any = None,
+        store_io: BlockingPool | None = None,
     ) -> None:
         self.registry = registry
         self.credentials = credentials
@@ -221,6 +226,8 @@ class Engine:
         self._shared_transport: httpx.AsyncBaseTransport | None = None
         # Sync tools run here, off the event loop: one thread per concurrent execution of a batch.
         self.tool_pool = BlockingPool(concurrency, "workbench-tool")
+        # Blocking store calls run in their own pool, so eight blocking tools never starve them.
+        self.store_io = store_io or BlockingPool(concurrency, "workbench-store")
 
     def http_client(self, manifest: Manifest, auth: httpx.Auth) -> httpx.AsyncClient:
         if self._shared_transport is None:
@@ -237,18 +244,41 @@ class Engine:
 
     # -- batch -----------------------------------------------------------------------------------
 
+    @asynccontextmanager
+    async def batch(self, principal: Principal) -> AsyncIterator[BatchScope]:
+        """A scope for one request's executions; their audit rows are written in one go when it
+        closes, also when the request is cut short (a deadline, a client gone)."""
+        scope = BatchScope(principal)
+        try:
+            yield scope
+        finally:
+            if scope.events:
+                await self.store_io.run(self.write_audit, scope.events)
+
+    def write_audit(self, events: list[dict[str, Any]]) -> None:
+        """One write for a batch's rows. Rows the store still refuses after its retries are logged
+        whole, as one error line, so no audit row vanishes; the batch's answer is unaffected."""
+        try:
+            self.audit.append_many(events)
+        except AuditNotWritten as exc:
+            log_error("audit_write_failed", error=exc.cause, count=len(exc.events), events=exc.events)
+        except Exception as exc:  # a failing audit store must not turn a finished batch into a crash
+            log_error(
+                "audit_write_failed", error=f"{type(exc).__name__}: {exc}", count=len(events), events=events
+            )
+
     async def run_batch(self, principal: Principal, calls: Sequence[ToolCall]) -> list[dict[str, Any]]:
         """Run calls through a pool of `concurrency` workers; results index-aligned with calls."""
         results: list[dict[str, Any]] = [{} for _ in calls]
-        scope = BatchScope(principal)
         next_index = iter(range(len(calls)))
+        async with self.batch(principal) as scope:
 
-        async def worker() -> None:
-            for i in next_index:  # each worker claims the next index and writes only there
-                results[i] = await self.run_one(scope, calls[i])
+            async def worker() -> None:
+                for i in next_index:  # each worker claims the next index and writes only there
+                    results[i] = await self.run_one(scope, calls[i])
 
-        workers = min(self.concurrency, len(calls))
-        await asyncio.gather(*(worker() for _ in range(workers)))
+            workers = min(self.concurrency, len(calls))
+            await asyncio.gather(*(worker() for _ in range(workers)))
         return results
 
     async def run_one(
@@ -285,10 +315,7 @@ class Engine:
         }
         if integration is not None:
             event["integration"] = integration
-        try:
-            self.audit.append(event)
-        except Exception as exc:  # a failing audit store must not turn a finished call into a crash
-            log_event("audit_write_failed", user=event["user"], tool=call.tool, error=type(exc).__name__)
+        scope.events.append(event)  # written with the batch's other rows (see `batch`)
         if ran:
             labels = {"integration": integration or "", "tool": call.tool, "success": str(success).lower()}
             self.metrics.inc("workbench_tool_executions_total", labels)
@@ -323,6 +350,17 @@ class Engine:
         except TimeoutError:
             return {"error": deadline.CUT_SHORT}, integration, None, True
 
+    async def _connection(self, scope: BatchScope, manifest: Manifest) -> tuple[Connection | None, bool]:
+        """The user's connection to `manifest` and whether it is usable: read once per batch, in the
+        store pool (a cookie connection's check decrypts it)."""
+        store, user_id = self.credentials.store, scope.principal.user.id
+        conn = await scope.connection(
+            manifest.name, lambda: self.store_io.run(store.get, user_id, manifest.name)
+        )
+        if conn is None or not isinstance(manifest.auth, CookieAuth):
+            return conn, self.credentials.is_connected(manifest, conn)
+        return conn, await self.store_io.run(self.credentials.is_connected, manifest, conn)
+
     async def lookup(self, principal: Principal, name: str) -> tuple[Tool, Manifest] | None:
         found = self.registry.find(name)
         if found is not None:
@@ -348,8 +386,8 @@ class Engine:
 
         conn = None
         if manifest.auth.type != "none":
-            conn = await scope.connection(self.credentials.store, manifest.name)
-            if not self.credentials.is_connected(manifest, conn):
+            conn, connected = await self._connection(scope, manifest)
+            if not connected:
                 return (
                     {
                         "error": "NOT_CONNECTED",

@@ -6,11 +6,12 @@ fail the meta-tool's own schema raise `InvalidInput` (-32602 over MCP).
 
 from __future__ import annotations
 
+import inspect
 from typing import TYPE_CHECKING, Any
 
-from workbench.compose import BadRef, Resolution, VaultMissing, project, resolve
+from workbench.compose import BadRef, Resolution, VaultMissing, project, resolve, template_refs
 from workbench.errors import InvalidInput
-from workbench.executor import BatchScope, ToolCall
+from workbench.executor import ToolCall
 
 if TYPE_CHECKING:
     from workbench.auth import Principal
@@ -357,7 +358,10 @@ class MetaTools:
         handler = getattr(self, f"_{name}", None)
         if name not in meta_tool_names() or handler is None:
             raise InvalidInput(f"Unknown tool: {name}")
-        return await handler(principal, args)
+        if inspect.iscoroutinefunction(handler):
+            return await handler(principal, args)
+        # The plain handlers are store reads and writes from start to end: run in the store pool.
+        return await self.gw.store_io.run(handler, principal, args)
 
     # -- discovery ------------------------------------------------------------------------------
 
@@ -373,13 +377,13 @@ class MetaTools:
             return {"error": "Tool not found"}
         return {"schema": hit[0].json_schema()}
 
-    async def _whoami(self, principal: Principal, args: dict[str, Any]) -> Any:
+    def _whoami(self, principal: Principal, args: dict[str, Any]) -> Any:
         user = self.gw.stores.users.get(principal.user.id)
         if user is None:
             return {"error": "User not found"}
         return {"id": user.id, "email": user.email}
 
-    async def _list_integrations(self, principal: Principal, args: dict[str, Any]) -> Any:
+    def _list_integrations(self, principal: Principal, args: dict[str, Any]) -> Any:
         status = self.gw.connection_status(principal.user.id)
         listed = [
             {"name": m.name, "version": m.version, "connected": status[m.name]}
@@ -405,7 +409,7 @@ class MetaTools:
             problem = await self.gw.external.before_connect(principal.user.id, integration)
             if problem is not None:
                 return {"error": problem}
-        return self.gw.connections.start(principal.user, integration)
+        return await self.gw.store_io.run(self.gw.connections.start, principal.user, integration)
 
     _get_auth_url = _connect
 
@@ -414,7 +418,7 @@ class MetaTools:
         timeout = _opt_int(args, "timeoutSec", 600, 1, 3600) or 600
         return await self.gw.connections.wait(principal.user, connection_id, timeout)
 
-    async def _curl_session(self, principal: Principal, args: dict[str, Any]) -> Any:
+    def _curl_session(self, principal: Principal, args: dict[str, Any]) -> Any:
         names = args.get("integrations")
         if not isinstance(names, list) or not names or not all(isinstance(n, str) for n in names):
             raise InvalidInput("'integrations' must be a non-empty array of strings")
@@ -443,26 +447,34 @@ def _call_for(ex: dict[str, Any], steps: dict[str, Any] | None, vault: Any) -> T
     return ToolCall(ex["tool"], res.value, ex["ref_id"], tuple(res.secrets))
 
 
+async def _resolved(gw: Gateway, ex: dict[str, Any], steps: dict[str, Any] | None, vault: Any) -> ToolCall:
+    """`_call_for`, in the store pool when the arguments hold a {{vault:}} ref (a store read and a
+    decrypt); arguments without refs are plain in-memory work and stay on the loop."""
+    if ex["tool"].startswith(LITERAL_TOOL_PREFIX) or not template_refs(ex["args"], vault_only=True):
+        return _call_for(ex, steps, vault)
+    return await gw.engine.store_io.run(_call_for, ex, steps, vault)
+
+
 async def run_compose(
     gw: Gateway, principal: Principal, executions: list[dict[str, Any]], template: Any, has_return: bool
 ) -> dict[str, Any]:
     """Ordered execution; each step's args may read earlier results; a failure ends the run."""
-    scope = BatchScope(principal)
     vault = gw.vault_reader(principal.user.id)
     steps: dict[str, Any] = {}
     used_secrets: list[str] = []
     last: Any = None
-    for index, ex in enumerate(executions):
-        ref_id = ex["ref_id"]
-        call = _call_for(ex, steps, vault)
-        used_secrets.extend(call.secrets)
-        outcome = await gw.engine.run_one(
-            scope, ToolCall(call.tool, call.args, ref_id, tuple(used_secrets), call.refused)
-        )
-        if "error" in outcome:
-            return {"index": index, "ref_id": ref_id, **outcome}
-        steps[ref_id] = outcome["result"]
-        last = outcome["result"]
+    async with gw.engine.batch(principal) as scope:  # the steps' audit rows: one write
+        for index, ex in enumerate(executions):
+            ref_id = ex["ref_id"]
+            call = await _resolved(gw, ex, steps, vault)
+            used_secrets.extend(call.secrets)
+            outcome = await gw.engine.run_one(
+                scope, ToolCall(call.tool, call.args, ref_id, tuple(used_secrets), call.refused)
+            )
+            if "error" in outcome:
+                return {"index": index, "ref_id": ref_id, **outcome}
+            steps[ref_id] = outcome["result"]
+            last = outcome["result"]
     if not has_return:
         return {"result": last}
     try:
@@ -477,7 +489,9 @@ async def run_plain(
 ) -> dict[str, Any]:
     """Concurrent batch; optional `return` projection over successful results by ref_id."""
     vault = gw.vault_reader(principal.user.id)
-    results = await gw.engine.run_batch(principal, [_call_for(ex, None, vault) for ex in executions])
+    results = await gw.engine.run_batch(
+        principal, [await _resolved(gw, ex, None, vault) for ex in executions]
+    )
     if not has_return:
         return {"results": results}
     steps = {

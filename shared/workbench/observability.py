@@ -12,7 +12,7 @@ from collections import defaultdict
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["Metrics", "configure_logging", "log_event", "logger"]
+__all__ = ["Metrics", "configure_logging", "log_error", "log_event", "logger"]
 
 logger = logging.getLogger("workbench")
 
@@ -26,6 +26,13 @@ def log_event(event: str, scrub: _Scrubber | None = None, **fields: Any) -> None
     if scrub is not None:
         line = scrub(line)
     logger.info(line)
+
+
+def log_error(event: str, **fields: Any) -> None:
+    """One structured JSON line at ERROR level: something an operator must see (and alarm on)."""
+    logger.error(
+        json.dumps({"ts": round(time.time(), 3), "event": event, "level": "error", **fields}, default=str)
+    )
 
 
 _BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)

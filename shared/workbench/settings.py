@@ -115,6 +115,9 @@ class Settings:
     # Largest response a surface may answer (Lambda: 6,291,456 bytes per synchronous response);
     # None: no limit (the local gateway).
     max_response_bytes: int | None = None
+    # How long a warm instance keeps a resolved API key / OAuth access token (0 turns it off; at most
+    # 30). A revocation through the same instance takes effect at once, elsewhere within this time.
+    auth_cache_seconds: int = 15
 
     @property
     def mcp_url(self) -> str:
@@ -201,6 +204,7 @@ class Settings:
             request_deadline_seconds=_env_float(env, "WORKBENCH_REQUEST_DEADLINE_SECONDS", 29.0),
             deadline_margin_seconds=_env_float(env, "WORKBENCH_DEADLINE_MARGIN_SECONDS", 2.0),
             max_response_bytes=_env_int(env, "WORKBENCH_MAX_RESPONSE_BYTES", 0) or None,
+            auth_cache_seconds=min(max(_env_int(env, "WORKBENCH_AUTH_CACHE_SECONDS", 15), 0), 30),
         )
 
 

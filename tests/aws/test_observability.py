@@ -156,8 +156,9 @@ def test_a_sampled_request_sends_its_subsegment_with_the_aws_calls_to_the_daemon
     assert doc["annotations"] == {"ColdStart": True, "surface": "mcp"}
     assert doc["start_time"] <= doc["end_time"]
     calls = [
-        (s["name"], s["namespace"], s["aws"]["operation"], s["aws"].get("table_name"))
+        (s["name"], s["namespace"], s["aws"]["operation"], table)
         for s in doc["subsegments"]
+        for table in s["aws"].get("table_names", [s["aws"].get("table_name")])
     ]
     tables = {name: lambda_env.table_name(name) for name in ("api_keys", "audit", "jots")}
     assert ("DynamoDB", "aws", "GetItem", tables["api_keys"]) in calls

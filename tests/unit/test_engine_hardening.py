@@ -255,8 +255,8 @@ async def test_an_upstream_timeout_names_the_limit_that_applied(gw: Gateway, me:
             {"error": "Upstream timed out after 3.5 s"},  # an empty message says what happened
         ]
     }
-    audited = [e["error"] for e in events(gw, me)]
-    assert audited[:2] == ["Upstream timed out after 25 s", "Upstream timed out after 5 s"]
+    audited = [e["error"] for e in events(gw, me)]  # in the order the executions finished
+    assert sorted(audited) == sorted(r["error"] for r in out["results"])
     assert upstream_timeout_message(None) == "Upstream timed out"
 
 

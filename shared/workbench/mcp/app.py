@@ -97,7 +97,7 @@ def mcp_routes(gateway: Gateway) -> list[Route]:
         principal: Principal | None = None
         if "authorization" not in headers and SESSION_COOKIE in request.cookies:
             # No bearer token but a portal session: seed 003's third way in, same parsing after it.
-            session = _session_principal(gateway, request)
+            session = await gateway.store_io.run(_session_principal, gateway, request)  # reads the user
             if isinstance(session, Response):
                 return session
             principal = session

@@ -193,12 +193,12 @@ class McpServer:
             {"WWW-Authenticate": f'Bearer resource_metadata="{self.resource_metadata_url}"'},
         )
 
-    def authenticate(self, headers: Mapping[str, str]) -> Principal:
+    async def authenticate(self, headers: Mapping[str, str]) -> Principal:
         raw = headers.get("authorization", "")
         scheme, _, token = raw.partition(" ")
         if scheme.lower() != "bearer" or not token.strip():
             raise AuthError("missing bearer token")
-        return self.gw.authenticate(token.strip())
+        return await self.gw.authenticate(token.strip())
 
     async def handle(
         self, body: bytes, headers: Mapping[str, str], principal: Principal | None = None
@@ -208,7 +208,7 @@ class McpServer:
         try:
             message = parse(body)
         except JsonRejected as exc:
-            return self._refused(
+            return await self._refused(
                 headers, principal, HttpReply(400, _error(None, PARSE_ERROR, f"Parse error: {exc}"))
             )
         if (
@@ -221,12 +221,12 @@ class McpServer:
             reply = HttpReply(
                 400, _error(req_id, INVALID_REQUEST, "Invalid Request: one JSON-RPC 2.0 message per POST")
             )
-            return self._refused(headers, principal, reply)
+            return await self._refused(headers, principal, reply)
         req_id = message.get("id")
         is_notification = "id" not in message
         if principal is None:
             try:
-                principal = self.authenticate(headers)
+                principal = await self.authenticate(headers)
             except AuthError as exc:
                 return self._unauthorized(req_id, str(exc))
         if is_notification:
@@ -234,25 +234,25 @@ class McpServer:
         try:
             result = await self._dispatch(message, headers, principal)
         except _RpcError as exc:
-            self._audit_error(principal, message["method"], exc.code, exc.message)
+            await self._audit_error(principal, message["method"], exc.code, exc.message)
             return HttpReply(exc.status, _error(req_id, exc.code, exc.message, exc.data))
         return HttpReply(200, {"jsonrpc": "2.0", "id": req_id, "result": result})
 
-    def _refused(
+    async def _refused(
         self, headers: Mapping[str, str], principal: Principal | None, reply: HttpReply
     ) -> HttpReply:
         """A message refused before dispatch: audited when a credential names its user."""
         if principal is None:
             try:
-                principal = self.authenticate(headers)
+                principal = await self.authenticate(headers)
             except AuthError:
                 return reply  # nobody to attribute it to; the answer is the same
         error = reply.body["error"]
-        self._audit_error(principal, None, error["code"], error["message"])
+        await self._audit_error(principal, None, error["code"], error["message"])
         return reply
 
-    def _audit_error(self, principal: Principal, method: str | None, code: int, message: str) -> None:
-        self.gw.stores.audit.append(
+    async def _audit_error(self, principal: Principal, method: str | None, code: int, message: str) -> None:
+        await self.gw.audit(
             {
                 "action": "MCP_ERROR",
                 "user": principal.user.id,

@@ -30,19 +30,19 @@ def _json(status: int, body: Any, headers: dict[str, str] | None = None) -> Resp
     return Response(dumps(body), status, headers=headers, media_type="application/json")
 
 
-def _authenticate(gw: Gateway, request: Request) -> Principal:
+async def _authenticate(gw: Gateway, request: Request) -> Principal:
     """API keys only: OAuth access tokens are minted for /mcp and are not accepted here."""
     scheme, _, token = request.headers.get("authorization", "").partition(" ")
     token = token.strip()
     if scheme.lower() != "bearer" or not looks_like_api_key(token):
         raise AuthError("a Workbench API key is required")
-    return gw.api_keys.resolve(token)
+    return await gw.authenticate(token)
 
 
 def rest_routes(gateway: Gateway) -> list[Route]:
     async def run(request: Request) -> Response:
         try:
-            principal = _authenticate(gateway, request)
+            principal = await _authenticate(gateway, request)
         except AuthError:
             return _json(401, {"error": "Unauthorized"}, {"WWW-Authenticate": 'Bearer realm="workbench"'})
         try:

@@ -132,7 +132,7 @@ async def run_scheduled_job(gw: Gateway, event: dict[str, Any]) -> dict[str, Any
     if not isinstance(email, str) or not isinstance(integration, str) or not integration:
         log_event("scheduled_job_rejected", reason="user and integration are required", **summary)
         return {"error": "A scheduled job needs 'user' (an email) and 'integration'"}
-    user = gw.stores.users.by_email(email)
+    user = await gw.store_io.run(gw.stores.users.by_email, email)
     if user is None:
         log_event("scheduled_job_rejected", reason="unknown user", **summary)
         return {"error": f"Unknown user: {email}"}
@@ -142,7 +142,7 @@ async def run_scheduled_job(gw: Gateway, event: dict[str, Any]) -> dict[str, Any
     results = reply.body.get("results", [reply.body]) if reply.status == 200 else []
     failures = [r.get("error") for r in results if "error" in r]
     error = reply.body.get("error") if reply.status != 200 else (failures[0] if failures else None)
-    gw.stores.audit.append(
+    await gw.audit(
         {
             "action": "SCHEDULE",
             "user": user.id,

@@ -9,6 +9,7 @@ takes `now` and treats an expired record as absent, because DynamoDB's TTL delet
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -298,6 +299,12 @@ class ActivityPage:
 
 class AuditStore(Protocol):
     def append(self, event: dict[str, Any]) -> None: ...
+    def append_many(self, events: Sequence[dict[str, Any]]) -> None:
+        """Write every event in one go (a batch's rows: one transaction, or DynamoDB BatchWriteItem
+        with unprocessed items retried), in order. Raises AuditNotWritten naming exactly the rows
+        still not written after the adapter's retries; the others are stored."""
+        ...
+
     def list_for(self, user_id: str, *, limit: int = 100) -> list[dict[str, Any]]: ...
     def activity(self, user_id: str, query: ActivityQuery) -> ActivityPage:
         """One page of this user's events only (the user is the partition, never the cursor)."""

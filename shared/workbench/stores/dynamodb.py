@@ -23,13 +23,14 @@ from __future__ import annotations
 import json
 import math
 import re
+import random
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from workbench._aws import LazyClient, client_error_code
-from workbench.errors import ConflictError
+from workbench.errors import AuditNotWritten, ConflictError
 from workbench.settings import Settings
 from workbench.stores import (
     ActivityPage,
@@ -66,6 +67,21 @@ TABLES: dict[str, str] = {
 Item = dict[str, dict[str, Any]]
 
 _AUDIT_SEQ = re.compile(r"^[0-9]{20}#[0-9a-f]{8}$")
+
+# Error codes of a whole failed call worth another round (throttling, a server-side hiccup).
+_TRANSIENT = frozenset(
+    {
+        "ProvisionedThroughputExceededException",
+        "ThrottlingException",
+        "RequestLimitExceeded",
+        "InternalServerError",
+        "ServiceUnavailable",
+        "HTTP500",
+        "HTTP502",
+        "HTTP503",
+        "HTTP504",
+    }
+)
 
 
 # -- attribute helpers: the low-level wire format, explicit rather than via TypeSerializer ---------
@@ -444,20 +460,33 @@ class DynamoPending:
 
 
 class DynamoAudit:
+    """Audit rows, one item each; a batch's rows go in BatchWriteItem calls of at most 25 items.
+
+    What DynamoDB leaves unprocessed (throttling) is sent again with full-jitter backoff, for
+    WRITE_ROUNDS rounds in all (about 3.5 s of waiting at most); a whole call that fails for a
+    transient reason counts as a round with nothing processed. Rows still not written then are
+    raised back as AuditNotWritten, so the engine logs them instead of losing them.
+    """
+
+    BATCH_ITEMS = 25  # BatchWriteItem's limit
+    WRITE_ROUNDS = 8
+    BACKOFF_BASE = 0.05
+    BACKOFF_CAP = 1.0
     # Query page size while filters skip events, and how many pages one activity call may read.
     PAGE_ITEMS = 200
     MAX_PAGES = 8
 
-    def __init__(self, t: DynamoTables) -> None:
+    def __init__(self, t: DynamoTables, *, sleep: Callable[[float], None] = time.sleep) -> None:
         self.t = t
         self.table = t.name("audit")
         self.retention_seconds = t.settings.audit_retention_days * 86_400
+        self._sleep = sleep
 
-    def append(self, event: dict[str, Any]) -> None:
+    def _item(self, event: dict[str, Any], written_ns: int) -> Item:
         ts = float(event.get("ts", time.time()))
         user_id = str(event.get("user") or "-")
         # Sort key: write time in ns plus a random suffix, so same-instant events never collide.
-        seq = f"{time.time_ns():020d}#{uuid.uuid4().hex[:8]}"
+        seq = f"{written_ns:020d}#{uuid.uuid4().hex[:8]}"
         item: Item = {
             "user_id": _s(user_id),
             "seq": _s(seq),
@@ -469,7 +498,45 @@ class DynamoAudit:
         if isinstance(integration, str) and integration:
             # Sparse GSI key: the activity page's integration filter is a Query on it.
             item["user_integration"] = _s(f"{user_id}#{integration}")
-        self.t.client.put_item(TableName=self.table, Item=item)
+        return item
+
+    def append(self, event: dict[str, Any]) -> None:
+        self.append_many([event])
+
+    def append_many(self, events: Sequence[dict[str, Any]]) -> None:
+        now = time.time_ns()
+        # One nanosecond apart: a batch's rows keep their order under the user's partition.
+        rows = [(self._item(e, now + i), e) for i, e in enumerate(events)]
+        for start in range(0, len(rows), self.BATCH_ITEMS):
+            left, cause = self._write(rows[start : start + self.BATCH_ITEMS])
+            if left:  # the store is refusing: the rest is handed back with this chunk's remainder
+                unwritten = left + [dict(e) for _, e in rows[start + self.BATCH_ITEMS :]]
+                raise AuditNotWritten(unwritten, cause)
+
+    def _write(self, chunk: list[tuple[Item, dict[str, Any]]]) -> tuple[list[dict[str, Any]], str]:
+        """Write one chunk; (the events still not written, why) once the rounds are spent."""
+        by_seq = {_get_s(item, "seq"): (item, event) for item, event in chunk}
+        waiting = list(by_seq)
+        cause = ""
+        for round_no in range(self.WRITE_ROUNDS):
+            if round_no:
+                delay = min(self.BACKOFF_CAP, self.BACKOFF_BASE * 2**round_no)
+                self._sleep(random.random() * delay)  # noqa: S311 - jitter, not a secret
+            requests = [{"PutRequest": {"Item": by_seq[seq][0]}} for seq in waiting]
+            try:
+                answer = self.t.client.batch_write_item(RequestItems={self.table: requests})
+            except Exception as exc:
+                code = client_error_code(exc)
+                cause = f"{code or type(exc).__name__}: {exc}"
+                if code is not None and code not in _TRANSIENT:
+                    break  # refused for good (permissions, validation): retrying cannot help
+                continue
+            unprocessed = answer.get("UnprocessedItems", {}).get(self.table, [])
+            waiting = [_get_s(r["PutRequest"]["Item"], "seq") for r in unprocessed]
+            if not waiting:
+                return [], ""
+            cause = f"{len(waiting)} item(s) still unprocessed after {round_no + 1} BatchWriteItem round(s)"
+        return [dict(by_seq[seq][1]) for seq in waiting], cause
 
     def list_for(self, user_id: str, *, limit: int = 100) -> list[dict[str, Any]]:
         if limit <= 0:

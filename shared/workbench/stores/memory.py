@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 import time
 import uuid
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -143,6 +144,10 @@ class MemoryAudit:
     def append(self, event: dict[str, Any]) -> None:
         with self._lock:
             self.events.append(dict(event))
+
+    def append_many(self, events: Sequence[dict[str, Any]]) -> None:
+        with self._lock:
+            self.events.extend(dict(e) for e in events)
 
     def list_for(self, user_id: str, *, limit: int = 100) -> list[dict[str, Any]]:
         mine = [e for e in self.events if e.get("user") == user_id]

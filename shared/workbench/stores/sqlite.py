@@ -9,11 +9,12 @@ import sqlite3
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from workbench.errors import AuditNotWritten
 from workbench.stores import (
     ActivityPage,
     ActivityQuery,
@@ -348,11 +349,15 @@ class SqliteAudit:
         self.db = db
 
     def append(self, event: dict[str, Any]) -> None:
-        with self.db.tx() as db:
-            db.execute(
-                "INSERT INTO audit (user_id, ts, body) VALUES (?, ?, ?)",
-                (event.get("user"), event.get("ts", time.time()), json.dumps(event, default=str)),
-            )
+        self.append_many([event])
+
+    def append_many(self, events: Sequence[dict[str, Any]]) -> None:
+        rows = [(e.get("user"), e.get("ts", time.time()), json.dumps(e, default=str)) for e in events]
+        try:
+            with self.db.tx() as db:  # one transaction: all of the batch's rows or none
+                db.executemany("INSERT INTO audit (user_id, ts, body) VALUES (?, ?, ?)", rows)
+        except sqlite3.Error as exc:
+            raise AuditNotWritten([dict(e) for e in events], f"{type(exc).__name__}: {exc}") from exc
 
     def list_for(self, user_id: str, *, limit: int = 100) -> list[dict[str, Any]]:
         rows = self.db.query(
