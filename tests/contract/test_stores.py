@@ -310,6 +310,33 @@ def test_activity_pages_newest_first_with_filters_and_only_the_users_own(stores:
     )
 
 
+def test_audit_append_many_writes_every_row_in_order(stores: Stores) -> None:
+    """A batch's rows in one write: all of them stored (more than one BatchWriteItem's 25), in the
+    order given, each user's under that user only, and the event bodies exactly as written."""
+    batch = [
+        {"user": "usr_a" if i % 3 else "usr_b", "ts": NOW + i, "tool": f"t{i}", "success": i % 2 == 0}
+        for i in range(60)
+    ]
+    stores.audit.append_many(batch)
+    stores.audit.append({"user": "usr_a", "ts": NOW + 100, "tool": "later", "success": True})
+    stores.audit.append_many([])  # nothing to write is no error
+    mine = stores.audit.list_for("usr_a", limit=1000)
+    assert mine[0]["tool"] == "later"
+    assert mine[1:] == list(reversed([e for e in batch if e["user"] == "usr_a"]))
+    assert stores.audit.list_for("usr_b", limit=1000) == list(
+        reversed([e for e in batch if e["user"] == "usr_b"])
+    )
+    # Rows of a batch are found by the activity page's integration filter like single ones.
+    stores.audit.append_many(
+        [
+            {"action": "EXECUTE", "user": "usr_c", "ts": NOW + i, "integration": "slack", "success": True}
+            for i in range(3)
+        ]
+    )
+    page = stores.audit.activity("usr_c", ActivityQuery(integration="slack"))
+    assert [e["ts"] for e in page.events] == [NOW + 2, NOW + 1, NOW]
+
+
 # -- vault ---------------------------------------------------------------------------------------------
 
 
