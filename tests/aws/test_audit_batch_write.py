@@ -44,7 +44,7 @@ class Throttled:
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)
 
-    def batch_write_item(self, *, RequestItems: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:  # noqa: N803
+    def batch_write_item(self, *, RequestItems: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
         ((table, requests),) = RequestItems.items()
         assert len(requests) <= 25  # DynamoDB's own limit: more is a ValidationException
         self.calls.append(len(requests))

@@ -194,8 +194,11 @@ async def test_store_calls_go_through_while_blocking_tools_fill_their_pool(
                 headers=headers,
             )
         )
-        while SyncGauge.current < 8:  # all eight tool threads are asleep
+        for _ in range(500):  # until all eight tool threads are asleep (5 s at most)
+            if SyncGauge.current >= 8:
+                break
             await asyncio.sleep(0.01)
+        assert SyncGauge.current == 8
         started = time.perf_counter()
         resp = await mcp.post(
             "/mcp",

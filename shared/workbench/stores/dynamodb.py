@@ -22,8 +22,8 @@ from __future__ import annotations
 
 import json
 import math
-import re
 import random
+import re
 import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
