@@ -121,6 +121,7 @@ class Cipher:
         self._by_context: dict[bytes, _CachedKey] = {}  # for encryption: reuse a row's data key
         self._by_wrapped: dict[bytes, _CachedKey] = {}  # for decryption
         self._lock = threading.Lock()
+        self._unwrapping: dict[bytes, threading.Lock] = {}  # data keys being unwrapped right now
 
     def encrypt(self, plaintext: bytes, context: Context) -> bytes:
         from cryptography.hazmat.primitives.ciphers.aead import AESGCM
@@ -162,9 +163,7 @@ class Cipher:
         aad = _aad(context)
         key = self._fresh(self._by_wrapped.get(wrapped))
         if key is None:
-            plain = self.provider.decrypt_data_key(kid, wrapped, context)
-            key = _CachedKey(plain, wrapped, kid, time.monotonic())
-            self._remember(aad, key)
+            key = self._unwrap(kid, wrapped, context, aad)
         try:
             return AESGCM(key.plain).decrypt(nonce, body, aad)
         except InvalidTag as exc:
@@ -175,6 +174,23 @@ class Cipher:
 
     def decrypt_json(self, blob: bytes, context: Context) -> object:
         return json.loads(self.decrypt(blob, context))
+
+    def _unwrap(self, kid: str, wrapped: bytes, context: Context, aad: bytes) -> _CachedKey:
+        """One master-key call per data key, however many threads need it at once (a batch's
+        executions decrypt the same row in parallel): the others wait and take the cached key."""
+        with self._lock:
+            flight = self._unwrapping.setdefault(wrapped, threading.Lock())
+        try:
+            with flight:
+                key = self._fresh(self._by_wrapped.get(wrapped))
+                if key is None:
+                    plain = self.provider.decrypt_data_key(kid, wrapped, context)
+                    key = _CachedKey(plain, wrapped, kid, time.monotonic())
+                    self._remember(aad, key)
+                return key
+        finally:
+            with self._lock:
+                self._unwrapping.pop(wrapped, None)
 
     def _fresh(self, key: _CachedKey | None) -> _CachedKey | None:
         if key is None or time.monotonic() - key.at > self.cache_seconds:

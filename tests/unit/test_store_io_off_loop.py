@@ -211,3 +211,31 @@ async def test_store_calls_go_through_while_blocking_tools_fill_their_pool(
         assert waited < 0.5
         await blocking
     assert seen == []
+
+
+def test_parallel_decrypts_of_one_row_make_one_master_key_call() -> None:
+    """A batch's executions decrypt the same connection in parallel store threads: one KMS call
+    per data key, not one per execution."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from workbench.crypto import Cipher
+
+    class Slow:
+        def __init__(self, inner: LocalKeyProvider) -> None:
+            self.inner, self.calls = inner, 0
+            self.key_id = inner.key_id
+
+        def generate_data_key(self, context: Any) -> Any:
+            return self.inner.generate_data_key(context)
+
+        def decrypt_data_key(self, key_id: str, wrapped: bytes, context: Any) -> bytes:
+            self.calls += 1
+            time.sleep(0.05)  # a KMS round trip
+            return self.inner.decrypt_data_key(key_id, wrapped, context)
+
+    provider = Slow(LocalKeyProvider.from_secret(os.urandom(32)))
+    blob = Cipher(provider).encrypt(b"secret", {"row": "1"})  # type: ignore[arg-type]
+    fresh = Cipher(provider)  # type: ignore[arg-type]  # a new instance: nothing cached
+    with ThreadPoolExecutor(8) as pool:
+        plain = list(pool.map(lambda _: fresh.decrypt(blob, {"row": "1"}), range(8)))
+    assert plain == [b"secret"] * 8 and provider.calls == 1

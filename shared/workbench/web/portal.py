@@ -368,6 +368,11 @@ def portal_routes(web: WebContext) -> list[BaseRoute]:
         else:
             text = f"{kid} stops working at once. Agents and clients that use it lose access."
             verb = "Revoke key"
+        if gw.settings.auth_cache_seconds > 0:  # workbench.auth: each instance keeps a key it checked
+            text += (
+                f" A gateway that runs as several instances (AWS Lambda) may still accept it on the "
+                f"others for up to {gw.settings.auth_cache_seconds} seconds."
+            )
         return confirm(
             request,
             user,

@@ -1,0 +1,114 @@
+"""AWS calls of a warm instance (issue 14), against DynamoDB + KMS on moto: `tools/list` makes none
+(the API key was resolved moments ago), `execute_tools` of one auth-none tool makes exactly one (the
+batch's audit write), a six-item batch across two integrations reads each connection once and
+writes its audit rows in one BatchWriteItem, and a cold instance's parallel decrypts of one
+connection make one KMS call."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from typing import Any
+
+import httpx
+import pytest
+from workbench.aws_kms import KmsKeyProvider
+from workbench.composition import Gateway, build_gateway, build_registry
+from workbench.mcp.app import create_mcp_app
+from workbench.stores.dynamodb import dynamodb_stores
+
+from tests.support.aws import AwsEndpoint, on_call
+from tests.support.demo_plugins import DEMO, demo_echo, demo_fail
+
+pytestmark = pytest.mark.e2e
+
+LIST = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+
+
+def _execute(*executions: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "jsonrpc": "2.0",
+        "id": 2,
+        "method": "tools/call",
+        "params": {"name": "execute_tools", "arguments": {"executions": list(executions)}},
+    }
+
+
+def _upstream(request: httpx.Request) -> httpx.Response:
+    return httpx.Response(200, json={"echo": "x"})
+
+
+def _gateway(endpoint: AwsEndpoint, log: Counter[str]) -> tuple[Gateway, Any]:
+    settings = endpoint.fresh_tables(public_url="https://gw.example.test")
+
+    def count(service: str) -> Any:
+        def record(operation: str, params: dict[str, Any]) -> None:
+            log[f"{service}:{operation}"] += 1
+
+        return on_call(endpoint.client(service), record)
+
+    registry = build_registry(plugins=False, extra=("tests.support.slow_plugin",))
+    registry.add(DEMO, lambda: [demo_echo, demo_fail])
+    gw = build_gateway(
+        settings,
+        stores=dynamodb_stores(settings, client=count("dynamodb")),
+        registry=registry,
+        key_provider=KmsKeyProvider.from_settings(settings, client=count("kms")),
+        transport=httpx.MockTransport(_upstream),
+    )
+    return gw, settings
+
+
+async def test_warm_tools_list_makes_no_aws_call_and_one_tool_one(moto_endpoint: AwsEndpoint) -> None:
+    log: Counter[str] = Counter()
+    gw, _ = _gateway(moto_endpoint, log)
+    key = gw.api_keys.mint(gw.stores.users.get_or_create("ada@example.com"))
+    headers = {"authorization": f"Bearer {key}", "accept": "application/json, text/event-stream"}
+    one = _execute({"tool": "probe_noop", "args": {}})
+    async with httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=create_mcp_app(gw)), base_url="https://gw"
+    ) as c:
+        log.clear()
+        assert (await c.post("/mcp", json=LIST, headers=headers)).status_code == 200
+        assert log == Counter({"dynamodb:GetItem": 2})  # cold: the key and its user
+        for _ in range(3):
+            log.clear()
+            assert (await c.post("/mcp", json=LIST, headers=headers)).status_code == 200
+            assert log == Counter()
+        for _ in range(3):
+            log.clear()
+            resp = await c.post("/mcp", json=one, headers=headers)
+            assert json.loads(resp.json()["result"]["content"][0]["text"]) == {
+                "results": [{"result": {"ok": True}}]
+            }
+            assert log == Counter({"dynamodb:BatchWriteItem": 1})
+    audit = gw.stores.audit.list_for(gw.stores.users.get_or_create("ada@example.com").id)
+    assert [e["tool"] for e in audit] == ["probe_noop"] * 3
+
+
+async def test_a_batch_reads_each_connection_once_and_writes_its_audit_once(
+    moto_endpoint: AwsEndpoint,
+) -> None:
+    log: Counter[str] = Counter()
+    gw, _ = _gateway(moto_endpoint, log)
+    user = gw.stores.users.get_or_create("ada@example.com")
+    key = gw.api_keys.mint(user)
+    gw.credentials.save(user.id, "demo", {"access_token": "tok"})
+    headers = {"authorization": f"Bearer {key}", "accept": "application/json, text/event-stream"}
+    batch = _execute(
+        *([{"tool": "demo_echo", "args": {"text": "x"}}] * 6), {"tool": "probe_noop", "args": {}}
+    )
+    gw.cipher._by_wrapped.clear()  # a cold data-key cache, as on a new Lambda instance
+    gw.cipher._by_context.clear()
+    async with httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=create_mcp_app(gw)), base_url="https://gw"
+    ) as c:
+        await c.post("/mcp", json=LIST, headers=headers)  # authentication warmed
+        log.clear()
+        resp = await c.post("/mcp", json=batch, headers=headers)
+        results = json.loads(resp.json()["result"]["content"][0]["text"])["results"]
+        assert results == [{"result": {"echo": "x"}}] * 6 + [{"result": {"ok": True}}]
+        # One connection read, one KMS call for its data key however many executions decrypt it at
+        # once, one audit write for the seven rows.
+        assert log == Counter({"dynamodb:GetItem": 1, "kms:Decrypt": 1, "dynamodb:BatchWriteItem": 1})
+    assert len(gw.stores.audit.list_for(user.id)) == 7
