@@ -70,10 +70,11 @@ def as_function(
                 return  # set-up before any function's policy is in force
             tables, other = _grants(current["function"], lambda_env)
             if service == "dynamodb":
-                table = params.get("TableName", "")
-                calls.append(f"{action} {table}")
-                if action not in tables.get(table, set()):
-                    raise AccessDenied(f"{current['function']} may not {action} on {table}")
+                # A batch call names its tables in RequestItems; each must allow the action.
+                for table in params.get("RequestItems") or [params.get("TableName", "")]:
+                    calls.append(f"{action} {table}")
+                    if action not in tables.get(table, set()):
+                        raise AccessDenied(f"{current['function']} may not {action} on {table}")
             elif f"{service}:{action}" not in other:
                 raise AccessDenied(f"{current['function']} may not {service}:{action}")
 

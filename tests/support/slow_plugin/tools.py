@@ -1,6 +1,8 @@
 from __future__ import annotations
 
 import asyncio
+import threading
+import time
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -24,6 +26,12 @@ async def probe_sleep(args: SleepArgs, ctx: Any) -> Any:
     return {"peak": _state["peak"]}
 
 
+@tool("probe_block", "Block its thread with time.sleep (a sync tool), then say which thread ran it.", SleepArgs)
+def probe_block(args: SleepArgs, ctx: Any) -> Any:
+    time.sleep(args.ms / 1000)
+    return {"thread": threading.current_thread().name}
+
+
 class NoArgs(BaseModel):
     pass
 
@@ -33,4 +41,4 @@ def probe_noop(args: NoArgs, ctx: Any) -> Any:
     return {"ok": True}
 
 
-TOOLS = [probe_sleep, probe_noop]
+TOOLS = [probe_sleep, probe_block, probe_noop]
