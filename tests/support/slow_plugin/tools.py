@@ -26,7 +26,9 @@ async def probe_sleep(args: SleepArgs, ctx: Any) -> Any:
     return {"peak": _state["peak"]}
 
 
-@tool("probe_block", "Block its thread with time.sleep (a sync tool), then say which thread ran it.", SleepArgs)
+@tool(
+    "probe_block", "Block its thread with time.sleep (a sync tool), then say which thread ran it.", SleepArgs
+)
 def probe_block(args: SleepArgs, ctx: Any) -> Any:
     time.sleep(args.ms / 1000)
     return {"thread": threading.current_thread().name}
