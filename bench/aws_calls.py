@@ -10,7 +10,7 @@
 2. Cold start: `python -X importtime` of each functions/*/app.py entry (loaded the way Lambda does,
    with the AWS adapters configured in the environment) vs importing the official MCP SDK's
    streamable-HTTP server module. Bar: each handler at most half of the SDK. Also printed, for
-   honesty: what the first event adds (building the gateway: boto3, powertools, the app).
+   honesty: what the first event adds (building the gateway and the app).
 
     uv run python bench/aws_calls.py [--runs 7] [--json]
 """

@@ -1,14 +1,15 @@
 """Adapts a surface's ASGI app to an AWS Lambda handler (API Gateway HTTP API v2 events).
 
 Cold start is a feature: importing this module (and a functions/*/app.py entry) imports neither
-boto3 nor powertools. The gateway (the composition root) is built once per instance, on
+boto3 nor anything heavy. The gateway (the composition root) is built once per instance, on
 the first event, and shared by every surface the instance serves; boto3 clients are created when
 the first store/KMS call needs them.
 
 Observability:
-- Logger (aws-lambda-powertools, imported on the first event): structured JSON on stdout; the API
-  Gateway request id is the correlation id, and the engine's own `workbench` logger is routed
-  through the same JSON formatter.
+- Logs: one JSON object per line on stdout (`_JsonLines`); the API Gateway request id is the
+  correlation id, and the engine's own `workbench` logger writes through the same formatter. The
+  environment names are powertools' (POWERTOOLS_SERVICE_NAME, POWERTOOLS_LOG_LEVEL,
+  POWERTOOLS_METRICS_NAMESPACE), the convention Lambda tooling knows.
 - Metrics: CloudWatch EMF, written once per request (not once per execution):
   `workbench_tool_executions_total` (Count) and `workbench_tool_execution_duration_seconds`
   (Seconds) per (integration, success). Dimensions stay bounded: the tool names are a property of
@@ -47,7 +48,7 @@ _EMF_UNITS = {
 }
 _DIMENSIONS = ("integration", "success")
 
-# The one cached root of a Lambda instance: gateway + powertools objects, built on first use.
+# The one cached root of a Lambda instance: gateway + logging/metrics objects, built on first use.
 _instance: dict[str, Any] = {}
 _instance_lock = threading.Lock()
 
@@ -64,32 +65,74 @@ class _CurrentStdout(logging.StreamHandler):  # type: ignore[type-arg]
         pass
 
 
+# The LogRecord's own attributes: anything else on a record came in through `extra=` and is a field.
+_RECORD_FIELDS = frozenset(vars(logging.LogRecord("", 0, "", 0, "", (), None))) | {"message", "asctime"}
+
+
+class _JsonLines(logging.Formatter):
+    """One JSON object per line, with the fields CloudWatch Logs Insights queries lean on (level,
+    location, message, timestamp, service, correlation_id, the function's request id) and every
+    `extra=` field of the record. A few lines of our own instead of powertools' Logger, whose
+    import was a measurable share of each cold start."""
+
+    def __init__(self, service: str) -> None:
+        super().__init__()
+        self.service = service
+        self.correlation_id: str | None = None
+
+    def format(self, record: logging.LogRecord) -> str:
+        line: dict[str, Any] = {
+            "level": record.levelname,
+            "location": f"{record.funcName}:{record.lineno}",
+            "message": record.getMessage(),
+            "timestamp": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created))
+            + f".{int(record.msecs):03d}Z",
+            "service": self.service,
+        }
+        if self.correlation_id:
+            line["correlation_id"] = self.correlation_id
+        for key, value in vars(record).items():
+            if key not in _RECORD_FIELDS and not key.startswith("_"):
+                line[key] = value
+        if record.exc_info and record.exc_info[0] is not None:
+            line["exception_name"] = record.exc_info[0].__name__
+            line["exception"] = self.formatException(record.exc_info)
+        return json.dumps(line, default=str, ensure_ascii=False)
+
+
 class _Observability:
     def __init__(self) -> None:
-        from aws_lambda_powertools import Logger
-
         service = os.environ.get("POWERTOOLS_SERVICE_NAME", "workbench")
         self.service = service
         self.namespace = os.environ.get("POWERTOOLS_METRICS_NAMESPACE", "Workbench")
-        self.logger = Logger(service=service, logger_handler=_CurrentStdout())
-        self.level = self.logger.log_level or logging.INFO  # POWERTOOLS_LOG_LEVEL, as powertools set it
+        level_name = os.environ.get("POWERTOOLS_LOG_LEVEL") or os.environ.get("LOG_LEVEL") or "INFO"
+        self.level = logging.getLevelName(level_name.upper())
+        if not isinstance(self.level, int):
+            self.level = logging.INFO
+        self.formatter = _JsonLines(service)
+        self.handler = _CurrentStdout()
+        self.handler.setFormatter(self.formatter)
+        # The engine's own logger: its tool-execution lines and ours share one JSON format.
+        self.logger = logging.getLogger("workbench")
         # Where Lambda's X-Ray daemon listens (set only when the function's tracing is Active).
         self.xray_daemon = os.environ.get("AWS_XRAY_DAEMON_ADDRESS")
         # This request's metric records, written as EMF when it ends.
         self._pending: list[tuple[str, dict[str, str], float]] = []
         self._known: frozenset[str] = frozenset()
 
+    def set_correlation_id(self, value: str | None) -> None:
+        """The API Gateway request id (or the invocation's) on every line until the next request."""
+        self.formatter.correlation_id = value
+
     def install_logging(self) -> None:
-        """Route the engine's `workbench` logger (and ours) through the powertools JSON handler, so
-        every line carries the correlation id. Idempotent; re-applied whenever a gateway is built.
-        Lambda's runtime puts a plain-text handler on the root logger: no propagation, one line."""
-        handler = self.logger.registered_handler
-        for name in dict.fromkeys((self.logger.name, "workbench")):
-            target = logging.getLogger(name)
-            if handler not in target.handlers:
-                target.addHandler(handler)
-            target.propagate = False
-            target.setLevel(self.level)
+        """Route the engine's `workbench` logger through the JSON handler. Idempotent; re-applied
+        whenever a gateway is built. Lambda's runtime puts a plain-text handler on the root logger:
+        no propagation, one line."""
+        target = self.logger
+        if self.handler not in target.handlers:
+            target.addHandler(self.handler)
+        target.propagate = False
+        target.setLevel(self.level)
 
     def known_integrations(self, names: frozenset[str]) -> None:
         self._known = names
@@ -179,7 +222,7 @@ def instance_gateway(event: dict[str, Any] | None = None) -> Gateway:
 
 
 def reset_instance() -> None:
-    """Forget the cached gateway (tests: a fresh 'cold start' in the same process). The powertools
+    """Forget the cached gateway (tests: a fresh 'cold start' in the same process). The logging
     objects stay: like the process's logging configuration, they are made once per process."""
     with _instance_lock:
         _instance.pop("gateway", None)
@@ -228,7 +271,7 @@ def lambda_handler_for(
         if direct is not None and "requestContext" not in event:
             gateway = instance_gateway(event)
             obs = _observability()
-            obs.logger.set_correlation_id(getattr(context, "aws_request_id", None))
+            obs.set_correlation_id(getattr(context, "aws_request_id", None))
             obs.logger.info("direct invocation", extra={"surface": name, "source": event.get("source")})
             from workbench import deadline
 
@@ -254,7 +297,7 @@ def lambda_handler_for(
         obs = _observability()
         _event_loop()
         ctx = event.get("requestContext") or {}
-        obs.logger.set_correlation_id(ctx.get("requestId"))
+        obs.set_correlation_id(ctx.get("requestId"))
         http = ctx.get("http") or {}
         started = time.perf_counter()
         line = {

@@ -1,5 +1,5 @@
 """The only logger and metrics. JSON log lines; counters/histograms kept in-process and, on Lambda,
-flushed as CloudWatch EMF by the handler's powertools Metrics (see functions/)."""
+written as CloudWatch EMF once per request by the Lambda runtime (lambda_runtime.py)."""
 
 from __future__ import annotations
 

@@ -22,7 +22,7 @@ def aws_settings(moto_endpoint: AwsEndpoint) -> Settings:
 
 @pytest.fixture(autouse=True)
 def _restore_workbench_logger() -> Iterator[None]:
-    """The Lambda runtime routes the `workbench` logger through powertools (no propagation): undo
+    """The Lambda runtime routes the `workbench` logger through its JSON handler (no propagation): undo
     that after each test, so other tests' log capture in the same session sees the engine's lines."""
     target = logging.getLogger("workbench")
     saved = (list(target.handlers), target.propagate, target.level)

@@ -51,7 +51,7 @@ def _execute(handler: Any, key: str, executions: list[dict[str, Any]]) -> dict[s
 
 @pytest.fixture
 def fresh_observability(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """The powertools objects are made once per process: give them this test's daemon address
+    """The logging/metrics objects are made once per process: give them this test's daemon address
     (read from the environment when they were made) and no leftover metric records."""
     from workbench.lambda_runtime import _observability
 

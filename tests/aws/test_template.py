@@ -438,7 +438,6 @@ def test_sam_build_makes_a_layer_with_engine_plugins_and_arm64_wheels(tmp_path: 
     assert (site / "workbench" / "stores" / "dynamodb.py").exists()
     assert (site / "workbench_plugins" / "__init__.py").exists()
     for package in (
-        "aws_lambda_powertools",
         "starlette",
         "pydantic",
         "jwt",
@@ -454,6 +453,7 @@ def test_sam_build_makes_a_layer_with_engine_plugins_and_arm64_wheels(tmp_path: 
     # Local-only packages stay out: httpx imports click whenever it can (a cold-start cost).
     assert not (site / "uvicorn").exists() and not (site / "click").exists()
     assert not (site / "mangum").exists()  # events are adapted by workbench.apigw
+    assert not (site / "aws_lambda_powertools").exists()  # logs, metrics, traces: lambda_runtime/tracing
     # Traces go straight to the X-Ray daemon (workbench.tracing): the X-Ray SDK is not shipped.
     assert not (site / "aws_xray_sdk").exists()
     for surface in ("Mcp", "Rest", "Web", "Proxy"):
@@ -577,7 +577,7 @@ def test_layer_contents_run_the_mcp_handler_on_python_312(tmp_path: Path, moto_e
     compiled = [line for line in from_layer if not line.endswith(".pyc") and not line.endswith(".pyc'")]
     assert not compiled, compiled[:10]
     from_pyc = [line for line in done.stderr.splitlines() if line.startswith(f"# code object from '{layer}")]
-    assert len(from_pyc) > 200, len(from_pyc)
+    assert len(from_pyc) > 100, len(from_pyc)  # not vacuous: the handler's imports came from the layer
     assert {"github", "superset", "slack"} <= set(out["plugins"])
     unauthorized, called = out["answers"]
     assert unauthorized["statusCode"] == 401
