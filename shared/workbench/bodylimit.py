@@ -15,17 +15,18 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
-
-from starlette.applications import Starlette
-from starlette.middleware import Middleware
-from starlette.requests import Request
-from starlette.responses import Response
-from starlette.routing import BaseRoute
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from typing import TYPE_CHECKING, Any
 
 from workbench.errors import InvalidInput
 from workbench.jsontext import dumps
+
+if TYPE_CHECKING:  # Starlette is imported where an app or a response is made, not with the guard
+    from starlette.applications import Starlette
+    from starlette.middleware import Middleware
+    from starlette.requests import Request
+    from starlette.responses import Response
+    from starlette.routing import BaseRoute
+    from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 __all__ = ["DEFAULT_LIMIT", "BodyLimit", "BodyRule", "BodyTooLarge", "guarded_app", "json_413", "size_text"]
 
@@ -46,7 +47,7 @@ class BodyTooLarge(InvalidInput):
         self.limit = limit
 
 
-Render = Callable[[Request, BodyTooLarge], Response]
+Render = Callable[["Request", BodyTooLarge], "Response"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +68,8 @@ def json_413(body: Callable[[BodyTooLarge], dict[str, Any]], headers: dict[str, 
     """A renderer answering 413 with the JSON body `body(exc)`."""
 
     def render(request: Request, exc: BodyTooLarge) -> Response:
+        from starlette.responses import Response
+
         return Response(dumps(body(exc)), 413, headers=headers, media_type="application/json")
 
     return render
@@ -134,6 +137,8 @@ def guarded_app(
 ) -> Starlette:
     """A Starlette app serving `routes` with every request body capped by `rules` (inside any
     `middleware` given, e.g. the request deadline)."""
+    from starlette.applications import Starlette
+    from starlette.middleware import Middleware
 
     async def too_large(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, BodyTooLarge)

@@ -24,9 +24,8 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-import httpx
-
 if TYPE_CHECKING:
+    import httpx
     from starlette.middleware import Middleware
 
     from workbench.settings import Settings
@@ -115,6 +114,8 @@ def for_invocation(context: Any, *, margin: float) -> Deadline | None:
 
 def upstream_timeout(default: float = 25.0, connect: float = 5.0) -> httpx.Timeout:
     """An upstream call's timeout: `default` (read/write/pool) and `connect`, shrunk to the deadline."""
+    import httpx
+
     left = remaining()
     if left is None:
         return httpx.Timeout(default, connect=connect)

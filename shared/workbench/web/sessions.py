@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 
 __all__ = ["FLASH_COOKIE", "SESSION_COOKIE", "SessionCodec"]
 
+# workbench.mcp.app names it too (without importing this module): keep the two in step.
 SESSION_COOKIE = "__Host-wb_session"
 SESSION_SECONDS = 12 * 3600
 # A one-shot value carried across a post/redirect/get (a new API key): sealed to the session.

@@ -1,0 +1,101 @@
+"""What the MCP function's first API-key tool call imports (what a cold start pays for).
+
+A fresh interpreter, the MCP entry loaded as Lambda loads it, DynamoDB and KMS on moto: after the
+first tools/call none of the modules below may have been imported — they belong to other paths
+(the OAuth server, the portal, custom apps, search, the browser, boto3's fallback, web frameworks).
+bench/cold_start.py measures the time; this keeps the import set from creeping back.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from workbench.settings import Settings
+
+from tests.support.apigw import http_api_event
+from tests.support.aws import AwsEndpoint
+from tests.support.processes import REPO
+
+NOT_ON_THE_API_KEY_PATH = (
+    "boto3",
+    "botocore",
+    "aws_xray_sdk",
+    "aws_lambda_powertools",
+    "mangum",
+    "starlette",
+    "anyio",
+    "jwt",
+    "cryptography.hazmat.primitives.asymmetric",
+    "workbench.oauth",
+    "workbench.oauth_client",
+    "workbench.tokens",
+    "workbench.connections",
+    "workbench.external",
+    "workbench.search",
+    "workbench.web",
+    "workbench.browser",
+    "workbench.builtin.apps",
+    "workbench.builtin.browser",
+    "workbench_plugins.github.tools",
+)
+
+CHILD = """
+import importlib.util, json, sys
+spec = importlib.util.spec_from_file_location("app", "functions/mcp/app.py")
+app = importlib.util.module_from_spec(spec); spec.loader.exec_module(app)
+answer = app.handler(json.loads(sys.argv[1]), None)
+print(json.dumps({"status": answer["statusCode"], "body": answer["body"], "modules": sorted(sys.modules)}))
+"""
+
+
+def test_an_api_key_tool_call_imports_only_what_it_needs(
+    moto_endpoint: AwsEndpoint, aws_settings: Settings
+) -> None:
+    from workbench.composition import build_gateway
+
+    gw = build_gateway(aws_settings)
+    key = gw.api_keys.mint(gw.stores.users.get_or_create("ada@example.com"), label="cold")
+    body = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/call",
+        "params": {"name": "execute_tools", "arguments": {"executions": [{"tool": "list_jots", "args": {}}]}},
+    }
+    event = http_api_event(
+        "POST",
+        "/mcp",
+        route_key="ANY /mcp",
+        body=body,
+        headers={"authorization": f"Bearer {key}", "mcp-protocol-version": "2025-06-18"},
+    )
+    env = {
+        "PATH": "/usr/bin:/bin",
+        **moto_endpoint.env(aws_settings),
+        "WORKBENCH_PUBLIC_URL": "https://gw.example.test",
+    }
+    done = subprocess.run(
+        [sys.executable, "-c", CHILD, json.dumps(event)],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    assert out["status"] == 200, out["body"]
+    result = json.loads(json.loads(out["body"])["result"]["content"][0]["text"])
+    assert result == {"results": [{"result": {"jots": []}}]}
+    loaded = [
+        m for m in out["modules"] if any(m == x or m.startswith(x + ".") for x in NOT_ON_THE_API_KEY_PATH)
+    ]
+    assert loaded == []
+
+
+def test_the_mcp_app_and_the_portal_name_the_same_session_cookie() -> None:
+    from workbench.mcp import app
+    from workbench.web import sessions
+
+    assert app._SESSION_COOKIE == sessions.SESSION_COOKIE
