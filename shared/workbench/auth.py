@@ -49,6 +49,9 @@ class Principal:
     user: User
     via: str  # "api_key" | "oauth" | "session" | "schedule"
     client_id: str | None = None
+    # The credential itself, so what it mints can be revoked with it: the API key's id, or the
+    # OAuth grant (refresh-token family) when the grant has one.
+    credential_id: str | None = None
 
 
 def _hash(secret: str) -> str:
@@ -80,7 +83,7 @@ class ApiKeys:
         user = self.users.get(rec.user_id)
         if user is None:
             raise AuthError("invalid API key")
-        return Principal(user=user, via="api_key")
+        return Principal(user=user, via="api_key", credential_id=rec.key_id)
 
 
 def key_id_of(token: str) -> str | None:

@@ -19,6 +19,7 @@ from workbench.auth import ApiKeys, AuthCache, KeysThatForget, Principal
 from workbench.blocking import BlockingPool
 from workbench.credentials import Credentials
 from workbench.crypto import Cipher, KeyProvider, LocalKeyProvider, load_or_create_local_key
+from workbench.egress import EgressPolicy, Resolver, Route, egress_transport
 from workbench.errors import ConfigError
 from workbench.executor import Engine
 from workbench.observability import Metrics
@@ -105,6 +106,8 @@ class Gateway:
         metrics: Metrics,
         # The session secret, the SSO client secret and the plugins' OAuth clients (read at run time).
         secrets: SecretSource,
+        # What every server-side request to a user-influenced URL must pass (workbench.egress).
+        egress: EgressPolicy | None = None,
         clock: Callable[[], float] = time.time,
         transport: httpx.AsyncBaseTransport | None = None,
         signing_keys: SigningKeySource | None = None,
@@ -121,7 +124,9 @@ class Gateway:
         self.vault = vault
         self.metrics = metrics
         self.secrets = secrets
+        self.egress = egress or EgressPolicy.from_settings(settings)
         self.clock = clock
+        # A test double for upstream HTTP; every service wraps it in the egress transport.
         self._transport = transport
         self._signing_keys = signing_keys
         # Blocking store calls on the request path run here (the engine's store pool), never on the loop.
@@ -134,7 +139,9 @@ class Gateway:
         """Workbench as an OAuth client of plugin providers (connect callback, lazy refresh)."""
         from workbench.oauth_client import ProviderOAuth
 
-        return ProviderOAuth(self.settings, self.secrets, transport=self._transport)
+        return ProviderOAuth(
+            self.settings, self.secrets, transport=egress_transport(self.egress, inner=self._transport)
+        )
 
     @cached_property
     def connections(self) -> ConnectFlow:
@@ -168,8 +175,7 @@ class Gateway:
             self.vault,
             self.registry,
             clock=self.clock,
-            # On a laptop a user's MCP servers often run on localhost or the LAN; on AWS they must not.
-            allow_private_hosts=settings.store != "dynamodb",
+            egress=self.egress,
             # A missing envVar is reported at start-up when the environment is where secrets live;
             # with the run-time secret (AWS) it is reported by the first request that needs it.
             operator_apps=operator_apps(
@@ -186,10 +192,10 @@ class Gateway:
             pending=self.stores.pending,
             credentials=self.credentials,
             clock=self.clock,
-            transport=self._transport,
-            allow_http_client_metadata=settings.oauth_cimd_allow_loopback_http,
+            transport=egress_transport(self.egress, inner=self._transport),
+            allow_http_client_metadata=self.egress.allows_local,
             connect_ttl=settings.connect_ttl_seconds,
-            refuse_host=external._refused_host,
+            refuse_host=self.egress.host_refusal,
         )
         return external
 
@@ -228,6 +234,7 @@ class Gateway:
             tokens=self.tokens,
             clock=self.clock,
             rates=stores.oauth_rates,
+            egress=self.egress,
         )
 
     @property
@@ -395,7 +402,12 @@ def build_gateway(
     signing_keys: SigningKeySource | None = None,
     secrets: SecretSource | None = None,
     clock: Callable[[], float] = time.time,
+    resolver: Resolver | None = None,
+    route: Route | None = None,
 ) -> Gateway:
+    """`transport` is a test double for upstream HTTP (it still sits behind the egress URL checks);
+    `resolver` answers the egress module's DNS questions and `route` maps checked addresses to
+    loopback test servers (a fake internet), both for tests."""
     stores = stores or build_stores(settings)
     auth_cache = AuthCache(settings.auth_cache_seconds, clock=clock)
     if not isinstance(stores.api_keys, KeysThatForget):
@@ -409,6 +421,7 @@ def build_gateway(
     provider = key_provider or build_key_provider(settings)
     cipher = Cipher(provider, cache_seconds=settings.data_key_cache_seconds)
     metrics = Metrics()
+    egress = EgressPolicy.from_settings(settings, resolver=resolver, route=route)
     late: list[Gateway] = []  # the refresher and the custom-app lookup reach the gateway built below
 
     async def refresh(manifest: Manifest, refresh_token: str, stored: Mapping[str, Any]) -> TokenSet:
@@ -427,7 +440,8 @@ def build_gateway(
         credentials,
         stores.audit,
         metrics,
-        transport=transport,
+        # Every plugin request: a user's own Superset/Zendesk/Salesforce host included.
+        transport=egress_transport(egress, inner=transport, retries=1),
         concurrency=settings.execute_concurrency,
         clock=clock,
         builtin_services=services,
@@ -444,6 +458,7 @@ def build_gateway(
         vault=vault,
         metrics=metrics,
         secrets=secrets,
+        egress=egress,
         clock=clock,
         transport=transport,
         signing_keys=signing_keys,

@@ -25,6 +25,7 @@ from urllib.parse import parse_qsl, quote, urlencode, urlsplit
 
 import httpx
 
+from workbench.egress import EgressRefused
 from workbench.errors import ConfigError, InvalidInput
 from workbench.jsontext import parse
 from workbench.registry import LoginHosts, Manifest, OAuth2Auth
@@ -147,7 +148,8 @@ class ProviderOAuth:
     ) -> None:
         self.settings = settings
         self.secrets = secrets or EnvSecrets.from_settings(settings)
-        # Outbound HTTP to providers (tests inject a MockTransport; None means the network).
+        # Outbound HTTP to providers: the egress transport (the composition root wraps any test
+        # double in it); None means plain httpx, for tests that build this class alone.
         self.transport = transport
 
     def redirect_uri(self, integration: str) -> str:
@@ -242,6 +244,12 @@ class ProviderOAuth:
                     resp = await http.post(url, data=body, headers=headers)
         except httpx.HTTPError as exc:
             raise ProviderError("unreachable", f"token endpoint: {type(exc).__name__}") from exc
+        except EgressRefused as exc:  # a token URL the egress policy refuses can never work
+            raise ProviderError(
+                "unreachable" if exc.status == 502 else "refused",
+                f"token endpoint: {exc}",
+                permanent=exc.status != 502,
+            ) from exc
         return _token_set(auth, resp)
 
 

@@ -51,6 +51,10 @@ class ApiKeyField:
     label: str
     secret: bool = True
     help: str = ""
+    # When the value decides where Workbench sends requests: the URL it makes, with `{}` for the
+    # value ("{}" for a whole URL, "https://{}.zendesk.com/" for a subdomain). The portal refuses
+    # a value whose URL the egress policy refuses, and stores nothing.
+    url: str = ""
 
 
 @dataclass(frozen=True, slots=True)

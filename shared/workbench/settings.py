@@ -16,6 +16,7 @@ __all__ = ["Settings"]
 
 StoreBackend = Literal["memory", "sqlite", "dynamodb"]
 KeyBackend = Literal["local", "kms"]
+EgressAllow = Literal["public", "loopback", "private"]
 
 
 def _env_int(env: Mapping[str, str], name: str, default: int) -> int:
@@ -39,6 +40,17 @@ def _env_float(env: Mapping[str, str], name: str, default: float) -> float:
     if not value >= 0 or value == float("inf"):
         raise ValueError(f"{name} must be a number of seconds, got {raw!r}")
     return value
+
+
+def _egress_allow(env: Mapping[str, str]) -> EgressAllow:
+    raw = env.get("WORKBENCH_EGRESS_ALLOW", "")
+    if raw == "":
+        # The two older, narrower switches still mean "loopback".
+        legacy = ("WORKBENCH_PROXY_ALLOW_LOOPBACK", "WORKBENCH_OAUTH_CIMD_ALLOW_LOOPBACK_HTTP")
+        return "loopback" if any(env.get(name) == "1" for name in legacy) else "public"
+    if raw not in ("public", "loopback", "private"):
+        raise ValueError(f"WORKBENCH_EGRESS_ALLOW must be public, loopback or private, got {raw!r}")
+    return raw  # type: ignore[return-value]
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,8 +77,10 @@ class Settings:
     session_secret: str | None = None
     # Development sign-in on the local gateway only; never set in production.
     dev_login: bool = False
-    # Let the curl proxy reach loopback upstreams (tests only; private/metadata stay refused).
-    proxy_allow_loopback: bool = False
+    # Which addresses server-side requests to user-set URLs may reach (workbench.egress):
+    # "public" (default; always on Lambda), "loopback" (tests, local development: 127/8, ::1 and
+    # plain http), "private" (local only: also RFC 1918, ULA and CGNAT). Metadata never.
+    egress_allow: EgressAllow = "public"
     # Extra plugin packages to register (tests and private plugins): module paths exposing `manifest`.
     extra_plugins: tuple[str, ...] = ()
     # Environment snapshot for per-plugin client credentials (<PLUGIN>_CLIENT_ID/_SECRET).
@@ -86,8 +100,6 @@ class Settings:
     # OAuth authorization server for MCP clients: access-token and refresh-token lifetimes (seconds).
     oauth_access_token_ttl: int = 900
     oauth_refresh_token_ttl: int = 30 * 86400
-    # Tests only: also accept client ID metadata documents served over http://127.0.0.1.
-    oauth_cimd_allow_loopback_http: bool = False
     # Operator external servers / OpenAPI apps for every user (seed 004's config objects), from
     # WORKBENCH_EXTERNAL_SERVERS (JSON) or the file WORKBENCH_EXTERNAL_SERVERS_FILE.
     external_servers: tuple[Mapping[str, object], ...] = ()
@@ -163,7 +175,7 @@ class Settings:
             connect_ttl_seconds=_env_int(env, "CONNECT_TTL_SECONDS", 600),
             wait_block_seconds=_env_int(env, "WORKBENCH_WAIT_BLOCK_SECONDS", 20),
             dev_login=env.get("WORKBENCH_DEV_LOGIN", "") == "1",
-            proxy_allow_loopback=env.get("WORKBENCH_PROXY_ALLOW_LOOPBACK", "") == "1",
+            egress_allow=_egress_allow(env),
             session_secret=env.get("WORKBENCH_SESSION_SECRET") or None,
             extra_plugins=tuple(
                 p.strip() for p in env.get("WORKBENCH_EXTRA_PLUGINS", "").split(",") if p.strip()
@@ -183,7 +195,6 @@ class Settings:
             data_key_cache_seconds=_env_int(env, "WORKBENCH_DATA_KEY_CACHE_SECONDS", 300),
             oauth_access_token_ttl=_env_int(env, "WORKBENCH_OAUTH_ACCESS_TOKEN_TTL", 900),
             oauth_refresh_token_ttl=_env_int(env, "WORKBENCH_OAUTH_REFRESH_TOKEN_TTL", 30 * 86400),
-            oauth_cimd_allow_loopback_http=env.get("WORKBENCH_OAUTH_CIMD_ALLOW_LOOPBACK_HTTP", "") == "1",
             audit_retention_days=_env_int(env, "WORKBENCH_AUDIT_RETENTION_DAYS", 90),
             external_servers=external,
             external_env={

@@ -282,13 +282,12 @@ def test_the_templates_nightly_schedule_event_runs_through_the_rest_handler(lamb
     assert audit[0]["success"] is False
 
     # Connected (credential KMS-encrypted in DynamoDB), the example's arguments validate and the job
-    # reaches the user's Superset (here a closed loopback port).
-    from tests.support.processes import free_port
-
-    closed = f"http://127.0.0.1:{free_port()}"
-    gw.credentials.save(svc.id, "superset", {"username": "svc", "password": "pw", "base_url": closed})
-    port = closed.rsplit(":", 1)[1]
-    refused = f"127.0.0.1:{port} refused the connection. Check the address and port."
+    # goes for the user's Superset, which the Lambda configuration's egress policy refuses when it
+    # is a loopback address (the runtime API listens there).
+    gw.credentials.save(
+        svc.id, "superset", {"username": "svc", "password": "pw", "base_url": "https://127.0.0.1:9001"}
+    )
+    refused = "Refused: 127.0.0.1 is a loopback address, not a public internet address"
     with pytest.raises(JobFailed, match=re.escape(f"first error: {refused}")) as failed:
         load_entry("rest").handler(event, None)
     assert failed.value.result == {"results": [{"error": refused}]}
@@ -354,6 +353,7 @@ def test_a_slow_upstream_inside_a_compose_answers_an_mcp_result_before_the_lambd
     with slow_upstream() as url:
         monkeypatch.setenv("WORKBENCH_EXTRA_PLUGINS", "tests.support.slowapi")
         monkeypatch.setenv("WB_SLOW_API_URL", url)
+        monkeypatch.setenv("WORKBENCH_EGRESS_ALLOW", "loopback")  # the slow upstream is on loopback
         gw = build_gateway(Settings.from_env())
         ada = gw.stores.users.get_or_create("ada@example.com")
         connect_slowapi(gw, ada.id)
@@ -384,15 +384,13 @@ def test_a_slow_upstream_inside_a_compose_answers_an_mcp_result_before_the_lambd
 def test_responses_over_lambdas_6_mb_are_the_documented_error_on_rest_and_the_proxy(
     lambda_env: Settings, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from workbench.auth import Principal
-
     from tests.support.slowapi import connect_slowapi, slow_upstream
 
     assert Settings.from_env().max_response_bytes == 6_291_456  # the template's value
     with slow_upstream() as url:
         monkeypatch.setenv("WORKBENCH_EXTRA_PLUGINS", "tests.support.slowapi")
         monkeypatch.setenv("WB_SLOW_API_URL", url)
-        monkeypatch.setenv("WORKBENCH_PROXY_ALLOW_LOOPBACK", "1")
+        monkeypatch.setenv("WORKBENCH_EGRESS_ALLOW", "loopback")
         gw = build_gateway(Settings.from_env())
         ada = gw.stores.users.get_or_create("ada@example.com")
         connect_slowapi(gw, ada.id)
@@ -422,7 +420,7 @@ def test_responses_over_lambdas_6_mb_are_the_documented_error_on_rest_and_the_pr
             body["message"],
         ), body
 
-        token = gw.curl_session(Principal(ada, "api_key"), ["slowapi"], 900)["token"]
+        token = gw.curl_session(gw.api_keys.resolve(key), ["slowapi"], 900)["token"]
         proxy = load_entry("proxy").handler
         event = http_api_event(
             "GET",

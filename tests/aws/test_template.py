@@ -46,7 +46,14 @@ ALLOWED = {
         "ExternalServersTable",
     },
     "WebFunction": TABLE_IDS,
-    "ProxyFunction": {"UsersTable", "ConnectionsTable", "AuditTable", "SigningKeysTable"},
+    "ProxyFunction": {
+        "UsersTable",
+        "ApiKeysTable",
+        "OAuthTable",
+        "ConnectionsTable",
+        "AuditTable",
+        "SigningKeysTable",
+    },
 }
 READ_ONLY = {
     ("McpFunction", "UsersTable"),
@@ -54,6 +61,9 @@ READ_ONLY = {
     ("RestFunction", "UsersTable"),
     ("RestFunction", "ApiKeysTable"),
     ("ProxyFunction", "UsersTable"),
+    # A curl_session token lives no longer than the API key or OAuth grant that minted it.
+    ("ProxyFunction", "ApiKeysTable"),
+    ("ProxyFunction", "OAuthTable"),
 }
 USER_DATA = {
     "UsersTable",
@@ -114,12 +124,14 @@ def test_function_has_layer_log_retention_timeout_and_only_its_tables(name: str)
             assert access == "read", f"{name} should only read {table}"
 
 
-def test_only_the_web_function_reads_oauth_and_the_proxy_is_narrow() -> None:
+def test_only_the_web_function_writes_oauth_and_the_proxy_is_narrow() -> None:
     for name, fn in FUNCTIONS.items():
         tables = _policy_tables(fn)
-        assert ("OAuthTable" in tables) == (name == "WebFunction")
+        # The proxy reads grants (its tokens stop when the grant is revoked); only the web writes.
+        assert ("OAuthTable" in tables) == (name in ("WebFunction", "ProxyFunction"))
     proxy = _policy_tables(FUNCTIONS["ProxyFunction"])
-    assert not {"PendingTable", "VaultTable", "JotsTable", "ApiKeysTable", "OAuthTable"} & set(proxy)
+    assert not {"PendingTable", "VaultTable", "JotsTable"} & set(proxy)
+    assert proxy["ApiKeysTable"] == proxy["OAuthTable"] == "read"
 
 
 def test_kms_is_symmetric_rotating_and_only_encrypt_decrypt_is_granted() -> None:

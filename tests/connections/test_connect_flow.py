@@ -54,6 +54,7 @@ def gateway_for(tmp_path: Path, provider_url: str, **settings: Any) -> Gateway:
     )
     registry.add(Manifest("open", "1.0.0", "Open Data", NoAuth()), list)
     env = {"TESTOAUTH_CLIENT_ID": CLIENT_ID, "TESTOAUTH_CLIENT_SECRET": CLIENT_SECRET}
+    settings.setdefault("egress_allow", "loopback")  # the provider listens on loopback
     return make_gateway(tmp_path, registry=registry, plugin_env=settings.pop("plugin_env", env), **settings)
 
 

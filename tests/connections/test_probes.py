@@ -314,7 +314,7 @@ async def test_a_tool_call_that_cannot_reach_its_host_says_so_plainly(tmp_path: 
 
 
 async def test_a_closed_port_is_refused_plainly_over_real_http(tmp_path: Path) -> None:
-    gw = make_gateway(tmp_path)  # no injected transport: a real connection attempt
+    gw = make_gateway(tmp_path, egress_allow="loopback")  # no injected transport: a real connection attempt
     manifest = gw.registry.manifest("superset")
     assert manifest is not None
     port = free_port()

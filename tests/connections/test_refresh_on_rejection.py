@@ -244,6 +244,7 @@ def _instance(settings: Settings, stores: Stores, m: Manifest) -> Gateway:
     registry = build_registry(plugins=False)
     registry.add(m, lambda: [whoami])
     object.__setattr__(settings, "plugin_env", {"RT_CLIENT_ID": CLIENT_ID, "RT_CLIENT_SECRET": CLIENT_SECRET})
+    object.__setattr__(settings, "egress_allow", "loopback")  # the provider listens on loopback
     return build_gateway(
         settings, stores=stores, registry=registry, key_provider=LocalKeyProvider.from_secret(KEY)
     )

@@ -65,7 +65,12 @@ def gw(
     tmp_path: Path, clock: FakeClock, sleeps: list[float], plugin_upstream: list[httpx.Request]
 ) -> Gateway:
     # Built-ins plus the small demo plugins, so plugin-collision checks do not depend on the catalog.
-    gateway = make_gateway(tmp_path, registry=demo_registry(), transport=demo_upstream(plugin_upstream))
+    gateway = make_gateway(
+        tmp_path,
+        registry=demo_registry(),
+        transport=demo_upstream(plugin_upstream),
+        egress_allow="loopback",  # the test's MCP servers listen on loopback
+    )
     assert gateway.external is not None
     gateway.external.clock = clock  # the discovery cache's clock, injected
 

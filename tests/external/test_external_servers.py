@@ -219,7 +219,7 @@ async def test_reconnect_on_one_instance_invalidates_every_instance(
 
     assert gw.stores.external_servers is not None
     other_instance = ExternalServers(
-        gw.stores.external_servers, gw.cipher, gw.vault, gw.registry, clock=clock
+        gw.stores.external_servers, gw.cipher, gw.vault, gw.registry, clock=clock, egress=gw.egress
     )
     await register(agent, name="odd", url=ups.url("odd"))
     me = agent.principal.user.id
@@ -378,7 +378,7 @@ async def test_names_never_collide_with_builtin_or_plugin_tools(
 
 
 async def test_bad_registrations_are_refused_with_clear_errors(agent: Agent, ups: Upstreams) -> None:
-    assert "https" in (await register(agent, name="x", url="http://example.com/mcp"))["error"]
+    assert "https" in (await register(agent, name="x", url="ftp://example.com/mcp"))["error"]
     missing = await register(
         agent, name="x", url=ups.url("plain"), auth={"type": "bearer", "token": "{{vault:NOPE}}"}
     )

@@ -35,6 +35,7 @@ def secure() -> Iterator[OAuthServer]:
 
 
 def gateway(tmp_path: Path, clock: FakeClock, **settings: Any) -> Gateway:
+    settings.setdefault("egress_allow", "loopback")  # the test's servers listen on loopback
     gw = make_gateway(tmp_path, registry=demo_registry(), dev_login=True, **settings)
     assert gw.external is not None and gw.external.oauth is not None
     gw.external.clock = clock
@@ -166,7 +167,6 @@ async def test_client_id_metadata_document_first_and_issuer_checked(tmp_path: Pa
         gw = gateway(
             tmp_path,
             clock,
-            oauth_cimd_allow_loopback_http=True,
             external_servers=({"name": "secure", "url": server.url, "auth": {"type": "oauth"}},),
         )
         web = TestClient(create_web_app(gw), base_url="http://127.0.0.1:8787")

@@ -165,7 +165,12 @@ async def test_operator_openapi_app_for_everyone(tmp_path: Path, ups: Upstreams)
         "auth": {"type": "header", "headerName": "api_key", "envVar": "PETS_KEY"},
     }
     settings = Settings.from_env(
-        {"WORKBENCH_STORE": "memory", "WORKBENCH_EXTERNAL_SERVERS": json.dumps([entry]), "PETS_KEY": "op-k"}
+        {
+            "WORKBENCH_STORE": "memory",
+            "WORKBENCH_EXTERNAL_SERVERS": json.dumps([entry]),
+            "PETS_KEY": "op-k",
+            "WORKBENCH_EGRESS_ALLOW": "loopback",  # the test's server listens on loopback
+        }
     )
     gw: Gateway = build_gateway(settings, registry=demo_registry())
     for email in ("ada@example.com", "bob@example.com"):

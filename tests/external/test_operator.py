@@ -49,6 +49,7 @@ def gateway(tmp_path: Path, ups: Upstreams, key: str, **extra: str) -> Gateway:
         "WORKBENCH_LOCAL_KEY": key,
         "WORKBENCH_EXTERNAL_SERVERS": json.dumps(config(ups)),
         "OP_MCP_TOKEN": BEARER_TOKEN,
+        "WORKBENCH_EGRESS_ALLOW": "loopback",  # the test's MCP servers listen on loopback
         **extra,
     }
     settings = Settings.from_env(env)

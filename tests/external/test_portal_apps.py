@@ -30,6 +30,7 @@ def portal_gw(tmp_path: Path, ups: Upstreams) -> Gateway:
         tmp_path,
         registry=demo_registry(),
         dev_login=True,
+        egress_allow="loopback",  # the test's MCP servers listen on loopback
         admin_emails=frozenset({"admin@example.com"}),
         external_servers=({"name": "shared", "url": ups.url("plain"), "toolPrefix": "sh_"},),
     )

@@ -29,7 +29,7 @@ async def test_search_answers_within_3s_while_a_server_hangs(
 ) -> None:
     assert gw.external is not None
     me = agent.principal.user.id
-    gw.external.register(me, name="hang", url=ups.url("hang"), timeout_ms=3000)
+    await gw.external.register(me, name="hang", url=ups.url("hang"), timeout_ms=3000)
     await agent.run("apps_register_server", name="plain", url=ups.url("plain"))
     hang = ups.recorders["hang"]
 

@@ -154,7 +154,7 @@ def docs(docs_server: str) -> tuple[str, type[_Docs]]:
 
 @pytest.fixture
 def cimd_auth(tmp_path: Path) -> Iterator[AS]:
-    server = make_as(tmp_path, oauth_cimd_allow_loopback_http=True)
+    server = make_as(tmp_path, egress_allow="loopback")
     with server.http:
         yield server
 
@@ -255,14 +255,14 @@ async def test_metadata_document_urls_on_private_addresses_or_plain_http_are_ref
     oauth = server.gw.oauth
     assert oauth is not None
     for url, reason in [
-        ("https://127.0.0.1/client.json", "not a public address"),
-        ("https://localhost/client.json", "not a public address"),
-        ("https://10.0.0.8/client.json", "not a public address"),
-        ("https://169.254.169.254/latest/meta-data", "not a public address"),
-        ("https://[::1]/client.json", "not a public address"),
-        ("https://[::ffff:127.0.0.1]/client.json", "not a public address"),
-        ("https://0.0.0.0/client.json", "not a public address"),
-        ("https://192.168.1.1:8443/client.json", "not a public address"),
+        ("https://127.0.0.1/client.json", "not a public internet address"),
+        ("https://localhost/client.json", "not a public internet address"),
+        ("https://10.0.0.8/client.json", "not a public internet address"),
+        ("https://169.254.169.254/latest/meta-data", "not a public internet address"),
+        ("https://[::1]/client.json", "not a public internet address"),
+        ("https://[::ffff:127.0.0.1]/client.json", "not a public internet address"),
+        ("https://0.0.0.0/client.json", "not a public internet address"),
+        ("https://192.168.1.1:8443/client.json", "not a public internet address"),
         ("https://app.example.com/", "path component"),
         ("https://user:pw@app.example.com/c.json", "no credentials"),
         ("https://app.example.com/a/../c.json", "dot segments"),

@@ -285,7 +285,7 @@ def start_proxy(
         tmp_path,
         upstream_port,
         scheme,
-        proxy_allow_loopback=allow_loopback,
+        egress_allow="loopback" if allow_loopback else "public",
         plugin_env={"OAUTHY_CLIENT_ID": "workbench-test-client"},
         public_url=f"http://127.0.0.1:{port}",
     )
@@ -301,7 +301,8 @@ def start_proxy(
     )
     dns = FakeDns({UPSTREAM_HOST: ["127.0.0.1"], EVIL_HOST: ["127.0.0.1"], ALLOWED_EXTRA_HOST: ["127.0.0.1"]})
     app = create_proxy_app(gw, resolver=dns)
-    proxy = Proxy(gw, Principal(user, "api_key"), dns, port, f"http://127.0.0.1:{port}")
+    principal = gw.api_keys.resolve(gw.api_keys.mint(user))  # curl_session tokens are bound to a key
+    proxy = Proxy(gw, principal, dns, port, f"http://127.0.0.1:{port}")
     return proxy, ServerThread(app, port)
 
 

@@ -9,7 +9,7 @@ import httpx
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from workbench.proxy.guard import Refused, check_address, check_path, location_inside
+from workbench.proxy.guard import Refused, check_path, location_inside
 
 BASE = "https://api.example.com/v2"
 # Characters that matter for escaping a base path, and their encodings at several depths.
@@ -77,52 +77,6 @@ def test_ordinary_paths_pass(raw: str) -> None:
 
 
 @pytest.mark.parametrize(
-    ("address", "loopback_ok"),
-    [("93.184.216.34", False), ("2606:4700::1111", False), ("127.0.0.1", True), ("::1", True)],
-)
-def test_public_addresses_pass(address: str, loopback_ok: bool) -> None:
-    check_address(address, allow_loopback=loopback_ok)
-
-
-@pytest.mark.parametrize(
-    "address",
-    [
-        "127.0.0.1",
-        "127.5.5.5",
-        "::1",
-        "10.1.1.1",
-        "172.31.255.255",
-        "192.168.0.1",
-        "169.254.169.254",
-        "169.254.170.2",
-        "100.100.100.200",
-        "192.0.0.192",
-        "fd00:ec2::254",
-        "100.64.1.1",
-        "0.0.0.0",
-        "::",
-        "224.0.0.251",
-        "ff02::1",
-        "fe80::1%eth0",
-        "::ffff:127.0.0.1",
-        "64:ff9b::a00:1",
-        "2002:c0a8:0101::1",
-        "240.0.0.1",
-        "not-an-ip",
-    ],
-)
-def test_non_public_addresses_are_refused(address: str) -> None:
-    with pytest.raises(Refused):
-        check_address(address)
-
-
-def test_loopback_allowance_does_not_extend_to_private_or_metadata() -> None:
-    for address in ("10.0.0.1", "169.254.169.254", "fd00:ec2::254", "::ffff:10.0.0.1"):
-        with pytest.raises(Refused):
-            check_address(address, allow_loopback=True)
-
-
-@pytest.mark.parametrize(
     ("location", "inside"),
     [
         ("https://api.example.com/v2/items?page=2", "/items?page=2"),
@@ -138,6 +92,11 @@ def test_loopback_allowance_does_not_extend_to_private_or_metadata() -> None:
         ("https://api.example.com/v2/%2e%2e/admin", None),
         ("//evil.test/v2/x", None),
         ("relative/path", None),
+        ("https://evil.test\\@api.example.com/v2/x", None),
+        ("https://api.example.com\\@evil.test/v2/x", None),
+        ("/\\evil.test/v2/x", None),
+        ("https://api.example.com/v2/x y", None),
+        ("https://[api.example.com/v2/x", None),
     ],
 )
 def test_location_inside_the_base_url(location: str, inside: str | None) -> None:

@@ -29,7 +29,8 @@ from tests.proxy.conftest import (
 
 
 def _claims(p: Proxy, **over: object) -> dict[str, object]:
-    return {"sub": p.principal.user.id, "typ": "curl_session", "integrations": ["acme"], **over}
+    bind = {"via": "api_key", "id": p.principal.credential_id}
+    return {"sub": p.principal.user.id, "typ": "curl_session", "integrations": ["acme"], "bind": bind, **over}
 
 
 def _aud(p: Proxy) -> str:
@@ -336,7 +337,7 @@ def test_loopback_is_refused_unless_explicitly_allowed(
     from tests.proxy.conftest import start_proxy
 
     stack.reset()
-    for scheme, message in (("https", "loopback"), ("http", "not https")):
+    for scheme, message in (("https", "loopback"), ("http", "must use https")):
         strict, server = start_proxy(
             tmp_path_factory.mktemp("strict"), stack.upstream.port, allow_loopback=False, scheme=scheme
         )

@@ -17,8 +17,7 @@ from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
-from workbench.proxy.guard import Refused
-from workbench.proxy.transport import PinnedTransport
+from workbench.egress import EgressPolicy, EgressRefused, egress_transport
 
 
 def _issue(
@@ -90,9 +89,7 @@ def _client(ctx: ssl.SSLContext, answers: list[str]) -> httpx.AsyncClient:
     async def resolver(host: str, port: int) -> list[str]:
         return answers
 
-    transport = PinnedTransport(
-        resolver, allow_loopback=True, inner=lambda: httpx.AsyncHTTPTransport(verify=ctx, retries=0)
-    )
+    transport = egress_transport(EgressPolicy(allow="loopback", resolver=resolver), verify=ctx)
     return httpx.AsyncClient(transport=transport)
 
 
@@ -125,6 +122,6 @@ async def test_refused_addresses_never_connect(
 ) -> None:
     port, ctx, sni, hosts = tls_server
     async with _client(ctx, ["169.254.169.254"]) as client:
-        with pytest.raises(Refused):
+        with pytest.raises(EgressRefused):
             await client.get(f"https://upstream.test:{port}/x")
     assert sni == [] and hosts == []

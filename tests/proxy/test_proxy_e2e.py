@@ -26,7 +26,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str,
     with serving(Recorder()) as upstream:
         env = {
             "WORKBENCH_EXTRA_PLUGINS": "tests.proxy.e2e_plugin",
-            "WORKBENCH_PROXY_ALLOW_LOOPBACK": "1",
+            "WORKBENCH_EGRESS_ALLOW": "loopback",
             "PROXY_E2E_UPSTREAM_URL": f"http://127.0.0.1:{upstream.port}",
         }
         with local_gateway(data, extra_env=env) as (base, key):

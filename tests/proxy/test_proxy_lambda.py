@@ -11,7 +11,6 @@ from typing import Any
 from urllib.parse import unquote
 
 import pytest
-from workbench.auth import Principal
 from workbench.composition import Gateway, build_gateway
 from workbench.lambda_runtime import reset_instance
 from workbench.settings import Settings
@@ -40,7 +39,7 @@ def _event(path: str, token: str) -> dict[str, Any]:
 
 def _token(gw: Gateway) -> str:
     user = gw.stores.users.get_or_create("ada@example.com")
-    minted = gw.curl_session(Principal(user, "api_key"), ["github"], 300)
+    minted = gw.curl_session(gw.api_keys.resolve(gw.api_keys.mint(user)), ["github"], 300)
     return str(minted["token"])
 
 

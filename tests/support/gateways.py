@@ -10,6 +10,7 @@ import httpx
 from workbench.auth import Principal
 from workbench.composition import Gateway, build_gateway, build_registry
 from workbench.crypto import LocalKeyProvider
+from workbench.egress import Resolver, Route
 from workbench.registry import Registry
 from workbench.settings import Settings
 from workbench.stores.memory import memory_stores
@@ -20,6 +21,8 @@ def make_gateway(
     *,
     registry: Registry | None = None,
     transport: httpx.AsyncBaseTransport | None = None,
+    resolver: Resolver | None = None,
+    route: Route | None = None,
     **settings: Any,
 ) -> Gateway:
     base = Settings(store="memory", data_dir=tmp_path, public_url="http://127.0.0.1:8787")
@@ -31,8 +34,13 @@ def make_gateway(
         registry=registry or build_registry(),
         key_provider=LocalKeyProvider.from_secret(os.urandom(32)),
         transport=transport,
+        resolver=resolver,
+        route=route,
     )
 
 
 def principal_for(gw: Gateway, email: str = "ada@example.com") -> Principal:
-    return Principal(gw.stores.users.get_or_create(email), "api_key")
+    """The user behind a real API key (what a curl_session token minted by them is bound to)."""
+    principal = gw.api_keys.resolve(gw.api_keys.mint(gw.stores.users.get_or_create(email)))
+    assert principal.via == "api_key" and principal.credential_id
+    return principal

@@ -82,7 +82,13 @@ def local_gateway(data_dir: Path, *, extra_env: Mapping[str, str] | None = None)
     port = free_port()
     base = f"http://127.0.0.1:{port}"
     log = data_dir / "gateway.log"
-    env = {"WORKBENCH_DATA_DIR": str(data_dir), "WORKBENCH_PUBLIC_URL": base, **(extra_env or {})}
+    env = {
+        "WORKBENCH_DATA_DIR": str(data_dir),
+        "WORKBENCH_PUBLIC_URL": base,
+        # The test's upstreams (providers, MCP servers, plugin APIs) listen on loopback.
+        "WORKBENCH_EGRESS_ALLOW": "loopback",
+        **(extra_env or {}),
+    }
     cmd = [sys.executable, "-m", "workbench.cli", "serve", "--host", "127.0.0.1", "--port", str(port)]
     with running(cmd, ready_url=f"{base}/healthz", env=env, log=log):
         key = ""

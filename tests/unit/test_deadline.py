@@ -37,6 +37,7 @@ def _upstream_limit(item: dict[str, Any]) -> float:
 def _gateway(tmp_path: Path, url: str, **settings: Any) -> Gateway:
     registry = build_registry(plugins=False)
     registry.add(make_manifest(url), lambda: importlib.import_module("tests.support.slowapi.tools").TOOLS)
+    settings.setdefault("egress_allow", "loopback")  # the slow upstream listens on loopback
     return make_gateway(tmp_path, registry=registry, **settings)
 
 

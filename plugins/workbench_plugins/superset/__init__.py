@@ -20,6 +20,7 @@ manifest = Manifest(
                 "Superset URL",
                 secret=False,
                 help="Your Superset address, e.g. https://superset.example.com",
+                url="{}",
             ),
         ),
         header="Authorization",

@@ -23,6 +23,7 @@ manifest = Manifest(
                 "Zendesk subdomain",
                 secret=False,
                 help="The 'acme' in https://acme.zendesk.com.",
+                url="https://{}.zendesk.com/",
             ),
         ),
         header="Authorization",

@@ -136,7 +136,7 @@ class NoArgs(BaseModel):
 )
 async def apps_register_server(args: RegisterServer, ctx: Any) -> dict[str, Any]:
     external = ctx.services.external
-    view = external.register(
+    view = await external.register(
         ctx.user_id,
         name=args.name,
         url=args.url,
@@ -158,8 +158,8 @@ async def apps_register_server(args: RegisterServer, ctx: Any) -> dict[str, Any]
     "Use {{vault:NAME}} for API keys and tokens.",
     RegisterOpenApi,
 )
-def apps_register_openapi(args: RegisterOpenApi, ctx: Any) -> dict[str, Any]:
-    view = ctx.services.external.register_openapi(
+async def apps_register_openapi(args: RegisterOpenApi, ctx: Any) -> dict[str, Any]:
+    view = await ctx.services.external.register_openapi(
         ctx.user_id,
         name=args.name,
         document=args.document,

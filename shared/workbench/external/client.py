@@ -32,6 +32,7 @@ from typing import Any, TypeVar
 
 import httpx
 
+from workbench.egress import EgressRefused
 from workbench.jsontext import JsonRejected, parse
 
 __all__ = [
@@ -39,6 +40,7 @@ __all__ = [
     "MODERN_VERSION",
     "PROTOCOL_VERSION",
     "AuthRejected",
+    "DestinationRefused",
     "Endpoint",
     "ExternalError",
     "McpClient",
@@ -85,6 +87,10 @@ class Unreachable(ExternalError):
 
 class TimedOut(ExternalError):
     pass
+
+
+class DestinationRefused(ExternalError):
+    """The egress policy refused where the URL leads (an internal address, a redirect, ...)."""
 
 
 class AuthRejected(ExternalError):
@@ -378,6 +384,11 @@ class McpClient:
             raise ProtocolError(ep.server, f"External server '{ep.server}' has an invalid URL.") from exc
         except (httpx.TransportError, httpx.DecodingError) as exc:
             raise Unreachable(ep.server, f"External server '{ep.server}' dropped the connection.") from exc
+        except EgressRefused as exc:
+            text = str(exc)
+            for secret in ep.secrets:
+                text = text.replace(secret, "[REDACTED]")
+            raise DestinationRefused(ep.server, f"External server '{ep.server}' is refused: {text}") from exc
         except (ValueError, UnicodeDecodeError, JsonRejected) as exc:
             # Strict JSON (depth, NaN, lone surrogates): what a server sends ends up in results.
             raise ProtocolError(

@@ -33,6 +33,7 @@ from urllib.parse import quote, urlencode, urlsplit
 
 import httpx
 
+from workbench.egress import EgressRefused
 from workbench.errors import CryptoError, NotConnected
 from workbench.jsontext import JsonRejected, parse
 from workbench.oauth_client import ProviderError, TokenSet, pkce_challenge, pkce_verifier
@@ -243,6 +244,8 @@ class AppOAuth:
                         raise OAuthSetupError(f"a metadata document at {_origin(url)} is too large")
         except httpx.HTTPError as exc:
             raise OAuthSetupError(f"{_origin(url)} could not be reached ({type(exc).__name__})") from None
+        except EgressRefused as exc:  # what the name resolved to (checked at connect), or too large
+            raise OAuthSetupError(f"{_origin(url)} is refused ({exc})") from None
         try:
             value = parse(bytes(body))
         except (ValueError, JsonRejected):
@@ -469,6 +472,8 @@ class AppOAuth:
                 resp = await http.post(plan.token_endpoint, data=body, headers=headers)
         except httpx.HTTPError as exc:
             raise ProviderError("unreachable", f"token endpoint: {type(exc).__name__}") from exc
+        except EgressRefused as exc:
+            raise ProviderError("refused", f"token endpoint: {exc}", permanent=exc.status != 502) from exc
         try:
             value = resp.json()
         except ValueError:

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import ipaddress
 import json
 import re
 import time
@@ -37,15 +36,17 @@ import zlib
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, TypeVar
-from urllib.parse import quote, urlsplit
+from urllib.parse import quote
 
 import httpx
 
 from workbench.compose import BadRef, VaultMissing, resolve
 from workbench.crypto import Cipher
+from workbench.egress import EgressPolicy, EgressRefused, egress_transport
 from workbench.errors import ConflictError, CredentialError, CryptoError, InvalidInput, NotConnected, NotFound
 from workbench.executor import scrub
 from workbench.external.client import (
+    MAX_BODY,
     AuthRejected,
     Endpoint,
     ExternalError,
@@ -117,7 +118,6 @@ _FORBIDDEN_HEADERS = frozenset(
         "mcp-name",
     }
 )
-_LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1", "[::1]"})
 _MAX_RESULT_BYTES = 5_000_000
 _UNSAFE_VALUE = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")  # never into a header or query value
 _PRUNE_AT = 5_000  # cache + back-off entries on this instance before expired ones are dropped
@@ -206,7 +206,7 @@ class ExternalServers:
         clock: Callable[[], float] = time.time,
         client: McpClient | None = None,
         ttl: float = CACHE_TTL_SECONDS,
-        allow_private_hosts: bool = True,
+        egress: EgressPolicy | None = None,
         operator_apps: Sequence[App] = (),
         operator_secret: Callable[[str], str | None] | None = None,
         search_budget: float = SEARCH_BUDGET_SECONDS,
@@ -216,11 +216,16 @@ class ExternalServers:
         self.vault = vault
         self.registry = registry
         self.clock = clock
-        self.client = client or McpClient()
+        # Where a URL may lead (never the Lambda runtime API on loopback, nor the gateway's own
+        # network): checked at registration, and by the transport on every request. Operator apps
+        # are held to the same policy.
+        self.egress = egress or EgressPolicy()
+        # A connection per request, as when each operation had its own client: MCP servers close
+        # idle sessions' connections, and a stale pooled one would read as "dropped".
+        self.client = client or McpClient(
+            transport=egress_transport(self.egress, keepalive=False, max_response_bytes=MAX_BODY)
+        )
         self.ttl = ttl
-        # False in production: a user's URL must not reach loopback (the Lambda runtime API listens
-        # there), link-local or private addresses of the gateway's own network.
-        self.allow_private_hosts = allow_private_hosts
         self.search_budget = search_budget
         self.operator_apps: dict[str, App] = {a.name: a for a in operator_apps}
         # Reads an operator app's secret by its envVar name: the environment locally, the run-time
@@ -242,7 +247,7 @@ class ExternalServers:
             raise InvalidInput("Custom apps are not available on this gateway's store backend yet.")
         return self.store
 
-    def register(
+    async def register(
         self,
         user_id: str,
         *,
@@ -256,14 +261,14 @@ class ExternalServers:
         """Create or replace an MCP server registration (replacing one is a reconnect). Raises
         InvalidInput or ConflictError with a message meant for the user."""
         prefix = self._check_common(user_id, name, tool_prefix, timeout_ms)
-        self._check_url(user_id, url)
+        await self._check_url(user_id, url)
         auth_type, header_name, auth_value = self._check_auth(
             user_id, auth, kinds=("bearer", "header", "oauth")
         )
         config = {"kind": "mcp", "url": url, "auth": auth_value}
         return self._save(user_id, name, prefix, config, auth_type, header_name, enabled, timeout_ms)
 
-    def register_openapi(
+    async def register_openapi(
         self,
         user_id: str,
         *,
@@ -293,7 +298,7 @@ class ExternalServers:
         url = base_url or compiled.base_url
         if not url:
             raise InvalidInput("baseUrl is required: the document names no server URL")
-        self._check_url(user_id, url, what="baseUrl")
+        await self._check_url(user_id, url, what="baseUrl")
         plan = None
         if isinstance(auth, dict) and auth.get("type") == "oauth2":
             plan = self._openapi_plan(parsed, auth, url)
@@ -360,13 +365,10 @@ class ExternalServers:
             if not isinstance(value, str) or not value:
                 raise InvalidInput(f"auth: the authorizationCode flow has no {key}")
             full = urljoin(base_url, value)  # relative to the API's server, as OpenAPI says
-            parts = urlsplit(full)
-            loopback = parts.hostname in _LOOPBACK
-            if parts.scheme != "https" and not (parts.scheme == "http" and loopback):
-                raise InvalidInput(f"auth: the flow's {key} must be an https URL")
-            refused = self._refused_host(parts.hostname or "")
-            if refused:
-                raise InvalidInput(f"auth: the flow's {key} is refused ({refused.removeprefix('url ')})")
+            try:
+                self.egress.check_url(full)
+            except EgressRefused as exc:
+                raise InvalidInput(f"auth: the flow's {key}: {exc}") from None
             endpoints.append(full)
         return Plan(
             issuer="",  # a plain OAuth2 API: no RFC 8414 issuer to check the response against
@@ -438,43 +440,16 @@ class ExternalServers:
         self._forget(self._key(self._app(server), None))
         return self.view(self._app(server))
 
-    def _check_url(self, user_id: str, url: str, what: str = "url") -> None:
+    async def _check_url(self, user_id: str, url: str, what: str = "url") -> None:
         if not isinstance(url, str) or not url or len(url) > 2048:
             raise InvalidInput(f"{what} is required (at most 2048 characters)")
         probe = self._template_probe(user_id, url, what)
         try:
-            parts = urlsplit(probe)
-            parts.port  # noqa: B018  (parses the port: raises on a bad one)
-        except ValueError as exc:
-            raise InvalidInput(f"{what} is not a valid URL ({exc})") from None
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise InvalidInput(f"{what} must be an absolute http(s) URL")
-        if parts.scheme == "http" and parts.hostname not in _LOOPBACK:
-            raise InvalidInput(f"{what} must use https (plain http is allowed only for localhost)")
-        if parts.username or parts.password:
-            raise InvalidInput(
-                f"{what} must not carry user:password; use auth or a {{{{vault:NAME}}}} in the query"
-            )
-        refused = self._refused_host(parts.hostname)
-        if refused:
-            raise InvalidInput(refused.replace("url", what, 1))
-
-    def _refused_host(self, host: str) -> str | None:
-        """Why this host may not be called from this gateway, or None."""
-        if self.allow_private_hosts:
-            return None
-        name = host.strip("[]").lower().rstrip(".")
-        if name == "localhost" or name.endswith(".localhost"):
-            return "url must not point at this gateway's own host"
-        try:
-            ip = ipaddress.ip_address(name)
-        except ValueError:
-            return None  # a DNS name (see docs: resolution is not pinned)
-        if ip.is_loopback or ip.is_private or ip.is_link_local or ip.is_reserved or ip.is_unspecified:
-            return "url must not point at a loopback, private or link-local address"
-        if ip.is_multicast:
-            return "url must not point at a multicast address"
-        return None
+            # The egress policy, with DNS: a name that resolves to an internal address is refused
+            # now; one that does not resolve yet is checked again on every call.
+            await self.egress.check(probe, unresolvable_ok=True)
+        except EgressRefused as exc:
+            raise InvalidInput(f"{what}: {exc}") from None
 
     def _template_probe(self, user_id: str, template: str, what: str) -> str:
         """The template with refs checked (syntax, and that each vault name exists) and filled in."""
@@ -934,6 +909,8 @@ class ExternalServers:
                 raise RuntimeError(explain(TimedOut(app.name, ""), app)) from None
             except httpx.HTTPError:
                 raise RuntimeError(explain(Unreachable(app.name, ""), app)) from None
+            except EgressRefused as exc:  # where the URL leads (at connect time), or a body over the cap
+                raise RuntimeError(scrub(f"{app.name} is refused: {exc}", endpoint.secrets)) from None
 
         try:
             endpoint, (status, ctype, body) = await self._with_token(app, caller, send)
@@ -1277,14 +1254,14 @@ class ExternalServers:
         except (BadRef, VaultMissing) as exc:
             raise ExternalError(app.name, f"Custom app '{app.name}' is misconfigured: {exc}.") from None
         secrets.extend(url_res.secrets)
-        # Checked again per call: a {{vault:...}} in the host can change after registration.
+        # Checked again per call, scheme and host alike: a {{vault:...}} in the URL can change after
+        # registration. The transport checks again (and the addresses) on every request.
         try:
-            host = urlsplit(str(url_res.value)).hostname or ""
-        except ValueError:
-            raise ExternalError(app.name, f"Custom app '{app.name}' has an invalid URL.") from None
-        refused = None if app.operator else self._refused_host(host)
-        if refused:
-            raise ExternalError(app.name, f"Custom app '{app.name}' is misconfigured: {refused}.")
+            self.egress.check_url(str(url_res.value))
+        except EgressRefused as exc:
+            raise ExternalError(
+                app.name, f"Custom app '{app.name}' is misconfigured: {scrub(str(exc), secrets)}."
+            ) from None
         kept = tuple(s for s in secrets if s)
         return _Target(app.name, str(url_res.value), headers, app.timeout_ms / 1000, kept, query_value)
 

@@ -3,15 +3,14 @@ of their metadata document (Client ID Metadata Documents, draft-ietf-oauth-clien
 
 Registered clients live in the `OAuthClientStore`. URL client ids are fetched over HTTPS, checked
 (the document must name itself, list its redirect URIs, and be a public client) and cached per warm
-instance for what their Cache-Control allows. The fetch refuses hosts that resolve to private,
-loopback or link-local addresses (SSRF); only a test setting admits http://127.0.0.1.
+instance for what their Cache-Control allows. The fetch goes through the egress module: the host
+is resolved once, every answer must be a public address, and the connection goes to the checked
+address (SSRF and DNS rebinding). Plain http only where the egress policy allows local addresses.
 """
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
-import ipaddress
 import json
 import re
 import secrets
@@ -21,6 +20,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+from workbench.egress import EgressPolicy, EgressRefused, ResponseTooLarge, egress_transport
 from workbench.oauth.errors import OAuthError
 from workbench.stores import OAuthClient, OAuthClientStore
 
@@ -236,19 +236,20 @@ class ClientResolver:
         self,
         store: OAuthClientStore,
         *,
-        allow_loopback_http: bool = False,
+        egress: EgressPolicy | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.store = store
-        self.allow_loopback_http = allow_loopback_http
-        self.transport = transport
+        self.egress = egress or EgressPolicy()
+        # `transport` is a test double; it still sits behind the egress URL checks.
+        self.transport = egress_transport(self.egress, inner=transport, max_response_bytes=MAX_DOCUMENT_BYTES)
         self.clock = clock
         self._cache: dict[str, tuple[float, ClientInfo]] = {}
 
     def is_metadata_url(self, client_id: str) -> bool:
         scheme = client_id.split(":", 1)[0].lower()
-        return scheme == "https" or (scheme == "http" and self.allow_loopback_http)
+        return scheme == "https" or (scheme == "http" and self.egress.allows_local)
 
     def registered(self, client_id: str) -> ClientInfo | None:
         """A dynamically registered client (a store read, no network)."""
@@ -275,10 +276,11 @@ class ClientResolver:
 
     # -- client ID metadata documents ------------------------------------------------------------
 
-    def _check_url(self, url: str) -> tuple[str, int]:
+    def _check_url(self, url: str) -> None:
         try:
             parts = urlsplit(url)
-            host, port = parts.hostname, parts.port
+            host = parts.hostname
+            parts.port  # noqa: B018 - raises ValueError on a malformed port
         except ValueError as exc:
             raise OAuthError("invalid_client", "client_id is not a valid URL") from exc
         if not host or parts.username or parts.password or parts.fragment:
@@ -289,28 +291,15 @@ class ClientResolver:
             raise OAuthError("invalid_client", "client_id URL must have a path component")
         if "/./" in parts.path or "/../" in parts.path or parts.path.endswith(("/.", "/..")):
             raise OAuthError("invalid_client", "client_id URL must not contain dot segments")
-        if parts.scheme == "http" and not (self.allow_loopback_http and host == "127.0.0.1"):
-            raise OAuthError("invalid_client", "client_id URL must use https")
-        return host, port or (443 if parts.scheme == "https" else 80)
-
-    async def _check_addresses(self, host: str, port: int) -> None:
-        """Refuse hosts that resolve to anything but public addresses (SSRF)."""
-        if self.allow_loopback_http and host == "127.0.0.1":
-            return
         try:
-            infos = await asyncio.get_running_loop().getaddrinfo(host, port)
-        except OSError as exc:
-            raise OAuthError("invalid_client", f"client_id host {host} does not resolve") from exc
-        for info in infos:
-            address = ipaddress.ip_address(str(info[4][0]).split("%", 1)[0])  # drop an IPv6 zone id
-            if not address.is_global or address.is_multicast:
-                raise OAuthError("invalid_client", f"client_id host {host} is not a public address")
+            self.egress.check_url(url)
+        except EgressRefused as exc:
+            raise OAuthError("invalid_client", f"client_id URL: {exc}") from exc
 
     async def _fetch(self, url: str) -> tuple[ClientInfo, int]:
         import httpx
 
-        host, port = self._check_url(url)
-        await self._check_addresses(host, port)
+        self._check_url(url)
         try:
             async with (
                 httpx.AsyncClient(
@@ -329,6 +318,12 @@ class ClientResolver:
                     if len(raw) > MAX_DOCUMENT_BYTES:
                         raise OAuthError("invalid_client", "client metadata document is too large")
                 cache_control = response.headers.get("cache-control", "")
+        except ResponseTooLarge as exc:
+            raise OAuthError("invalid_client", "client metadata document is too large") from exc
+        except EgressRefused as exc:  # what the host resolved to is not a public address
+            raise OAuthError(
+                "invalid_client", f"client metadata document could not be fetched: {exc}"
+            ) from exc
         except httpx.HTTPError as exc:
             raise OAuthError("invalid_client", "client metadata document could not be fetched") from exc
         try:

@@ -43,6 +43,7 @@ from workbench.stores import (
 if TYPE_CHECKING:
     import httpx
 
+    from workbench.egress import EgressPolicy
     from workbench.settings import Settings
     from workbench.tokens import TokenService
 
@@ -143,15 +144,11 @@ class OAuthServer:
         clock: Callable[[], float] = time.time,
         transport: httpx.AsyncBaseTransport | None = None,
         rates: RateWindowStore | None = None,
+        egress: EgressPolicy | None = None,
     ) -> None:
         self.settings = settings
         self.rates = rates
-        self.clients = ClientResolver(
-            clients,
-            allow_loopback_http=settings.oauth_cimd_allow_loopback_http,
-            transport=transport,
-            clock=clock,
-        )
+        self.clients = ClientResolver(clients, egress=egress, transport=transport, clock=clock)
         self.client_store = clients
         self.codes = codes
         self.refresh = refresh
@@ -495,11 +492,10 @@ class OAuthServer:
         granted_at: float,
     ) -> dict[str, Any]:
         ttl = self.settings.oauth_access_token_ttl
-        access = self.tokens.mint(
-            {"sub": user.id, "email": user.email, "client_id": client_id, "scope": scope},
-            audience=resource,
-            ttl_seconds=ttl,
-        )
+        claims = {"sub": user.id, "email": user.email, "client_id": client_id, "scope": scope}
+        if family_id is not None:
+            claims["grant"] = family_id  # what the user revokes; curl_session tokens check it
+        access = self.tokens.mint(claims, audience=resource, ttl_seconds=ttl)
         log_event("oauth_token_issued", client_id=client_id, user=user.id, refresh=family_id is not None)
         body: dict[str, Any] = {
             "access_token": access,
@@ -566,8 +562,14 @@ class OAuthServer:
         if not isinstance(client_id, str) or not isinstance(sub, str) or not sub:
             raise AuthError("not an access token")
         email = claims.get("email")
+        grant = claims.get("grant")
         user = User(id=sub, email=email if isinstance(email, str) else "", created_at=0.0)
-        return Principal(user=user, via="oauth", client_id=client_id)
+        return Principal(
+            user=user,
+            via="oauth",
+            client_id=client_id,
+            credential_id=grant if isinstance(grant, str) else None,
+        )
 
     # -- the portal's MCP clients page ---------------------------------------------------------------
 

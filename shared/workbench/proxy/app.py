@@ -5,20 +5,23 @@ Order of checks (each refusal is final, nothing is sent upstream):
   1. the Workbench token: signature, expiry, audience "<public_url>/c", type, the integration in it;
   2. the path: decoded fully, it must stay below the base URL (see guard.py);
   3. the user's credential (refreshed if stale);
-  4. the destination: the base URL's host, resolved once, every address public (loopback only with
-     `proxy_allow_loopback`), connected to by the vetted address (transport.py).
-Redirects are never followed. A Location below the base URL is rewritten to the proxy URL; one on
-another allowed host is passed through (the credential never goes there); anything else is refused.
+  4. the destination: through workbench.egress (the base URL's host resolved once, every answer
+     public, connected to by the checked address; the decoded body capped).
+Redirects are never followed. A Location below the base URL is rewritten to the proxy URL; an https
+one on another of the integration's allowed hosts is passed through (the credential never goes
+there); anything else, including an unreadable Location, is refused.
 """
 
 from __future__ import annotations
 
+import base64
+import dataclasses
 import json
 import re
 import time
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
-from urllib.parse import quote, urljoin, urlsplit
+from urllib.parse import quote, quote_plus, urljoin, urlsplit
 
 import httpx
 import jwt
@@ -29,11 +32,11 @@ from starlette.routing import Route
 
 from workbench import deadline
 from workbench.bodylimit import BodyRule, BodyTooLarge, guarded_app, json_413
+from workbench.egress import EgressRefused, Resolver, egress_transport
 from workbench.errors import AuthError, CredentialError
 from workbench.observability import log_event
-from workbench.proxy.guard import Refused, allowed_hosts, check_path, location_inside
-from workbench.proxy.session import TOKEN_TYPE, proxy_audience
-from workbench.proxy.transport import PinnedTransport, Resolver, system_resolver
+from workbench.proxy.guard import Refused, check_path, location_inside
+from workbench.proxy.session import TOKEN_TYPE, binding_problem, proxy_audience
 
 if TYPE_CHECKING:
     from workbench.composition import Gateway
@@ -43,6 +46,7 @@ __all__ = ["BODY_RULES", "create_proxy_app", "proxy_routes"]
 
 METHODS = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
 MAX_REQUEST_BYTES = 6 * 1024 * 1024  # the Lambda payload limit
+MAX_RESPONSE_BYTES = 10 * 1024 * 1024  # decoded: a compressed body counts at its inflated size
 # Per upstream call, shrunk to what is left of the request's deadline (workbench/deadline.py).
 UPSTREAM_SECONDS, UPSTREAM_CONNECT_SECONDS = 25.0, 5.0
 _TOO_LARGE = {"error": "Request body too large for the proxy"}
@@ -155,6 +159,31 @@ def _secrets_in(value: Any) -> Iterable[str]:
             yield from _secrets_in(v)
 
 
+def secret_forms(secret: bytes) -> set[bytes]:
+    """The ways an upstream may echo `secret` back: as is, percent-encoded (either hex case,
+    `+` for space or not), and base64 (standard and URL-safe alphabets, padded or not, and
+    also the characters that only the secret decides when it sits at any offset inside a
+    longer base64 text, such as the password in a Basic header)."""
+    forms = {secret}
+    for encoded in (quote(secret, safe=""), quote_plus(secret, safe="")):
+        forms.add(encoded.encode())
+        forms.add(re.sub(r"%[0-9A-F]{2}", lambda m: m.group(0).lower(), encoded).encode())
+    for offset in range(3):
+        raw = base64.b64encode(b"\0" * offset + secret)
+        start = -(-8 * offset // 6)  # the first character with no bit from the padding bytes
+        end = 8 * (offset + len(secret)) // 6  # the last character with no bit from what follows
+        core = raw[start:end]
+        if offset == 0:
+            forms.update({raw, raw.rstrip(b"=")})
+        if len(core) >= _MIN_SECRET_LEN:
+            forms.add(core)
+    forms |= {f.translate(_URLSAFE) for f in forms if b"+" in f or b"/" in f}
+    return {f for f in forms if len(f) >= _MIN_SECRET_LEN}
+
+
+_URLSAFE = bytes.maketrans(b"+/", b"-_")
+
+
 def _scrub(data: bytes, secrets: list[bytes]) -> bytes:
     for secret in secrets:
         data = data.replace(secret, b"[REDACTED]")
@@ -164,9 +193,12 @@ def _scrub(data: bytes, secrets: list[bytes]) -> bytes:
 class CurlProxy:
     def __init__(self, gateway: Gateway, resolver: Resolver | None = None) -> None:
         self.gw = gateway
-        self.transport = PinnedTransport(
-            resolver or system_resolver, allow_loopback=gateway.settings.proxy_allow_loopback
+        policy = (
+            gateway.egress if resolver is None else dataclasses.replace(gateway.egress, resolver=resolver)
         )
+        self.policy = policy
+        # One connection per request: nothing that carried a credential outlives its request.
+        self.transport = egress_transport(policy, max_response_bytes=MAX_RESPONSE_BYTES, keepalive=False)
 
     async def handle(self, request: Request) -> Response:
         started = time.perf_counter()
@@ -188,6 +220,9 @@ class CurlProxy:
         user = self.gw.stores.users.get(str(claims.get("sub")))
         if claims.get("typ") != TOKEN_TYPE or not isinstance(granted, list) or user is None:
             return _unauthorized("not a curl_session token", integration)
+        revoked = binding_problem(self.gw, claims)
+        if revoked is not None:
+            return _unauthorized(revoked, integration)
         audit: dict[str, Any] = {
             "action": "PROXY",
             "user": user.id,
@@ -206,6 +241,13 @@ class CurlProxy:
         except _Denied as exc:
             self._audit(audit, started, exc.status, str(exc.body.get("message") or exc.body["error"]))
             return _json(exc.status, exc.body)
+        except Exception as exc:  # never a bare 500, and never unaudited
+            log_event("proxy_failed", integration=integration, error=type(exc).__name__)
+            body = {
+                "error": f"Proxy failure: the upstream answer could not be processed ({type(exc).__name__})"
+            }
+            self._audit(audit, started, 502, body["error"])
+            return _json(502, body)
 
     def _audit(self, event: dict[str, Any], started: float, status: int, error: str | None) -> None:
         success = error is None and status < 400
@@ -248,12 +290,10 @@ class CurlProxy:
                 403, {"error": "NOT_CONNECTED", "integration": integration, "message": str(exc)}
             ) from exc
         injected = self.gw.credentials.headers_for(manifest, cred) if conn is not None else {}
-        secrets = sorted(
-            {s.encode() for s in (*_secrets_in(cred), *_secrets_in(injected))}
-            | {p.encode() for v in injected.values() for p in v.split() if len(p) >= _MIN_SECRET_LEN},
-            key=len,
-            reverse=True,
-        )
+        plain = {s.encode() for s in (*_secrets_in(cred), *_secrets_in(injected))} | {
+            p.encode() for v in injected.values() for p in v.split() if len(p) >= _MIN_SECRET_LEN
+        }
+        secrets = sorted({form for s in plain for form in secret_forms(s)}, key=len, reverse=True)
 
         body = await _read_body(request)
         query = request.scope.get("query_string", b"").decode("latin-1")
@@ -280,8 +320,11 @@ class CurlProxy:
                 trust_env=False,
             ) as client:
                 upstream = await client.request(request.method, target, headers=headers, content=body)
-        except Refused as exc:
-            raise _Denied(exc.status, {"error": f"Refused: {exc}"}) from exc
+        except EgressRefused as exc:
+            text = str(exc)
+            raise _Denied(
+                exc.status, {"error": text if text.startswith("Refused") else f"Refused: {text}"}
+            ) from exc
         except httpx.TimeoutException as exc:
             raise _Denied(504, {"error": f"Upstream timed out ({type(exc).__name__})"}) from exc
         except httpx.HTTPError as exc:
@@ -302,10 +345,10 @@ class CurlProxy:
         return False
 
     def _base(self, manifest: Manifest) -> httpx.URL:
-        base = httpx.URL(manifest.base_url)
-        if base.scheme == "https" or (base.scheme == "http" and self.gw.settings.proxy_allow_loopback):
-            return base
-        raise Refused(f"{manifest.name}'s base URL is not https", 403)
+        try:
+            return self.policy.check_url(manifest.base_url).url
+        except EgressRefused as exc:
+            raise Refused(f"{manifest.name}'s base URL is refused ({exc})", 403) from exc
 
     def _response(
         self,
@@ -329,27 +372,52 @@ class CurlProxy:
             )
         location = upstream.headers.get("location")
         if location is not None:
-            absolute = urljoin(target, location)
-            inside = location_inside(absolute, manifest.base_url)
-            dest = urlsplit(absolute)
-            if inside is not None:
-                headers["location"] = proxy_prefix + inside
-            elif dest.scheme == "https" and (dest.hostname or "").lower() in allowed_hosts(
-                manifest.base_url, manifest.allowed_hosts
-            ):
-                headers["location"] = absolute
+            moved = self._location(location, manifest, target, proxy_prefix)
+            if moved is not None:
+                headers["location"] = moved
             elif 300 <= upstream.status_code < 400:
-                raise _Denied(
-                    502,
-                    {
-                        "error": f"Refused: the upstream redirected outside {integration}'s allowed hosts; "
-                        "the redirect was not followed"
-                    },
-                )
+                raise _Denied(502, {"error": _redirect_refusal(location, integration)})
         for name, value in list(headers.items()):
             cleaned = _scrub(value.encode("latin-1", "replace"), secrets).decode("latin-1")
             headers[name] = cleaned
         return Response(_scrub(upstream.content, secrets), upstream.status_code, headers=headers)
+
+    def _location(self, location: str, manifest: Manifest, target: str, proxy_prefix: str) -> str | None:
+        """What the caller gets as Location: the proxy URL for a place below the base URL, the URL
+        itself for an https place on one of the integration's OTHER allowed hosts, else None."""
+        if _unreadable(location):
+            return None
+        inside = location_inside(urljoin(target, location), manifest.base_url)
+        if inside is not None:
+            return proxy_prefix + inside
+        extra = {h.lower().rstrip(".") for h in manifest.allowed_hosts}
+        try:
+            checked = self.policy.check_url(location)
+        except EgressRefused:
+            return None
+        if checked.scheme == "https" and checked.host.rstrip(".") in extra:
+            return str(checked.url)
+        return None
+
+
+def _unreadable(location: str) -> bool:
+    """A Location that parsers may read differently (or not at all): never interpreted."""
+    if any(ord(c) <= 0x20 or ord(c) == 0x7F or c == "\\" for c in location):
+        return True
+    try:
+        urlsplit(location).port  # noqa: B018  (parses the authority and port)
+    except ValueError:
+        return True
+    return False
+
+
+def _redirect_refusal(location: str, integration: str) -> str:
+    if _unreadable(location):
+        return (
+            "Refused: the upstream sent a redirect Location that cannot be read unambiguously; "
+            "the redirect was not followed"
+        )
+    return f"Refused: the upstream redirected outside {integration}'s allowed hosts; the redirect was not followed"
 
 
 def _forwardable(name: str) -> bool:

@@ -1,5 +1,5 @@
 """What the curl proxy refuses before any byte leaves: paths that could escape the integration's
-base URL, destinations outside its allowed hosts, and addresses that are not on the public internet.
+base URL and redirects that leave it. Addresses are the egress module's business (workbench.egress).
 
 Every check works on the *fully decoded* form of what the caller sent (percent-decoding repeated
 until it no longer changes, then Unicode NFKC), because any hop downstream — a load balancer, the
@@ -9,19 +9,16 @@ sent it, which is safe once its every decoding is.
 
 from __future__ import annotations
 
-import ipaddress
 import re
 import unicodedata
 from collections.abc import Iterable
 from urllib.parse import unquote_to_bytes, urlsplit
 
-from workbench.errors import WorkbenchError
+from workbench.egress import EgressRefused
 
 __all__ = [
-    "METADATA_ADDRESSES",
     "Refused",
     "allowed_hosts",
-    "check_address",
     "check_path",
     "fully_decode",
     "location_inside",
@@ -33,20 +30,9 @@ _PERCENT_U = re.compile(r"%u[0-9A-Fa-f]{4}")
 # Characters that end or re-route a URL, or that some stack treats as a separator.
 _FORBIDDEN_CHARS = {"\\": "backslash", "@": "'@'", "#": "'#'", "?": "an encoded '?'"}
 
-# Cloud metadata endpoints. All but the Alibaba one are also non-global, but they are listed so
-# the refusal holds even if a future Python changes what `is_global` covers.
-METADATA_ADDRESSES = frozenset(
-    ipaddress.ip_address(a)
-    for a in ("169.254.169.254", "169.254.170.2", "100.100.100.200", "192.0.0.192", "fd00:ec2::254")
-)
-
-
-class Refused(WorkbenchError):
-    """The proxy will not send this request. `status` is the HTTP status the caller gets."""
-
-    def __init__(self, message: str, status: int = 403) -> None:
-        super().__init__(message)
-        self.status = status
+# The proxy will not send this request; `status` is the HTTP status the caller gets. One type
+# with the egress module's refusals, so a path refusal and an address refusal are handled alike.
+Refused = EgressRefused
 
 
 def fully_decode(raw: str) -> str:
@@ -97,56 +83,26 @@ def allowed_hosts(base_url: str, extra: Iterable[str]) -> frozenset[str]:
     return frozenset(h.lower().rstrip(".") for h in (host, *extra) if h)
 
 
-def _embedded_v4(ip: ipaddress.IPv6Address) -> ipaddress.IPv4Address | None:
-    if ip.ipv4_mapped is not None:
-        return ip.ipv4_mapped
-    if ip.sixtofour is not None:
-        return ip.sixtofour
-    if ip.teredo is not None:
-        return ip.teredo[1]
-    if ip in ipaddress.IPv6Network("64:ff9b::/96"):  # NAT64
-        return ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
-    return None
-
-
-def check_address(address: str, *, allow_loopback: bool = False) -> None:
-    """Refuse anything that is not a public unicast address (loopback only if explicitly allowed)."""
-    try:
-        ip = ipaddress.ip_address(address.split("%", 1)[0])
-    except ValueError as exc:
-        raise Refused(f"upstream resolved to an unusable address ({address})", 502) from exc
-    candidates: list[ipaddress.IPv4Address | ipaddress.IPv6Address] = [ip]
-    if isinstance(ip, ipaddress.IPv6Address):
-        inner = _embedded_v4(ip)
-        if inner is not None:
-            candidates.append(inner)
-    for cand in candidates:
-        if cand in METADATA_ADDRESSES:
-            raise Refused("upstream resolves to a cloud metadata address", 403)
-        if cand.is_loopback and allow_loopback:
-            continue
-        if not cand.is_global or cand.is_multicast:
-            raise Refused("upstream resolves to a private, loopback or link-local address", 403)
-
-
 def location_inside(location: str, base_url: str) -> str | None:
     """For a redirect Location (absolute, or relative to the base URL's origin), the path below the
-    base URL it points to, or None when it points anywhere else."""
+    base URL it points to, or None when it points anywhere else (or cannot be read unambiguously:
+    a backslash, whitespace or control character, or user info, is read differently by browsers)."""
+    if any(ord(c) <= 0x20 or ord(c) == 0x7F or c == "\\" for c in location):
+        return None
     base = urlsplit(base_url)
-    target = urlsplit(location)
+    try:
+        target = urlsplit(location)
+        target_port = target.port
+    except ValueError:
+        return None
     if target.scheme or target.netloc:
-        if (
-            (target.scheme.lower(), (target.hostname or "").lower(), target.port or _port(target.scheme))
-            != (
-                base.scheme.lower(),
-                (base.hostname or "").lower(),
-                base.port or _port(base.scheme),
-            )
-            or target.username
-            or target.password
-        ):
+        if (target.scheme.lower(), (target.hostname or "").lower(), target_port or _port(target.scheme)) != (
+            base.scheme.lower(),
+            (base.hostname or "").lower(),
+            base.port or _port(base.scheme),
+        ) or "@" in target.netloc:
             return None
-    elif not location.startswith("/"):
+    elif not location.startswith("/") or location.startswith("//"):
         return None
     base_path = base.path.rstrip("/")
     if target.path != base_path and not target.path.startswith(base_path + "/"):

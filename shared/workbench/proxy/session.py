@@ -1,9 +1,12 @@
 """curl_session (seed 001): mint a short-lived proxy token for curl-proxy-enabled integrations.
 
-The token is an ES256 JWT for the audience "<public_url>/c" carrying the user (`sub`) and the
-integrations it grants; the proxy verifies it without a database read. Minting checks only what
-the seed lists (each name exists and has the curl proxy enabled); whether the user is connected is
-answered by the proxy on use, with the engine's NOT_CONNECTED shape.
+The token is an ES256 JWT for the audience "<public_url>/c" carrying the user (`sub`), the
+integrations it grants, and the credential that minted it (`bind`: the API key's id, or the OAuth
+client and grant). Minting checks only what the seed lists (each name exists and has the curl
+proxy enabled); whether the user is connected is answered by the proxy on use, with the engine's
+NOT_CONNECTED shape. On every request the proxy also checks that the minting credential is still
+live (one store read, no cache), so revoking the API key or the OAuth grant stops its curl_session
+tokens at once, on every instance.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ if TYPE_CHECKING:
     from workbench.auth import Principal
     from workbench.composition import Gateway
 
-__all__ = ["DEFAULT_TTL_SECONDS", "TOKEN_TYPE", "mint_curl_session", "proxy_audience"]
+__all__ = ["DEFAULT_TTL_SECONDS", "TOKEN_TYPE", "binding_problem", "mint_curl_session", "proxy_audience"]
 
 TOKEN_TYPE = "curl_session"
 DEFAULT_TTL_SECONDS = 900
@@ -51,7 +54,7 @@ def mint_curl_session(
         return {"error": error}
     audience = proxy_audience(gw)
     token = gw.tokens.mint(
-        {"sub": principal.user.id, "typ": TOKEN_TYPE, "integrations": names},
+        {"sub": principal.user.id, "typ": TOKEN_TYPE, "integrations": names, "bind": _binding(principal)},
         audience=audience,
         ttl_seconds=expires_in,
     )
@@ -70,3 +73,37 @@ def mint_curl_session(
         "proxyBaseUrl": audience,
         "usage": f"Send requests to {audience}/<integration>/<path> with Authorization: Bearer <token>",
     }
+
+
+def _binding(principal: Principal) -> dict[str, str]:
+    bind = {"via": principal.via}
+    if principal.credential_id:
+        bind["id"] = principal.credential_id
+    if principal.client_id:
+        bind["client"] = principal.client_id
+    return bind
+
+
+def binding_problem(gw: Gateway, claims: dict[str, Any]) -> str | None:
+    """Why the credential that minted this token no longer stands behind it, or None."""
+    bind = claims.get("bind")
+    if not isinstance(bind, dict):
+        return "this curl_session token is not bound to a credential; mint a new one"
+    via, cred = bind.get("via"), bind.get("id")
+    if via == "api_key":
+        rec = gw.stores.api_keys.get(cred) if isinstance(cred, str) else None
+        if rec is None or rec.revoked or rec.user_id != claims.get("sub"):
+            return "the API key that minted this curl_session token was revoked"
+        return None
+    if via == "oauth":
+        if cred is None:
+            # A grant without refresh tokens cannot be revoked (it is not listed in the portal);
+            # its tokens lapse on their own.
+            return None
+        refresh = gw.oauth.refresh if gw.oauth is not None else None
+        if not isinstance(cred, str) or refresh is None or not refresh.family_exists(cred):
+            return "the OAuth grant that minted this curl_session token was revoked"
+        return None
+    if cred is None:  # portal session or scheduled job: nothing separate to revoke
+        return None
+    return "this curl_session token is bound to an unknown credential; mint a new one"

@@ -390,6 +390,10 @@ class RefreshTokenStore(Protocol):
         """Delete every token of the family (rotated ones too); how many were deleted."""
         ...
 
+    def family_exists(self, family_id: str) -> bool:
+        """Whether any token of the family is still stored (the grant was not revoked)."""
+        ...
+
     def list_for(self, user_id: str) -> list[RefreshToken]:
         """Every stored token of the user, rotated and expired ones included."""
         ...

@@ -814,6 +814,17 @@ class _OAuthTable:
             )
         )
 
+    def has_links(self, pk: str) -> bool:
+        got = self.t.client.query(
+            TableName=self.table,
+            KeyConditionExpression="pk = :pk",
+            ExpressionAttributeValues={":pk": _s(pk)},
+            ConsistentRead=True,
+            Limit=1,
+            ProjectionExpression="pk",
+        )
+        return bool(got.get("Items"))
+
     def delete(self, pk: str, sk: str = "-") -> Item | None:
         got = self.t.client.delete_item(
             TableName=self.table, Key={"pk": _s(pk), "sk": _s(sk)}, ReturnValues="ALL_OLD"
@@ -1021,6 +1032,9 @@ class DynamoRefreshTokens:
                 deleted += 1
             self.o.delete(f"family#{family_id}", token_hash)
         return deleted
+
+    def family_exists(self, family_id: str) -> bool:
+        return self.o.has_links(f"family#{family_id}")
 
     def list_for(self, user_id: str) -> list[RefreshToken]:
         tokens = []

@@ -335,6 +335,10 @@ class MemoryRefreshTokens:
     def revoke_family(self, family_id: str) -> int:
         return self._delete_where(lambda t: t.family_id != family_id)
 
+    def family_exists(self, family_id: str) -> bool:
+        with self._lock:
+            return any(t.family_id == family_id for t in self._rows.values())
+
     def list_for(self, user_id: str) -> list[RefreshToken]:
         return sorted((t for t in self._rows.values() if t.user_id == user_id), key=lambda t: t.created_at)
 

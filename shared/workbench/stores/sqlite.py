@@ -670,6 +670,9 @@ class SqliteRefreshTokens:
         with self.db.tx() as db:
             return db.execute("DELETE FROM oauth_refresh WHERE family_id = ?", (family_id,)).rowcount
 
+    def family_exists(self, family_id: str) -> bool:
+        return bool(self.db.query("SELECT 1 FROM oauth_refresh WHERE family_id = ? LIMIT 1", (family_id,)))
+
     def list_for(self, user_id: str) -> list[RefreshToken]:
         rows = self.db.query(
             "SELECT rotated, body FROM oauth_refresh WHERE user_id = ? ORDER BY json_extract(body, '$.created_at')",

@@ -269,7 +269,7 @@ def apps_routes(web: WebContext) -> list[BaseRoute]:
     async def add_mcp(request: Request, user: User, form: dict[str, str]) -> Response:
         name = form.get("name", "").strip()
         try:
-            service().register(
+            await service().register(
                 user.id,
                 name=name,
                 url=form.get("url", "").strip(),
@@ -286,7 +286,7 @@ def apps_routes(web: WebContext) -> list[BaseRoute]:
         name = form.get("name", "").strip()
         ops = [o.strip() for o in form.get("operations", "").split(",") if o.strip()]
         try:
-            view = service().register_openapi(
+            view = await service().register_openapi(
                 user.id,
                 name=name,
                 document=form.get("document", ""),

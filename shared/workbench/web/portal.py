@@ -27,6 +27,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
+from workbench.egress import EgressPolicy, EgressRefused
 from workbench.errors import ConfigError, VerificationFailed
 from workbench.registry import ApiKeyAuth, CookieAuth, Manifest, NoAuth, OAuth2Auth
 from workbench.web.client_setup import setup_section
@@ -50,6 +51,15 @@ def _when(ts: float | None) -> str:
     if not ts:
         return "—"
     return time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(ts))
+
+
+async def _refused_destination(egress: EgressPolicy, template: str, value: str) -> str | None:
+    """Why the URL this field's value makes may not be called (a sentence), or None."""
+    try:
+        await egress.check(template.replace("{}", value), unresolvable_ok=True)
+    except EgressRefused as exc:
+        return str(exc).removeprefix("Refused: ") + "."
+    return None
 
 
 def portal_routes(web: WebContext) -> list[BaseRoute]:
@@ -217,6 +227,10 @@ def portal_routes(web: WebContext) -> list[BaseRoute]:
         if missing:
             error = "Enter " + ", ".join(missing) + "."
             return form_error(request, m, error)
+        for f in m.auth.fields:
+            refused = await _refused_destination(gw.egress, f.url, values[f.name]) if f.url else None
+            if refused is not None:
+                return form_error(request, m, f"{f.label}: {refused}")
         try:  # the manifest's probe, before anything is stored
             checked = await gw.verify(user, m, values)
         except VerificationFailed as exc:
