@@ -39,7 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from rank_bm25 import BM25Okapi
 from search_queries import CLEAN, FRESH, HELDOUT, TYPO
 from workbench.composition import build_registry
-from workbench.search import SearchDoc, SearchHit, SearchIndex
+from workbench.search import SearchDoc, SearchHit, SearchIndex, catalog_docs
 
 BFCL_SETS = ("simple_python", "multiple", "parallel")
 TYPO_SEED = 17
@@ -220,7 +220,7 @@ def main() -> None:
     )
 
     registry = build_registry()
-    docs = [SearchDoc(t.name, t.description, t.integration) for t in registry.all_tools()]
+    docs = catalog_docs(registry)
     names = {d.name for d in docs}
     fresh = [q for group in FRESH.values() for q in group]
     missing = sorted({t for _, t in CLEAN + TYPO + fresh if t not in names})

@@ -30,7 +30,7 @@ import numpy as np
 from search import TYPO_SEED, Query, load_bfcl, typo_variant
 from search_queries import CLEAN, FRESH, TYPO
 from workbench.composition import build_registry
-from workbench.search import SearchDoc, SearchIndex
+from workbench.search import SearchDoc, SearchIndex, catalog_docs
 
 FUSION_WEIGHT = 0.5  # cosine similarity's weight beside the lexical score (top hit = 1)
 DEPTH = 50
@@ -116,7 +116,7 @@ def main() -> None:
     print(f"  {'set':30s} {'n':>4s}   lexical R@1 R@5  embedding R@1 R@5  hybrid R@1 R@5")
     pool, questions = load_bfcl()
     evaluate(pool, [("BFCL", questions), ("BFCL typo variant", typo_variant(questions, TYPO_SEED))], model)
-    docs = [SearchDoc(t.name, t.description, t.integration) for t in build_registry().all_tools()]
+    docs = catalog_docs(build_registry())
     known = {d.name for d in docs}
     fresh = [q for group in FRESH.values() for q in group]
     everything = [q for q in CLEAN + TYPO + fresh if q[1] in known]

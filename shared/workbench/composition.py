@@ -262,9 +262,9 @@ class Gateway:
 
     @cached_property
     def _search(self) -> SearchIndex:
-        from workbench.search import SearchDoc, SearchIndex
+        from workbench.search import SearchIndex, catalog_docs
 
-        return SearchIndex(SearchDoc(t.name, t.description, t.integration) for t in self.registry.all_tools())
+        return SearchIndex(catalog_docs(self.registry))
 
     def search_index(self) -> SearchIndex:
         return self._search

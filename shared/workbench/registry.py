@@ -174,6 +174,9 @@ class Manifest:
     allowed_hosts: tuple[str, ...] = ()
     tools_module: str = ""
     description: str = ""
+    # Search keywords: what users call the whole integration besides its name ("crm", "helpdesk");
+    # search_tools indexes them with every tool's own keywords.
+    keywords: tuple[str, ...] = ()
     builtin: bool = False
     # A cheap request that proves a credential works, made before anything is stored.
     probe: Probe | None = None

@@ -25,9 +25,12 @@ import unicodedata
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
-__all__ = ["SearchDoc", "SearchHit", "SearchIndex", "stem", "tokens"]
+if TYPE_CHECKING:
+    from workbench.registry import Registry
+
+__all__ = ["SearchDoc", "SearchHit", "SearchIndex", "catalog_docs", "stem", "tokens"]
 
 
 def _words_of(text: str) -> frozenset[str]:
@@ -265,11 +268,15 @@ _VALUES = re.compile(
     r"|\b[\w.-]++/[\w.-]++"  # owner/repo
 )
 
+# A snake_case identifier in a description names another tool or a parameter
+# ("use superset_export_csv for files"), not what this tool does.
+_IDENTIFIER = re.compile(r"\b[A-Za-z0-9]+(?:_[A-Za-z0-9]+)+\b")
+
 # -- ranking parameters (chosen on BFCL and the catalog query set together: bench/search.py) -----
 
-_FIELDS = ("action", "object", "integration", "description")
-_WEIGHT = {"action": 2.0, "object": 2.0, "integration": 2.0, "description": 1.0}
-_B = {"action": 0.0, "object": 0.3, "integration": 0.3, "description": 0.75}
+_FIELDS = ("action", "object", "integration", "description", "keywords")
+_WEIGHT = {"action": 2.0, "object": 2.0, "integration": 2.0, "description": 1.0, "keywords": 1.0}
+_B = {"action": 0.0, "object": 0.3, "integration": 0.3, "description": 0.75, "keywords": 0.3}
 _K1 = 1.2
 _DESCRIPTION_TERMS = 60  # a long description's tail says little about what the tool is for
 _SYNONYM = 0.6  # a synonym match counts this much of an exact one
@@ -284,7 +291,7 @@ _QUERY_TERMS = 64
 _SURFACE = 0.2  # the word also found as written, singular or plural ("comments" → list_comments)
 # to_bytes layout and everything an index depends on: a saved index from other settings is refused.
 _FORMAT = (
-    "workbench-search-1 "
+    "workbench-search-2 "
     + hashlib.sha256(
         repr(
             (_FIELDS, _WEIGHT, _B, _K1, _DESCRIPTION_TERMS, sorted(_STOP), sorted(_ACTIONS), _PHRASES)
@@ -292,7 +299,7 @@ _FORMAT = (
     ).hexdigest()[:16]
 )
 # How much a match counts towards the calibrated score, by where it is found.
-_FIELD_STRENGTH = {"action": 1.0, "object": 1.0, "integration": 1.0, "description": 0.8}
+_FIELD_STRENGTH = {"action": 1.0, "object": 1.0, "integration": 1.0, "description": 0.8, "keywords": 0.8}
 # Prior, for tools that score the same: one that reads, then one that writes, then one that deletes.
 _READ_ONLY = _words_of("get list search find read fetch retrieve describe query lookup count check")
 _DESTRUCTIVE = _words_of("delete remove trash archive clear cancel destroy erase")
@@ -303,6 +310,20 @@ class SearchDoc:
     name: str
     description: str
     integration: str
+    # Words users say for this action and object that the name and description do not use
+    # (a tool author's `keywords`); custom apps have none.
+    keywords: str = ""
+
+
+def catalog_docs(registry: Registry) -> list[SearchDoc]:
+    """The registry's tools as search documents: each tool's keywords plus its integration's."""
+    extra = {m.name: m.keywords for m in registry.manifests()}
+    return [
+        SearchDoc(
+            t.name, t.description, t.integration, " ".join((*t.keywords, *extra.get(t.integration, ())))
+        )
+        for t in registry.all_tools()
+    ]
 
 
 @dataclass(frozen=True, slots=True)
@@ -331,9 +352,10 @@ def _parse(doc: SearchDoc) -> _Parsed:
         "action": [rest[verb]] if verb is not None else [],
         "object": [t for i, t in enumerate(rest) if i != verb],
         "integration": [*integration, *(t for t in name[:at] if t not in known)],
-        "description": _index_terms(doc.description)[:_DESCRIPTION_TERMS],
+        "description": _index_terms(_IDENTIFIER.sub(" ", doc.description))[:_DESCRIPTION_TERMS],
+        "keywords": _index_terms(doc.keywords),
     }
-    text = f"{doc.name} {doc.description}"
+    text = f"{doc.name} {_IDENTIFIER.sub(' ', doc.description)} {doc.keywords}"
     if text.isascii():
         return _Parsed(fields, frozenset(_ASCII_WORD.findall(text.lower())))
     return _Parsed(fields, frozenset(w for _, w in _terms(text)))
@@ -411,7 +433,7 @@ class SearchIndex:
         ten times quicker than building it: bench/search.py)."""
         state = (
             _FORMAT,
-            [(d.name, d.description, d.integration) for d in self.docs],
+            [(d.name, d.description, d.integration, d.keywords) for d in self.docs],
             self._idf,
             self._postings,
             self._unseen_idf,

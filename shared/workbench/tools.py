@@ -174,6 +174,9 @@ class Tool:
     # OAuth scopes the tool needs for every argument value its schema offers; the catalog test
     # checks they are all requested by the integration's manifest.
     scopes: tuple[str, ...] = ()
+    # Search keywords: the everyday words users say for this action and object that the name and
+    # description do not already use ("money back" for a refund); search_tools indexes them.
+    keywords: tuple[str, ...] = ()
     _schema: dict[str, Any] | None = field(default=None, repr=False)
     _arity: int | None = field(default=None, repr=False)  # positional parameters fn takes
     _is_async: bool = field(default=False, repr=False)
@@ -297,6 +300,7 @@ def tool(
     *,
     parameters: dict[str, Any] | None = None,
     scopes: tuple[str, ...] = (),
+    keywords: tuple[str, ...] = (),
 ) -> Callable[[ExecuteFn], Tool]:
     """Decorator: turn an execute function into a `Tool`."""
 
@@ -308,6 +312,7 @@ def tool(
             input_model=input_model,
             parameters=parameters,
             scopes=scopes,
+            keywords=keywords,
         )
 
     return wrap

@@ -174,3 +174,23 @@ def test_docs_list_every_tool_with_its_description() -> None:
             if name.startswith(prefixes):  # other tables list Slack error codes and the like
                 rows[name] = text
     assert rows == tools
+
+
+def test_every_tool_has_search_keywords() -> None:
+    """Every plugin and built-in tool, and every shipped integration, carries search keywords that
+    add words the name does not have (docs/plugins.md "Search keywords")."""
+    from workbench.search import tokens
+
+    registry = build_registry()
+    for manifest in registry.manifests():
+        assert manifest.keywords, f"{manifest.name} has no keywords"
+        assert all(tokens(k) for k in manifest.keywords), manifest.name
+    for t in registry.all_tools():
+        assert t.keywords, f"{t.name} has no search keywords"
+        assert len(set(t.keywords)) == len(t.keywords), f"{t.name} repeats a keyword"
+        own = set(tokens(t.name.replace("_", " "))) | set(tokens(t.integration))
+        for keyword in t.keywords:
+            terms = set(tokens(keyword))
+            # A keyword of stop words only ("what's on") or of the name's own words adds nothing.
+            assert terms, f"{t.name}: keyword {keyword!r} is only stop words"
+            assert terms - own, f"{t.name}: keyword {keyword!r} repeats the name"

@@ -8,7 +8,7 @@ import random
 
 import pytest
 from workbench.composition import build_registry
-from workbench.search import SearchDoc, SearchIndex, stem, tokens
+from workbench.search import SearchDoc, SearchIndex, catalog_docs, stem, tokens
 
 
 def names(index: SearchIndex, query: str, limit: int = 10) -> list[str]:
@@ -17,7 +17,7 @@ def names(index: SearchIndex, query: str, limit: int = 10) -> list[str]:
 
 @pytest.fixture(scope="module")
 def catalog() -> SearchIndex:
-    return SearchIndex(SearchDoc(t.name, t.description, t.integration) for t in build_registry().all_tools())
+    return SearchIndex(catalog_docs(build_registry()))
 
 
 # A small tracker with the verbs that tell its tools apart.

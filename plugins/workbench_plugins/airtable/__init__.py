@@ -5,6 +5,7 @@ manifest = Manifest(
     version="1.0.0",
     display_name="Airtable",
     description="Airtable bases, tables, records and record comments.",
+    keywords=("database", "tables"),
     # Airtable's OAuth requires PKCE (S256), and HTTP Basic client auth at the token endpoint.
     auth=OAuth2Auth(
         authorize_url="https://airtable.com/oauth2/v1/authorize",

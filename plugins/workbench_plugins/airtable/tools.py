@@ -41,6 +41,7 @@ class Cursor(BaseModel):
     "List the Airtable bases the user can access.",
     Cursor,
     scopes=("schema.bases:read",),
+    keywords=("show", "workspaces", "databases", "apps"),
 )
 async def list_bases(args: Cursor, ctx: ToolContext) -> Any:
     body = await api(ctx, "GET", "/v0/meta/bases", params={"offset": args.cursor})
@@ -59,6 +60,7 @@ class BaseId(BaseModel):
     "Get an Airtable base's tables with their fields (names, types) and views.",
     BaseId,
     scopes=("schema.bases:read",),
+    keywords=("structure", "fields", "columns", "layout", "metadata", "describe"),
 )
 async def get_base_schema(args: BaseId, ctx: ToolContext) -> Any:
     body = await api(ctx, "GET", f"/v0/meta/bases/{args.base_id}/tables")
@@ -90,6 +92,7 @@ class ListRecords(Table, Cursor):
     "List records (rows) of an Airtable table, optionally filtered by a formula, view or sort.",
     ListRecords,
     scopes=("data.records:read",),
+    keywords=("show", "rows", "entries", "browse", "filter", "view", "table data"),
 )
 async def list_records(args: ListRecords, ctx: ToolContext) -> Any:
     return _records(
@@ -124,6 +127,7 @@ class SearchRecords(ListRecords):
     "Find Airtable records whose field contains some text (case-insensitive).",
     SearchRecords,
     scopes=("data.records:read",),
+    keywords=("find", "look up", "lookup", "rows", "containing", "matching", "entries"),
 )
 async def search_records(args: SearchRecords, ctx: ToolContext) -> Any:
     needle = args.query.replace("\\", "\\\\").replace('"', '\\"')
@@ -145,6 +149,7 @@ class RecordRef(Table):
     "Get one Airtable record with all its fields.",
     RecordRef,
     scopes=("data.records:read",),
+    keywords=("show", "row", "entry", "details", "open", "fetch"),
 )
 async def get_record(args: RecordRef, ctx: ToolContext) -> Any:
     rec = await api(ctx, "GET", f"{_table_path(args.base_id, args.table)}/{args.record_id}")
@@ -163,6 +168,7 @@ class CreateRecords(Table):
     "Create up to 10 records (rows) in an Airtable table.",
     CreateRecords,
     scopes=("data.records:write",),
+    keywords=("add", "insert", "new", "rows", "entries", "append"),
 )
 async def create_records(args: CreateRecords, ctx: ToolContext) -> Any:
     body = {"records": [{"fields": f} for f in args.records], "typecast": args.typecast}
@@ -184,6 +190,7 @@ class UpdateRecords(Table):
     "Update fields of up to 10 Airtable records (others keep their values).",
     UpdateRecords,
     scopes=("data.records:write",),
+    keywords=("edit", "change", "modify", "fix", "set", "rows", "entries", "values"),
 )
 async def update_records(args: UpdateRecords, ctx: ToolContext) -> Any:
     body = {"records": [r.model_dump() for r in args.records], "typecast": args.typecast}
@@ -203,6 +210,7 @@ class UpsertRecords(CreateRecords):
     "Create or update up to 10 Airtable records, matching existing ones on key fields.",
     UpsertRecords,
     scopes=("data.records:write",),
+    keywords=("insert or update", "sync", "merge", "match", "dedupe", "rows"),
 )
 async def upsert_records(args: UpsertRecords, ctx: ToolContext) -> Any:
     body = {
@@ -229,6 +237,7 @@ class DeleteRecords(Table):
     "Delete up to 10 Airtable records.",
     DeleteRecords,
     scopes=("data.records:write",),
+    keywords=("remove", "erase", "drop", "get rid", "rows", "entries"),
 )
 async def delete_records(args: DeleteRecords, ctx: ToolContext) -> Any:
     res = await api(
@@ -266,6 +275,7 @@ class CreateTable(BaseId):
     "Create a table with the given fields (columns) in an Airtable base.",
     CreateTable,
     scopes=("schema.bases:write",),
+    keywords=("new table", "add", "make", "sheet", "columns"),
 )
 async def create_table(args: CreateTable, ctx: ToolContext) -> Any:
     body: dict[str, Any] = {"name": args.name, "fields": [_field_body(f) for f in args.fields]}
@@ -287,6 +297,7 @@ class CreateField(BaseId, FieldSpec):
     "Add a field (column) to an Airtable table.",
     CreateField,
     scopes=("schema.bases:write",),
+    keywords=("new column", "add", "column", "attribute", "property"),
 )
 async def create_field(args: CreateField, ctx: ToolContext) -> Any:
     spec = FieldSpec(**args.model_dump(include={"name", "type", "description", "options"}))
@@ -309,6 +320,7 @@ class ListComments(RecordRef, Cursor):
     "List comments on an Airtable record, newest first.",
     ListComments,
     scopes=("data.recordComments:read",),
+    keywords=("show", "discussion", "notes", "feedback", "row"),
 )
 async def list_comments(args: ListComments, ctx: ToolContext) -> Any:
     body = await api(
@@ -329,6 +341,7 @@ class AddComment(RecordRef):
     "Add a comment to an Airtable record.",
     AddComment,
     scopes=("data.recordComments:write",),
+    keywords=("note", "remark", "write", "post", "mention", "row"),
 )
 async def add_comment(args: AddComment, ctx: ToolContext) -> Any:
     c = await api(

@@ -7,6 +7,7 @@ manifest = Manifest(
     version="1.0.0",
     display_name="Confluence",
     description="Spaces, pages, comments and CQL search in Confluence Cloud.",
+    keywords=("wiki", "knowledge base", "documentation"),
     auth=OAuth2Auth(
         authorize_url="https://auth.atlassian.com/authorize",
         token_url="https://auth.atlassian.com/oauth/token",

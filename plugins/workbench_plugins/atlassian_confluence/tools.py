@@ -47,6 +47,7 @@ class ListSpaces(_Paged):
     "List Confluence spaces (id, key, name) the user can see.",
     ListSpaces,
     scopes=("read:space:confluence",),
+    keywords=("show", "workspaces"),
 )
 async def list_spaces(args: ListSpaces, ctx: ToolContext) -> Any:
     base = await _v2(ctx, args.cloudId)
@@ -75,6 +76,7 @@ class ListPages(_Paged):
     "List pages in a Confluence space (or find one by exact title).",
     ListPages,
     scopes=("read:space:confluence", "read:page:confluence"),
+    keywords=("show", "documents", "articles", "browse"),
 )
 async def list_pages(args: ListPages, ctx: ToolContext) -> Any:
     base = await _v2(ctx, args.cloudId)
@@ -105,6 +107,7 @@ class PageRef(SiteArgs):
     "Read a Confluence page: title, version and body (storage format).",
     PageRef,
     scopes=("read:page:confluence",),
+    keywords=("article", "show", "open", "view", "text", "contents", "document"),
 )
 async def get_page(args: PageRef, ctx: ToolContext) -> Any:
     base = await _v2(ctx, args.cloudId)
@@ -128,6 +131,7 @@ class CreatePage(SiteArgs):
     "Create (write, publish) a new Confluence page in a space.",
     CreatePage,
     scopes=("write:page:confluence",),
+    keywords=("article", "new", "add", "document", "draft", "post"),
 )
 async def create_page(args: CreatePage, ctx: ToolContext) -> Any:
     base = await _v2(ctx, args.cloudId)
@@ -160,6 +164,7 @@ class UpdatePage(PageRef):
     "Update (edit) a Confluence page's content and title; the version number is bumped for you.",
     UpdatePage,
     scopes=("read:page:confluence", "write:page:confluence"),
+    keywords=("article", "change", "rewrite", "revise", "fix", "modify", "document"),
 )
 async def update_page(args: UpdatePage, ctx: ToolContext) -> Any:
     base = await _v2(ctx, args.cloudId)
@@ -185,6 +190,7 @@ async def update_page(args: UpdatePage, ctx: ToolContext) -> Any:
     "Delete a Confluence page (moves it to the space's trash).",
     PageRef,
     scopes=("delete:page:confluence",),
+    keywords=("article", "remove", "erase", "get rid", "document"),
 )
 async def delete_page(args: PageRef, ctx: ToolContext) -> Any:
     base = await _v2(ctx, args.cloudId)
@@ -201,6 +207,7 @@ class ListChildren(PageRef, _Paged):
     "List the direct child pages of a Confluence page.",
     ListChildren,
     scopes=("read:page:confluence",),
+    keywords=("subpages", "children", "nested", "under", "hierarchy", "tree"),
 )
 async def list_child_pages(args: ListChildren, ctx: ToolContext) -> Any:
     base = await _v2(ctx, args.cloudId)
@@ -226,6 +233,7 @@ class Search(_Paged):
     "Search Confluence pages and content with CQL (full-text, by space, label, title).",
     Search,
     scopes=("search:confluence",),
+    keywords=("find", "look up", "articles", "query"),
 )
 async def search(args: Search, ctx: ToolContext) -> Any:
     site = await site_path(ctx, args.cloudId, "confluence")
@@ -262,6 +270,7 @@ class ListComments(PageRef, _Paged):
     "List the footer comments on a Confluence page.",
     ListComments,
     scopes=("read:comment:confluence",),
+    keywords=("feedback", "discussion", "remarks", "show", "read"),
 )
 async def list_comments(args: ListComments, ctx: ToolContext) -> Any:
     base = await _v2(ctx, args.cloudId)
@@ -290,6 +299,7 @@ class AddComment(PageRef):
     "Add a footer comment to a Confluence page.",
     AddComment,
     scopes=("write:comment:confluence",),
+    keywords=("feedback", "remark", "write", "note", "reply", "post"),
 )
 async def add_comment(args: AddComment, ctx: ToolContext) -> Any:
     base = await _v2(ctx, args.cloudId)

@@ -7,6 +7,7 @@ manifest = Manifest(
     version="1.0.0",
     display_name="Jira",
     description="Issues, projects, comments and workflow transitions in Jira Cloud.",
+    keywords=("tracker", "bug tracker", "agile"),
     auth=OAuth2Auth(
         authorize_url="https://auth.atlassian.com/authorize",
         token_url="https://auth.atlassian.com/oauth/token",

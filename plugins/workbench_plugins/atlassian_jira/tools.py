@@ -99,6 +99,7 @@ class ListSites(BaseModel):
     "List the Atlassian (Jira/Confluence) sites this connection can reach, with their cloudId.",
     ListSites,
     scopes=(),
+    keywords=("cloud", "instances", "workspaces", "organisations", "cloudid", "domains"),
 )
 async def list_sites(args: ListSites, ctx: ToolContext) -> Any:
     return {"sites": await accessible_sites(ctx)}
@@ -118,6 +119,7 @@ class SearchIssues(SiteArgs):
     "Search Jira issues (tickets, bugs, stories) with JQL; returns key, summary, status, assignee.",
     SearchIssues,
     scopes=("read:jira-work",),
+    keywords=("find", "query", "filter", "look up", "tickets", "bugs", "backlog", "assigned"),
 )
 async def search_issues(args: SearchIssues, ctx: ToolContext) -> Any:
     base = await site_path(ctx, args.cloudId, "jira")
@@ -138,7 +140,13 @@ async def search_issues(args: SearchIssues, ctx: ToolContext) -> Any:
     }
 
 
-@tool("jira_get_issue", "Get one Jira issue with its description.", _IssueRef, scopes=("read:jira-work",))
+@tool(
+    "jira_get_issue",
+    "Get one Jira issue with its description.",
+    _IssueRef,
+    scopes=("read:jira-work",),
+    keywords=("show", "view", "details", "open", "read", "ticket", "bug", "story"),
+)
 async def get_issue(args: _IssueRef, ctx: ToolContext) -> Any:
     base = await site_path(ctx, args.cloudId, "jira")
     raw = await api(
@@ -164,6 +172,20 @@ class CreateIssue(SiteArgs):
     "Create a Jira issue (ticket, bug, task, story) in a project.",
     CreateIssue,
     scopes=("write:jira-work",),
+    keywords=(
+        "new",
+        "file",
+        "log",
+        "raise",
+        "report",
+        "open",
+        "add",
+        "ticket",
+        "bug",
+        "story",
+        "task",
+        "epic",
+    ),
 )
 async def create_issue(args: CreateIssue, ctx: ToolContext) -> Any:
     base = await site_path(ctx, args.cloudId, "jira")
@@ -195,6 +217,7 @@ class UpdateIssue(_IssueRef):
     "Edit a Jira issue's fields (summary, description, labels, priority).",
     UpdateIssue,
     scopes=("write:jira-work",),
+    keywords=("edit", "change", "modify", "set", "rename", "fix", "ticket"),
 )
 async def update_issue(args: UpdateIssue, ctx: ToolContext) -> Any:
     fields = compact(
@@ -216,7 +239,13 @@ class AddComment(_IssueRef):
     body: str = Field(min_length=1, description="Comment text (plain text)")
 
 
-@tool("jira_add_comment", "Add a comment to a Jira issue.", AddComment, scopes=("write:jira-work",))
+@tool(
+    "jira_add_comment",
+    "Add a comment to a Jira issue.",
+    AddComment,
+    scopes=("write:jira-work",),
+    keywords=("reply", "note", "remark", "write", "post", "ticket", "mention"),
+)
 async def add_comment(args: AddComment, ctx: ToolContext) -> Any:
     base = await site_path(ctx, args.cloudId, "jira")
     raw = await api(
@@ -235,6 +264,7 @@ class ListComments(_IssueRef):
     "List comments on a Jira issue, newest first.",
     ListComments,
     scopes=("read:jira-work",),
+    keywords=("show", "read", "discussion", "replies", "history", "ticket"),
 )
 async def list_comments(args: ListComments, ctx: ToolContext) -> Any:
     base = await site_path(ctx, args.cloudId, "jira")
@@ -258,6 +288,7 @@ async def list_comments(args: ListComments, ctx: ToolContext) -> Any:
     "List the workflow transitions (status changes) available for a Jira issue now.",
     _IssueRef,
     scopes=("read:jira-work",),
+    keywords=("statuses", "next status", "allowed", "options", "workflow", "possible", "moves"),
 )
 async def list_transitions(args: _IssueRef, ctx: ToolContext) -> Any:
     base = await site_path(ctx, args.cloudId, "jira")
@@ -276,6 +307,7 @@ class Transition(_IssueRef):
     "Move a Jira issue to another status (e.g. In Progress, Done) via a workflow transition.",
     Transition,
     scopes=("read:jira-work", "write:jira-work"),
+    keywords=("status", "move", "mark", "progress", "done", "resolve", "close", "reopen", "start", "ticket"),
 )
 async def transition_issue(args: Transition, ctx: ToolContext) -> Any:
     base = await site_path(ctx, args.cloudId, "jira")
@@ -311,6 +343,7 @@ class Assign(_IssueRef):
     "Assign a Jira issue to a user (or unassign it).",
     Assign,
     scopes=("write:jira-work",),
+    keywords=("assignee", "owner", "give", "reassign", "delegate", "take", "ticket"),
 )
 async def assign_issue(args: Assign, ctx: ToolContext) -> Any:
     base = await site_path(ctx, args.cloudId, "jira")
@@ -331,6 +364,7 @@ class ListProjects(SiteArgs):
     "List (or find by name) the Jira projects visible to the user.",
     ListProjects,
     scopes=("read:jira-work",),
+    keywords=("show", "project keys", "browse"),
 )
 async def list_projects(args: ListProjects, ctx: ToolContext) -> Any:
     base = await site_path(ctx, args.cloudId, "jira")
@@ -357,6 +391,7 @@ class FindUsers(SiteArgs):
     "Find Jira users by name or email, to get the accountId for assigning issues.",
     FindUsers,
     scopes=("read:jira-user",),
+    keywords=("search", "look up", "people", "person", "member", "colleague", "account id"),
 )
 async def find_users(args: FindUsers, ctx: ToolContext) -> Any:
     base = await site_path(ctx, args.cloudId, "jira")
@@ -389,6 +424,7 @@ class _ProjectRef(SiteArgs):
     "List the issue types (Bug, Task, Story, Epic, Sub-task...) that can be created in a Jira project.",
     _ProjectRef,
     scopes=("read:jira-work",),
+    keywords=("kinds", "bug", "story", "epic", "task", "subtask", "categories"),
 )
 async def list_issue_types(args: _ProjectRef, ctx: ToolContext) -> Any:
     base = await site_path(ctx, args.cloudId, "jira")
@@ -412,6 +448,7 @@ class CreateFields(_ProjectRef):
     "types and allowed values.",
     CreateFields,
     scopes=("read:jira-work",),
+    keywords=("required", "mandatory", "form", "metadata", "custom fields", "allowed values", "createmeta"),
 )
 async def get_create_fields(args: CreateFields, ctx: ToolContext) -> Any:
     base = await site_path(ctx, args.cloudId, "jira")
@@ -448,6 +485,7 @@ class ListLinkTypes(SiteArgs):
     "List the Jira issue link types (Blocks, Duplicate, Relates...) with their inward and outward wording.",
     ListLinkTypes,
     scopes=("read:jira-work",),
+    keywords=("relationships", "relations", "blocks", "duplicates", "relates", "dependency"),
 )
 async def list_link_types(args: ListLinkTypes, ctx: ToolContext) -> Any:
     base = await site_path(ctx, args.cloudId, "jira")
@@ -467,6 +505,7 @@ class LinkIssues(SiteArgs):
     "Link two Jira issues (e.g. ACME-1 blocks ACME-2, duplicates, relates to).",
     LinkIssues,
     scopes=("write:jira-work",),
+    keywords=("connect", "relate", "relationship", "dependency", "depends", "blocked", "duplicate"),
 )
 async def link_issues(args: LinkIssues, ctx: ToolContext) -> Any:
     base = await site_path(ctx, args.cloudId, "jira")
@@ -503,6 +542,7 @@ class ListWorklogs(_IssueRef):
     "List the time logged on a Jira issue (who, how long, when), oldest first.",
     ListWorklogs,
     scopes=("read:jira-work",),
+    keywords=("time", "hours", "time tracking", "timesheet", "spent", "logged", "effort"),
 )
 async def list_worklogs(args: ListWorklogs, ctx: ToolContext) -> Any:
     base = await site_path(ctx, args.cloudId, "jira")
@@ -534,6 +574,7 @@ class AddWorklog(_IssueRef):
     "Log time spent on a Jira issue (a worklog), optionally with when it started and a comment.",
     AddWorklog,
     scopes=("write:jira-work",),
+    keywords=("log time", "track time", "hours", "timesheet", "spent", "record", "effort"),
 )
 async def add_worklog(args: AddWorklog, ctx: ToolContext) -> Any:
     base = await site_path(ctx, args.cloudId, "jira")
@@ -565,6 +606,7 @@ class ListBoards(SiteArgs):
     "List Jira Software boards (scrum and kanban), optionally for one project.",
     ListBoards,
     scopes=("read:jira-work",),
+    keywords=("scrum", "kanban", "show"),
 )
 async def list_boards(args: ListBoards, ctx: ToolContext) -> Any:
     base = await site_path(ctx, args.cloudId, "jira")
@@ -598,6 +640,7 @@ class ListSprints(SiteArgs):
     "List the sprints of a Jira scrum board (active, future, closed) with their dates and goals.",
     ListSprints,
     scopes=("read:jira-work",),
+    keywords=("iterations", "active sprint", "current", "scrum", "running", "upcoming"),
 )
 async def list_sprints(args: ListSprints, ctx: ToolContext) -> Any:
     base = await site_path(ctx, args.cloudId, "jira")
@@ -630,6 +673,7 @@ class SprintIssues(SiteArgs):
     "List the issues in a Jira sprint, optionally filtered with JQL.",
     SprintIssues,
     scopes=("read:jira-work",),
+    keywords=("sprint backlog", "tickets", "current sprint", "scope", "planned"),
 )
 async def list_sprint_issues(args: SprintIssues, ctx: ToolContext) -> Any:
     base = await site_path(ctx, args.cloudId, "jira")
@@ -655,6 +699,7 @@ class MoveToSprint(SiteArgs):
     "Move Jira issues (up to 50) into a sprint.",
     MoveToSprint,
     scopes=("write:jira-work",),
+    keywords=("add", "put", "plan", "schedule", "tickets", "sprint planning", "next sprint"),
 )
 async def move_issues_to_sprint(args: MoveToSprint, ctx: ToolContext) -> Any:
     base = await site_path(ctx, args.cloudId, "jira")

@@ -5,6 +5,7 @@ manifest = Manifest(
     version="1.0.0",
     display_name="GitHub",
     description="Repositories, pull requests, issues and code on GitHub.",
+    keywords=("git", "source control"),
     auth=OAuth2Auth(
         authorize_url="https://github.com/login/oauth/authorize",
         token_url="https://github.com/login/oauth/access_token",

@@ -94,6 +94,7 @@ class ListPrs(_Repo, _Paged):
     "List pull requests (PRs) of a GitHub repository, newest first.",
     ListPrs,
     scopes=("repo",),
+    keywords=("pull requests", "merge requests", "open", "pending", "waiting", "review queue", "show"),
 )
 async def list_prs(args: ListPrs, ctx: ToolContext) -> Any:
     prs, nxt = await _page(
@@ -113,7 +114,13 @@ class CreatePr(_Repo):
     draft: bool = Field(default=False, description="Open as a draft pull request")
 
 
-@tool("github_create_pr", "Create (open) a pull request on a GitHub repository.", CreatePr, scopes=("repo",))
+@tool(
+    "github_create_pr",
+    "Create (open) a pull request on a GitHub repository.",
+    CreatePr,
+    scopes=("repo",),
+    keywords=("open", "new", "submit", "propose", "raise", "merge request", "branch", "changes"),
+)
 async def create_pr(args: CreatePr, ctx: ToolContext) -> Any:
     pr = await api(
         ctx,
@@ -141,6 +148,7 @@ class PrRef(_Repo):
     "Get one pull request: title, description, branches, merge state and size of the change.",
     PrRef,
     scopes=("repo",),
+    keywords=("show", "details", "view", "info", "status", "mergeable"),
 )
 async def get_pr(args: PrRef, ctx: ToolContext) -> Any:
     pr = await api(ctx, "GET", f"/repos/{args.owner}/{args.repo}/pulls/{args.number}")
@@ -168,6 +176,7 @@ class ListPrFiles(PrRef, _Paged):
     "List the files a pull request changes, with a short diff of each.",
     ListPrFiles,
     scopes=("repo",),
+    keywords=("diff", "changes", "changed files", "patch", "what changed", "modified"),
 )
 async def list_pr_files(args: ListPrFiles, ctx: ToolContext) -> Any:
     files, nxt = await _page(ctx, f"/repos/{args.owner}/{args.repo}/pulls/{args.number}/files", args)
@@ -186,7 +195,13 @@ class MergePr(PrRef):
     sha: str | None = Field(default=None, description="Merge only if the PR head is still this commit")
 
 
-@tool("github_merge_pr", "Merge a pull request (merge, squash or rebase).", MergePr, scopes=("repo",))
+@tool(
+    "github_merge_pr",
+    "Merge a pull request (merge, squash or rebase).",
+    MergePr,
+    scopes=("repo",),
+    keywords=("land", "ship", "squash", "rebase", "accept", "integrate", "combine"),
+)
 async def merge_pr(args: MergePr, ctx: ToolContext) -> Any:
     out = await api(
         ctx,
@@ -216,6 +231,7 @@ class ReviewPr(PrRef):
     "Review a pull request: approve it, request changes, or comment.",
     ReviewPr,
     scopes=("repo",),
+    keywords=("approve", "lgtm", "request changes", "reject", "feedback"),
 )
 async def review_pr(args: ReviewPr, ctx: ToolContext) -> Any:
     review = await api(
@@ -241,6 +257,7 @@ class ListIssues(_Repo, _Paged):
     "List issues of a GitHub repository (GitHub also lists pull requests here; see isPullRequest).",
     ListIssues,
     scopes=("repo",),
+    keywords=("show", "open issues", "bugs", "tickets", "backlog", "browse"),
 )
 async def list_issues(args: ListIssues, ctx: ToolContext) -> Any:
     issues, nxt = await _page(
@@ -256,7 +273,13 @@ class IssueRef(_Repo):
     number: int = Field(ge=1, description="Issue number")
 
 
-@tool("github_get_issue", "Get one GitHub issue with its description.", IssueRef, scopes=("repo",))
+@tool(
+    "github_get_issue",
+    "Get one GitHub issue with its description.",
+    IssueRef,
+    scopes=("repo",),
+    keywords=("show", "view", "details", "open", "read", "bug", "ticket"),
+)
 async def get_issue(args: IssueRef, ctx: ToolContext) -> Any:
     issue = await api(ctx, "GET", f"/repos/{args.owner}/{args.repo}/issues/{args.number}")
     return {**_issue(issue), "body": trim(issue.get("body"), 10_000)}
@@ -274,6 +297,7 @@ class CreateIssue(_Repo):
     "Create (open, file) a new issue in a GitHub repository.",
     CreateIssue,
     scopes=("repo",),
+    keywords=("new", "file", "report", "log", "raise", "open", "bug", "ticket", "feature request"),
 )
 async def create_issue(args: CreateIssue, ctx: ToolContext) -> Any:
     issue = await api(
@@ -303,6 +327,7 @@ class UpdateIssue(IssueRef):
     "Update a GitHub issue: edit title/body, close or reopen, set labels.",
     UpdateIssue,
     scopes=("repo",),
+    keywords=("edit", "change", "close", "reopen", "resolve", "labels", "rename", "bug", "ticket"),
 )
 async def update_issue(args: UpdateIssue, ctx: ToolContext) -> Any:
     issue = await api(
@@ -332,6 +357,7 @@ class CommentIssue(IssueRef):
     "Add a comment to a GitHub issue or pull request conversation.",
     CommentIssue,
     scopes=("repo",),
+    keywords=("reply", "respond", "note", "write", "post", "discussion", "conversation", "bug", "ticket"),
 )
 async def comment_issue(args: CommentIssue, ctx: ToolContext) -> Any:
     comment = await api(
@@ -355,6 +381,7 @@ class SearchIssues(_Paged):
     "Search issues and pull requests across GitHub with the GitHub search syntax.",
     SearchIssues,
     scopes=("repo",),
+    keywords=("find", "query", "look up", "filter", "across", "bugs", "tickets"),
 )
 async def search_issues(args: SearchIssues, ctx: ToolContext) -> Any:
     found, nxt = await _page(ctx, "/search/issues", args, {"q": args.q})
@@ -380,6 +407,7 @@ class ListRepos(_Paged):
     "List repositories the connected GitHub user can access (own, collaborator, organisation).",
     ListRepos,
     scopes=("repo",),
+    keywords=("repositories", "projects", "show", "codebases", "organisation"),
 )
 async def list_repos(args: ListRepos, ctx: ToolContext) -> Any:
     repos, nxt = await _page(ctx, "/user/repos", args, {"sort": args.sort, "visibility": args.visibility})
@@ -391,6 +419,7 @@ async def list_repos(args: ListRepos, ctx: ToolContext) -> Any:
     "Get a GitHub repository's details: description, default branch, stats.",
     _Repo,
     scopes=("repo",),
+    keywords=("details", "info", "stars", "default branch", "metadata", "project"),
 )
 async def get_repo(args: _Repo, ctx: ToolContext) -> Any:
     repo = await api(ctx, "GET", f"/repos/{args.owner}/{args.repo}")
@@ -401,7 +430,13 @@ class ListBranches(_Repo, _Paged):
     pass
 
 
-@tool("github_list_branches", "List branches of a GitHub repository.", ListBranches, scopes=("repo",))
+@tool(
+    "github_list_branches",
+    "List branches of a GitHub repository.",
+    ListBranches,
+    scopes=("repo",),
+    keywords=("refs", "heads", "show", "feature branches"),
+)
 async def list_branches(args: ListBranches, ctx: ToolContext) -> Any:
     branches, nxt = await _page(ctx, f"/repos/{args.owner}/{args.repo}/branches", args)
     return {"branches": pick_many(branches, "name", "commit.sha", "protected"), "nextPage": nxt}
@@ -418,6 +453,7 @@ class ListCommits(_Repo, _Paged):
     "List commits of a GitHub repository branch, newest first.",
     ListCommits,
     scopes=("repo",),
+    keywords=("history", "log", "changes", "changelog", "recent changes", "git log", "who changed"),
 )
 async def list_commits(args: ListCommits, ctx: ToolContext) -> Any:
     commits, nxt = await _page(
@@ -452,6 +488,7 @@ _RAW_BYTES = 200_000  # bytes read of a file over 1 MB: enough for _MAX_TEXT cha
     "or list a directory.",
     GetFile,
     scopes=("repo",),
+    keywords=("read", "open", "view", "contents", "source", "code", "download", "show", "folder"),
 )
 async def get_file(args: GetFile, ctx: ToolContext) -> Any:
     path = f"/repos/{args.owner}/{args.repo}/contents/{args.path}"
@@ -512,6 +549,7 @@ class SearchCode(_Paged):
     "Search code in GitHub repositories (files matching a query).",
     SearchCode,
     scopes=("repo",),
+    keywords=("find", "grep", "look for", "source", "function", "symbol", "usages"),
 )
 async def search_code(args: SearchCode, ctx: ToolContext) -> Any:
     found, nxt = await _page(ctx, "/search/code", args, {"q": args.q})
@@ -541,6 +579,7 @@ class ListComments(IssueRef, _Paged):
     "List the comments of a GitHub issue or pull request conversation, oldest first.",
     ListComments,
     scopes=("repo",),
+    keywords=("show", "read", "discussion", "conversation", "replies", "thread"),
 )
 async def list_comments(args: ListComments, ctx: ToolContext) -> Any:
     comments, nxt = await _page(
@@ -558,6 +597,7 @@ class ListReviews(PrRef, _Paged):
     "List the reviews of a pull request: who approved, requested changes or commented, oldest first.",
     ListReviews,
     scopes=("repo",),
+    keywords=("approvals", "reviewers", "review status", "changes requested"),
 )
 async def list_pr_reviews(args: ListReviews, ctx: ToolContext) -> Any:
     reviews, nxt = await _page(ctx, f"/repos/{args.owner}/{args.repo}/pulls/{args.number}/reviews", args)
@@ -595,6 +635,7 @@ def _review_comment(c: Any) -> dict[str, Any]:
     "List a pull request's review comments (the ones on lines of the diff), oldest first.",
     ListReviews,
     scopes=("repo",),
+    keywords=("inline comments", "line comments", "code comments", "diff comments", "review feedback"),
 )
 async def list_pr_review_comments(args: ListReviews, ctx: ToolContext) -> Any:
     comments, nxt = await _page(ctx, f"/repos/{args.owner}/{args.repo}/pulls/{args.number}/comments", args)
@@ -626,6 +667,7 @@ class AddReviewComment(PrRef):
     "Comment on a line (or range) of a pull request's diff, or reply to a review comment.",
     AddReviewComment,
     scopes=("repo",),
+    keywords=("inline", "line", "code comment", "suggestion", "review feedback", "diff"),
 )
 async def add_pr_review_comment(args: AddReviewComment, ctx: ToolContext) -> Any:
     base = f"/repos/{args.owner}/{args.repo}/pulls/{args.number}/comments"
@@ -670,6 +712,7 @@ class PutFile(_Repo):
     PutFile,
     # Files under .github/workflows/ also need the `workflow` scope.
     scopes=("repo", "workflow"),
+    keywords=("commit", "write", "edit", "save", "push", "change", "add file", "fix"),
 )
 async def create_or_update_file(args: PutFile, ctx: ToolContext) -> Any:
     raw = args.content.encode()
@@ -709,6 +752,7 @@ class CreateBranch(_Repo):
     "Create a branch in a GitHub repository from another branch or a commit.",
     CreateBranch,
     scopes=("repo",),
+    keywords=("new branch", "checkout", "branch off", "start"),
 )
 async def create_branch(args: CreateBranch, ctx: ToolContext) -> Any:
     repo = f"/repos/{args.owner}/{args.repo}"
@@ -771,6 +815,7 @@ class ListRuns(_Repo, _Paged):
     "List GitHub Actions workflow runs (CI builds) of a repository, newest first, with status and result.",
     ListRuns,
     scopes=("repo",),
+    keywords=("ci", "builds", "actions", "pipelines", "checks", "tests", "failed", "status", "jobs"),
 )
 async def list_workflow_runs(args: ListRuns, ctx: ToolContext) -> Any:
     repo = f"/repos/{args.owner}/{args.repo}/actions"
@@ -797,6 +842,18 @@ class Rerun(_Repo):
     "Re-run a GitHub Actions workflow run, all of its jobs or only the failed ones.",
     Rerun,
     scopes=("repo",),
+    keywords=(
+        "retry",
+        "restart",
+        "re-run",
+        "rebuild",
+        "run again",
+        "trigger",
+        "ci",
+        "build",
+        "failed",
+        "jobs",
+    ),
 )
 async def rerun_workflow_run(args: Rerun, ctx: ToolContext) -> Any:
     action = "rerun-failed-jobs" if args.onlyFailed else "rerun"

@@ -82,6 +82,7 @@ class ListCalendars(BaseModel):
     "List the Google calendars the user has (own, shared, subscribed).",
     ListCalendars,
     scopes=_SCOPES,
+    keywords=("shared", "subscribed", "show", "agendas"),
 )
 async def list_calendars(args: ListCalendars, ctx: ToolContext) -> Any:
     page = await api(
@@ -113,6 +114,7 @@ class ListEvents(_Cal):
     "timeMin says otherwise; recurring ones expanded.",
     ListEvents,
     scopes=_SCOPES,
+    keywords=("upcoming", "appointments", "meetings", "today", "this week", "show", "plans"),
 )
 async def list_events(args: ListEvents, ctx: ToolContext) -> Any:
     # Without timeMin Google starts at the calendar's oldest event; "soonest first" means upcoming.
@@ -147,6 +149,7 @@ class EventRef(_Cal):
     "Get one Google Calendar event with attendees and description.",
     EventRef,
     scopes=_SCOPES,
+    keywords=("details", "show", "view", "info", "attendees", "who is coming", "location"),
 )
 async def get_event(args: EventRef, ctx: ToolContext) -> Any:
     return _event(await api(ctx, "GET", f"{_events(args.calendarId)}/{args.eventId}"))
@@ -175,6 +178,18 @@ class CreateEvent(_Cal):
     "Create (schedule, book) a Google Calendar event or meeting, one-off or recurring, and invite guests.",
     CreateEvent,
     scopes=_SCOPES,
+    keywords=(
+        "new",
+        "add",
+        "set up",
+        "plan",
+        "arrange",
+        "organise",
+        "invite",
+        "appointment",
+        "meeting",
+        "call",
+    ),
 )
 async def create_event(args: CreateEvent, ctx: ToolContext) -> Any:
     _check_recurrence(args.recurrence, args.start, args.timeZone)
@@ -225,6 +240,7 @@ class UpdateEvent(EventRef):
     "Change a Google Calendar event: reschedule, rename, move place, change guests.",
     UpdateEvent,
     scopes=_SCOPES,
+    keywords=("reschedule", "postpone", "delay", "change time", "edit", "shift", "later", "earlier"),
 )
 async def update_event(args: UpdateEvent, ctx: ToolContext) -> Any:
     body = compact(
@@ -253,7 +269,13 @@ class DeleteEvent(EventRef):
     sendUpdates: SendUpdates = Field(default="all", description="Email guests a cancellation")
 
 
-@tool("calendar_delete_event", "Delete (cancel) a Google Calendar event.", DeleteEvent, scopes=_SCOPES)
+@tool(
+    "calendar_delete_event",
+    "Delete (cancel) a Google Calendar event.",
+    DeleteEvent,
+    scopes=_SCOPES,
+    keywords=("cancel", "remove", "call off", "drop", "meeting", "appointment"),
+)
 async def delete_event(args: DeleteEvent, ctx: ToolContext) -> Any:
     await api(
         ctx, "DELETE", f"{_events(args.calendarId)}/{args.eventId}", params={"sendUpdates": args.sendUpdates}
@@ -271,6 +293,7 @@ class QuickAdd(_Cal):
     "Create a Google Calendar event from a plain sentence, e.g. 'Dinner with Ada Friday 7pm'.",
     QuickAdd,
     scopes=_SCOPES,
+    keywords=("natural language", "sentence", "text", "plain words", "fast"),
 )
 async def quick_add(args: QuickAdd, ctx: ToolContext) -> Any:
     created = await api(
@@ -296,6 +319,7 @@ class FreeBusy(BaseModel):
     "Find when calendars (people) are busy or free in a time window, to pick a meeting slot.",
     FreeBusy,
     scopes=_SCOPES,
+    keywords=("availability", "available", "free time", "open slots", "slot", "find time"),
 )
 async def find_free_busy(args: FreeBusy, ctx: ToolContext) -> Any:
     found = await api(
@@ -331,6 +355,18 @@ class Respond(EventRef):
     "Accept, decline or tentatively accept (RSVP) a Google Calendar invitation.",
     Respond,
     scopes=_SCOPES,
+    keywords=(
+        "accept",
+        "decline",
+        "rsvp",
+        "reply",
+        "attend",
+        "join",
+        "going",
+        "maybe",
+        "invitation",
+        "invite",
+    ),
 )
 async def respond_to_event(args: Respond, ctx: ToolContext) -> Any:
     path = f"{_events(args.calendarId)}/{args.eventId}"
@@ -349,7 +385,13 @@ class MoveEvent(EventRef):
     destination: str = Field(description="Id of the calendar to move the event to")
 
 
-@tool("calendar_move_event", "Move a Google Calendar event to another calendar.", MoveEvent, scopes=_SCOPES)
+@tool(
+    "calendar_move_event",
+    "Move a Google Calendar event to another calendar.",
+    MoveEvent,
+    scopes=_SCOPES,
+    keywords=("transfer", "another", "different", "switch", "relocate"),
+)
 async def move_event(args: MoveEvent, ctx: ToolContext) -> Any:
     moved = await api(
         ctx,
@@ -374,6 +416,7 @@ class Instances(EventRef):
     "List the occurrences of a recurring Google Calendar event, from now on unless timeMin says otherwise.",
     Instances,
     scopes=_SCOPES,
+    keywords=("occurrences", "recurring", "series", "repeats", "each"),
 )
 async def list_event_instances(args: Instances, ctx: ToolContext) -> Any:
     time_min = args.timeMin or _now()

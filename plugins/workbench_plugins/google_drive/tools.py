@@ -77,6 +77,7 @@ class ListFiles(BaseModel):
     "List files in Google Drive or in one folder, newest first.",
     ListFiles,
     scopes=_SCOPES,
+    keywords=("show", "browse", "folder contents", "recent"),
 )
 async def list_files(args: ListFiles, ctx: ToolContext) -> Any:
     clauses = ["trashed = false"]
@@ -99,6 +100,7 @@ class Search(BaseModel):
     "Search (find) Google Drive files by words in their name or content.",
     Search,
     scopes=_SCOPES,
+    keywords=("find", "look for", "lookup", "locate", "named", "containing"),
 )
 async def search(args: Search, ctx: ToolContext) -> Any:
     q = f"fullText contains {_quote(args.text)} and trashed = false"
@@ -116,6 +118,7 @@ class FileRef(BaseModel):
     "Get a Google Drive file's metadata (name, type, size, link, folder).",
     FileRef,
     scopes=_SCOPES,
+    keywords=("metadata", "info", "details", "properties", "size", "link", "owner"),
 )
 async def get_file(args: FileRef, ctx: ToolContext) -> Any:
     meta = await api(
@@ -143,6 +146,7 @@ class ReadFile(FileRef):
     "google_drive_download_file gets PDFs and other binary files.",
     ReadFile,
     scopes=_SCOPES,
+    keywords=("open", "contents", "text", "google doc", "docs", "slides", "view", "document"),
 )
 async def read_file(args: ReadFile, ctx: ToolContext) -> Any:
     meta = await api(ctx, "GET", f"{FILES}/{args.fileId}", params={"fields": "id,name,mimeType,size", **_ALL})
@@ -178,6 +182,7 @@ class Upload(BaseModel):
     "Upload (create, save) a text file to Google Drive; returns its id and webViewLink.",
     Upload,
     scopes=_SCOPES,
+    keywords=("save", "store", "put", "add", "new file", "create file", "backup"),
 )
 async def upload(args: Upload, ctx: ToolContext) -> Any:
     metadata = compact(
@@ -215,6 +220,7 @@ class UpdateContent(FileRef):
     "Replace the contents of an existing Google Drive file.",
     UpdateContent,
     scopes=_SCOPES,
+    keywords=("overwrite", "replace", "edit", "rewrite", "change text", "new version"),
 )
 async def update_file_content(args: UpdateContent, ctx: ToolContext) -> Any:
     updated = await api(
@@ -233,7 +239,13 @@ class CreateFolder(BaseModel):
     parentId: str | None = Field(default=None, description="Parent folder id (default: My Drive)")
 
 
-@tool("google_drive_create_folder", "Create a folder in Google Drive.", CreateFolder, scopes=_SCOPES)
+@tool(
+    "google_drive_create_folder",
+    "Create a folder in Google Drive.",
+    CreateFolder,
+    scopes=_SCOPES,
+    keywords=("new folder", "directory", "mkdir", "organise", "make"),
+)
 async def create_folder(args: CreateFolder, ctx: ToolContext) -> Any:
     created = await api(
         ctx,
@@ -259,6 +271,7 @@ class UpdateFile(FileRef):
     "Rename, describe or move a Google Drive file between folders.",
     UpdateFile,
     scopes=_SCOPES,
+    keywords=("rename", "move", "describe", "change name", "relocate", "title"),
 )
 async def update_file(args: UpdateFile, ctx: ToolContext) -> Any:
     updated = await api(
@@ -281,7 +294,13 @@ class CopyFile(FileRef):
     parentId: str | None = Field(default=None, description="Folder for the copy")
 
 
-@tool("google_drive_copy_file", "Copy (duplicate) a Google Drive file.", CopyFile, scopes=_SCOPES)
+@tool(
+    "google_drive_copy_file",
+    "Copy (duplicate) a Google Drive file.",
+    CopyFile,
+    scopes=_SCOPES,
+    keywords=("duplicate", "clone", "make a copy"),
+)
 async def copy_file(args: CopyFile, ctx: ToolContext) -> Any:
     copied = await api(
         ctx,
@@ -298,6 +317,7 @@ async def copy_file(args: CopyFile, ctx: ToolContext) -> Any:
     "Move a Google Drive file to the trash (recoverable delete).",
     FileRef,
     scopes=_SCOPES,
+    keywords=("delete", "remove", "discard", "erase", "throw away"),
 )
 async def trash_file(args: FileRef, ctx: ToolContext) -> Any:
     trashed = await api(
@@ -326,6 +346,17 @@ class Share(FileRef):
     "Share a Google Drive file: give a person, group or domain access.",
     Share,
     scopes=_SCOPES,
+    keywords=(
+        "permission",
+        "access",
+        "invite",
+        "collaborator",
+        "give access",
+        "grant",
+        "editor",
+        "viewer",
+        "send link",
+    ),
 )
 async def share_file(args: Share, ctx: ToolContext) -> Any:
     if args.type in ("user", "group") and not args.emailAddress:
@@ -356,6 +387,7 @@ async def share_file(args: Share, ctx: ToolContext) -> Any:
     "List who has access to a Google Drive file and with which role.",
     FileRef,
     scopes=_SCOPES,
+    keywords=("who has access", "shared with", "sharing", "access list", "visibility", "collaborators"),
 )
 async def list_permissions(args: FileRef, ctx: ToolContext) -> Any:
     found = await api(
@@ -394,6 +426,7 @@ class Download(FileRef):
     "e.g. as PDF); up to 5 MB.",
     Download,
     scopes=_SCOPES,
+    keywords=("save locally", "export", "pdf", "binary", "get file", "fetch", "bytes", "attachment"),
 )
 async def download_file(args: Download, ctx: ToolContext) -> Any:
     meta = await api(ctx, "GET", f"{FILES}/{args.fileId}", params={"fields": "id,name,mimeType,size", **_ALL})
@@ -435,6 +468,7 @@ class ListDrives(BaseModel):
     "List the shared drives (team drives) the user is a member of; their ids work as folderId.",
     ListDrives,
     scopes=_SCOPES,
+    keywords=("team drives", "workspaces", "show"),
 )
 async def list_shared_drives(args: ListDrives, ctx: ToolContext) -> Any:
     page = await api(

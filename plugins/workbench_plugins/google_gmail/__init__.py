@@ -5,6 +5,7 @@ manifest = Manifest(
     version="1.0.0",
     display_name="Gmail",
     description="Search, read, send and label email in Gmail.",
+    keywords=("email", "mail", "inbox", "mailbox"),
     # Google OAuth 2.0 web-server flow; access_type=offline + prompt=consent yield a refresh token.
     auth=OAuth2Auth(
         authorize_url="https://accounts.google.com/o/oauth2/v2/auth",

@@ -160,6 +160,7 @@ class SearchMessages(BaseModel):
     "Search (find, list) Gmail emails with Gmail query syntax; returns sender, subject, date, snippet.",
     SearchMessages,
     scopes=_SCOPES,
+    keywords=("find", "look for", "query", "unread", "emails"),
 )
 async def search_messages(args: SearchMessages, ctx: ToolContext) -> Any:
     page = await api(
@@ -201,6 +202,7 @@ class MessageRef(BaseModel):
     "Read one Gmail email: headers, plain-text body and attachment list (gmail_get_attachment downloads one).",
     MessageRef,
     scopes=_SCOPES,
+    keywords=("open", "read", "view", "show", "email body"),
 )
 async def get_message(args: MessageRef, ctx: ToolContext) -> Any:
     return _full(await api(ctx, "GET", f"{ME}/messages/{args.id}", params={"format": "full"}))
@@ -215,6 +217,7 @@ class ThreadRef(BaseModel):
     "Read a whole Gmail conversation (thread), oldest message first.",
     ThreadRef,
     scopes=_SCOPES,
+    keywords=("conversation", "whole thread", "chain", "replies", "history"),
 )
 async def get_thread(args: ThreadRef, ctx: ToolContext) -> Any:
     thread = await api(ctx, "GET", f"{ME}/threads/{args.id}", params={"format": "full"})
@@ -237,6 +240,7 @@ class Compose(BaseModel):
     "Send an email (mail, message), with optional file attachments, from the connected Gmail account.",
     Compose,
     scopes=_SCOPES,
+    keywords=("write", "compose", "message", "notify", "contact", "drop a line"),
 )
 async def send_email(args: Compose, ctx: ToolContext) -> Any:
     _check_attachments(args.attachments)
@@ -256,6 +260,7 @@ class Reply(BaseModel):
     "Reply to a Gmail email in its thread (keeps subject and threading headers).",
     Reply,
     scopes=_SCOPES,
+    keywords=("respond", "answer", "write back", "follow up"),
 )
 async def reply_to_message(args: Reply, ctx: ToolContext) -> Any:
     raw, thread_id = await _reply(ctx, args)
@@ -291,6 +296,7 @@ async def _reply(ctx: ToolContext, args: Reply) -> tuple[str, Any]:
     "Save a reply to a Gmail email as a draft in its thread (to review and send later).",
     Reply,
     scopes=_SCOPES,
+    keywords=("prepare", "respond later", "answer", "write back"),
 )
 async def create_reply_draft(args: Reply, ctx: ToolContext) -> Any:
     raw, thread_id = await _reply(ctx, args)
@@ -303,6 +309,7 @@ async def create_reply_draft(args: Reply, ctx: ToolContext) -> Any:
     "Save an email as a Gmail draft (to review and send later).",
     Compose,
     scopes=_SCOPES,
+    keywords=("compose", "prepare", "write", "save for later", "not send"),
 )
 async def create_draft(args: Compose, ctx: ToolContext) -> Any:
     _check_attachments(args.attachments)
@@ -317,7 +324,11 @@ class ListDrafts(BaseModel):
 
 
 @tool(
-    "gmail_list_drafts", "List Gmail drafts (ids, to send with gmail_send_draft).", ListDrafts, scopes=_SCOPES
+    "gmail_list_drafts",
+    "List Gmail drafts (ids, to send with gmail_send_draft).",
+    ListDrafts,
+    scopes=_SCOPES,
+    keywords=("show", "unsent", "saved drafts", "outbox"),
 )
 async def list_drafts(args: ListDrafts, ctx: ToolContext) -> Any:
     page = await api(
@@ -333,7 +344,13 @@ class DraftRef(BaseModel):
     id: str = Field(description="Draft id")
 
 
-@tool("gmail_send_draft", "Send an existing Gmail draft.", DraftRef, scopes=_SCOPES)
+@tool(
+    "gmail_send_draft",
+    "Send an existing Gmail draft.",
+    DraftRef,
+    scopes=_SCOPES,
+    keywords=("deliver", "dispatch", "unsent", "saved draft"),
+)
 async def send_draft(args: DraftRef, ctx: ToolContext) -> Any:
     sent = await api(ctx, "POST", f"{ME}/drafts/send", json={"id": args.id})
     return pick(sent, "id", "threadId", "labelIds")
@@ -343,7 +360,13 @@ class NoArgs(BaseModel):
     pass
 
 
-@tool("gmail_list_labels", "List Gmail labels (system and user labels, with ids).", NoArgs, scopes=_SCOPES)
+@tool(
+    "gmail_list_labels",
+    "List Gmail labels (system and user labels, with ids).",
+    NoArgs,
+    scopes=_SCOPES,
+    keywords=("folders", "categories", "tags", "show"),
+)
 async def list_labels(args: NoArgs, ctx: ToolContext) -> Any:
     page = await api(ctx, "GET", f"{ME}/labels")
     return {"labels": pick_many(page.get("labels"), "id", "name", "type")}
@@ -361,6 +384,18 @@ class ModifyLabels(MessageRef):
     "Label, archive, star or mark a Gmail email read/unread by adding or removing label ids.",
     ModifyLabels,
     scopes=_SCOPES,
+    keywords=(
+        "star",
+        "flag",
+        "mark read",
+        "mark unread",
+        "archive",
+        "important",
+        "tag",
+        "move",
+        "categorise",
+        "folder",
+    ),
 )
 async def modify_labels(args: ModifyLabels, ctx: ToolContext) -> Any:
     msg = await api(
@@ -372,13 +407,25 @@ async def modify_labels(args: ModifyLabels, ctx: ToolContext) -> Any:
     return pick(msg, "id", "threadId", "labelIds")
 
 
-@tool("gmail_trash_message", "Move a Gmail email to the trash.", MessageRef, scopes=_SCOPES)
+@tool(
+    "gmail_trash_message",
+    "Move a Gmail email to the trash.",
+    MessageRef,
+    scopes=_SCOPES,
+    keywords=("delete", "remove", "discard", "erase", "throw away", "get rid"),
+)
 async def trash_message(args: MessageRef, ctx: ToolContext) -> Any:
     msg = await api(ctx, "POST", f"{ME}/messages/{args.id}/trash")
     return pick(msg, "id", "threadId", "labelIds")
 
 
-@tool("gmail_get_profile", "Get the connected Gmail address and mailbox totals.", NoArgs, scopes=_SCOPES)
+@tool(
+    "gmail_get_profile",
+    "Get the connected Gmail address and mailbox totals.",
+    NoArgs,
+    scopes=_SCOPES,
+    keywords=("my address", "account", "who am i", "mailbox size", "email address", "totals"),
+)
 async def get_profile(args: NoArgs, ctx: ToolContext) -> Any:
     profile = await api(ctx, "GET", f"{ME}/profile")
     return pick(profile, "emailAddress", "messagesTotal", "threadsTotal")
@@ -398,6 +445,7 @@ class AttachmentRef(MessageRef):
     "Download a Gmail attachment as base64 (up to 5 MB; a larger one is refused with its size).",
     AttachmentRef,
     scopes=_SCOPES,
+    keywords=("file", "pdf", "document", "save", "open attachment"),
 )
 async def get_attachment(args: AttachmentRef, ctx: ToolContext) -> Any:
     body = await api(ctx, "GET", f"{ME}/messages/{args.id}/attachments/{args.attachmentId}")
@@ -431,6 +479,7 @@ class SearchThreads(BaseModel):
     "Search (list) Gmail conversations (threads) with Gmail query syntax; returns thread ids and snippets.",
     SearchThreads,
     scopes=_SCOPES,
+    keywords=("conversations", "find", "chains", "discussions"),
 )
 async def search_threads(args: SearchThreads, ctx: ToolContext) -> Any:
     page = await api(
@@ -465,6 +514,7 @@ class CreateLabel(BaseModel):
     "Create a Gmail label (its id then works with gmail_modify_labels).",
     CreateLabel,
     scopes=_SCOPES,
+    keywords=("new label", "folder", "category", "tag", "add label"),
 )
 async def create_label(args: CreateLabel, ctx: ToolContext) -> Any:
     label = await api(

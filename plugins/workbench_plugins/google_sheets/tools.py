@@ -52,7 +52,13 @@ class Create(BaseModel):
     )
 
 
-@tool("sheets_create_spreadsheet", "Create a new Google Sheets spreadsheet.", Create, scopes=_SCOPES)
+@tool(
+    "sheets_create_spreadsheet",
+    "Create a new Google Sheets spreadsheet.",
+    Create,
+    scopes=_SCOPES,
+    keywords=("new", "workbook", "make", "blank", "start"),
+)
 async def create_spreadsheet(args: Create, ctx: ToolContext) -> Any:
     body = compact(
         {
@@ -72,6 +78,7 @@ async def create_spreadsheet(args: Create, ctx: ToolContext) -> Any:
     "Get a spreadsheet's title and its sheets (tabs) with their ids and sizes.",
     SheetRef,
     scopes=_SCOPES,
+    keywords=("tabs", "metadata", "info", "structure", "title", "worksheets"),
 )
 async def get_spreadsheet(args: SheetRef, ctx: ToolContext) -> Any:
     meta = await api(
@@ -106,6 +113,7 @@ class ReadRange(SheetRef):
     "Read cell values from a range of a Google Sheet (rows of cells).",
     ReadRange,
     scopes=_SCOPES,
+    keywords=("cells", "values", "data", "get", "rows", "columns", "open", "view", "table"),
 )
 async def read_range(args: ReadRange, ctx: ToolContext) -> Any:
     vr = await api(
@@ -121,7 +129,13 @@ class BatchRead(SheetRef):
     ranges: list[str] = Field(min_length=1, description="A1 ranges to read")
 
 
-@tool("sheets_batch_read", "Read several ranges of a Google Sheet in one call.", BatchRead, scopes=_SCOPES)
+@tool(
+    "sheets_batch_read",
+    "Read several ranges of a Google Sheet in one call.",
+    BatchRead,
+    scopes=_SCOPES,
+    keywords=("multiple ranges", "several", "many", "at once", "bulk", "cells"),
+)
 async def batch_read(args: BatchRead, ctx: ToolContext) -> Any:
     found = await api(ctx, "GET", f"{S}/{args.spreadsheetId}/values:batchGet", params={"ranges": args.ranges})
     return {"valueRanges": [_values(vr) for vr in found.get("valueRanges", [])]}
@@ -143,6 +157,7 @@ _UPDATED = ("updatedRange", "updatedRows", "updatedColumns", "updatedCells")
     "Write (update, overwrite) cell values in a range of a Google Sheet.",
     WriteRange,
     scopes=_SCOPES,
+    keywords=("update", "set", "fill", "put", "enter", "cells", "values"),
 )
 async def write_range(args: WriteRange, ctx: ToolContext) -> Any:
     done = await api(
@@ -168,6 +183,7 @@ class AppendRows(SheetRef):
     "Append (add) rows to the end of a table in a Google Sheet.",
     AppendRows,
     scopes=_SCOPES,
+    keywords=("add", "insert", "new rows", "log", "record", "at the end"),
 )
 async def append_rows(args: AppendRows, ctx: ToolContext) -> Any:
     done = await api(
@@ -185,7 +201,11 @@ class ClearRange(SheetRef):
 
 
 @tool(
-    "sheets_clear_range", "Clear (erase) the values in a range of a Google Sheet.", ClearRange, scopes=_SCOPES
+    "sheets_clear_range",
+    "Clear (erase) the values in a range of a Google Sheet.",
+    ClearRange,
+    scopes=_SCOPES,
+    keywords=("erase", "wipe", "empty", "blank", "reset", "remove values", "cells"),
 )
 async def clear_range(args: ClearRange, ctx: ToolContext) -> Any:
     done = await api(ctx, "POST", f"{S}/{args.spreadsheetId}/values/{_range(args.range)}:clear", json={})
@@ -209,6 +229,7 @@ class BatchWrite(SheetRef):
     "Write values to several ranges of a Google Sheet in one call.",
     BatchWrite,
     scopes=_SCOPES,
+    keywords=("multiple ranges", "several", "bulk", "at once", "many cells"),
 )
 async def batch_write(args: BatchWrite, ctx: ToolContext) -> Any:
     done = await api(
@@ -229,7 +250,13 @@ class AddSheet(SheetRef):
     columns: int | None = Field(default=None, ge=1, description="Column count (default 26)")
 
 
-@tool("sheets_add_sheet", "Add a new sheet (tab) to a Google Sheets spreadsheet.", AddSheet, scopes=_SCOPES)
+@tool(
+    "sheets_add_sheet",
+    "Add a new sheet (tab) to a Google Sheets spreadsheet.",
+    AddSheet,
+    scopes=_SCOPES,
+    keywords=("new tab", "worksheet", "add tab", "page"),
+)
 async def add_sheet(args: AddSheet, ctx: ToolContext) -> Any:
     grid = compact({"rowCount": args.rows, "columnCount": args.columns})
     props = compact({"title": args.title, "gridProperties": grid or None})
@@ -252,6 +279,7 @@ class DeleteSheet(SheetRef):
     "Delete a sheet (tab) from a Google Sheets spreadsheet.",
     DeleteSheet,
     scopes=_SCOPES,
+    keywords=("remove tab", "worksheet", "drop", "erase", "get rid"),
 )
 async def delete_sheet(args: DeleteSheet, ctx: ToolContext) -> Any:
     await api(

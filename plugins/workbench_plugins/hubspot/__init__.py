@@ -5,6 +5,7 @@ manifest = Manifest(
     version="1.0.0",
     display_name="HubSpot",
     description="HubSpot CRM: contacts, companies, deals, notes and owners.",
+    keywords=("crm", "sales", "marketing"),
     auth=OAuth2Auth(
         authorize_url="https://app.hubspot.com/oauth/authorize",
         token_url="https://api.hubapi.com/oauth/v1/token",

@@ -87,6 +87,7 @@ class Page(BaseModel):
     "List HubSpot contacts (people) with their main properties.",
     Page,
     scopes=("crm.objects.contacts.read",),
+    keywords=("people", "leads", "customers", "show", "address book"),
 )
 async def list_contacts(args: Page, ctx: ToolContext) -> Any:
     return await _list_objects(ctx, "contacts", args, CONTACT_PROPS)
@@ -105,6 +106,7 @@ class GetContact(BaseModel):
     "Get one HubSpot contact by id or by email address.",
     GetContact,
     scopes=("crm.objects.contacts.read",),
+    keywords=("person", "lead", "details", "profile", "show", "look up"),
 )
 async def get_contact(args: GetContact, ctx: ToolContext) -> Any:
     obj = await api(
@@ -149,6 +151,7 @@ async def _search(ctx: ToolContext, kind: str, args: Search, default_props: list
     "Search HubSpot contacts by text (name, email, phone, company) or property filters.",
     Search,
     scopes=("crm.objects.contacts.read",),
+    keywords=("find", "look up", "lead", "person", "by email", "phone"),
 )
 async def search_contacts(args: Search, ctx: ToolContext) -> Any:
     return await _search(ctx, "contacts", args, CONTACT_PROPS)
@@ -159,6 +162,7 @@ async def search_contacts(args: Search, ctx: ToolContext) -> Any:
     "Search HubSpot deals by text or property filters (stage, amount, owner).",
     Search,
     scopes=("crm.objects.deals.read",),
+    keywords=("find", "filter", "opportunities", "pipeline"),
 )
 async def search_deals(args: Search, ctx: ToolContext) -> Any:
     return await _search(ctx, "deals", args, DEAL_PROPS)
@@ -181,6 +185,7 @@ class CreateContact(BaseModel):
     "Create a HubSpot contact.",
     CreateContact,
     scopes=("crm.objects.contacts.write",),
+    keywords=("new", "add", "lead", "person", "customer", "record"),
 )
 async def create_contact(args: CreateContact, ctx: ToolContext) -> Any:
     props = {k: v for k, v in args.model_dump(exclude={"properties"}).items() if v is not None}
@@ -198,6 +203,7 @@ class UpdateObject(BaseModel):
     "Update properties of a HubSpot contact.",
     UpdateObject,
     scopes=("crm.objects.contacts.write",),
+    keywords=("edit", "change", "modify", "phone", "email", "fix", "person"),
 )
 async def update_contact(args: UpdateObject, ctx: ToolContext) -> Any:
     return _record(
@@ -210,6 +216,7 @@ async def update_contact(args: UpdateObject, ctx: ToolContext) -> Any:
     "List HubSpot companies with their main properties.",
     Page,
     scopes=("crm.objects.companies.read",),
+    keywords=("accounts", "organisations", "businesses", "show"),
 )
 async def list_companies(args: Page, ctx: ToolContext) -> Any:
     return await _list_objects(ctx, "companies", args, COMPANY_PROPS)
@@ -228,6 +235,7 @@ class CreateCompany(BaseModel):
     "Create a HubSpot company.",
     CreateCompany,
     scopes=("crm.objects.companies.write",),
+    keywords=("new", "add", "account", "organisation", "business"),
 )
 async def create_company(args: CreateCompany, ctx: ToolContext) -> Any:
     props = {"name": args.name, **({"domain": args.domain} if args.domain else {}), **(args.properties or {})}
@@ -239,6 +247,7 @@ async def create_company(args: CreateCompany, ctx: ToolContext) -> Any:
     "List HubSpot deals (pipeline opportunities) with amount and stage.",
     Page,
     scopes=("crm.objects.deals.read",),
+    keywords=("pipeline", "opportunities", "show", "forecast"),
 )
 async def list_deals(args: Page, ctx: ToolContext) -> Any:
     return await _list_objects(ctx, "deals", args, DEAL_PROPS)
@@ -262,6 +271,7 @@ class CreateDeal(BaseModel):
     "contact and company.",
     CreateDeal,
     scopes=("crm.objects.deals.read", "crm.objects.deals.write"),
+    keywords=("new", "add", "opportunity", "sale", "pipeline"),
 )
 async def create_deal(args: CreateDeal, ctx: ToolContext) -> Any:
     if args.dealstage is None:
@@ -294,6 +304,7 @@ async def create_deal(args: CreateDeal, ctx: ToolContext) -> Any:
     "Update a HubSpot deal (move stage, change amount or close date).",
     UpdateObject,
     scopes=("crm.objects.deals.write",),
+    keywords=("edit", "change", "stage", "amount", "won", "lost", "close", "advance", "progress"),
 )
 async def update_deal(args: UpdateObject, ctx: ToolContext) -> Any:
     return _record(
@@ -314,6 +325,7 @@ class CreateNote(BaseModel):
     "Log a note on a HubSpot contact, company or deal timeline.",
     CreateNote,
     scopes=("crm.objects.contacts.write",),
+    keywords=("log", "record", "activity", "call notes", "comment", "timeline", "remark"),
 )
 async def create_note(args: CreateNote, ctx: ToolContext) -> Any:
     targets = [("contact", args.contact_id), ("company", args.company_id), ("deal", args.deal_id)]
@@ -335,6 +347,7 @@ class ListOwners(BaseModel):
     "List HubSpot owners (users who can own records) with their ids.",
     ListOwners,
     scopes=("crm.objects.owners.read",),
+    keywords=("users", "sales reps", "team members", "assignees"),
 )
 async def list_owners(args: ListOwners, ctx: ToolContext) -> Any:
     body = await api(
@@ -374,6 +387,7 @@ async def _get_object(ctx: ToolContext, kind: str, args: GetRecord, default_prop
     "Get one HubSpot company by id with its main properties.",
     GetRecord,
     scopes=("crm.objects.companies.read",),
+    keywords=("account", "organisation", "details", "show"),
 )
 async def get_company(args: GetRecord, ctx: ToolContext) -> Any:
     return await _get_object(ctx, "companies", args, COMPANY_PROPS)
@@ -384,6 +398,7 @@ async def get_company(args: GetRecord, ctx: ToolContext) -> Any:
     "Search HubSpot companies by text (name, domain, phone) or property filters.",
     Search,
     scopes=("crm.objects.companies.read",),
+    keywords=("find", "look up", "account", "organisation", "domain"),
 )
 async def search_companies(args: Search, ctx: ToolContext) -> Any:
     return await _search(ctx, "companies", args, COMPANY_PROPS)
@@ -394,6 +409,7 @@ async def search_companies(args: Search, ctx: ToolContext) -> Any:
     "Update properties of a HubSpot company.",
     UpdateObject,
     scopes=("crm.objects.companies.write",),
+    keywords=("edit", "change", "account", "organisation"),
 )
 async def update_company(args: UpdateObject, ctx: ToolContext) -> Any:
     return _record(
@@ -406,6 +422,7 @@ async def update_company(args: UpdateObject, ctx: ToolContext) -> Any:
     "Get one HubSpot deal by id: name, amount, pipeline, stage, close date, owner.",
     GetRecord,
     scopes=("crm.objects.deals.read",),
+    keywords=("opportunity", "details", "show", "stage", "amount"),
 )
 async def get_deal(args: GetRecord, ctx: ToolContext) -> Any:
     return await _get_object(ctx, "deals", args, DEAL_PROPS)
@@ -437,6 +454,7 @@ def _pipeline(p: Any) -> dict[str, Any]:
     "List HubSpot deal pipelines with their stages in order (ids for creating and moving deals).",
     NoArgs,
     scopes=("crm.objects.deals.read",),
+    keywords=("stages", "funnel", "sales process"),
 )
 async def list_pipelines(args: NoArgs, ctx: ToolContext) -> Any:
     body = await api(ctx, "GET", "/crm/v3/pipelines/deals")
@@ -462,6 +480,7 @@ class ListAssociations(BaseModel):
     "List the HubSpot records linked to a contact, company or deal (e.g. a deal's contacts), with link labels.",
     ListAssociations,
     scopes=("crm.objects.contacts.read", "crm.objects.companies.read", "crm.objects.deals.read"),
+    keywords=("related", "linked", "connected", "relationships"),
 )
 async def list_associations(args: ListAssociations, ctx: ToolContext) -> Any:
     body = await api(
@@ -495,6 +514,7 @@ class Associate(BaseModel):
     "Link two HubSpot records with their default association (e.g. a contact to a company or a deal).",
     Associate,
     scopes=("crm.objects.contacts.write", "crm.objects.companies.write", "crm.objects.deals.write"),
+    keywords=("link", "connect", "attach", "relate", "tie"),
 )
 async def associate_records(args: Associate, ctx: ToolContext) -> Any:
     path = (
@@ -536,6 +556,7 @@ class CreateTask(BaseModel):
     "Create a HubSpot task (to-do, call, email reminder) with a due date, optionally linked to records.",
     CreateTask,
     scopes=("crm.objects.contacts.write",),
+    keywords=("todo", "reminder", "follow up", "call", "due"),
 )
 async def create_task(args: CreateTask, ctx: ToolContext) -> Any:
     props = {

@@ -5,6 +5,7 @@ manifest = Manifest(
     version="1.0.0",
     display_name="Linear",
     description="Linear issues, comments, teams, projects, workflow states, labels and users (GraphQL API).",
+    keywords=("tracker", "bug tracker"),
     auth=OAuth2Auth(
         authorize_url="https://linear.app/oauth/authorize",
         token_url="https://api.linear.app/oauth/token",

@@ -142,6 +142,7 @@ class ListIssues(Page):
     "List Linear issues (tickets), most recently updated first, filtered by team, assignee or state.",
     ListIssues,
     scopes=("read",),
+    keywords=("tickets", "show", "assigned", "backlog", "bugs"),
 )
 async def list_issues(args: ListIssues, ctx: ToolContext) -> Any:
     flt: dict[str, Any] = {}
@@ -168,6 +169,7 @@ class SearchIssues(Page):
     "Full-text search Linear issues (tickets) by words.",
     SearchIssues,
     scopes=("read",),
+    keywords=("find", "look for", "query", "tickets", "bugs", "words"),
 )
 async def search_issues(args: SearchIssues, ctx: ToolContext) -> Any:
     variables = compact(
@@ -191,6 +193,7 @@ class IssueId(BaseModel):
     "Get a Linear issue with its description, labels and its first 50 comments.",
     IssueId,
     scopes=("read",),
+    keywords=("show", "details", "view", "open", "ticket"),
 )
 async def get_issue(args: IssueId, ctx: ToolContext) -> Any:
     node = (await gql(ctx, GET_ISSUE, {"id": args.id})).get("issue")
@@ -225,7 +228,13 @@ class CreateIssue(BaseModel):
     due_date: str | None = Field(default=None, description="Due date, YYYY-MM-DD")
 
 
-@tool("linear_create_issue", "Create a Linear issue (ticket) in a team.", CreateIssue, scopes=("write",))
+@tool(
+    "linear_create_issue",
+    "Create a Linear issue (ticket) in a team.",
+    CreateIssue,
+    scopes=("write",),
+    keywords=("new", "file", "log", "report", "open", "add", "ticket", "bug", "task"),
+)
 async def create_issue(args: CreateIssue, ctx: ToolContext) -> Any:
     input_ = compact(
         {
@@ -261,6 +270,7 @@ class UpdateIssue(IssueId):
     "Update a Linear issue: change state (e.g. close it), assignee, priority, title, labels.",
     UpdateIssue,
     scopes=("write",),
+    keywords=("edit", "change", "close", "status", "state", "priority", "assign", "move", "done", "ticket"),
 )
 async def update_issue(args: UpdateIssue, ctx: ToolContext) -> Any:
     input_ = compact(
@@ -290,7 +300,13 @@ class AddComment(BaseModel):
     body: str = Field(min_length=1, description="Comment text (Markdown)")
 
 
-@tool("linear_add_comment", "Comment on a Linear issue.", AddComment, scopes=("write",))
+@tool(
+    "linear_add_comment",
+    "Comment on a Linear issue.",
+    AddComment,
+    scopes=("write",),
+    keywords=("reply", "note", "write", "post", "remark", "ticket"),
+)
 async def add_comment(args: AddComment, ctx: ToolContext) -> Any:
     res = (await gql(ctx, CREATE_COMMENT, {"input": {"issueId": args.issue_id, "body": args.body}})).get(
         "commentCreate"
@@ -307,6 +323,7 @@ def _page_vars(args: Page) -> dict[str, Any]:
     "List the Linear teams (with ids and keys) the user belongs to.",
     Page,
     scopes=("read",),
+    keywords=("groups", "show", "team keys"),
 )
 async def list_teams(args: Page, ctx: ToolContext) -> Any:
     return _conn((await gql(ctx, LIST_TEAMS, _page_vars(args))).get("teams") or {}, "teams")
@@ -317,6 +334,7 @@ async def list_teams(args: Page, ctx: ToolContext) -> Any:
     "List Linear projects with state, progress and target date.",
     Page,
     scopes=("read",),
+    keywords=("roadmap", "initiatives", "show", "progress", "milestones"),
 )
 async def list_projects(args: Page, ctx: ToolContext) -> Any:
     return _conn((await gql(ctx, LIST_PROJECTS, _page_vars(args))).get("projects") or {}, "projects")
@@ -327,6 +345,7 @@ async def list_projects(args: Page, ctx: ToolContext) -> Any:
     "List the people in the Linear workspace (ids for assigning issues).",
     Page,
     scopes=("read",),
+    keywords=("people", "members", "teammates", "colleagues", "assignees", "show"),
 )
 async def list_users(args: Page, ctx: ToolContext) -> Any:
     return _conn((await gql(ctx, LIST_USERS, _page_vars(args))).get("users") or {}, "users")
@@ -355,6 +374,7 @@ def _state(node: dict[str, Any]) -> dict[str, Any]:
     "List Linear workflow states (Backlog, Todo, In Progress, Done...) with ids, per team.",
     TeamPage,
     scopes=("read",),
+    keywords=("statuses", "columns", "stages"),
 )
 async def list_workflow_states(args: TeamPage, ctx: ToolContext) -> Any:
     data = await gql(ctx, LIST_STATES, _team_vars(args))
@@ -365,7 +385,13 @@ def _label(node: dict[str, Any]) -> dict[str, Any]:
     return {**{k: node.get(k) for k in ("id", "name", "color")}, "team": (node.get("team") or {}).get("key")}
 
 
-@tool("linear_list_labels", "List Linear issue labels with their ids.", TeamPage, scopes=("read",))
+@tool(
+    "linear_list_labels",
+    "List Linear issue labels with their ids.",
+    TeamPage,
+    scopes=("read",),
+    keywords=("tags", "categories", "show"),
+)
 async def list_labels(args: TeamPage, ctx: ToolContext) -> Any:
     return _conn((await gql(ctx, LIST_LABELS, _team_vars(args))).get("issueLabels") or {}, "labels", _label)
 
@@ -379,6 +405,7 @@ class NoArgs(BaseModel):
     "Get the connected Linear user (who am I) and their organization.",
     NoArgs,
     scopes=("read",),
+    keywords=("myself", "who am i", "my account", "current user", "profile", "identity"),
 )
 async def get_viewer(args: NoArgs, ctx: ToolContext) -> Any:
     viewer = (await gql(ctx, VIEWER)).get("viewer") or {}
@@ -427,6 +454,7 @@ class ListCycles(Page):
     "List Linear cycles (sprints) with dates and progress, optionally the active one of a team.",
     ListCycles,
     scopes=("read",),
+    keywords=("sprints", "iterations", "current cycle", "active", "show"),
 )
 async def list_cycles(args: ListCycles, ctx: ToolContext) -> Any:
     flt: dict[str, Any] = {}
@@ -452,6 +480,7 @@ class CycleIssues(Page):
     "List the issues planned in a Linear cycle (sprint).",
     CycleIssues,
     scopes=("read",),
+    keywords=("sprint", "iteration", "planned", "scope", "tickets"),
 )
 async def list_cycle_issues(args: CycleIssues, ctx: ToolContext) -> Any:
     cycle = (await gql(ctx, CYCLE_ISSUES, {"id": args.cycle_id, **_page_vars(args)})).get("cycle")
@@ -484,6 +513,7 @@ class CreateProject(BaseModel):
     "Create a Linear project for one or more teams.",
     CreateProject,
     scopes=("write",),
+    keywords=("new", "start", "initiative", "add", "make"),
 )
 async def create_project(args: CreateProject, ctx: ToolContext) -> Any:
     project_input = compact(
@@ -510,6 +540,7 @@ class IssueRef(BaseModel):
     "Archive a Linear issue (hide it from views; it can be restored in Linear).",
     IssueRef,
     scopes=("write",),
+    keywords=("shelve", "park", "remove", "ticket"),
 )
 async def archive_issue(args: IssueRef, ctx: ToolContext) -> Any:
     res = (await gql(ctx, ARCHIVE_ISSUE, {"id": args.id})).get("issueArchive") or {}

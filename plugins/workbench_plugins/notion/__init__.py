@@ -5,6 +5,7 @@ manifest = Manifest(
     version="1.0.0",
     display_name="Notion",
     description="Pages, databases, blocks, comments and users in a Notion workspace.",
+    keywords=("wiki", "docs", "knowledge base"),
     # Notion's public integrations: no scopes (access = the pages the user shares at consent);
     # `owner=user` is required on the authorize URL. The token endpoint takes HTTP Basic client
     # auth, a JSON body of documented fields only (no PKCE verifier: Notion has no PKCE) and the

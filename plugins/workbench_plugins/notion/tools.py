@@ -131,6 +131,7 @@ class Search(Page):
     "notion_search",
     "Search Notion pages and databases shared with the integration by title.",
     Search,
+    keywords=("find", "look for", "lookup", "pages", "databases", "title"),
 )
 async def search(args: Search, ctx: ToolContext) -> Any:
     body: dict[str, Any] = {"query": args.query, "page_size": args.perPage}
@@ -146,7 +147,12 @@ class PageId(BaseModel):
     page_id: str = Field(description="Notion page id (UUID, with or without dashes)")
 
 
-@tool("notion_get_page", "Get a Notion page's title, URL and property values.", PageId)
+@tool(
+    "notion_get_page",
+    "Get a Notion page's title, URL and property values.",
+    PageId,
+    keywords=("properties", "metadata", "info", "fields", "url", "details"),
+)
 async def get_page(args: PageId, ctx: ToolContext) -> Any:
     return _page(await _call(ctx, "GET", f"/pages/{args.page_id}"))
 
@@ -159,6 +165,7 @@ class BlockChildren(Page):
     "notion_get_page_content",
     "Read the content (blocks: paragraphs, headings, lists, to-dos) of a Notion page as plain text.",
     BlockChildren,
+    keywords=("read", "text", "body", "open", "view", "document"),
 )
 async def get_page_content(args: BlockChildren, ctx: ToolContext) -> Any:
     res = await _call(
@@ -188,6 +195,7 @@ class CreatePage(BaseModel):
     "notion_create_page",
     "Create a Notion page under a page, or a new row (page) in a Notion database.",
     CreatePage,
+    keywords=("new", "add", "write", "document", "row", "entry", "item", "record"),
 )
 async def create_page(args: CreatePage, ctx: ToolContext) -> Any:
     if bool(args.parent_page_id) == bool(args.parent_database_id):
@@ -216,12 +224,22 @@ class UpdatePage(PageId):
     )
 
 
-@tool("notion_update_page", "Update property values of a Notion page or database row.", UpdatePage)
+@tool(
+    "notion_update_page",
+    "Update property values of a Notion page or database row.",
+    UpdatePage,
+    keywords=("edit", "change", "set", "properties", "fields", "row"),
+)
 async def update_page(args: UpdatePage, ctx: ToolContext) -> Any:
     return _page(await _call(ctx, "PATCH", f"/pages/{args.page_id}", json={"properties": args.properties}))
 
 
-@tool("notion_archive_page", "Archive (move to trash / delete) a Notion page.", PageId)
+@tool(
+    "notion_archive_page",
+    "Archive (move to trash / delete) a Notion page.",
+    PageId,
+    keywords=("delete", "remove", "trash", "hide", "erase"),
+)
 async def archive_page(args: PageId, ctx: ToolContext) -> Any:
     return _page(
         await _call(ctx, "PATCH", f"/pages/{args.page_id}", json={"archived": True}), properties=False
@@ -237,6 +255,7 @@ class AppendText(BaseModel):
     "notion_append_text",
     "Append paragraphs of text (up to 1,000) to the end of a Notion page.",
     AppendText,
+    keywords=("add", "write", "paragraph", "at the end", "continue", "extend"),
 )
 async def append_text(args: AppendText, ctx: ToolContext) -> Any:
     added = await _append(ctx, args.block_id, _paragraphs(args.text))
@@ -251,6 +270,7 @@ class DatabaseId(BaseModel):
     "notion_get_database",
     "Get a Notion database's title and its columns (property names and types).",
     DatabaseId,
+    keywords=("columns", "schema", "properties", "structure", "fields", "table"),
 )
 async def get_database(args: DatabaseId, ctx: ToolContext) -> Any:
     db = await _call(ctx, "GET", f"/databases/{args.database_id}")
@@ -279,6 +299,7 @@ class QueryDatabase(DatabaseId, Page):
     "notion_query_database",
     "Query rows of a Notion database with an optional filter and sort.",
     QueryDatabase,
+    keywords=("rows", "entries", "filter", "sort", "list", "table", "records", "items"),
 )
 async def query_database(args: QueryDatabase, ctx: ToolContext) -> Any:
     body: dict[str, Any] = {"page_size": args.perPage}
@@ -292,7 +313,12 @@ async def query_database(args: QueryDatabase, ctx: ToolContext) -> Any:
     return {"rows": [_page(r) for r in res.get("results") or []], **_cursor(res)}
 
 
-@tool("notion_list_users", "List the people and bots in the Notion workspace.", Page)
+@tool(
+    "notion_list_users",
+    "List the people and bots in the Notion workspace.",
+    Page,
+    keywords=("people", "members", "teammates", "bots", "workspace members"),
+)
 async def list_users(args: Page, ctx: ToolContext) -> Any:
     res = await _call(ctx, "GET", "/users", params={"page_size": args.perPage, "start_cursor": args.cursor})
     users = [
@@ -306,7 +332,12 @@ class AddComment(PageId):
     text: str = Field(min_length=1, description="Comment text")
 
 
-@tool("notion_add_comment", "Add a comment to a Notion page.", AddComment)
+@tool(
+    "notion_add_comment",
+    "Add a comment to a Notion page.",
+    AddComment,
+    keywords=("reply", "note", "remark", "feedback", "write", "discussion"),
+)
 async def add_comment(args: AddComment, ctx: ToolContext) -> Any:
     res = await _call(
         ctx, "POST", "/comments", json={"parent": {"page_id": args.page_id}, "rich_text": _rich(args.text)}
@@ -328,7 +359,12 @@ class ListComments(Page):
     block_id: str = Field(description="Page or block id whose open comments to list")
 
 
-@tool("notion_list_comments", "List the open comments on a Notion page or block.", ListComments)
+@tool(
+    "notion_list_comments",
+    "List the open comments on a Notion page or block.",
+    ListComments,
+    keywords=("discussion", "feedback", "remarks", "show", "read"),
+)
 async def list_comments(args: ListComments, ctx: ToolContext) -> Any:
     res = await _call(
         ctx,
@@ -382,6 +418,7 @@ class AppendBlocks(BaseModel):
     "notion_append_blocks",
     "Append Notion blocks (headings, lists, to-dos, code...) to a page, any number up to 1,000, in order.",
     AppendBlocks,
+    keywords=("add", "headings", "bullets", "checklist", "code", "content", "insert", "structured"),
 )
 async def append_blocks(args: AppendBlocks, ctx: ToolContext) -> Any:
     added = await _append(ctx, args.block_id, args.children, args.after)
@@ -414,6 +451,7 @@ class UpdateBlock(BaseModel):
     "Edit a Notion block: replace the text of a paragraph, heading, list item, to-do, quote or code "
     "block, or tick a to-do.",
     UpdateBlock,
+    keywords=("edit", "change", "check", "tick", "complete", "checkbox", "paragraph", "fix", "todo"),
 )
 async def update_block(args: UpdateBlock, ctx: ToolContext) -> Any:
     if args.text is None and args.checked is None:
@@ -438,7 +476,12 @@ class BlockId(BaseModel):
     block_id: str = Field(description="Block id")
 
 
-@tool("notion_delete_block", "Delete (archive) a Notion block from its page.", BlockId)
+@tool(
+    "notion_delete_block",
+    "Delete (archive) a Notion block from its page.",
+    BlockId,
+    keywords=("remove", "erase", "paragraph", "line", "item"),
+)
 async def delete_block(args: BlockId, ctx: ToolContext) -> Any:
     block = await _call(ctx, "DELETE", f"/blocks/{args.block_id}")
     return {"id": block.get("id"), "archived": block.get("archived")}
@@ -464,6 +507,7 @@ class CreateDatabase(BaseModel):
     "notion_create_database",
     "Create a Notion database (a table) in a page, with a title column and any other columns.",
     CreateDatabase,
+    keywords=("new table", "tracker", "table", "spreadsheet"),
 )
 async def create_database(args: CreateDatabase, ctx: ToolContext) -> Any:
     props: dict[str, Any] = {args.title_property: {"title": {}}, **(args.properties or {})}

@@ -5,6 +5,7 @@ manifest = Manifest(
     version="1.0.0",
     display_name="Salesforce",
     description="Salesforce records (SOQL queries, search, CRUD), object metadata and reports.",
+    keywords=("crm", "sfdc", "sales"),
     # Each org has its own API host: the token response's `instance_url` (kept with the stored
     # credential on connect and on every refresh) is the connection's API base, so there is no
     # fixed base URL and no curl proxy. People sign in on the host they choose per connection:

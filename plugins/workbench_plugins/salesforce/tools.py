@@ -66,6 +66,7 @@ class Query(BaseModel):
     "Run a SOQL query on Salesforce and return the matching records (Accounts, Contacts, Opportunities...).",
     Query,
     scopes=("api",),
+    keywords=("soql", "select", "records", "data", "find"),
 )
 async def query(args: Query, ctx: ToolContext) -> Any:
     if args.cursor:
@@ -107,6 +108,7 @@ class Search(BaseModel):
     "Full-text search Salesforce records (accounts, contacts, leads, opportunities) by keyword.",
     Search,
     scopes=("api",),
+    keywords=("sosl", "find", "look up", "keyword"),
 )
 async def search(args: Search, ctx: ToolContext) -> Any:
     # parameterizedSearch takes the text as a plain parameter, so no SOSL escaping is needed.
@@ -130,7 +132,13 @@ class GetRecord(RecordRef):
     fields: list[str] | None = Field(default=None, description="Field API names to return (default: all)")
 
 
-@tool("salesforce_get_record", "Get one Salesforce record by object type and id.", GetRecord, scopes=("api",))
+@tool(
+    "salesforce_get_record",
+    "Get one Salesforce record by object type and id.",
+    GetRecord,
+    scopes=("api",),
+    keywords=("show", "details", "view", "account", "contact", "lead", "opportunity"),
+)
 async def get_record(args: GetRecord, ctx: ToolContext) -> Any:
     params = {"fields": ",".join(args.fields)} if args.fields else None
     return _record(await sf(ctx, "GET", f"/sobjects/{args.object}/{args.id}", params=params))
@@ -148,6 +156,7 @@ class CreateRecord(BaseModel):
     "Create a Salesforce record (lead, contact, account, task...).",
     CreateRecord,
     scopes=("api",),
+    keywords=("new", "add", "lead", "contact", "account", "opportunity", "case"),
 )
 async def create_record(args: CreateRecord, ctx: ToolContext) -> Any:
     res = await sf(ctx, "POST", f"/sobjects/{args.object}", json=args.fields)
@@ -158,7 +167,13 @@ class UpdateRecord(RecordRef):
     fields: dict[str, Any] = Field(description="Field values to change, by API name")
 
 
-@tool("salesforce_update_record", "Update fields of a Salesforce record.", UpdateRecord, scopes=("api",))
+@tool(
+    "salesforce_update_record",
+    "Update fields of a Salesforce record.",
+    UpdateRecord,
+    scopes=("api",),
+    keywords=("edit", "change", "modify", "set", "fields"),
+)
 async def update_record(args: UpdateRecord, ctx: ToolContext) -> Any:
     await sf(ctx, "PATCH", f"/sobjects/{args.object}/{args.id}", json=args.fields)
     return {"id": args.id, "updated": True}
@@ -169,6 +184,7 @@ async def update_record(args: UpdateRecord, ctx: ToolContext) -> Any:
     "Delete a Salesforce record (moves it to the recycle bin).",
     RecordRef,
     scopes=("api",),
+    keywords=("remove", "erase", "recycle", "get rid"),
 )
 async def delete_record(args: RecordRef, ctx: ToolContext) -> Any:
     await sf(ctx, "DELETE", f"/sobjects/{args.object}/{args.id}")
@@ -184,6 +200,7 @@ class ObjectName(BaseModel):
     "Describe a Salesforce object: its fields (API names, labels, types, picklist values).",
     ObjectName,
     scopes=("api",),
+    keywords=("schema", "fields", "metadata", "structure", "picklist"),
 )
 async def describe_object(args: ObjectName, ctx: ToolContext) -> Any:
     d = await sf(ctx, "GET", f"/sobjects/{args.object}/describe")
@@ -208,6 +225,7 @@ class ListObjects(BaseModel):
     "List the Salesforce object types (standard and custom) in the org.",
     ListObjects,
     scopes=("api",),
+    keywords=("sobjects", "object types", "entities", "schema"),
 )
 async def list_objects(args: ListObjects, ctx: ToolContext) -> Any:
     body = await sf(ctx, "GET", "/sobjects")
@@ -228,6 +246,7 @@ class Limit(BaseModel):
     "List the Salesforce records the user viewed or changed most recently.",
     Limit,
     scopes=("api",),
+    keywords=("recently viewed", "recent items", "history", "last"),
 )
 async def list_recent(args: Limit, ctx: ToolContext) -> Any:
     body = await sf(ctx, "GET", "/recent", params={"limit": args.limit})
@@ -239,6 +258,7 @@ async def list_recent(args: Limit, ctx: ToolContext) -> Any:
     "List Salesforce reports the user recently viewed (ids for running them).",
     Limit,
     scopes=("api",),
+    keywords=("dashboards",),
 )
 async def list_reports(args: Limit, ctx: ToolContext) -> Any:
     body = await sf(ctx, "GET", "/analytics/reports")
@@ -255,6 +275,7 @@ class RunReport(BaseModel):
     "Run a Salesforce report and return its columns, rows and totals.",
     RunReport,
     scopes=("api",),
+    keywords=("execute", "results", "totals", "numbers"),
 )
 async def run_report(args: RunReport, ctx: ToolContext) -> Any:
     body = await sf(ctx, "GET", f"/analytics/reports/{args.report_id}", params={"includeDetails": "true"})

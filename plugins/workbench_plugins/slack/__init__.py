@@ -5,6 +5,7 @@ manifest = Manifest(
     version="1.0.0",
     display_name="Slack",
     description="Send and read Slack messages, channels, threads, reactions and users.",
+    keywords=("chat", "messaging", "team chat"),
     # Slack OAuth v2 (bot token, plus a user token for search). Scopes are comma-separated on the
     # authorize URL.
     auth=OAuth2Auth(

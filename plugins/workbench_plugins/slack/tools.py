@@ -81,6 +81,19 @@ class SendMessage(BaseModel):
     "Send (post) a message to a Slack channel, DM or thread.",
     SendMessage,
     scopes=("chat:write", "chat:write.public"),
+    keywords=(
+        "post",
+        "say",
+        "tell",
+        "notify",
+        "announce",
+        "inform",
+        "ping",
+        "write",
+        "share",
+        "broadcast",
+        "let know",
+    ),
 )
 async def send_message(args: SendMessage, ctx: ToolContext) -> Any:
     return await _slack(
@@ -110,6 +123,7 @@ class ListChannels(_Paged):
     "List Slack channels (id, name, topic, member count).",
     ListChannels,
     scopes=("channels:read", "groups:read", "im:read", "mpim:read"),
+    keywords=("rooms", "conversations", "show"),
 )
 async def list_channels(args: ListChannels, ctx: ToolContext) -> Any:
     return await _slack(
@@ -137,6 +151,7 @@ class History(_Paged):
     "Read recent messages of a Slack channel, newest first.",
     History,
     scopes=("channels:history", "groups:history", "im:history", "mpim:history"),
+    keywords=("messages", "recent", "latest", "conversation", "what was said", "read", "catch up"),
 )
 async def get_channel_history(args: History, ctx: ToolContext) -> Any:
     return await _slack(
@@ -164,6 +179,7 @@ class Replies(_Paged):
     "Read a Slack thread: the parent message and its replies.",
     Replies,
     scopes=("channels:history", "groups:history", "im:history", "mpim:history"),
+    keywords=("conversation", "responses", "discussion"),
 )
 async def get_thread_replies(args: Replies, ctx: ToolContext) -> Any:
     return await _slack(
@@ -180,7 +196,13 @@ class UpdateMessage(BaseModel):
     text: str = Field(min_length=1, description="New text")
 
 
-@tool("slack_update_message", "Edit a Slack message the app posted.", UpdateMessage, scopes=("chat:write",))
+@tool(
+    "slack_update_message",
+    "Edit a Slack message the app posted.",
+    UpdateMessage,
+    scopes=("chat:write",),
+    keywords=("edit", "change", "fix", "correct", "rewrite"),
+)
 async def update_message(args: UpdateMessage, ctx: ToolContext) -> Any:
     return await _slack(
         ctx,
@@ -195,7 +217,13 @@ class MessageRef(BaseModel):
     ts: str = Field(description="The message's ts")
 
 
-@tool("slack_delete_message", "Delete a Slack message the app posted.", MessageRef, scopes=("chat:write",))
+@tool(
+    "slack_delete_message",
+    "Delete a Slack message the app posted.",
+    MessageRef,
+    scopes=("chat:write",),
+    keywords=("remove", "erase", "retract", "unsend", "take back"),
+)
 async def delete_message(args: MessageRef, ctx: ToolContext) -> Any:
     return await _slack(
         ctx,
@@ -210,7 +238,11 @@ class Reaction(MessageRef):
 
 
 @tool(
-    "slack_add_reaction", "Add an emoji reaction to a Slack message.", Reaction, scopes=("reactions:write",)
+    "slack_add_reaction",
+    "Add an emoji reaction to a Slack message.",
+    Reaction,
+    scopes=("reactions:write",),
+    keywords=("react", "acknowledge", "emoticon"),
 )
 async def add_reaction(args: Reaction, ctx: ToolContext) -> Any:
     return await _slack(
@@ -221,7 +253,13 @@ async def add_reaction(args: Reaction, ctx: ToolContext) -> Any:
     )
 
 
-@tool("slack_get_permalink", "Get the permanent link (URL) to a Slack message.", MessageRef, scopes=())
+@tool(
+    "slack_get_permalink",
+    "Get the permanent link (URL) to a Slack message.",
+    MessageRef,
+    scopes=(),
+    keywords=("link", "url", "share link", "reference"),
+)
 async def get_permalink(args: MessageRef, ctx: ToolContext) -> Any:
     return await _slack(
         ctx,
@@ -236,6 +274,7 @@ async def get_permalink(args: MessageRef, ctx: ToolContext) -> Any:
     "List the members of the Slack workspace (id, name, email).",
     _Paged,
     scopes=("users:read", "users:read.email"),
+    keywords=("people", "members", "teammates", "colleagues", "directory", "everyone"),
 )
 async def list_users(args: _Paged, ctx: ToolContext) -> Any:
     return await _slack(
@@ -251,7 +290,11 @@ class UserRef(BaseModel):
 
 
 @tool(
-    "slack_get_user", "Get a Slack user's profile by id.", UserRef, scopes=("users:read", "users:read.email")
+    "slack_get_user",
+    "Get a Slack user's profile by id.",
+    UserRef,
+    scopes=("users:read", "users:read.email"),
+    keywords=("profile", "person", "member", "details", "info"),
 )
 async def get_user(args: UserRef, ctx: ToolContext) -> Any:
     return await _slack(ctx, "users.info", lambda b: pick(b.get("user"), *_USER), params={"user": args.user})
@@ -266,6 +309,7 @@ class ByEmail(BaseModel):
     "Find a Slack user by email address (to DM or mention them).",
     ByEmail,
     scopes=("users:read", "users:read.email"),
+    keywords=("look up", "lookup", "person", "member", "email address"),
 )
 async def find_user_by_email(args: ByEmail, ctx: ToolContext) -> Any:
     return await _slack(
@@ -283,6 +327,7 @@ class CreateChannel(BaseModel):
     "Create a new Slack channel.",
     CreateChannel,
     scopes=("channels:manage", "groups:write"),
+    keywords=("new channel", "room", "start", "make", "set up"),
 )
 async def create_channel(args: CreateChannel, ctx: ToolContext) -> Any:
     return await _slack(
@@ -302,6 +347,7 @@ class ChannelRef(BaseModel):
     "Join a public Slack channel (so the app can read and post there).",
     ChannelRef,
     scopes=("channels:join",),
+    keywords=("enter", "become member", "subscribe", "participate"),
 )
 async def join_channel(args: ChannelRef, ctx: ToolContext) -> Any:
     return await _slack(
@@ -318,6 +364,7 @@ class Invite(ChannelRef):
     "Invite (add) users to a Slack channel.",
     Invite,
     scopes=("channels:manage", "groups:write"),
+    keywords=("add people", "bring in", "include", "members", "access"),
 )
 async def invite_to_channel(args: Invite, ctx: ToolContext) -> Any:
     return await _slack(
@@ -339,6 +386,7 @@ class OpenDm(BaseModel):
     "Open (or find) a Slack direct message with one person or a group DM; returns the DM's channel id.",
     OpenDm,
     scopes=("im:write", "mpim:write"),
+    keywords=("direct message", "private", "conversation", "one-on-one", "start"),
 )
 async def open_dm(args: OpenDm, ctx: ToolContext) -> Any:
     return await _slack(
@@ -357,6 +405,7 @@ async def open_dm(args: OpenDm, ctx: ToolContext) -> Any:
     "Get a Slack channel's details: name, topic, purpose, member count, private or archived.",
     ChannelRef,
     scopes=("channels:read", "groups:read", "im:read", "mpim:read"),
+    keywords=("details", "topic", "purpose", "members count"),
 )
 async def get_channel_info(args: ChannelRef, ctx: ToolContext) -> Any:
     return await _slack(
@@ -406,6 +455,7 @@ def _upload_bytes(args: UploadFile) -> bytes:
     "Upload a file (text or base64 bytes, up to 10 MB) and share it in a Slack channel, DM or thread.",
     UploadFile,
     scopes=("files:write",),
+    keywords=("attach", "share file", "send file", "document", "image", "post file"),
 )
 async def upload_file(args: UploadFile, ctx: ToolContext) -> Any:
     data = _upload_bytes(args)
@@ -454,6 +504,7 @@ class SearchMessages(BaseModel):
     "returns text, author, channel and a permalink.",
     SearchMessages,
     scopes=("search:read",),
+    keywords=("find", "look for", "grep", "mentions", "history", "where did"),
 )
 async def search_messages(args: SearchMessages, ctx: ToolContext) -> Any:
     def shape(b: dict[str, Any]) -> Any:

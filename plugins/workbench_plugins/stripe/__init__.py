@@ -5,6 +5,7 @@ manifest = Manifest(
     version="1.0.0",
     display_name="Stripe",
     description="Customers, invoices, payments, subscriptions and refunds on Stripe.",
+    keywords=("billing", "payments"),
     auth=ApiKeyAuth(
         fields=(
             ApiKeyField(

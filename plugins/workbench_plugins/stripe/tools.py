@@ -112,6 +112,7 @@ class ListCustomers(Page):
     "stripe_list_customers",
     "List Stripe customers, newest first, optionally filtered by email.",
     ListCustomers,
+    keywords=("clients", "accounts", "buyers", "show"),
 )
 async def list_customers(args: ListCustomers, ctx: ToolContext) -> Any:
     body = await _get(
@@ -134,6 +135,7 @@ class SearchCustomers(BaseModel):
     "stripe_search_customers",
     "Search Stripe customers with Stripe's search query language (by email, name, phone, metadata).",
     SearchCustomers,
+    keywords=("find", "look up", "client", "by email", "buyer"),
 )
 async def search_customers(args: SearchCustomers, ctx: ToolContext) -> Any:
     body = await _get(
@@ -150,7 +152,12 @@ class CustomerId(BaseModel):
     customer_id: str = Field(description="Customer id (cus_...)")
 
 
-@tool("stripe_get_customer", "Get one Stripe customer by id.", CustomerId)
+@tool(
+    "stripe_get_customer",
+    "Get one Stripe customer by id.",
+    CustomerId,
+    keywords=("client", "details", "show", "account", "buyer"),
+)
 async def get_customer(args: CustomerId, ctx: ToolContext) -> Any:
     return pick(await _get(ctx, f"/customers/{args.customer_id}"), *_CUSTOMER)
 
@@ -165,7 +172,12 @@ class CreateCustomer(BaseModel):
     )
 
 
-@tool("stripe_create_customer", "Create a Stripe customer.", CreateCustomer)
+@tool(
+    "stripe_create_customer",
+    "Create a Stripe customer.",
+    CreateCustomer,
+    keywords=("new", "add", "client", "account", "sign up", "onboard"),
+)
 async def create_customer(args: CreateCustomer, ctx: ToolContext) -> Any:
     return pick(await _post(ctx, "/customers", args.model_dump()), *_CUSTOMER)
 
@@ -177,7 +189,12 @@ class ListInvoices(Page):
     )
 
 
-@tool("stripe_list_invoices", "List Stripe invoices, optionally for one customer or status.", ListInvoices)
+@tool(
+    "stripe_list_invoices",
+    "List Stripe invoices, optionally for one customer or status.",
+    ListInvoices,
+    keywords=("bills", "unpaid", "outstanding", "overdue", "show"),
+)
 async def list_invoices(args: ListInvoices, ctx: ToolContext) -> Any:
     body = await _get(
         ctx,
@@ -204,6 +221,7 @@ _MAX_LINES = 1_000  # 10 pages of 100: a bound on the calls one invoice can cost
     "stripe_get_invoice",
     "Get one Stripe invoice with all its line items (up to 1,000; linesTruncated says if there were more).",
     InvoiceId,
+    keywords=("bill", "details", "line items", "show", "amount due"),
 )
 async def get_invoice(args: InvoiceId, ctx: ToolContext) -> Any:
     inv = await _get(ctx, f"/invoices/{args.invoice_id}")
@@ -243,6 +261,7 @@ class CreateInvoice(BaseModel):
     "stripe_create_invoice",
     "Create a draft Stripe invoice for a customer (add items, then finalize and send it).",
     CreateInvoice,
+    keywords=("bill", "new", "charge", "draft invoice", "make"),
 )
 async def create_invoice(args: CreateInvoice, ctx: ToolContext) -> Any:
     body = {
@@ -270,6 +289,7 @@ class AddInvoiceItem(BaseModel):
     "stripe_add_invoice_item",
     "Add a line item (an amount) to a customer's draft or next Stripe invoice.",
     AddInvoiceItem,
+    keywords=("line item", "charge", "fee", "bill"),
 )
 async def add_invoice_item(args: AddInvoiceItem, ctx: ToolContext) -> Any:
     body = {
@@ -283,12 +303,22 @@ async def add_invoice_item(args: AddInvoiceItem, ctx: ToolContext) -> Any:
     return pick(item, "id", "customer", "invoice", "amount", "currency", "description")
 
 
-@tool("stripe_finalize_invoice", "Finalize a draft Stripe invoice so it can be paid or sent.", InvoiceId)
+@tool(
+    "stripe_finalize_invoice",
+    "Finalize a draft Stripe invoice so it can be paid or sent.",
+    InvoiceId,
+    keywords=("finalise", "finish", "issue", "lock", "ready to pay", "complete"),
+)
 async def finalize_invoice(args: InvoiceId, ctx: ToolContext) -> Any:
     return pick(await _post(ctx, f"/invoices/{args.invoice_id}/finalize"), *_INVOICE)
 
 
-@tool("stripe_send_invoice", "Email a finalized Stripe invoice to the customer.", InvoiceId)
+@tool(
+    "stripe_send_invoice",
+    "Email a finalized Stripe invoice to the customer.",
+    InvoiceId,
+    keywords=("email", "deliver", "bill", "request payment"),
+)
 async def send_invoice(args: InvoiceId, ctx: ToolContext) -> Any:
     return pick(await _post(ctx, f"/invoices/{args.invoice_id}/send"), *_INVOICE)
 
@@ -297,7 +327,12 @@ class ListPaymentIntents(Page):
     customer_id: str | None = Field(default=None, description="Only this customer's payments")
 
 
-@tool("stripe_list_payments", "List Stripe payments (PaymentIntents), newest first.", ListPaymentIntents)
+@tool(
+    "stripe_list_payments",
+    "List Stripe payments (PaymentIntents), newest first.",
+    ListPaymentIntents,
+    keywords=("charges", "transactions", "paymentintents", "revenue", "received"),
+)
 async def list_payments(args: ListPaymentIntents, ctx: ToolContext) -> Any:
     body = await _get(
         ctx,
@@ -315,7 +350,10 @@ class ListSubscriptions(Page):
 
 
 @tool(
-    "stripe_list_subscriptions", "List Stripe subscriptions with their plan/price items.", ListSubscriptions
+    "stripe_list_subscriptions",
+    "List Stripe subscriptions with their plan/price items.",
+    ListSubscriptions,
+    keywords=("plans", "recurring", "memberships", "subscribers", "show"),
 )
 async def list_subscriptions(args: ListSubscriptions, ctx: ToolContext) -> Any:
     body = await _get(
@@ -351,7 +389,12 @@ class CreateRefund(BaseModel):
     )
 
 
-@tool("stripe_create_refund", "Refund a Stripe payment, fully or partly.", CreateRefund)
+@tool(
+    "stripe_create_refund",
+    "Refund a Stripe payment, fully or partly.",
+    CreateRefund,
+    keywords=("money back", "reimburse", "return", "reverse", "chargeback", "credit"),
+)
 async def create_refund(args: CreateRefund, ctx: ToolContext) -> Any:
     body = {"payment_intent": args.payment_intent_id, "amount": args.amount, "reason": args.reason}
     return pick(await _post(ctx, "/refunds", body), *_REFUND)
@@ -361,7 +404,12 @@ class NoArgs(BaseModel):
     pass
 
 
-@tool("stripe_get_balance", "Get the Stripe account balance (available and pending, per currency).", NoArgs)
+@tool(
+    "stripe_get_balance",
+    "Get the Stripe account balance (available and pending, per currency).",
+    NoArgs,
+    keywords=("funds", "money", "cash", "available", "pending", "account balance", "payout"),
+)
 async def get_balance(args: NoArgs, ctx: ToolContext) -> Any:
     body = await _get(ctx, "/balance")
     return {
@@ -381,7 +429,12 @@ class ListProducts(Page):
     active: bool | None = Field(default=None, description="Only active (true) or archived (false) products")
 
 
-@tool("stripe_list_products", "List Stripe products (what you sell), newest first.", ListProducts)
+@tool(
+    "stripe_list_products",
+    "List Stripe products (what you sell), newest first.",
+    ListProducts,
+    keywords=("catalog", "items", "offerings", "goods", "plans", "show"),
+)
 async def list_products(args: ListProducts, ctx: ToolContext) -> Any:
     body = await _get(
         ctx,
@@ -415,6 +468,7 @@ class CreateProduct(BaseModel):
     "stripe_create_product",
     "Create a Stripe product, optionally with a default one-off or recurring price.",
     CreateProduct,
+    keywords=("new", "add", "item", "offering", "plan", "sell"),
 )
 async def create_product(args: CreateProduct, ctx: ToolContext) -> Any:
     price = None
@@ -441,6 +495,7 @@ class ListPrices(Page):
     "stripe_list_prices",
     "List Stripe prices (amount, currency, one-off or recurring), optionally for one product.",
     ListPrices,
+    keywords=("pricing", "plans", "tiers", "cost", "rates", "show"),
 )
 async def list_prices(args: ListPrices, ctx: ToolContext) -> Any:
     body = await _get(
@@ -471,7 +526,12 @@ class CreatePrice(BaseModel):
     )
 
 
-@tool("stripe_create_price", "Create a Stripe price (one-off or recurring) for a product.", CreatePrice)
+@tool(
+    "stripe_create_price",
+    "Create a Stripe price (one-off or recurring) for a product.",
+    CreatePrice,
+    keywords=("pricing", "plan", "tier", "cost", "rate", "set price"),
+)
 async def create_price(args: CreatePrice, ctx: ToolContext) -> Any:
     body = {
         "product": args.product_id,
@@ -501,6 +561,7 @@ class CreatePaymentLink(BaseModel):
     "stripe_create_payment_link",
     "Create a Stripe payment link: a shareable checkout URL selling one or more prices.",
     CreatePaymentLink,
+    keywords=("checkout", "pay link", "sell", "purchase", "storefront"),
 )
 async def create_payment_link(args: CreatePaymentLink, ctx: ToolContext) -> Any:
     body: dict[str, Any] = {
@@ -526,6 +587,7 @@ class CancelSubscription(BaseModel):
     "stripe_cancel_subscription",
     "Cancel a Stripe subscription now, or at the end of the period already paid for.",
     CancelSubscription,
+    keywords=("stop", "end", "terminate", "unsubscribe", "churn", "discontinue"),
 )
 async def cancel_subscription(args: CancelSubscription, ctx: ToolContext) -> Any:
     fields = (

@@ -5,6 +5,7 @@ manifest = Manifest(
     version="1.0.0",
     display_name="Apache Superset",
     description="Apache Superset: run SQL in SQL Lab, export CSV, browse databases, dashboards, charts and datasets.",
+    keywords=("bi", "analytics", "reporting"),
     # Every deployment has its own URL, and Superset's API wants a short-lived JWT from
     # POST /api/v1/security/login (database auth). The tools log in with the stored username and
     # password per call and send `Authorization: Bearer <access_token>` to the stored base URL, so

@@ -250,7 +250,12 @@ def _contains(column: str, text: str | None) -> list[dict[str, Any]]:
 _DB_FIELDS = ("id", "database_name", "backend", "expose_in_sqllab", "allow_run_async", "allow_dml")
 
 
-@tool("superset_list_databases", "List the databases connected to Superset (ids for SQL Lab queries).", Page)
+@tool(
+    "superset_list_databases",
+    "List the databases connected to Superset (ids for SQL Lab queries).",
+    Page,
+    keywords=("data sources", "connections", "warehouses", "show"),
+)
 async def list_databases(args: Page, ctx: ToolContext) -> Any:
     return await _list(ctx, "/api/v1/database/", args, [], _DB_FIELDS, "databases")
 
@@ -259,7 +264,12 @@ class DatabaseId(BaseModel):
     database_id: int = Field(description="Superset database id (see superset_list_databases)")
 
 
-@tool("superset_list_schemas", "List the schemas of a Superset database.", DatabaseId)
+@tool(
+    "superset_list_schemas",
+    "List the schemas of a Superset database.",
+    DatabaseId,
+    keywords=("namespaces", "show"),
+)
 async def list_schemas(args: DatabaseId, ctx: ToolContext) -> Any:
     s = await login(ctx)
     return {"schemas": (await s.get(f"/api/v1/database/{args.database_id}/schemas/")).get("result") or []}
@@ -269,7 +279,12 @@ class ListTables(DatabaseId):
     schema_name: str = Field(description="Schema to list, e.g. public")
 
 
-@tool("superset_list_tables", "List the tables and views in a schema of a Superset database.", ListTables)
+@tool(
+    "superset_list_tables",
+    "List the tables and views in a schema of a Superset database.",
+    ListTables,
+    keywords=("show", "relations"),
+)
 async def list_tables(args: ListTables, ctx: ToolContext) -> Any:
     s = await login(ctx)
     body = await s.get(
@@ -286,6 +301,7 @@ class TableRef(ListTables):
     "superset_get_table_columns",
     "Get the columns (names and types) of a table in a Superset database.",
     TableRef,
+    keywords=("fields", "schema", "structure", "types", "describe"),
 )
 async def get_table_columns(args: TableRef, ctx: ToolContext) -> Any:
     s = await login(ctx)
@@ -350,6 +366,7 @@ class RunSql(Sql):
     "Run a SQL query in Superset SQL Lab and return the rows as JSON (for small results; use "
     "superset_export_csv for files).",
     RunSql,
+    keywords=("query", "execute", "select", "data", "rows"),
 )
 async def run_sql(args: RunSql, ctx: ToolContext) -> Any:
     s = await login(ctx)
@@ -383,6 +400,7 @@ def _filename(resp: httpx.Response, given: str | None, client_id: str) -> str:
     "Run SQL in Superset SQL Lab on a database and export the full result as CSV text: returns "
     "{filename, csv, row_count, columns}.",
     ExportCsv,
+    keywords=("download", "spreadsheet", "file", "dump", "extract", "excel"),
 )
 async def export_csv(args: ExportCsv, ctx: ToolContext) -> Any:
     s = await login(ctx)
@@ -407,7 +425,12 @@ class Search(Page):
 _DASH_FIELDS = ("id", "dashboard_title", "url", "published", "changed_on_utc", "changed_by_name")
 
 
-@tool("superset_list_dashboards", "List Superset dashboards, optionally by title.", Search)
+@tool(
+    "superset_list_dashboards",
+    "List Superset dashboards, optionally by title.",
+    Search,
+    keywords=("reports", "boards", "show"),
+)
 async def list_dashboards(args: Search, ctx: ToolContext) -> Any:
     return await _list(
         ctx, "/api/v1/dashboard/", args, _contains("dashboard_title", args.search), _DASH_FIELDS, "dashboards"
@@ -418,7 +441,12 @@ class DashboardId(BaseModel):
     dashboard_id: int = Field(description="Dashboard id")
 
 
-@tool("superset_get_dashboard", "Get a Superset dashboard with the charts on it.", DashboardId)
+@tool(
+    "superset_get_dashboard",
+    "Get a Superset dashboard with the charts on it.",
+    DashboardId,
+    keywords=("details", "widgets", "show", "view"),
+)
 async def get_dashboard(args: DashboardId, ctx: ToolContext) -> Any:
     s = await login(ctx)
     dash = (await s.get(f"/api/v1/dashboard/{args.dashboard_id}")).get("result") or {}
@@ -445,7 +473,12 @@ async def get_dashboard(args: DashboardId, ctx: ToolContext) -> Any:
 _CHART_FIELDS = ("id", "slice_name", "viz_type", "datasource_name_text", "url", "changed_on_utc")
 
 
-@tool("superset_list_charts", "List Superset charts, optionally by name.", Search)
+@tool(
+    "superset_list_charts",
+    "List Superset charts, optionally by name.",
+    Search,
+    keywords=("graphs", "visualisations", "plots", "show"),
+)
 async def list_charts(args: Search, ctx: ToolContext) -> Any:
     return await _list(
         ctx, "/api/v1/chart/", args, _contains("slice_name", args.search), _CHART_FIELDS, "charts"
@@ -461,6 +494,7 @@ class ChartData(BaseModel):
     "superset_get_chart_data",
     "Get the data behind a saved Superset chart (its query result rows).",
     ChartData,
+    keywords=("numbers", "results", "values", "underlying", "graph"),
 )
 async def get_chart_data(args: ChartData, ctx: ToolContext) -> Any:
     s = await login(ctx)
@@ -482,6 +516,7 @@ _DATASET_FIELDS = ("id", "table_name", "schema", "database", "kind", "changed_on
     "superset_list_datasets",
     "List Superset datasets (tables and virtual SQL datasets), optionally by name.",
     Search,
+    keywords=("sources", "virtual", "models", "show"),
 )
 async def list_datasets(args: Search, ctx: ToolContext) -> Any:
     out = await _list(
@@ -496,7 +531,12 @@ async def list_datasets(args: Search, ctx: ToolContext) -> Any:
 _SAVED_FIELDS = ("id", "label", "description", "sql", "schema", "changed_on_delta_humanized")
 
 
-@tool("superset_list_saved_queries", "List saved SQL Lab queries in Superset, optionally by label.", Search)
+@tool(
+    "superset_list_saved_queries",
+    "List saved SQL Lab queries in Superset, optionally by label.",
+    Search,
+    keywords=("stored", "snippets", "favourites"),
+)
 async def list_saved_queries(args: Search, ctx: ToolContext) -> Any:
     return await _list(
         ctx, "/api/v1/saved_query/", args, _contains("label", args.search), _SAVED_FIELDS, "queries"

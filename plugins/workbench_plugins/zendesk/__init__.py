@@ -5,6 +5,7 @@ manifest = Manifest(
     version="1.0.0",
     display_name="Zendesk",
     description="Zendesk Support: tickets, comments, users, organizations and groups.",
+    keywords=("helpdesk", "help desk", "support", "customer service"),
     # Zendesk API tokens use HTTP Basic with the username "{email}/token" on the account's own host
     # (https://{subdomain}.zendesk.com). The tools build that header and URL from the stored fields
     # per request, so there is no fixed base URL and no curl proxy.

@@ -92,6 +92,7 @@ class Page(BaseModel):
     "zendesk_list_tickets",
     "List Zendesk support tickets in id order (use zendesk_search_tickets to filter or sort by date).",
     Page,
+    keywords=("requests", "cases", "queue", "show"),
 )
 async def list_tickets(args: Page, ctx: ToolContext) -> Any:
     body = await zd(ctx, "GET", "/tickets", params=_cursor_params(args))
@@ -102,7 +103,12 @@ class TicketId(BaseModel):
     ticket_id: int = Field(description="Ticket number")
 
 
-@tool("zendesk_get_ticket", "Get one Zendesk ticket (subject, status, priority, requester, tags).", TicketId)
+@tool(
+    "zendesk_get_ticket",
+    "Get one Zendesk ticket (subject, status, priority, requester, tags).",
+    TicketId,
+    keywords=("case", "request", "details", "show", "view"),
+)
 async def get_ticket(args: TicketId, ctx: ToolContext) -> Any:
     return pick((await zd(ctx, "GET", f"/tickets/{args.ticket_id}")).get("ticket"), *_TICKET)
 
@@ -123,6 +129,7 @@ class SearchTickets(BaseModel):
     "zendesk_search_tickets",
     "Search Zendesk tickets with Zendesk's query syntax (status, priority, requester, words).",
     SearchTickets,
+    keywords=("find", "filter", "look up", "cases", "requests", "open", "unsolved", "pending"),
 )
 async def search_tickets(args: SearchTickets, ctx: ToolContext) -> Any:
     page = int(args.cursor) if args.cursor and args.cursor.isdigit() else 1
@@ -161,7 +168,12 @@ class CreateTicket(BaseModel):
     group_id: int | None = Field(default=None, description="Group to assign")
 
 
-@tool("zendesk_create_ticket", "Create a Zendesk support ticket.", CreateTicket)
+@tool(
+    "zendesk_create_ticket",
+    "Create a Zendesk support ticket.",
+    CreateTicket,
+    keywords=("new", "open", "file", "log", "raise", "case", "request", "complaint"),
+)
 async def create_ticket(args: CreateTicket, ctx: ToolContext) -> Any:
     ticket: dict[str, Any] = (
         compact(
@@ -200,6 +212,7 @@ class UpdateTicket(TicketId):
     "zendesk_update_ticket",
     "Update a Zendesk ticket: status (solve/close), priority, assignee, tags.",
     UpdateTicket,
+    keywords=("solve", "close", "resolve", "escalate", "reassign", "tag", "case"),
 )
 async def update_ticket(args: UpdateTicket, ctx: ToolContext) -> Any:
     changes = compact(args.model_dump(exclude={"ticket_id"})) or {}
@@ -214,7 +227,12 @@ class AddComment(TicketId):
     public: bool = Field(default=True, description="Public reply to the requester (false: internal note)")
 
 
-@tool("zendesk_add_comment", "Reply to a Zendesk ticket, publicly or as an internal note.", AddComment)
+@tool(
+    "zendesk_add_comment",
+    "Reply to a Zendesk ticket, publicly or as an internal note.",
+    AddComment,
+    keywords=("respond", "answer", "message", "internal note", "public reply", "customer"),
+)
 async def add_comment(args: AddComment, ctx: ToolContext) -> Any:
     body = await zd(
         ctx,
@@ -229,7 +247,12 @@ class ListComments(TicketId, Page):
     pass
 
 
-@tool("zendesk_list_ticket_comments", "List the conversation (comments) on a Zendesk ticket.", ListComments)
+@tool(
+    "zendesk_list_ticket_comments",
+    "List the conversation (comments) on a Zendesk ticket.",
+    ListComments,
+    keywords=("thread", "history", "replies", "messages"),
+)
 async def list_ticket_comments(args: ListComments, ctx: ToolContext) -> Any:
     body = await zd(ctx, "GET", f"/tickets/{args.ticket_id}/comments", params=_cursor_params(args))
     comments = [
@@ -244,7 +267,12 @@ class ListUsers(Page):
     )
 
 
-@tool("zendesk_list_users", "List Zendesk users (end users, agents, admins).", ListUsers)
+@tool(
+    "zendesk_list_users",
+    "List Zendesk users (end users, agents, admins).",
+    ListUsers,
+    keywords=("people", "agents", "customers", "requesters", "show"),
+)
 async def list_users(args: ListUsers, ctx: ToolContext) -> Any:
     body = await zd(ctx, "GET", "/users", params={**_cursor_params(args), "role": args.role})
     return {"users": [pick(u, *_USER) for u in body.get("users") or []], "nextCursor": _next(body)}
@@ -254,7 +282,12 @@ class SearchUsers(BaseModel):
     query: str = Field(min_length=1, description="Name, email or part of it")
 
 
-@tool("zendesk_search_users", "Find Zendesk users by name or email.", SearchUsers)
+@tool(
+    "zendesk_search_users",
+    "Find Zendesk users by name or email.",
+    SearchUsers,
+    keywords=("find", "look up", "customer", "requester", "agent"),
+)
 async def search_users(args: SearchUsers, ctx: ToolContext) -> Any:
     body = await zd(ctx, "GET", "/users/search", params={"query": args.query})
     return {"users": [pick(u, *_USER) for u in body.get("users") or []]}
@@ -267,13 +300,23 @@ class CreateUser(BaseModel):
     organization_id: int | None = Field(default=None, description="Organization to add the user to")
 
 
-@tool("zendesk_create_user", "Create a Zendesk user (an end user/customer by default).", CreateUser)
+@tool(
+    "zendesk_create_user",
+    "Create a Zendesk user (an end user/customer by default).",
+    CreateUser,
+    keywords=("new", "add", "customer", "requester", "end user", "agent"),
+)
 async def create_user(args: CreateUser, ctx: ToolContext) -> Any:
     body = await zd(ctx, "POST", "/users", json={"user": compact(args.model_dump())})
     return pick(body.get("user"), *_USER)
 
 
-@tool("zendesk_list_organizations", "List Zendesk organizations (customer companies).", Page)
+@tool(
+    "zendesk_list_organizations",
+    "List Zendesk organizations (customer companies).",
+    Page,
+    keywords=("companies", "organisations", "accounts", "customers"),
+)
 async def list_organizations(args: Page, ctx: ToolContext) -> Any:
     body = await zd(ctx, "GET", "/organizations", params=_cursor_params(args))
     orgs = [
@@ -282,7 +325,12 @@ async def list_organizations(args: Page, ctx: ToolContext) -> Any:
     return {"organizations": orgs, "nextCursor": _next(body)}
 
 
-@tool("zendesk_list_groups", "List Zendesk agent groups (for assigning tickets).", Page)
+@tool(
+    "zendesk_list_groups",
+    "List Zendesk agent groups (for assigning tickets).",
+    Page,
+    keywords=("teams", "departments", "agent groups"),
+)
 async def list_groups(args: Page, ctx: ToolContext) -> Any:
     body = await zd(ctx, "GET", "/groups", params=_cursor_params(args))
     groups = [pick(g, "id", "name", "description", "default") for g in body.get("groups") or []]
@@ -300,6 +348,7 @@ class ListMacros(Page):
     "zendesk_list_macros",
     "List Zendesk macros (canned replies and ticket updates) with their ids and what they do.",
     ListMacros,
+    keywords=("canned responses", "templates", "saved replies", "shortcuts"),
 )
 async def list_macros(args: ListMacros, ctx: ToolContext) -> Any:
     active = None if args.active is None else str(args.active).lower()
@@ -323,6 +372,7 @@ class ApplyMacro(TicketId):
     "zendesk_apply_macro",
     "Apply a Zendesk macro to a ticket (its reply and field changes), or preview what it would do.",
     ApplyMacro,
+    keywords=("canned response", "template", "run macro", "saved reply"),
 )
 async def apply_macro(args: ApplyMacro, ctx: ToolContext) -> Any:
     # Zendesk's apply endpoint only computes the result; saving it is a ticket update.
@@ -344,7 +394,10 @@ class ListViews(Page):
 
 
 @tool(
-    "zendesk_list_views", "List Zendesk views (saved ticket queues, e.g. 'My unsolved tickets').", ListViews
+    "zendesk_list_views",
+    "List Zendesk views (saved ticket queues, e.g. 'My unsolved tickets').",
+    ListViews,
+    keywords=("queues", "saved filters", "inbox"),
 )
 async def list_views(args: ListViews, ctx: ToolContext) -> Any:
     active = None if args.active is None else str(args.active).lower()
@@ -361,6 +414,7 @@ class ViewTickets(Page):
     "zendesk_list_view_tickets",
     "List the tickets in a Zendesk view (queue), in the view's order.",
     ViewTickets,
+    keywords=("queue", "inbox", "unsolved"),
 )
 async def list_view_tickets(args: ViewTickets, ctx: ToolContext) -> Any:
     body = await zd(ctx, "GET", f"/views/{args.view_id}/tickets", params=_cursor_params(args))

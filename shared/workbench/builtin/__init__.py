@@ -17,6 +17,7 @@ JOTS = Manifest(
     display_name="Jots",
     auth=NoAuth(),
     description="Notes the agent and the user keep in Workbench.",
+    keywords=("notes", "notepad", "memo"),
     builtin=True,
     tool_names=frozenset({"create_jot", "get_jot", "list_jots", "update_jot", "delete_jot", "search_jots"}),
 )
@@ -26,6 +27,7 @@ VAULT = Manifest(
     display_name="Vault",
     auth=NoAuth(),
     description="Per-user secrets, usable in tool arguments as {{vault:NAME}}.",
+    keywords=("secrets", "passwords", "credentials"),
     builtin=True,
     tool_names=frozenset({"vault_list", "vault_set", "vault_delete"}),
 )
@@ -35,6 +37,7 @@ APPS = Manifest(
     display_name="Custom apps",
     auth=NoAuth(),
     description="Your own external MCP tool servers, merged into your tool catalog under a prefix.",
+    keywords=("custom apps", "integrations", "mcp"),
     builtin=True,
     tool_names=frozenset(
         {"apps_register_server", "apps_register_openapi", "apps_list", "apps_refresh", "apps_remove"}
@@ -46,6 +49,7 @@ BROWSER = Manifest(
     display_name="Browser",
     auth=NoAuth(),
     description="A headless browser the agent drives: open pages, click, type, read and screenshot them.",
+    keywords=("web", "website", "internet"),
     builtin=True,
     tool_names=frozenset(
         {

@@ -133,6 +133,7 @@ class NoArgs(BaseModel):
     "appear in your search_tools under the prefix and run through execute_tools. Use {{vault:NAME}} for "
     "tokens; names that collide with built-in or plugin tools are refused.",
     RegisterServer,
+    keywords=("add", "connect", "install", "hook up", "plug in", "integrate", "own tools"),
 )
 async def apps_register_server(args: RegisterServer, ctx: Any) -> dict[str, Any]:
     external = ctx.services.external
@@ -157,6 +158,7 @@ async def apps_register_server(args: RegisterServer, ctx: Any) -> dict[str, Any]
     "summary and description. Operations that cannot become tools are dropped and listed under `dropped`. "
     "Use {{vault:NAME}} for API keys and tokens.",
     RegisterOpenApi,
+    keywords=("add", "connect", "import", "swagger", "rest api", "spec", "endpoints", "integrate"),
 )
 async def apps_register_openapi(args: RegisterOpenApi, ctx: Any) -> dict[str, Any]:
     view = await ctx.services.external.register_openapi(
@@ -173,7 +175,12 @@ async def apps_register_openapi(args: RegisterOpenApi, ctx: Any) -> dict[str, An
     return dict(view)
 
 
-@tool("apps_list", "List your custom apps (MCP servers and OpenAPI apps) and their status.", NoArgs)
+@tool(
+    "apps_list",
+    "List your custom apps (MCP servers and OpenAPI apps) and their status.",
+    NoArgs,
+    keywords=("show", "installed", "registered", "custom", "servers"),
+)
 def apps_list(args: NoArgs, ctx: Any) -> dict[str, Any]:
     return {"apps": ctx.services.external.list_for(ctx.user_id)}
 
@@ -183,12 +190,18 @@ def apps_list(args: NoArgs, ctx: Any) -> dict[str, Any]:
     "Reconnect a custom app: forget its cached tool list (and any reconnect-required flag) and discover "
     "its tools again now.",
     AppName,
+    keywords=("reload", "resync", "sync", "rediscover", "reconnect", "fetch again", "tool list", "update"),
 )
 async def apps_refresh(args: AppName, ctx: Any) -> dict[str, Any]:
     return dict(await ctx.services.external.reconnect(ctx.user_id, args.name))
 
 
-@tool("apps_remove", "Remove one of your custom apps by name.", AppName)
+@tool(
+    "apps_remove",
+    "Remove one of your custom apps by name.",
+    AppName,
+    keywords=("delete", "unregister", "uninstall", "disconnect", "drop", "get rid"),
+)
 def apps_remove(args: AppName, ctx: Any) -> dict[str, Any]:
     ctx.services.external.remove(ctx.user_id, args.name)
     return {"removed": args.name}

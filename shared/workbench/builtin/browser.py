@@ -105,7 +105,12 @@ class NoArgs(BaseModel):
     pass
 
 
-@tool("browser_navigate", "Open a URL in your browser page and wait until it has loaded.", NavigateArgs)
+@tool(
+    "browser_navigate",
+    "Open a URL in your browser page and wait until it has loaded.",
+    NavigateArgs,
+    keywords=("go to", "visit", "load", "browse", "url", "link", "web page", "site"),
+)
 async def browser_navigate(args: NavigateArgs, ctx: Any) -> dict[str, Any]:
     url = check_url(args.url)
     page = await _pool(ctx).page_for_user(ctx.user_id)
@@ -117,6 +122,7 @@ async def browser_navigate(args: NavigateArgs, ctx: Any) -> dict[str, Any]:
     "browser_click",
     "Click an element of the open page, by CSS selector or by its visible text; waits for any navigation.",
     ClickArgs,
+    keywords=("press", "tap", "push", "button", "link", "select", "choose", "checkbox"),
 )
 async def browser_click(args: ClickArgs, ctx: Any) -> dict[str, Any]:
     page = _existing_page(ctx)
@@ -127,7 +133,12 @@ async def browser_click(args: ClickArgs, ctx: Any) -> dict[str, Any]:
     return {"clicked": target, "url": state.url, "title": state.title}
 
 
-@tool("browser_type", "Type text into an input of the open page; optionally press Enter to submit.", TypeArgs)
+@tool(
+    "browser_type",
+    "Type text into an input of the open page; optionally press Enter to submit.",
+    TypeArgs,
+    keywords=("fill in", "enter", "input", "write", "text box", "form", "field", "login", "search box"),
+)
 async def browser_type(args: TypeArgs, ctx: Any) -> dict[str, Any]:
     page = _existing_page(ctx)
     async with page.lock:
@@ -141,6 +152,7 @@ async def browser_type(args: TypeArgs, ctx: Any) -> dict[str, Any]:
     "browser_read",
     "Read the open page: its visible text, or an accessibility outline (roles and names of elements).",
     ReadArgs,
+    keywords=("get text", "scrape", "extract", "contents", "view", "look at", "see"),
 )
 async def browser_read(args: ReadArgs, ctx: Any) -> dict[str, Any]:
     page = _existing_page(ctx)
@@ -157,7 +169,12 @@ async def browser_read(args: ReadArgs, ctx: Any) -> dict[str, Any]:
     }
 
 
-@tool("browser_screenshot", "Take a PNG screenshot of the open page (returned as an image).", ScreenshotArgs)
+@tool(
+    "browser_screenshot",
+    "Take a PNG screenshot of the open page (returned as an image).",
+    ScreenshotArgs,
+    keywords=("capture", "snapshot", "picture", "image", "png", "screen grab", "snap"),
+)
 async def browser_screenshot(args: ScreenshotArgs, ctx: Any) -> dict[str, Any]:
     page = _existing_page(ctx)
     async with page.lock:
@@ -166,7 +183,12 @@ async def browser_screenshot(args: ScreenshotArgs, ctx: Any) -> dict[str, Any]:
     return {"_mcpImage": {"data": data, "mimeType": "image/png"}, "url": state.url, "title": state.title}
 
 
-@tool("browser_close", "Close your browser page and forget its cookies and storage.", NoArgs)
+@tool(
+    "browser_close",
+    "Close your browser page and forget its cookies and storage.",
+    NoArgs,
+    keywords=("quit", "exit", "end", "kill", "stop", "reset", "clear cookies", "log out", "session"),
+)
 async def browser_close(args: NoArgs, ctx: Any) -> dict[str, Any]:
     return {"closed": await _pool(ctx).close_user(ctx.user_id)}
 

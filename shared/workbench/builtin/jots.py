@@ -72,7 +72,12 @@ class SearchJots(BaseModel):
     limit: int = Field(default=20, ge=1, le=100)
 
 
-@tool("create_jot", "Create a note (jot) with a title and a markdown body.", CreateJot)
+@tool(
+    "create_jot",
+    "Create a note (jot) with a title and a markdown body.",
+    CreateJot,
+    keywords=("write down", "remember", "save", "record", "keep", "new"),
+)
 def create_jot(args: CreateJot, ctx: Any) -> dict[str, Any]:
     now = time.time()
     token = _share_token(None, args.shared)
@@ -81,7 +86,12 @@ def create_jot(args: CreateJot, ctx: Any) -> dict[str, Any]:
     return _view(jot, ctx)
 
 
-@tool("get_jot", "Get one jot (note) by id, with its full body.", JotId)
+@tool(
+    "get_jot",
+    "Get one jot (note) by id, with its full body.",
+    JotId,
+    keywords=("show", "open", "view", "read", "display"),
+)
 def get_jot(args: JotId, ctx: Any) -> dict[str, Any]:
     jot = ctx.services.stores.jots.get(ctx.user_id, args.id)
     if jot is None:
@@ -89,7 +99,12 @@ def get_jot(args: JotId, ctx: Any) -> dict[str, Any]:
     return _view(jot, ctx)
 
 
-@tool("list_jots", "List your jots (notes), most recently updated first, without bodies.", ListJots)
+@tool(
+    "list_jots",
+    "List your jots (notes), most recently updated first, without bodies.",
+    ListJots,
+    keywords=("show", "browse", "memos", "notebook", "overview"),
+)
 def list_jots(args: ListJots, ctx: Any) -> dict[str, Any]:
     jots = ctx.services.stores.jots.list_for(ctx.user_id)[: args.limit]
     return {"jots": [_view(j, ctx, body=False) for j in jots]}
@@ -99,6 +114,7 @@ def list_jots(args: ListJots, ctx: Any) -> dict[str, Any]:
     "update_jot",
     "Update a jot's (note's) title and/or body; shared true/false makes or revokes its share link.",
     UpdateJot,
+    keywords=("edit", "change", "rewrite", "fix", "share link", "publish", "unshare"),
 )
 def update_jot(args: UpdateJot, ctx: Any) -> dict[str, Any]:
     store = ctx.services.stores.jots
@@ -118,14 +134,24 @@ def update_jot(args: UpdateJot, ctx: Any) -> dict[str, Any]:
     return _view(updated, ctx)
 
 
-@tool("delete_jot", "Delete a jot (note) by id.", JotId)
+@tool(
+    "delete_jot",
+    "Delete a jot (note) by id.",
+    JotId,
+    keywords=("remove", "erase", "discard", "throw away", "get rid"),
+)
 def delete_jot(args: JotId, ctx: Any) -> dict[str, Any]:
     if not ctx.services.stores.jots.delete(ctx.user_id, args.id):
         raise LookupError(NOT_FOUND)
     return {"deleted": args.id}
 
 
-@tool("search_jots", "Search your jots (notes) for words in their title or body.", SearchJots)
+@tool(
+    "search_jots",
+    "Search your jots (notes) for words in their title or body.",
+    SearchJots,
+    keywords=("find", "look for", "lookup", "mentioning", "memos", "recall"),
+)
 def search_jots(args: SearchJots, ctx: Any) -> dict[str, Any]:
     words = [w for w in args.query.lower().split() if w]
     hits = []

@@ -34,7 +34,12 @@ class NoArgs(BaseModel):
     pass
 
 
-@tool("vault_list", "List the names of your vault secrets (values are never returned).", NoArgs)
+@tool(
+    "vault_list",
+    "List the names of your vault secrets (values are never returned).",
+    NoArgs,
+    keywords=("show", "stored", "saved", "names", "keys", "tokens"),
+)
 def vault_list(args: NoArgs, ctx: Any) -> dict[str, Any]:
     return {"names": ctx.services.vault.names(ctx.user_id)}
 
@@ -43,13 +48,31 @@ def vault_list(args: NoArgs, ctx: Any) -> dict[str, Any]:
     "vault_set",
     "Store a secret in your vault under a name, for use as {{vault:NAME}} in tool arguments.",
     VaultSet,
+    keywords=(
+        "save",
+        "store",
+        "put",
+        "add",
+        "remember",
+        "keep",
+        "api key",
+        "password",
+        "token",
+        "rotate",
+        "securely",
+    ),
 )
 def vault_set(args: VaultSet, ctx: Any) -> dict[str, Any]:
     ctx.services.vault.set(ctx.user_id, args.name, args.value)
     return {"stored": args.name}
 
 
-@tool("vault_delete", "Delete a secret from your vault by name.", VaultName)
+@tool(
+    "vault_delete",
+    "Delete a secret from your vault by name.",
+    VaultName,
+    keywords=("remove", "forget", "erase", "revoke", "discard", "get rid", "api key", "password", "token"),
+)
 def vault_delete(args: VaultName, ctx: Any) -> dict[str, Any]:
     if not ctx.services.vault.delete(ctx.user_id, args.name):
         raise LookupError(f"Vault secret '{args.name}' not found")
