@@ -33,13 +33,14 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from rank_bm25 import BM25Okapi
 from search_queries import CLEAN, FRESH, HELDOUT, TYPO
 from workbench.composition import build_registry
 from workbench.search import SearchDoc, SearchHit, SearchIndex, catalog_docs
+from workbench.tools import argument_text
 
 BFCL_SETS = ("simple_python", "multiple", "parallel")
 TYPO_SEED = 17
@@ -53,7 +54,7 @@ def load_bfcl() -> tuple[list[SearchDoc], list[Query]]:
     if spec is None or not spec.submodule_search_locations:
         sys.exit("bfcl-eval is not installed: run with `uv run --group bench` (or `make bench`)")
     data = Path(next(iter(spec.submodule_search_locations))) / "data"
-    pool: dict[str, str] = {}
+    pool: dict[str, tuple[str, str]] = {}
     questions: list[Query] = []
     for name in BFCL_SETS:
         answers = {}
@@ -63,11 +64,16 @@ def load_bfcl() -> tuple[list[SearchDoc], list[Query]]:
         for line in (data / f"BFCL_v4_{name}.json").read_text().splitlines():
             row = json.loads(line)
             for fn in row["function"]:
-                pool.setdefault(fn["name"], fn["description"])
+                pool.setdefault(fn["name"], (fn["description"], _arguments(fn)))
             (gold,) = answers[row["id"]]  # simple, multiple and parallel call one function
             text = " ".join(m["content"] for turn in row["question"] for m in turn if m["role"] == "user")
             questions.append((text, gold))
-    return [SearchDoc(n, d, "") for n, d in pool.items()], questions
+    return [SearchDoc(n, d, "", arguments=a) for n, (d, a) in pool.items()], questions
+
+
+def _arguments(fn: dict[str, Any]) -> str:
+    """A function's arguments as search_tools reads a custom app tool's: each name and description."""
+    return argument_text(fn.get("parameters") or {})
 
 
 _KEYS = ["qwertyuiop", "asdfghjkl", "zxcvbnm"]

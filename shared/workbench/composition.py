@@ -272,11 +272,12 @@ class Gateway:
     async def search_tools(self, principal: Principal, query: str, limit: int) -> list[dict[str, Any]]:
         """search_tools: built-in and plugin tools plus this caller's custom apps (never another user's)."""
         from workbench.search import SearchDoc
+        from workbench.tools import argument_text
 
         hits = self.search_index().search(query, limit)
         if self.external is not None:
             custom = tuple(
-                SearchDoc(t.name, t.description, t.server)
+                SearchDoc(t.name, t.description, t.server, arguments=argument_text(t.input_schema))
                 for t in await self.external.catalog(principal.user.id)
             )
             if custom:  # ranked alongside the shared catalog

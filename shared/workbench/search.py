@@ -272,11 +272,68 @@ _VALUES = re.compile(
 # ("use superset_export_csv for files"), not what this tool does.
 _IDENTIFIER = re.compile(r"\b[A-Za-z0-9]+(?:_[A-Za-z0-9]+)+\b")
 
+# How people ask, not what they ask for: request frames whose verbs are not the action ("tell me
+# what is on my calendar" is not a message to send) and filler words. Both are left out of the
+# query, so they neither pull towards a tool nor count against the score.
+_FRAMES = re.compile(
+    r"\b(?:tell me|let me know|give me|help me|(?:want|need|like|wish) to know|i wonder|"
+    r"is (?:it|there a way) (?:possible )?to|is there a way to|would you mind|do me a favou?r|"
+    r"go ahead and|when you (?:get|have) a (?:chance|minute|moment)|(?:would|could) you be able to|"
+    r"i(?:['\u2019]d| would) (?:really )?appreciate(?: it)?(?: if)?|thank(?:s| you)(?: in advance)?)\b",
+    re.I,
+)
+_FILLER = _words_of(
+    "kindly just really actually basically quickly currently maybe hey hi hello okay ok sure asap"
+)
+
+# Everyday verbs that are no tool's action, read as the actions they ask for, at synonym weight.
+# One way only (a tool named show_x is not found by "list"), and never between actions: "show"
+# asks for some read (list, get or search alike), "tell" for a send, "press" for a click.
+_LEXICON: dict[str, tuple[str, ...]] = {
+    "show": ("list", "get", "search", "find"),
+    "display": ("list", "get", "search", "find"),
+    "view": ("list", "get", "search", "find"),
+    "see": ("list", "get", "search", "find"),
+    "tell": ("send",),
+    "notify": ("send",),
+    "inform": ("send",),
+    "announce": ("send", "post"),
+    "save": ("create", "upload", "set"),
+    "store": ("set", "save", "upload"),
+    "press": ("click",),
+    "tap": ("click",),
+    "enter": ("type",),
+    "fill": ("type",),
+    "lookup": ("search", "find", "get"),
+    "locate": ("find", "search"),
+    "discover": ("find", "search"),
+    "rename": ("update",),
+    "erase": ("delete", "clear"),
+    "wipe": ("delete", "clear"),
+    "kill": ("close", "stop"),
+    "quit": ("close",),
+    "exit": ("close",),
+}
+
 # -- ranking parameters (chosen on BFCL and the catalog query set together: bench/search.py) -----
 
-_FIELDS = ("action", "object", "integration", "description", "keywords")
-_WEIGHT = {"action": 2.0, "object": 2.0, "integration": 2.0, "description": 1.0, "keywords": 1.0}
-_B = {"action": 0.0, "object": 0.3, "integration": 0.3, "description": 0.75, "keywords": 0.3}
+_FIELDS = ("action", "object", "integration", "description", "keywords", "arguments")
+_WEIGHT = {
+    "action": 2.0,
+    "object": 2.0,
+    "integration": 2.0,
+    "description": 1.0,
+    "keywords": 1.0,
+    "arguments": 0.2,
+}
+_B = {
+    "action": 0.0,
+    "object": 0.3,
+    "integration": 0.3,
+    "description": 0.75,
+    "keywords": 0.3,
+    "arguments": 0.75,
+}
 _K1 = 1.2
 _DESCRIPTION_TERMS = 60  # a long description's tail says little about what the tool is for
 _SYNONYM = 0.6  # a synonym match counts this much of an exact one
@@ -288,6 +345,7 @@ _TYPO_MAX_LENGTH = 24  # no word is longer; a longer "word" is not worth its edi
 # used (BFCL's longest questions are well inside both).
 _QUERY_CHARS = 2000
 _QUERY_TERMS = 64
+_NAMED_INTEGRATION = 1.2  # a tool of an integration the query names
 _SURFACE = 0.2  # the word also found as written, singular or plural ("comments" → list_comments)
 # to_bytes layout and everything an index depends on: a saved index from other settings is refused.
 _FORMAT = (
@@ -299,7 +357,14 @@ _FORMAT = (
     ).hexdigest()[:16]
 )
 # How much a match counts towards the calibrated score, by where it is found.
-_FIELD_STRENGTH = {"action": 1.0, "object": 1.0, "integration": 1.0, "description": 0.8, "keywords": 0.8}
+_FIELD_STRENGTH = {
+    "action": 1.0,
+    "object": 1.0,
+    "integration": 1.0,
+    "description": 0.8,
+    "keywords": 0.8,
+    "arguments": 0.5,
+}
 # Prior, for tools that score the same: one that reads, then one that writes, then one that deletes.
 _READ_ONLY = _words_of("get list search find read fetch retrieve describe query lookup count check")
 _DESTRUCTIVE = _words_of("delete remove trash archive clear cancel destroy erase")
@@ -313,6 +378,8 @@ class SearchDoc:
     # Words users say for this action and object that the name and description do not use
     # (a tool author's `keywords`); custom apps have none.
     keywords: str = ""
+    # The tool's arguments: their names and descriptions.
+    arguments: str = ""
 
 
 def catalog_docs(registry: Registry) -> list[SearchDoc]:
@@ -320,7 +387,11 @@ def catalog_docs(registry: Registry) -> list[SearchDoc]:
     extra = {m.name: m.keywords for m in registry.manifests()}
     return [
         SearchDoc(
-            t.name, t.description, t.integration, " ".join((*t.keywords, *extra.get(t.integration, ())))
+            t.name,
+            t.description,
+            t.integration,
+            " ".join((*t.keywords, *extra.get(t.integration, ()))),
+            t.argument_text(),
         )
         for t in registry.all_tools()
     ]
@@ -354,11 +425,20 @@ def _parse(doc: SearchDoc) -> _Parsed:
         "integration": [*integration, *(t for t in name[:at] if t not in known)],
         "description": _index_terms(_IDENTIFIER.sub(" ", doc.description))[:_DESCRIPTION_TERMS],
         "keywords": _index_terms(doc.keywords),
+        "arguments": _argument_terms(doc.arguments),
     }
     text = f"{doc.name} {_IDENTIFIER.sub(' ', doc.description)} {doc.keywords}"
     if text.isascii():
         return _Parsed(fields, frozenset(_ASCII_WORD.findall(text.lower())))
     return _Parsed(fields, frozenset(w for _, w in _terms(text)))
+
+
+def _argument_terms(text: str) -> list[str]:
+    """Each argument word once (a word repeated across arguments, "page id", "page title", says no
+    more about the tool), without the example values argument descriptions give (dates, ids,
+    addresses: "2024-01-31T10:00:00Z" is not the words t10 and 00z)."""
+    terms = _index_terms(_VALUES.sub(" ", text))
+    return [t for t in dict.fromkeys(terms) if not any(c.isdigit() for c in t)]
 
 
 @functools.lru_cache(maxsize=1024)
@@ -419,6 +499,11 @@ class SearchIndex:
         self._unseen_idf = math.log(1 + (n + 0.5) / 1.5)  # as rare as a word of one tool
         self._vocab = sorted(self._postings)  # for prefix lookups
         self._prior = [_prior(fields) for fields in per_doc]
+        # Tools by the words of their integration, for queries that name one ("zendesk tickets").
+        self._by_integration: dict[str, list[int]] = defaultdict(list)
+        for i, fields in enumerate(per_doc):
+            for t in dict.fromkeys(fields["integration"]):
+                self._by_integration[t].append(i)
         # Words as written, so that a plural query prefers the tool about many ("notion comments").
         self._written: dict[str, list[int]] = defaultdict(list)
         for i, p in enumerate(parsed):
@@ -433,12 +518,13 @@ class SearchIndex:
         ten times quicker than building it: bench/search.py)."""
         state = (
             _FORMAT,
-            [(d.name, d.description, d.integration, d.keywords) for d in self.docs],
+            [(d.name, d.description, d.integration, d.keywords, d.arguments) for d in self.docs],
             self._idf,
             self._postings,
             self._unseen_idf,
             self._prior,
             dict(self._written),
+            dict(self._by_integration),
         )
         return marshal.dumps(state)
 
@@ -448,12 +534,12 @@ class SearchIndex:
         state = marshal.loads(data)  # noqa: S302 -- our own build artefact, never user input
         if not isinstance(state, tuple) or not state or state[0] != _FORMAT:
             raise ValueError("search index built by another version of the engine; rebuild it")
-        _, docs, idf, postings, unseen_idf, prior, written = state
+        _, docs, idf, postings, unseen_idf, prior, written, by_integration = state
         index = cls.__new__(cls)
         index.docs = [SearchDoc(*d) for d in docs]
         index._idf, index._postings, index._unseen_idf = idf, postings, unseen_idf
         index._vocab = sorted(postings)
-        index._prior, index._written = prior, written
+        index._prior, index._written, index._by_integration = prior, written, by_integration
         index._typo_index = None
         return index
 
@@ -467,6 +553,9 @@ class SearchIndex:
         for syn in _SYNONYMS.get(word, ()):
             if syn in self._postings:
                 found.setdefault(syn, _SYNONYM)
+        for action in _LEXICON.get(word, ()):
+            if action in self._postings:
+                found.setdefault(action, _SYNONYM)
         if found or not word.isascii() or word.isdigit():
             return found
         # Nothing matches the word as written: complete a prefix, or correct a typo.
@@ -508,7 +597,9 @@ class SearchIndex:
 
     def search(self, query: str, limit: int = 10) -> list[SearchHit]:
         terms: dict[str, str] = {}  # index term → the word as first written
-        for term, written in _terms(_VALUES.sub(" ", query[:_QUERY_CHARS])):
+        for term, written in _terms(_FRAMES.sub(" ", _VALUES.sub(" ", query[:_QUERY_CHARS]))):
+            if term in _FILLER:
+                continue
             terms.setdefault(term, written)
             if len(terms) == _QUERY_TERMS:
                 break
@@ -562,6 +653,11 @@ class SearchIndex:
                     scores[doc] += surface
         if not scores:
             return []
+        # A query that names an integration is about it: its tools come before another
+        # integration's tool that merely shares a rarer word ("zendesk tickets assigned to me").
+        for doc in {d for t in terms if t in self._by_integration for d in self._by_integration[t]}:
+            if doc in scores:
+                scores[doc] *= _NAMED_INTEGRATION
         return self._ranked(scores, limit, matched, unmatched)
 
     def _ranked(

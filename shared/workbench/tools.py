@@ -44,6 +44,7 @@ __all__ = [
     "Tool",
     "ToolContext",
     "ToolResult",
+    "argument_text",
     "error_text",
     "tool",
 ]
@@ -191,6 +192,13 @@ class Tool:
                 self._schema = self.parameters or {"type": "object", "properties": {}}
         return self._schema
 
+    def argument_text(self) -> str:
+        """Each argument's name and description, for search (cheap: no JSON Schema is built)."""
+        if self.input_model is not None:
+            fields = self.input_model.model_fields.items()
+            return " ".join(f"{name} {f.description or ''}" for name, f in fields)
+        return argument_text(self.parameters or {})
+
     async def execute(
         self,
         input: Any,
@@ -240,6 +248,17 @@ class Tool:
         if inspect.isawaitable(value):  # a sync function that returned a coroutine
             return await value
         return value
+
+
+def argument_text(schema: Mapping[str, Any]) -> str:
+    """Each top-level argument of a JSON Schema, its name and description, for search."""
+    props = schema.get("properties")
+    if not isinstance(props, Mapping):
+        return ""
+    return " ".join(
+        f"{name} {spec.get('description', '') if isinstance(spec, Mapping) else ''}"
+        for name, spec in props.items()
+    )
 
 
 def _failure_text(exc: Exception) -> str:

@@ -309,7 +309,7 @@ async def create_reply_draft(args: Reply, ctx: ToolContext) -> Any:
     "Save an email as a Gmail draft (to review and send later).",
     Compose,
     scopes=_SCOPES,
-    keywords=("compose", "prepare", "write", "save for later", "not send"),
+    keywords=("compose", "prepare", "write", "save for later"),
 )
 async def create_draft(args: Compose, ctx: ToolContext) -> Any:
     _check_attachments(args.attachments)
