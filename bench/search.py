@@ -133,13 +133,14 @@ def engine(docs: list[SearchDoc]) -> Searcher:
     return lambda q, k: [h.doc.name for h in index.search(q, k)]
 
 
-def bm25(docs: list[SearchDoc]) -> Searcher:
-    """The plain baseline: BM25Okapi over lower-cased words of name and description."""
+def bm25(docs: list[SearchDoc], arguments: bool = False) -> Searcher:
+    """The plain baseline: BM25Okapi over lower-cased words of name and description (and, for a
+    like-for-like check of search_tools' arguments field, of the arguments too)."""
 
     def words(text: str) -> list[str]:
         return re.findall(r"[a-z0-9]+", text.lower())
 
-    model = BM25Okapi([words(f"{d.name} {d.description}") for d in docs])
+    model = BM25Okapi([words(f"{d.name} {d.description} {d.arguments if arguments else ''}") for d in docs])
     names = [d.name for d in docs]
 
     def search(query: str, k: int) -> list[str]:
@@ -218,6 +219,12 @@ def main() -> None:
             (f"BFCL typo variant (seed {TYPO_SEED})", len(bfcl_typo), ours, base, bfcl_typo),
         ],
         verbose=False,
+    )
+    with_args = bm25(pool, arguments=True)
+    r1, r5, _, _ = quality(with_args, questions)
+    t1, t5, _, _ = quality(with_args, bfcl_typo)
+    print(
+        f"  BM25 over name + description + arguments: R@1 {r1:.3f} R@5 {r5:.3f}; typo variant R@1 {t1:.3f} R@5 {t5:.3f}"
     )
     print(
         "  R@1 if a function with the gold one's exact description also counts: "

@@ -286,33 +286,35 @@ _FILLER = _words_of(
     "kindly just really actually basically quickly currently maybe hey hi hello okay ok sure asap"
 )
 
-# Everyday verbs that are no tool's action, read as the actions they ask for, at synonym weight.
-# One way only (a tool named show_x is not found by "list"), and never between actions: "show"
-# asks for some read (list, get or search alike), "tell" for a send, "press" for a click.
-_LEXICON: dict[str, tuple[str, ...]] = {
-    "show": ("list", "get", "search", "find"),
-    "display": ("list", "get", "search", "find"),
-    "view": ("list", "get", "search", "find"),
-    "see": ("list", "get", "search", "find"),
-    "tell": ("send",),
-    "notify": ("send",),
-    "inform": ("send",),
-    "announce": ("send", "post"),
-    "save": ("create", "upload", "set"),
-    "store": ("set", "save", "upload"),
-    "press": ("click",),
-    "tap": ("click",),
-    "enter": ("type",),
-    "fill": ("type",),
-    "lookup": ("search", "find", "get"),
-    "locate": ("find", "search"),
-    "discover": ("find", "search"),
-    "rename": ("update",),
-    "erase": ("delete", "clear"),
-    "wipe": ("delete", "clear"),
-    "kill": ("close", "stop"),
-    "quit": ("close",),
-    "exit": ("close",),
+# Everyday verbs that are no tool's action, read as the actions they ask for, at synonym weight
+# (times the share given here). One way only (a tool named show_x is not found by "list"), and
+# never between actions: "show" asks for a read, a listing or a record before a search, "tell" for
+# a send, "press" for a click.
+_READ = {"list": 1.0, "get": 1.0, "search": 0.75, "find": 0.75}
+_LEXICON: dict[str, dict[str, float]] = {
+    "show": _READ,
+    "display": _READ,
+    "view": _READ,
+    "see": _READ,
+    "tell": {"send": 1.0},
+    "notify": {"send": 1.0},
+    "inform": {"send": 1.0},
+    "announce": {"send": 1.0, "post": 1.0},
+    "save": {"create": 1.0, "upload": 1.0, "set": 1.0},
+    "store": {"set": 1.0, "save": 1.0, "upload": 1.0},
+    "press": {"click": 1.0},
+    "tap": {"click": 1.0},
+    "enter": {"type": 1.0},
+    "fill": {"type": 1.0},
+    "lookup": {"search": 1.0, "find": 1.0, "get": 1.0},
+    "locate": {"find": 1.0, "search": 1.0},
+    "discover": {"find": 1.0, "search": 1.0},
+    "rename": {"update": 1.0},
+    "erase": {"delete": 1.0, "clear": 1.0},
+    "wipe": {"delete": 1.0, "clear": 1.0},
+    "kill": {"close": 1.0, "stop": 1.0},
+    "quit": {"close": 1.0},
+    "exit": {"close": 1.0},
 }
 
 # -- ranking parameters (chosen on BFCL and the catalog query set together: bench/search.py) -----
@@ -419,15 +421,16 @@ def _parse(doc: SearchDoc) -> _Parsed:
         at += 1
     rest = name[at:]
     verb = next((i for i, t in enumerate(rest) if t in _ACTIONS), None)
+    description = _IDENTIFIER.sub(" ", doc.description) if "_" in doc.description else doc.description
     fields = {
         "action": [rest[verb]] if verb is not None else [],
         "object": [t for i, t in enumerate(rest) if i != verb],
         "integration": [*integration, *(t for t in name[:at] if t not in known)],
-        "description": _index_terms(_IDENTIFIER.sub(" ", doc.description))[:_DESCRIPTION_TERMS],
+        "description": _index_terms(description)[:_DESCRIPTION_TERMS],
         "keywords": _index_terms(doc.keywords),
         "arguments": _argument_terms(doc.arguments),
     }
-    text = f"{doc.name} {_IDENTIFIER.sub(' ', doc.description)} {doc.keywords}"
+    text = f"{doc.name} {description} {doc.keywords}"
     if text.isascii():
         return _Parsed(fields, frozenset(_ASCII_WORD.findall(text.lower())))
     return _Parsed(fields, frozenset(w for _, w in _terms(text)))
@@ -435,10 +438,15 @@ def _parse(doc: SearchDoc) -> _Parsed:
 
 def _argument_terms(text: str) -> list[str]:
     """Each argument word once (a word repeated across arguments, "page id", "page title", says no
-    more about the tool), without the example values argument descriptions give (dates, ids,
-    addresses: "2024-01-31T10:00:00Z" is not the words t10 and 00z)."""
-    terms = _index_terms(_VALUES.sub(" ", text))
-    return [t for t in dict.fromkeys(terms) if not any(c.isdigit() for c in t)]
+    more about the tool), without the example values argument descriptions give (dates, ids:
+    "2024-01-31T10:00:00Z" is not the words t10 and 00z)."""
+    if not text.isascii():
+        return [t for t in dict.fromkeys(tokens(text)) if not any(c.isdigit() for c in t)]
+    out: list[str] = []
+    for raw in dict.fromkeys(_ASCII_WORD.findall(text)):
+        if raw.isalpha():
+            out += _ascii_stems(raw)
+    return list(dict.fromkeys(out))
 
 
 @functools.lru_cache(maxsize=1024)
@@ -553,9 +561,9 @@ class SearchIndex:
         for syn in _SYNONYMS.get(word, ()):
             if syn in self._postings:
                 found.setdefault(syn, _SYNONYM)
-        for action in _LEXICON.get(word, ()):
+        for action, share in _LEXICON.get(word, {}).items():
             if action in self._postings:
-                found.setdefault(action, _SYNONYM)
+                found.setdefault(action, _SYNONYM * share)
         if found or not word.isascii() or word.isdigit():
             return found
         # Nothing matches the word as written: complete a prefix, or correct a typo.

@@ -195,7 +195,14 @@ def test_tokens_split_camel_case_and_keep_brand_names() -> None:
 
 def test_prebuilt_index_answers_like_a_fresh_one(catalog: SearchIndex) -> None:
     loaded = SearchIndex.from_bytes(catalog.to_bytes())
-    for query in ("creat jira tiket", "notion comments", "send slack message", "日历"):
+    queries = (
+        "creat jira tiket",
+        "notion comments",
+        "send slack message",
+        "日历",
+        "zendesk tickets assigned to me",
+    )
+    for query in (*queries, "give the customer their money back", "a pipeline stage id argument"):
         assert loaded.search(query) == catalog.search(query)
     with pytest.raises(ValueError, match="another version"):
         SearchIndex.from_bytes(marshal.dumps(("workbench-search-0", [])))
@@ -210,3 +217,146 @@ def test_a_query_is_read_up_to_its_bounds(catalog: SearchIndex) -> None:
     assert names(catalog, f"{filler} jira") == []
     for hostile in ("a@" * 50_000, "a/" * 50_000, "a-1" * 30_000, "日" * 100_000, "x" * 100_000):
         assert catalog.search(hostile) == [] or all(0 <= h.score <= 1 for h in catalog.search(hostile))
+
+
+# -- second round: words the catalog does not use, verbose sentences, arguments ------------------
+
+SHOP = [
+    SearchDoc("pay_create_refund", "Refund a payment, fully or partly.", "pay", "money back reimburse"),
+    SearchDoc("pay_list_payments", "List payments, newest first.", "pay", "charges transactions"),
+    SearchDoc("pay_create_payment_link", "Create a payment link to share.", "pay", "checkout"),
+    SearchDoc("pay_get_customer", "Get one customer.", "pay", "client buyer"),
+    SearchDoc("chat_send_message", "Send a message to a channel.", "chat", "post tell notify announce"),
+    SearchDoc("chat_get_channel_info", "Get a channel's topic and members.", "chat", "details about"),
+    SearchDoc("cal_list_events", "List calendar events in a time window.", "cal", "agenda upcoming"),
+]
+
+
+def test_keywords_find_a_tool_by_words_its_name_and_description_do_not_use() -> None:
+    index = SearchIndex(SHOP)
+    assert names(index, "give the customer their money back for the duplicate payment")[0] == (
+        "pay_create_refund"
+    )
+    assert names(index, "announce in the channel that the release is out")[0] == "chat_send_message"
+    assert names(index, "upcoming agenda")[0] == "cal_list_events"
+    # Without keywords the same catalog cannot know "money back" is a refund.
+    bare = SearchIndex(SearchDoc(d.name, d.description, d.integration) for d in SHOP)
+    assert names(bare, "money back")[:1] != ["pay_create_refund"]
+
+
+def test_keywords_count_less_than_the_name() -> None:
+    docs = [
+        SearchDoc("shop_refund_order", "Refund an order.", "shop"),
+        SearchDoc("shop_cancel_order", "Cancel an order.", "shop", "refund"),
+    ]
+    assert names(SearchIndex(docs), "refund the order")[0] == "shop_refund_order"
+
+
+def test_a_tool_named_in_another_description_does_not_count_for_it() -> None:
+    # "use db_export_csv for files" names the other tool; it says nothing about this one.
+    docs = [
+        SearchDoc("db_run_sql", "Run a SQL query and return rows (use db_export_csv for files).", "db"),
+        SearchDoc("db_export_csv", "Run SQL and export the result as CSV.", "db"),
+        SearchDoc("db_list_tables", "List tables (db_get_columns gives their columns).", "db"),
+        SearchDoc("db_get_columns", "Get the columns of a table.", "db"),
+    ]
+    index = SearchIndex(docs)
+    assert names(index, "export the query as csv")[0] == "db_export_csv"
+    assert names(index, "columns")[0] == "db_get_columns"
+
+
+def test_request_frames_are_how_people_ask_not_what_they_ask_for() -> None:
+    index = SearchIndex(SHOP)
+    # "tell me" asks for an answer, not for a message to be sent.
+    for query in ("tell me what's upcoming on my calendar", "let me know the upcoming events"):
+        assert names(index, query)[0] == "cal_list_events"
+        assert "chat_send_message" not in names(index, query)
+    # Frames and filler words neither match nor count against the score.
+    plain = index.search("upcoming calendar events")[0].score
+    for query in (
+        "could you please tell me the upcoming calendar events",
+        "hey, I'd really appreciate it if you could just list the upcoming calendar events, thanks",
+        "is there a way to see the upcoming calendar events?",
+    ):
+        hit = index.search(query)[0]
+        assert hit.doc.name == "cal_list_events"
+        assert hit.score >= plain * 0.9, (query, hit.score, plain)
+
+
+def test_everyday_verbs_read_as_the_actions_they_ask_for() -> None:
+    # No keywords here (a custom app has none): the verb alone must point the way.
+    docs = [
+        SearchDoc("web_click", "Click an element of the page.", "web"),
+        SearchDoc("web_type", "Type text into an input of the page.", "web"),
+        SearchDoc("web_close", "Close the page.", "web"),
+        SearchDoc("orders_list_orders", "List orders.", "orders"),
+        SearchDoc("orders_create_order", "Create an order.", "orders"),
+        SearchDoc("orders_delete_order", "Delete an order.", "orders"),
+        SearchDoc("chat_send_message", "Send a message.", "chat"),
+        SearchDoc("chat_update_message", "Update a message.", "chat"),
+    ]
+    index = SearchIndex(docs)
+    assert names(index, "press the submit button")[0] == "web_click"
+    assert names(index, "fill in the email input")[0] == "web_type"
+    assert names(index, "kill the page")[0] == "web_close"
+    assert names(index, "show my orders")[0] == "orders_list_orders"
+    assert names(index, "notify the team with a message")[0] == "chat_send_message"
+    # One way only, and never between actions: a "show" tool is not found by "list".
+    shown = SearchIndex(
+        [SearchDoc("x_show_status", "Status.", "x"), SearchDoc("x_list_items", "Items.", "x")]
+    )
+    assert names(shown, "list")[0] == "x_list_items"
+
+
+def test_show_asks_for_some_read_without_merging_get_list_and_search() -> None:
+    index = SearchIndex(TRACKER)
+    assert names(index, "show issues")[0] == "tracker_list_issues"  # the plural: the tool about many
+    assert names(index, "show issue description")[0] == "tracker_get_issue"
+    top = index.search("show issues", 4)
+    assert [h.doc.name for h in top if h.doc.name == "tracker_create_issue"] == [] or top[0].score > top[
+        -1
+    ].score
+
+
+def test_a_named_integration_comes_before_a_rarer_word_elsewhere() -> None:
+    # Two integrations of a few tools each, as in the catalog; the tracker's keyword "assigned" is
+    # rarer than the word "desk", but the query names the desk.
+    desk = [
+        SearchDoc("desk_search_tickets", "Search support tickets by status, requester or words.", "desk"),
+        SearchDoc("desk_get_ticket", "Get one support ticket.", "desk"),
+        SearchDoc("desk_create_ticket", "Create a support ticket.", "desk"),
+        SearchDoc("desk_list_users", "List the desk's users.", "desk"),
+        SearchDoc("desk_list_groups", "List agent groups.", "desk"),
+    ]
+    tracker = [
+        SearchDoc("tracker_list_issues", "List issues (tickets) by state.", "tracker", "assigned mine"),
+        SearchDoc("tracker_get_issue", "Get one issue (ticket).", "tracker"),
+        SearchDoc("tracker_create_issue", "Create an issue (ticket).", "tracker"),
+        SearchDoc("tracker_list_teams", "List teams.", "tracker"),
+    ]
+    index = SearchIndex(desk + tracker)
+    assert names(index, "the desk tickets assigned to me")[0] == "desk_search_tickets"
+    assert names(index, "tickets assigned to me")[0] == "tracker_list_issues"  # no integration named
+
+
+def test_arguments_count_but_less_than_the_description() -> None:
+    docs = [
+        SearchDoc(
+            "fx_convert",
+            "Convert an amount.",
+            "",
+            arguments="amount The amount to convert from_currency The currency to convert from",
+        ),
+        SearchDoc("fx_rates", "List exchange rates for a currency.", ""),
+        SearchDoc("unit_convert", "Convert an amount between units of measure.", ""),
+    ]
+    index = SearchIndex(docs)
+    # The argument descriptions tell the converters apart...
+    assert names(index, "convert 20000 yen into another currency")[0] == "fx_convert"
+    # ...but a word in a description still weighs more than the same word in an argument.
+    assert names(index, "currency")[0] == "fx_rates"
+    # Example values in argument descriptions are not words.
+    dated = SearchIndex(
+        [SearchDoc("cal_list", "List events.", "cal", arguments="since e.g. 2024-01-31T10:00:00Z")]
+    )
+    assert dated.search("t10 00z") == []
