@@ -340,10 +340,11 @@ class Gateway:
         template: Any = None,
         has_return: bool = False,
     ) -> dict[str, Any]:
-        from workbench.meta import run_compose, run_plain
+        from workbench.runs import run_compose, run_plain
 
         runner = run_compose if compose else run_plain
-        return await runner(self, principal, executions, template, has_return)
+        vault = self.vault_reader(principal.user.id)
+        return await runner(self.engine, vault, principal, executions, template, has_return)
 
     def curl_session(self, principal: Principal, integrations: list[str], expires_in: int) -> dict[str, Any]:
         from workbench.proxy.session import mint_curl_session

@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 from workbench.auth import Principal
 from workbench.errors import InvalidInput, JobFailed
-from workbench.meta import parse_executions
 from workbench.observability import log_event
+from workbench.runs import parse_executions
 
 if TYPE_CHECKING:
     from workbench.composition import Gateway
