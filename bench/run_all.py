@@ -1,17 +1,194 @@
-"""Run every benchmark under bench/ in turn (what `make bench` runs); each script also runs alone.
+"""Run every benchmark under bench/ (what `make bench` runs) and print one table of the figures the
+issues set goals for, each measured side by side with its comparison point in the same run.
 
-uv run --group bench python bench/run_all.py [name ...]    (names: search, search_hybrid, cold_start, aws_calls, mcp_throughput)
+Each script also runs alone (without --json it prints its own detailed report). Here each is run
+with `--json` and the table is built from the object it prints last; a script that cannot print
+JSON is run for its own report instead, and its rows say n/a.
+
+    uv run --group bench python bench/run_all.py [name ...]
 """
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 BENCH = Path(__file__).resolve().parent
-SCRIPTS = ("search", "search_hybrid", "cold_start", "aws_calls", "mcp_throughput")
+# In the order they run; search_hybrid is an experiment with its own report (not a goal).
+SCRIPTS = ("cold_start", "aws_calls", "batch", "mcp_throughput", "proxy", "search", "search_hybrid")
+
+
+@dataclass(frozen=True)
+class Row:
+    script: str
+    measure: str
+    value: Callable[[dict[str, Any]], float]
+    unit: str
+    goal: str
+    ok: Callable[[float], bool]
+
+
+def _get(*path: str) -> Callable[[dict[str, Any]], float]:
+    def read(data: dict[str, Any]) -> float:
+        value: Any = data
+        for key in path:
+            value = value[key]
+        return float(value)
+
+    return read
+
+
+ROWS = (
+    Row(
+        "cold_start",
+        "cold first response ÷ official SDK + Mangum (wall)",
+        _get("ratio_vs_sdk"),
+        "x",
+        "<= 0.3x",
+        lambda v: v <= 0.3,
+    ),
+    Row(
+        "cold_start",
+        "cold first response ÷ official SDK + Mangum (CPU)",
+        _get("cpu_ratio_vs_sdk"),
+        "x",
+        "<= 0.3x",
+        lambda v: v <= 0.3,
+    ),
+    Row(
+        "cold_start",
+        "cold first response ÷ Starlette + Mangum hello (wall)",
+        _get("ratio_vs_hello"),
+        "x",
+        "<= 1.5x",
+        lambda v: v <= 1.5,
+    ),
+    Row(
+        "cold_start",
+        "cold first response ÷ Starlette + Mangum hello (CPU)",
+        _get("cpu_ratio_vs_hello"),
+        "x",
+        "<= 1.5x",
+        lambda v: v <= 1.5,
+    ),
+    Row(
+        "cold_start",
+        "cold first response, workbench (wall median)",
+        _get("median_ms", "workbench"),
+        "ms",
+        "",
+        lambda v: True,
+    ),
+    Row(
+        "cold_start",
+        "peak RSS of the cold start, workbench",
+        _get("peak_rss_mb", "workbench"),
+        "MB",
+        "",
+        lambda v: True,
+    ),
+    Row(
+        "aws_calls",
+        "AWS calls per warm execute_tools of one tool",
+        _get("warm_execute_one_calls"),
+        "",
+        "1",
+        lambda v: v <= 1,
+    ),
+    Row(
+        "aws_calls", "AWS calls per warm tools/list", _get("warm_tools_list_calls"), "", "0", lambda v: v == 0
+    ),
+    Row(
+        "batch",
+        "50 x 100 ms sync tool batch ÷ 700 ms ideal",
+        _get("sync", "ratio"),
+        "x",
+        "<= 1.15x",
+        lambda v: v <= 1.15,
+    ),
+    Row(
+        "batch",
+        "50 x 100 ms async tool batch ÷ 700 ms ideal",
+        _get("async", "ratio"),
+        "x",
+        "~1.02x (keep)",
+        lambda v: v <= 1.1,
+    ),
+    Row(
+        "mcp_throughput",
+        "local tools/call throughput ÷ FastMCP",
+        _get("ratio_vs_fastmcp"),
+        "x",
+        ">= 5x",
+        lambda v: v >= 5,
+    ),
+    Row(
+        "mcp_throughput",
+        "local tools/call throughput ÷ official SDK",
+        _get("ratio_vs_sdk"),
+        "x",
+        "",
+        lambda v: True,
+    ),
+    Row(
+        "proxy",
+        "curl proxy p50 overhead over a direct loopback call",
+        _get("overhead_p50_ms"),
+        "ms",
+        "<= +1.5 ms",
+        lambda v: v <= 1.5,
+    ),
+    Row(
+        "search", "BFCL simple+multiple+parallel R@5", _get("bfcl", "r5"), "", ">= 0.90", lambda v: v >= 0.90
+    ),
+    Row("search", "BFCL typo variant R@5", _get("bfcl_typo", "r5"), "", ">= 0.88", lambda v: v >= 0.88),
+    Row("search", "BFCL R@1", _get("bfcl", "r1"), "", ">= 0.72", lambda v: v >= 0.72),
+    Row("search", "catalog query set R@1", _get("catalog", "r1"), "", ">= 0.90", lambda v: v >= 0.90),
+    Row("search", "catalog query set R@5", _get("catalog", "r5"), "", ">= 0.98", lambda v: v >= 0.98),
+    Row(
+        "search",
+        "search at 20,000 tools: query p99 (CPU)",
+        _get("p99_20k_ms"),
+        "ms",
+        "< 15 ms",
+        lambda v: v < 15,
+    ),
+    Row(
+        "search",
+        "search at 20,000 tools: prebuilt index load (CPU)",
+        _get("prebuilt_load_20k_ms"),
+        "ms",
+        "< 300 ms",
+        lambda v: v < 300,
+    ),
+)
+
+
+def _run(name: str) -> dict[str, Any] | None:
+    """The script's JSON figures (None when it has no --json mode: then its own report was shown)."""
+    script = BENCH / f"{name}.py"
+    if not script.exists():
+        print(f"  (bench/{name}.py is not there)")
+        return None
+    done = subprocess.run(
+        [sys.executable, str(script), "--json"], cwd=BENCH.parent, capture_output=True, text=True
+    )
+    if done.returncode == 0:
+        for line in reversed(done.stdout.strip().splitlines()):
+            if line.startswith("{"):
+                return dict(json.loads(line))
+    if done.returncode == 2 and "--json" in done.stderr:  # argparse: no such option
+        subprocess.call([sys.executable, str(script)], cwd=BENCH.parent)
+        return None
+    sys.stdout.write(done.stdout[-4000:])
+    sys.stderr.write(done.stderr[-4000:])
+    raise RuntimeError(f"bench/{name}.py failed (exit {done.returncode})")
 
 
 def main() -> int:
@@ -20,16 +197,41 @@ def main() -> int:
     if unknown:
         print(f"unknown benchmark(s): {', '.join(unknown)}; choose from {', '.join(SCRIPTS)}")
         return 2
+    results: dict[str, dict[str, Any] | None] = {}
     failed = []
     for name in chosen:
-        print(f"\n=== bench/{name}.py ===", flush=True)
+        print(f"=== bench/{name}.py", flush=True)
         t0 = time.perf_counter()
-        code = subprocess.call([sys.executable, str(BENCH / f"{name}.py")], cwd=BENCH.parent)
-        print(
-            f"=== bench/{name}.py: {'ok' if code == 0 else f'exit {code}'} in {time.perf_counter() - t0:.0f} s"
-        )
-        if code:
+        try:
+            results[name] = _run(name)
+        except RuntimeError as exc:
+            print(exc)
             failed.append(name)
+            results[name] = None
+        print(f"    done in {time.perf_counter() - t0:.0f} s", flush=True)
+
+    print("\n| measure | this run | goal | |")
+    print("|---|---|---|---|")
+    for row in ROWS:
+        if row.script not in chosen:
+            continue
+        data = results.get(row.script)
+        try:
+            value = row.value(data) if data is not None else None
+        except (KeyError, TypeError, ValueError):
+            value = None
+        if value is None:
+            print(f"| {row.measure} | n/a | {row.goal} | |")
+            continue
+        shown = (
+            f"{value:.3f}{row.unit}" if row.unit in ("x", "") and value < 100 else f"{value:.1f} {row.unit}"
+        )
+        verdict = "" if not row.goal else ("met" if row.ok(value) else "NOT MET")
+        print(f"| {row.measure} | {shown} | {row.goal} | {verdict} |")
+    out = BENCH.parent / ".bench-cache" / "results.json"
+    out.parent.mkdir(exist_ok=True)
+    out.write_text(json.dumps(results, indent=1))
+    print(f"\n(all figures: {out.relative_to(BENCH.parent)})")
     if failed:
         print("failed:", ", ".join(failed))
     return 1 if failed else 0
