@@ -9,8 +9,9 @@ Quality (Recall@1, Recall@5, MRR; each question has one right tool):
   bench/search_queries.py, per group, plus a mechanical typo of every clean query.
 - Held-out: a second catalog set (HELDOUT in bench/search_queries.py: verbose, everyday,
   indirect, multi-clause and non-native wording), reported on its own and never tuned on.
-Each set is run through `SearchIndex` (what search_tools uses) and through a plain BM25 (rank-bm25's
-BM25Okapi over lower-cased name + description words) on the same pool.
+Each set is run through `SearchIndex` (what search_tools uses: name, description, keywords and
+arguments) and through a plain BM25 (rank-bm25's BM25Okapi over lower-cased name + description
+words) on the same pool; for BFCL also a BM25 that reads the arguments too, like for like.
 
 Score calibration: the top score of right first hits on the catalog against the top score of
 BFCL's 800 questions searched over the catalog (it has no tool for any of them).

@@ -1,10 +1,12 @@
 """Tool search: words in any order, typo-tolerant, a few synonyms, best match first.
 
-Ranking is BM25F over four fields of a tool: the action of its name (the verb of
-`<integration>_<verb>_<object>`), the rest of the name, its integration, and its description.
-A query word matches an index term exactly (after light stemming), through a synonym at reduced
-weight, or, only when neither matches anything, as a prefix or within a small edit distance
-(a deletion index, so the cost does not grow with the vocabulary).
+Ranking is BM25F over six fields of a tool: the action of its name (the verb of
+`<integration>_<verb>_<object>`), the rest of the name, its integration, its description, its
+search keywords (the tool's and its integration's) and, at low weight, its arguments. A query word
+matches an index term exactly (after light stemming), through a synonym or an everyday verb's
+action at reduced weight, or, only when neither matches anything, as a prefix or within a small
+edit distance (a deletion index, so the cost does not grow with the vocabulary). Request frames
+("tell me", "could you") and values (ids, URLs) are left out of the query first.
 
 The score is calibrated rather than relative: the top hit's score is the share of the query's
 informative words (weighted by rarity) that it matches, and every other hit is scaled by its
