@@ -24,6 +24,7 @@ Speed: p50/p99 per query and index build time for the real catalog and for synth
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import json
 import os
@@ -208,12 +209,30 @@ def synthetic(docs: list[SearchDoc], size: int, rng: random.Random) -> list[Sear
     return out
 
 
+def _figures(search: Searcher, queries: Sequence[Query]) -> dict[str, float]:
+    r1, r5, mrr, _ = quality(search, queries)
+    return {"r1": round(r1, 4), "r5": round(r5, 4), "mrr": round(mrr, 4), "n": len(queries)}
+
+
 def main() -> None:
+    if "--json" in sys.argv:
+        # The report goes to stderr; the one JSON object run_all.py reads is the last stdout line.
+        summary: dict[str, Any] = {}
+        with contextlib.redirect_stdout(sys.stderr):
+            report(summary)
+        print(json.dumps(summary))
+        return
+    report({})
+
+
+def report(summary: dict[str, Any]) -> None:
     verbose = "-v" in sys.argv
     pool, questions = load_bfcl()
     ours, base = engine(pool), bm25(pool)
     print(f"BFCL ({'+'.join(BFCL_SETS)}): {len(questions)} questions over {len(pool)} distinct functions")
     bfcl_typo = typo_variant(questions, TYPO_SEED)
+    summary["bfcl"], summary["bfcl_typo"] = _figures(ours, questions), _figures(ours, bfcl_typo)
+    summary["bfcl_bm25"] = _figures(base, questions)
     table(
         [
             ("BFCL", len(questions), ours, base, questions),
@@ -254,6 +273,7 @@ def main() -> None:
         kept = [q for q in qs if q[1] in names]
         rows.append((f"  FRESH {group}", len(kept), ours, base, kept))
     rows.append(("catalog mechanical typo (1/query)", len(mechanical), ours, base, mechanical))
+    summary["catalog"], summary["catalog_typo"] = _figures(ours, everything), _figures(ours, mechanical)
     table(rows, verbose)
 
     # The held-out set is reported on its own, never in the totals above and never with -v.
@@ -268,6 +288,7 @@ def main() -> None:
     for group, qs in HELDOUT.items():
         kept = [q for q in qs if q[1] in names]
         held_rows.append((f"  {group}", len(kept), ours, base, kept))
+    summary["heldout"] = _figures(ours, heldout)
     table(held_rows, verbose=False)
 
     calibration(docs, everything, [q for q, _ in questions])
@@ -282,12 +303,15 @@ def main() -> None:
         catalog = synthetic(docs, size, rng)
         (index, build) = timed(lambda catalog=catalog: SearchIndex(catalog))
         wall, cpu = latency(index, query_texts * (3 if size == len(docs) else 1))
+        if size == 20_000:
+            summary["p99_20k_ms"], summary["build_20k_ms"] = round(cpu[1], 3), round(build[1], 1)
         print(
             f"  {size:>6} tools: query p50 {wall[0]:6.3f} ms  p99 {wall[1]:6.3f} ms  (CPU p99 {cpu[1]:6.3f} ms)"
             f"   index built in {build[0]:5.0f} ms (CPU {build[1]:5.0f} ms)"
         )
     data = index.to_bytes()
     _, load = timed(lambda: SearchIndex.from_bytes(data))
+    summary["prebuilt_load_20k_ms"] = round(load[1], 1)
     print(
         f"  prebuilt {len(index.docs)}-tool index ({len(data) / 1e6:.1f} MB, SearchIndex.from_bytes): "
         f"loaded in {load[0]:.0f} ms (CPU {load[1]:.0f} ms)"
