@@ -157,6 +157,7 @@ class Gateway:
             credentials=self.credentials,
             verify=functools.partial(verify_credential, self.engine),
             io=self.store_io,
+            egress=self.egress,
         )
         flow.external = self.external  # custom apps behind OAuth connect through the same flow
         return flow

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from workbench import deadline
 from workbench.blocking import BlockingPool
+from workbench.egress import EgressPolicy, EgressRefused
 from workbench.errors import InvalidInput, VerificationFailed
 from workbench.registry import Manifest, OAuth2Auth, Registry
 from workbench.settings import Settings
@@ -64,6 +65,7 @@ class ConnectFlow:
         credentials: Credentials | None = None,
         verify: Verifier | None = None,
         io: BlockingPool | None = None,
+        egress: EgressPolicy | None = None,
     ) -> None:
         self.settings = settings
         self.registry = registry
@@ -74,6 +76,8 @@ class ConnectFlow:
         self.credentials = credentials
         # Checks a new credential before it is stored (the manifest's probe); None: not checked.
         self.verify = verify
+        # Checks a sign-in host the person typed (Salesforce My Domain) before any request goes there.
+        self.egress = egress
         # Custom apps behind OAuth (workbench.external): connected through the same flow. Set by
         # the composition root; it answers for app names the registry does not know.
         self.external: Any = None
@@ -169,10 +173,11 @@ class ConnectFlow:
 
     # -- redeem and callback (browser side) -----------------------------------------------------
 
-    def redeem(self, user: User, connection_id: str, *, login_host: str | None = None) -> Redeemed:
+    async def redeem(self, user: User, connection_id: str, *, login_host: str | None = None) -> Redeemed:
         """Turn a connect link into the next step, for the user it was minted for only.
 
-        `login_host` is the sign-in host the person chose, for a manifest that asks for one."""
+        `login_host` is the sign-in host the person chose, for a manifest that asks for one; a host
+        they typed must also pass the egress policy (the token request goes there)."""
         now = self.clock()
         rec = self.pending.get(connection_id, now=now) if connection_id else None
         if rec is None or rec.user_id != user.id:
@@ -197,11 +202,20 @@ class ConnectFlow:
         from workbench.oauth_client import ProviderError, login_host_for, pkce_verifier
 
         host = ""
-        if manifest.auth.login_hosts is not None:
+        hosts = manifest.auth.login_hosts
+        if hosts is not None:
             try:
-                host = login_host_for(manifest.auth.login_hosts, login_host)
+                host = login_host_for(hosts, login_host)
+                if self.egress is not None and host not in {h for _, h in hosts.choices}:
+                    await self.egress.check(f"https://{host}/", unresolvable_ok=True)
             except InvalidInput as exc:
                 return Redeemed(400, {"error": "INVALID_LOGIN_HOST", "message": str(exc)})
+            except EgressRefused as exc:
+                why = str(exc).removeprefix("Refused: ")
+                return Redeemed(
+                    400,
+                    {"error": "INVALID_LOGIN_HOST", "message": f"The sign-in host {host} is refused: {why}."},
+                )
         verifier = pkce_verifier()
         state = secrets.token_urlsafe(32)
         try:

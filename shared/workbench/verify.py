@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 
+from workbench.egress import EgressRefused
 from workbench.errors import CredentialError, VerificationFailed
 from workbench.plain_errors import plain_text
 from workbench.registry import Manifest, Probe
@@ -63,6 +64,9 @@ async def verify_credential(
         raise VerificationFailed(plain_text(exc)) from exc
     except CredentialError as exc:
         raise VerificationFailed(str(exc)) from exc
+    except EgressRefused as exc:  # an address no server-side request may reach (workbench.egress)
+        why = str(exc).removeprefix("Refused: ").rstrip(".")
+        raise VerificationFailed(f"Workbench will not connect there: {why}.") from exc
     except Exception as exc:  # a probe function's own explanation (bad subdomain, no URL, ...)
         raise VerificationFailed(
             error_text(exc) or f"{name}: the check failed ({type(exc).__name__})."

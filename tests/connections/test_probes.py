@@ -471,3 +471,22 @@ async def test_oauth_connect_records_when_it_was_verified(tmp_path: Path) -> Non
     stored = gw.stores.connections.get(user.id, "github")
     assert stored is not None and stored.verified_at is not None
     assert await gw.connections.wait(user, link, 60) == {"status": "CONNECTED"}
+
+
+async def test_the_check_goes_through_the_egress_policy(tmp_path: Path) -> None:
+    """The probe is a server-side request to a user-set address: a private answer is refused, plainly."""
+
+    async def resolver(host: str, port: int) -> list[str]:
+        return ["10.1.2.3"]
+
+    gw = make_gateway(tmp_path, resolver=resolver)  # real transport behind the egress policy
+    manifest = gw.registry.manifest("superset")
+    assert manifest is not None
+    with pytest.raises(VerificationFailed) as failed:
+        await gw.verify(
+            principal_for(gw).user, manifest, {**SUPERSET, "base_url": "https://bi.internal.example"}
+        )
+    assert str(failed.value) == (
+        "Workbench will not connect there: bi.internal.example resolves to 10.1.2.3, a private address, "
+        "not a public internet address."
+    )

@@ -398,3 +398,28 @@ def test_choosing_my_domain_without_typing_a_host_is_refused_not_taken_as_produc
         '<div class="notice error" role="alert">Salesforce: The sign-in host must be a host name ending in '
         "….my.salesforce.com, e.g. acme.my.salesforce.com.</div>"
     ) in page
+
+
+def test_a_typed_sign_in_host_must_pass_the_egress_policy(tmp_path: Path) -> None:
+    """A My Domain host is under Salesforce's suffix, and still checked like every user-set URL:
+    one whose DNS answer is a private address is refused before the secret could go there."""
+
+    async def resolver(host: str, port: int) -> list[str]:
+        return ["10.1.2.3"] if host == "internal.my.salesforce.com" else ["13.110.14.8"]
+
+    provider = SalesforceOrg("acme.my.salesforce.com")
+    gw = make_gateway(tmp_path, transport=httpx.MockTransport(provider), resolver=resolver, plugin_env=ENV)
+    client = signed_in(gw)
+    link = gw.connections.start(principal_for(gw).user, "salesforce")["connectionId"]
+    refused = redeem(client, link, login_host="internal.my.salesforce.com")
+    assert refused.status_code == 400
+    body = refused.json()
+    assert body["error"] == "INVALID_LOGIN_HOST"
+    assert body["message"] == (
+        "The sign-in host internal.my.salesforce.com is refused: internal.my.salesforce.com resolves to "
+        "10.1.2.3, a private address, not a public internet address."
+    )
+    accepted = redeem(client, link, login_host="acme.my.salesforce.com")
+    assert accepted.status_code == 200
+    assert accepted.json()["url"].startswith("https://acme.my.salesforce.com/services/oauth2/authorize?")
+    assert provider.seen == []

@@ -132,6 +132,11 @@ def _route(server: Recorder, seen: Seen) -> tuple[int, list[tuple[str, str]], by
     if path == "/token":  # the OAuth provider's token endpoint (refresh_token grant)
         fresh = {"access_token": FRESH_ACCESS_TOKEN, "expires_in": 3600, "token_type": "bearer"}
         return 200, [("Content-Type", "application/json")], json.dumps(fresh).encode()
+    if path == "/api/only-fresh":  # a provider that has ended every session but the newest one
+        auth = seen.headers.get("authorization", "")
+        if auth != f"Bearer {FRESH_ACCESS_TOKEN}":
+            return 401, [("Content-Type", "application/json")], b'{"error": "invalid_token"}'
+        return 200, [("Content-Type", "application/json")], json.dumps({"you_sent": auth}).encode()
     if path == "/api/status/418":
         return 418, [("Content-Type", "text/plain")], b"teapot"
     body = json.dumps({"method": seen.method, "target": seen.target, "body": seen.body.decode("latin-1")})

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 
 import httpx
 
@@ -223,3 +224,28 @@ def test_a_stale_oauth_credential_is_refreshed_before_it_is_injected(
         "/api/items",
         "/api/items",
     ]  # stored, not re-refreshed
+
+
+def test_a_token_the_provider_rejects_is_refreshed_once_and_the_request_resent(
+    proxy: Proxy, upstream: Recorder
+) -> None:
+    """The same refresh-on-rejection as tool calls: a token with an hour left that the provider has
+    ended is refreshed (once) and the request sent again; the new token is redacted too."""
+    user = proxy.principal.user.id
+    proxy.gateway.credentials.save(
+        user,
+        "oauthy",
+        {"access_token": STALE_ACCESS_TOKEN, "refresh_token": REFRESH_TOKEN, "token_type": "bearer"},
+        expires_at=time.time() + 3600,
+    )
+    h = {"Authorization": f"Bearer {proxy.token('oauthy')}"}
+    r = httpx.post(f"{proxy.base}/c/oauthy/only-fresh", headers=h, content=b'{"note": "kept"}')
+    assert r.status_code == 200
+    assert FRESH_ACCESS_TOKEN not in r.text and "[REDACTED]" in r.text
+    first, token_call, again = upstream.requests()
+    assert (first.target, token_call.target, again.target) == ("/api/only-fresh", "/token", "/api/only-fresh")
+    assert first.headers["authorization"] == f"Bearer {STALE_ACCESS_TOKEN}"
+    assert again.headers["authorization"] == f"Bearer {FRESH_ACCESS_TOKEN}"
+    assert first.body == again.body == b'{"note": "kept"}'
+    stored = proxy.gateway.stores.connections.get(user, "oauthy")
+    assert stored is not None and proxy.gateway.credentials.load(stored)["access_token"] == FRESH_ACCESS_TOKEN

@@ -32,6 +32,7 @@ from starlette.routing import Route
 
 from workbench import deadline
 from workbench.bodylimit import BodyRule, BodyTooLarge, guarded_app, json_413
+from workbench.credentials import token_of
 from workbench.egress import EgressRefused, Resolver, egress_transport
 from workbench.errors import AuthError, CredentialError
 from workbench.observability import log_event
@@ -157,6 +158,14 @@ def _secrets_in(value: Any) -> Iterable[str]:
     elif isinstance(value, list):
         for v in value:
             yield from _secrets_in(v)
+
+
+def _redactions(cred: Any, injected: dict[str, str], *, also: Iterable[bytes] = ()) -> list[bytes]:
+    """Every form of every credential value to scrub from what goes back to the caller, longest first."""
+    plain = {s.encode() for s in (*_secrets_in(cred), *_secrets_in(injected))} | {
+        p.encode() for v in injected.values() for p in v.split() if len(p) >= _MIN_SECRET_LEN
+    }
+    return sorted({form for s in plain for form in secret_forms(s)} | set(also), key=len, reverse=True)
 
 
 def secret_forms(secret: bytes) -> set[bytes]:
@@ -290,10 +299,7 @@ class CurlProxy:
                 403, {"error": "NOT_CONNECTED", "integration": integration, "message": str(exc)}
             ) from exc
         injected = self.gw.credentials.headers_for(manifest, cred) if conn is not None else {}
-        plain = {s.encode() for s in (*_secrets_in(cred), *_secrets_in(injected))} | {
-            p.encode() for v in injected.values() for p in v.split() if len(p) >= _MIN_SECRET_LEN
-        }
-        secrets = sorted({form for s in plain for form in secret_forms(s)}, key=len, reverse=True)
+        secrets = _redactions(cred, injected)
 
         body = await _read_body(request)
         query = request.scope.get("query_string", b"").decode("latin-1")
@@ -320,6 +326,20 @@ class CurlProxy:
                 trust_env=False,
             ) as client:
                 upstream = await client.request(request.method, target, headers=headers, content=body)
+                # The provider says the token is no longer valid: refresh once (the engine's single
+                # flight) and send the request once more with the new token.
+                sent = token_of(cred, "access") if conn is not None else None
+                if sent is not None and await self.gw.credentials.rejects(manifest, upstream):
+                    cred = await self.gw.credentials.after_rejection(manifest, user_id, sent)
+                    if token_of(cred, "access") not in (None, sent):
+                        injected = self.gw.credentials.headers_for(manifest, cred)
+                        headers.update(injected)
+                        secrets = _redactions(cred, injected, also=secrets)
+                        upstream = await client.request(request.method, target, headers=headers, content=body)
+        except CredentialError as exc:  # the refresh after a rejection failed
+            raise _Denied(
+                403, {"error": "NOT_CONNECTED", "integration": integration, "message": str(exc)}
+            ) from exc
         except EgressRefused as exc:
             text = str(exc)
             raise _Denied(

@@ -356,7 +356,7 @@ def apps_routes(web: WebContext) -> list[BaseRoute]:
         started = gw.connections.start(user, name)
         if "error" in started:
             return done(request, user, str(started["error"]), ok=False)
-        result = gw.connections.redeem(user, str(started["connectionId"]))
+        result = await gw.connections.redeem(user, str(started["connectionId"]))
         if result.status != 200:
             return done(request, user, str(result.body.get("message") or result.body.get("error")), ok=False)
         return redirect(str(result.body["url"]))

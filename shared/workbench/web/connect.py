@@ -99,13 +99,13 @@ def connect_routes(web: WebContext) -> list[BaseRoute]:
         user = web.user(request)
         if user is None:  # no portal session is not the same user either
             return json_response({"error": "ACCOUNT_MISMATCH"}, 403)
-        result = gw.connections.redeem(user, token, login_host=login_host)
+        result = await gw.connections.redeem(user, token, login_host=login_host)
         return json_response(result.body, result.status)
 
     @web.form_post
     async def redeem_form(request: Request, user: User, form: dict[str, str]) -> Response:
         """The link page's form post (no script needed): answers with a redirect or a page."""
-        result = gw.connections.redeem(user, form.get("token", ""), login_host=login_host_from(form))
+        result = await gw.connections.redeem(user, form.get("token", ""), login_host=login_host_from(form))
         if result.status == 200:
             return redirect(str(result.body["url"]))
         code = str(result.body.get("error", ""))

@@ -201,7 +201,9 @@ def portal_routes(web: WebContext) -> list[BaseRoute]:
         started = gw.connections.start(user, m.name)
         if "error" in started:
             return back_with_error(str(started.get("message") or started["error"]))
-        redeemed = gw.connections.redeem(user, str(started["connectionId"]), login_host=login_host_from(form))
+        redeemed = await gw.connections.redeem(
+            user, str(started["connectionId"]), login_host=login_host_from(form)
+        )
         if redeemed.status != 200:
             message = str(redeemed.body.get("message") or redeemed.body.get("error"))
             return back_with_error(f"{m.display_name}: {message}")
