@@ -3,11 +3,14 @@ record every request they receive. DNS answers come from an injectable resolver.
 
 from __future__ import annotations
 
+import base64
 import gzip
 import json
+import re
 import socket
 import threading
 import time
+import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -91,6 +94,33 @@ class _Handler(BaseHTTPRequestHandler):
     do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = do_HEAD = do_OPTIONS = _handle
 
 
+def echo_forms(token: bytes) -> dict[str, str]:
+    from urllib.parse import quote, quote_plus
+
+    b64 = base64.b64encode(token).decode()
+    return {
+        "b64": b64,
+        "b64_unpadded": b64.rstrip("="),
+        "b64_urlsafe": base64.urlsafe_b64encode(token).decode().rstrip("="),
+        "basic": base64.b64encode(b"someone:" + token).decode(),  # the secret at an offset
+        "basic_offset2": base64.b64encode(b"ab:" + token).decode(),
+        "pct": quote(token, safe=""),
+        "pct_lower": re.sub(r"%[0-9A-F]{2}", lambda m: m.group(0).lower(), quote(token, safe="")),
+        "pct_plus": quote_plus(token, safe=""),
+    }
+
+
+def _bomb() -> bytes:
+    """Compressed zeros, made in pieces so building it never holds the inflated size."""
+    z = zlib.compressobj(9, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
+    block = bytes(1024 * 1024)
+    parts = [z.compress(block) for _ in range(64)]
+    return b"".join(parts) + z.flush()
+
+
+BOMB = _bomb()
+
+
 def _route(server: Recorder, seen: Seen) -> tuple[int, list[tuple[str, str]], bytes]:
     path = seen.target.split("?", 1)[0]
     own = f"http://{UPSTREAM_HOST}:{server.port}"
@@ -104,6 +134,14 @@ def _route(server: Recorder, seen: Seen) -> tuple[int, list[tuple[str, str]], by
         "/api/redirect/outside-base": "/elsewhere/secret",
         "/api/redirect/userinfo": f"http://{UPSTREAM_HOST}:{server.port}@{EVIL_HOST}:{evil}/steal",
         "/api/redirect/allowed": f"https://{ALLOWED_EXTRA_HOST}/archive.tar.gz",
+        # The base URL's own host, https, outside the base path (only other allowed hosts pass).
+        "/api/redirect/same-host-outside": f"https://{UPSTREAM_HOST}/elsewhere/secret",
+        # Read as evil.test by browsers (backslash), as the base host by Python's urlsplit.
+        "/api/redirect/backslash-userinfo": f"https://{EVIL_HOST}\\@{UPSTREAM_HOST}/api/x",
+        "/api/redirect/backslash-path": f"/\\{EVIL_HOST}/steal",
+        "/api/redirect/allowed-with-userinfo": f"https://user@{ALLOWED_EXTRA_HOST}/archive.tar.gz",
+        "/api/redirect/unparsable": "http://[::1",
+        "/api/redirect/bad-port": f"https://{UPSTREAM_HOST}:99999/api/x",
     }
     if path in redirects:
         return 302, [("Location", redirects[path])], b""
@@ -111,6 +149,18 @@ def _route(server: Recorder, seen: Seen) -> tuple[int, list[tuple[str, str]], by
         auth = seen.headers.get("authorization", "")
         body = json.dumps({"you_sent": auth}).encode()
         return 200, [("Content-Type", "application/json"), ("X-Echo-Auth", auth)], body
+    if path == "/api/echo-forms":  # the injected token echoed back encoded every way we redact
+        token = seen.headers.get("authorization", "").partition(" ")[2].encode()
+        forms = echo_forms(token)
+        return (
+            200,
+            [("Content-Type", "application/json"), ("X-Echo-B64", forms["b64"])],
+            json.dumps(forms).encode(),
+        )
+    if path == "/api/bomb":  # 1 MiB of gzip that inflates past the 10 MiB decoded cap
+        return 200, [("Content-Type", "application/json"), ("Content-Encoding", "gzip")], BOMB
+    if path == "/api/brotli":
+        return 200, [("Content-Type", "text/plain"), ("Content-Encoding", "br")], b"\x0b\x00\x80hello\x03"
     if path == "/api/gzip":
         return (
             200,

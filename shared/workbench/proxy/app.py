@@ -319,23 +319,38 @@ class CurlProxy:
             + (b"?" + query.encode("latin-1") if query else b"")
         )
         try:
-            async with httpx.AsyncClient(
-                transport=self.transport,
-                follow_redirects=False,
-                timeout=deadline.upstream_timeout(UPSTREAM_SECONDS, connect=UPSTREAM_CONNECT_SECONDS),
-                trust_env=False,
-            ) as client:
-                upstream = await client.request(request.method, target, headers=headers, content=body)
-                # The provider says the token is no longer valid: refresh once (the engine's single
-                # flight) and send the request once more with the new token.
-                sent = token_of(cred, "access") if conn is not None else None
-                if sent is not None and await self.gw.credentials.rejects(manifest, upstream):
-                    cred = await self.gw.credentials.after_rejection(manifest, user_id, sent)
-                    if token_of(cred, "access") not in (None, sent):
-                        injected = self.gw.credentials.headers_for(manifest, cred)
-                        headers.update(injected)
-                        secrets = _redactions(cred, injected, also=secrets)
-                        upstream = await client.request(request.method, target, headers=headers, content=body)
+            # The transport itself, not a client: a client parses a redirect's Location (and fails
+            # on a malformed one) before the proxy can apply its own, documented redirect policy.
+            timeout = deadline.upstream_timeout(UPSTREAM_SECONDS, connect=UPSTREAM_CONNECT_SECONDS)
+
+            async def send(headers: dict[str, str]) -> httpx.Response:
+                if "user-agent" not in {k.lower() for k in headers}:
+                    headers = {"User-Agent": "workbench/0.1", **headers}
+                outgoing = httpx.Request(
+                    request.method,
+                    target,
+                    headers=headers,
+                    content=body,
+                    extensions={"timeout": timeout.as_dict()},
+                )
+                response = await self.transport.handle_async_request(outgoing)
+                try:
+                    await response.aread()
+                finally:
+                    await response.aclose()
+                return response
+
+            upstream = await send(headers)
+            # The provider says the token is no longer valid: refresh once (the engine's single
+            # flight) and send the request once more with the new token.
+            sent = token_of(cred, "access") if conn is not None else None
+            if sent is not None and await self.gw.credentials.rejects(manifest, upstream):
+                cred = await self.gw.credentials.after_rejection(manifest, user_id, sent)
+                if token_of(cred, "access") not in (None, sent):
+                    injected = self.gw.credentials.headers_for(manifest, cred)
+                    headers.update(injected)
+                    secrets = _redactions(cred, injected, also=secrets)
+                    upstream = await send(headers)
         except CredentialError as exc:  # the refresh after a rejection failed
             raise _Denied(
                 403, {"error": "NOT_CONNECTED", "integration": integration, "message": str(exc)}
