@@ -19,7 +19,6 @@ from workbench.auth import ApiKeys, AuthCache, KeysThatForget, Principal
 from workbench.blocking import BlockingPool
 from workbench.credentials import Credentials
 from workbench.crypto import Cipher, KeyProvider, LocalKeyProvider, load_or_create_local_key
-from workbench.egress import EgressPolicy, Resolver, Route, egress_transport
 from workbench.errors import ConfigError
 from workbench.executor import Engine
 from workbench.observability import Metrics
@@ -34,6 +33,7 @@ if TYPE_CHECKING:
 
     from workbench.browser.pool import BrowserPool
     from workbench.connections import ConnectFlow
+    from workbench.egress import EgressPolicy, Resolver, Route
     from workbench.external import ExternalServers
     from workbench.oauth.service import OAuthServer
     from workbench.oauth_client import ProviderOAuth, TokenSet
@@ -106,8 +106,11 @@ class Gateway:
         metrics: Metrics,
         # The session secret, the SSO client secret and the plugins' OAuth clients (read at run time).
         secrets: SecretSource,
-        # What every server-side request to a user-influenced URL must pass (workbench.egress).
+        # What every server-side request to a user-influenced URL must pass (workbench.egress);
+        # built from the settings (and these test doubles) on first use when not given.
         egress: EgressPolicy | None = None,
+        resolver: Resolver | None = None,
+        route: Route | None = None,
         clock: Callable[[], float] = time.time,
         transport: httpx.AsyncBaseTransport | None = None,
         signing_keys: SigningKeySource | None = None,
@@ -124,7 +127,9 @@ class Gateway:
         self.vault = vault
         self.metrics = metrics
         self.secrets = secrets
-        self.egress = egress or EgressPolicy.from_settings(settings)
+        if egress is not None:
+            self.egress = egress
+        self._resolver, self._route = resolver, route
         self.clock = clock
         # A test double for upstream HTTP; every service wraps it in the egress transport.
         self._transport = transport
@@ -135,13 +140,23 @@ class Gateway:
         self.auth_cache = auth_cache or AuthCache(0)
 
     @cached_property
+    def egress(self) -> EgressPolicy:
+        from workbench.egress import EgressPolicy
+
+        return EgressPolicy.from_settings(self.settings, resolver=self._resolver, route=self._route)
+
+    def egress_transport(self, **options: Any) -> httpx.AsyncBaseTransport:
+        """An httpx transport behind the egress checks (around the test double, if any)."""
+        from workbench.egress import egress_transport
+
+        return egress_transport(self.egress, inner=self._transport, **options)
+
+    @cached_property
     def provider_oauth(self) -> ProviderOAuth:
         """Workbench as an OAuth client of plugin providers (connect callback, lazy refresh)."""
         from workbench.oauth_client import ProviderOAuth
 
-        return ProviderOAuth(
-            self.settings, self.secrets, transport=egress_transport(self.egress, inner=self._transport)
-        )
+        return ProviderOAuth(self.settings, self.secrets, transport=self.egress_transport())
 
     @cached_property
     def connections(self) -> ConnectFlow:
@@ -193,7 +208,7 @@ class Gateway:
             pending=self.stores.pending,
             credentials=self.credentials,
             clock=self.clock,
-            transport=egress_transport(self.egress, inner=self._transport),
+            transport=self.egress_transport(),
             allow_http_client_metadata=self.egress.allows_local,
             connect_ttl=settings.connect_ttl_seconds,
             refuse_host=self.egress.host_refusal,
@@ -424,7 +439,6 @@ def build_gateway(
     provider = key_provider or build_key_provider(settings)
     cipher = Cipher(provider, cache_seconds=settings.data_key_cache_seconds)
     metrics = Metrics()
-    egress = EgressPolicy.from_settings(settings, resolver=resolver, route=route)
     late: list[Gateway] = []  # the refresher and the custom-app lookup reach the gateway built below
 
     async def refresh(manifest: Manifest, refresh_token: str, stored: Mapping[str, Any]) -> TokenSet:
@@ -443,8 +457,9 @@ def build_gateway(
         credentials,
         stores.audit,
         metrics,
-        # Every plugin request: a user's own Superset/Zendesk/Salesforce host included.
-        transport=egress_transport(egress, inner=transport, retries=1),
+        # Every plugin request (a user's own Superset/Zendesk/Salesforce host included) passes the
+        # egress checks; the transport is made when the first upstream call needs it.
+        transport_factory=lambda: late[0].egress_transport(retries=1),
         concurrency=settings.execute_concurrency,
         clock=clock,
         builtin_services=services,
@@ -461,7 +476,8 @@ def build_gateway(
         vault=vault,
         metrics=metrics,
         secrets=secrets,
-        egress=egress,
+        resolver=resolver,
+        route=route,
         clock=clock,
         transport=transport,
         signing_keys=signing_keys,

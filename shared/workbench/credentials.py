@@ -17,11 +17,9 @@ from __future__ import annotations
 import asyncio
 import base64
 import time
-from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
-
-import httpx
 
 from workbench.blocking import BlockingPool
 from workbench.crypto import Cipher
@@ -37,6 +35,8 @@ from workbench.stores import LEASE_SUFFIX, Connection, ConnectionStore
 from workbench.tools import TokenKind
 
 if TYPE_CHECKING:
+    import httpx
+
     from workbench.oauth_client import TokenSet
 
 __all__ = [
@@ -44,7 +44,6 @@ __all__ = [
     "LEASE_SUFFIX",
     "REFRESH_MARGIN_SECONDS",
     "Credentials",
-    "InjectedAuth",
     "Refresher",
     "credential_context",
     "token_of",
@@ -422,40 +421,3 @@ def _cookies_live(cred: dict[str, Any], auth: CookieAuth, now: float) -> bool:
     }
     wanted = set(auth.session_cookies)
     return bool(live) and (not wanted or wanted <= live)
-
-
-# What InjectedAuth asks for: the headers to send and the token they carry (None: not a token that
-# can be refreshed), the connection's API base for relative URLs, and, after an answer, fresh
-# headers to retry with (None: do not retry).
-HeadersFn = Callable[[], Awaitable[tuple[dict[str, str], str | None]]]
-RetryFn = Callable[[httpx.Response, str], Awaitable[dict[str, str] | None]]
-BaseFn = Callable[[], Awaitable[str]]
-
-
-class InjectedAuth(httpx.Auth):
-    """httpx auth flow that asks for the credential per request (so a refresh lands mid-batch),
-    joins a relative URL to the connection's own API base when the manifest has one (Salesforce's
-    instance_url is only known once the credential is read), and sends the request a second time,
-    with fresh headers, when `retry` says the answer means the token was rejected."""
-
-    def __init__(
-        self, headers: HeadersFn, *, retry: RetryFn | None = None, base: BaseFn | None = None
-    ) -> None:
-        self._headers = headers
-        self._retry = retry
-        self._base = base
-
-    async def async_auth_flow(self, request: httpx.Request) -> AsyncGenerator[httpx.Request, httpx.Response]:
-        if self._base is not None and not request.url.host:
-            request.url = httpx.URL(await self._base()).join(request.url)
-            request.headers["Host"] = request.url.netloc.decode("ascii")
-        headers, token = await self._headers()
-        request.headers.update(headers)
-        response = yield request
-        if self._retry is None or token is None:
-            return
-        fresh = await self._retry(response, token)
-        if fresh is None:
-            return
-        request.headers.update(fresh)
-        yield request  # once: a second refusal is the tool's answer

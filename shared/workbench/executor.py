@@ -13,23 +13,24 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from types import SimpleNamespace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-import httpx
 from pydantic import ValidationError
 
 from workbench import deadline
 from workbench.auth import Principal
 from workbench.blocking import BlockingPool
-from workbench.credentials import Credentials, InjectedAuth, token_of
+from workbench.credentials import Credentials, token_of
 from workbench.errors import AuditNotWritten, CredentialError
 from workbench.jsontext import nesting_exceeds
 from workbench.observability import Metrics, log_error, log_event
-from workbench.plain_errors import PlainErrors
 from workbench.registry import CookieAuth, Manifest, OAuth2Auth, Registry
 from workbench.stores import AuditStore, Connection, User
 from workbench.tools import CancelSignal, EmitFn, TokenKind, Tool, ToolContext
+
+if TYPE_CHECKING:
+    import httpx
 
 __all__ = [
     "MAX_ARGS_DEPTH",
@@ -159,6 +160,8 @@ class _Context:
                         )
                     return url
 
+            from workbench.upstream_auth import InjectedAuth
+
             auth = InjectedAuth(
                 headers, retry=retry if isinstance(manifest.auth, OAuth2Auth) else None, base=base
             )
@@ -209,6 +212,7 @@ class Engine:
         metrics: Metrics,
         *,
         transport: httpx.AsyncBaseTransport | None = None,
+        transport_factory: Callable[[], httpx.AsyncBaseTransport] | None = None,
         concurrency: int = 8,
         clock: Callable[[], float] = time.time,
         builtin_services: Any = None,
@@ -223,6 +227,7 @@ class Engine:
         self.builtin_services = builtin_services
         self.extra_lookups: list[ExtraToolLookup] = []  # custom apps / external servers
         self._transport = transport
+        self._transport_factory = transport_factory
         self._shared_transport: httpx.AsyncBaseTransport | None = None
         # Sync tools run here, off the event loop: one thread per concurrent execution of a batch.
         self.tool_pool = BlockingPool(concurrency, "workbench-tool")
@@ -230,9 +235,14 @@ class Engine:
         self.store_io = store_io or BlockingPool(concurrency, "workbench-store")
 
     def http_client(self, manifest: Manifest, auth: httpx.Auth) -> httpx.AsyncClient:
+        import httpx
+
+        from workbench.plain_errors import PlainErrors
+
         if self._shared_transport is None:
             # Plain words for network failures: their OS wording would reach the agent and the portal.
-            self._shared_transport = PlainErrors(self._transport or httpx.AsyncHTTPTransport(retries=1))
+            inner = self._transport or (self._transport_factory() if self._transport_factory else None)
+            self._shared_transport = PlainErrors(inner or httpx.AsyncHTTPTransport(retries=1))
         return httpx.AsyncClient(
             base_url=manifest.base_url,
             auth=auth,

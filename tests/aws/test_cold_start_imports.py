@@ -27,6 +27,8 @@ NOT_ON_THE_API_KEY_PATH = (
     "starlette",
     "anyio",
     "jwt",
+    "httpx",  # a built-in tool calls no upstream
+    "workbench.egress",
     "cryptography.hazmat.primitives.asymmetric",
     "workbench.oauth",
     "workbench.oauth_client",
