@@ -184,6 +184,8 @@ def _run(name: str) -> dict[str, Any] | None:
         for line in reversed(done.stdout.strip().splitlines()):
             if line.startswith("{"):
                 return dict(json.loads(line))
+        sys.stdout.write(done.stdout)  # a script with no --json mode: its own report
+        return None
     if done.returncode == 2 and "--json" in done.stderr:  # argparse: no such option
         subprocess.call([sys.executable, str(script)], cwd=BENCH.parent)
         return None
