@@ -278,9 +278,12 @@ class Gateway:
 
     @cached_property
     def _search(self) -> SearchIndex:
+        from workbench import catalog_index
         from workbench.search import SearchIndex, catalog_docs
 
-        return SearchIndex(catalog_docs(self.registry))
+        # The layer ships the catalog's index prebuilt: no tools module is imported to search.
+        prebuilt = catalog_index.load(self.registry)
+        return prebuilt if prebuilt is not None else SearchIndex(catalog_docs(self.registry))
 
     def search_index(self) -> SearchIndex:
         return self._search

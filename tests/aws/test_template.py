@@ -449,6 +449,11 @@ def test_sam_build_makes_a_layer_with_engine_plugins_and_arm64_wheels(tmp_path: 
     assert (site / "workbench" / "lambda_runtime.py").exists()
     assert (site / "workbench" / "stores" / "dynamodb.py").exists()
     assert (site / "workbench_plugins" / "__init__.py").exists()
+    # The catalog's search index ships prebuilt (workbench/catalog_index.py) and fits this catalog.
+    from workbench import catalog_index
+    from workbench.composition import build_registry
+
+    assert catalog_index.load(build_registry(), site / "workbench" / "catalog_index.bin") is not None
     for package in (
         "starlette",
         "pydantic",
