@@ -200,6 +200,7 @@ class Gateway:
                 None if settings.secret_id else settings.external_env,
             ),
             operator_secret=_operator_secret(self.secrets, settings),
+            io=self.store_io,
         )
         external.oauth = AppOAuth(
             public_url=settings.public_url,

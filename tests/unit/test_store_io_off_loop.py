@@ -29,7 +29,7 @@ from workbench.stores.memory import memory_stores
 
 from tests.support.demo_plugins import SyncGauge, demo_registry
 
-STORE_FIELDS = ("users", "api_keys", "connections", "pending", "audit", "vault", "jots")
+STORE_FIELDS = ("users", "api_keys", "connections", "pending", "audit", "vault", "jots", "external_servers")
 
 
 def _on_loop() -> bool:

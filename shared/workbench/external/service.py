@@ -40,6 +40,7 @@ from urllib.parse import quote
 
 import httpx
 
+from workbench.blocking import BlockingPool
 from workbench.compose import BadRef, VaultMissing, resolve
 from workbench.crypto import Cipher
 from workbench.egress import EgressPolicy, EgressRefused, egress_transport
@@ -210,6 +211,7 @@ class ExternalServers:
         operator_apps: Sequence[App] = (),
         operator_secret: Callable[[str], str | None] | None = None,
         search_budget: float = SEARCH_BUDGET_SECONDS,
+        io: BlockingPool | None = None,
     ) -> None:
         self.store = store
         self.cipher = cipher
@@ -239,6 +241,9 @@ class ExternalServers:
         self._background: set[asyncio.Future[Any]] = set()
         # OAuth-protected servers (set by the composition root; None: refused at registration).
         self.oauth: AppOAuth | None = None
+        # The async paths (search, lookup, calls, discovery) read and write the store, the vault and
+        # the OAuth plans here, off the event loop; the portal's sync pages call the helpers directly.
+        self.io = io or BlockingPool(4, "workbench-store")
 
     # -- registration --------------------------------------------------------------------------
 
@@ -745,12 +750,7 @@ class ExternalServers:
     async def catalog(self, user_id: str, budget: float | None = None) -> list[ExternalTool]:
         """The user's external tools for this search. Discovery shares one overall budget; what is
         not known by then is left out (and goes on in the background)."""
-        caller = self._caller(user_id)
-        apps = [
-            a
-            for a in self._apps(caller)
-            if a.enabled and a.status == "ok" and (a.auth_type != "oauth" or self._has_token(a, user_id))
-        ]
+        caller, apps = await self.io.run(self._searchable, user_id)
         now = self.clock()
         known: list[_Entry] = []
         waiting: list[asyncio.Future[_Entry]] = []
@@ -777,6 +777,15 @@ class ExternalServers:
                     known.append(future.result())
         return [t for entry in known for t in entry.tools.values()]
 
+    def _searchable(self, user_id: str) -> tuple[_Caller, list[App]]:
+        caller = self._caller(user_id)
+        apps = [
+            a
+            for a in self._apps(caller)
+            if a.enabled and a.status == "ok" and (a.auth_type != "oauth" or self._has_token(a, user_id))
+        ]
+        return caller, apps
+
     def _keep(self, future: asyncio.Future[Any]) -> None:
         """Hold a background discovery until it ends (its result lands in the cache or back-off)."""
         self._background.add(future)
@@ -784,15 +793,15 @@ class ExternalServers:
 
     async def lookup(self, principal: Any, name: str) -> tuple[Tool, Manifest] | None:
         """Engine hook: the external tool behind `name` for this principal, if any."""
-        caller = self._caller(principal.user.id)
+        caller, apps = await self.io.run(self._caller_and_apps, principal.user.id)
         owners = sorted(
-            (a for a in self._apps(caller) if a.enabled and name.startswith(a.tool_prefix)),
+            (a for a in apps if a.enabled and name.startswith(a.tool_prefix)),
             key=lambda a: -len(a.tool_prefix),
         )
         if not owners:
             return None
         app = owners[0]
-        manifest = self._manifest(app)
+        manifest = await self.io.run(self._manifest, app)
         if app.status in (RECONNECT_REQUIRED, UNREADABLE):
             return _failing_tool(name, app.name, status_message(app)), manifest
         key = self._key(app, caller)
@@ -807,6 +816,10 @@ class ExternalServers:
         if found is None:
             return None
         return self._tool(app, caller, found), manifest
+
+    def _caller_and_apps(self, user_id: str) -> tuple[_Caller, list[App]]:
+        caller = self._caller(user_id)
+        return caller, self._apps(caller)
 
     def _tool(self, app: App, caller: _Caller, ext: ExternalTool) -> Tool:
         async def run(args: dict[str, Any], ctx: Any) -> Any:
@@ -823,14 +836,14 @@ class ExternalServers:
     async def call(self, user_id: str, server_name: str, tool_name: str, args: dict[str, Any]) -> Any:
         """Route a call to its app (the user's own or the operator's). Raises RuntimeError with a
         user-facing message on failure."""
-        app = self._find(user_id, server_name)
+        app = await self.io.run(self._find, user_id, server_name)
         if app is None or not app.enabled:
             raise LookupError("Tool not found")
-        return await self._call(app, self._caller(user_id), tool_name, args)
+        return await self._call(app, await self.io.run(self._caller, user_id), tool_name, args)
 
     async def _call(self, app: App, caller: _Caller, tool_name: str, args: dict[str, Any]) -> Any:
         # Re-read: the app may have been disabled, replaced or flagged since the lookup.
-        current = self._find(caller.user_id, app.name)
+        current = await self.io.run(self._find, caller.user_id, app.name)
         if current is None or not current.enabled:
             raise LookupError("Tool not found")
         app = current
@@ -852,7 +865,7 @@ class ExternalServers:
             endpoint, (result, session) = await self._with_token(app, caller, send)
             entry.session = session
         except AuthRejected as exc:
-            self._mark_reconnect(app, caller)
+            await self.io.run(self._mark_reconnect, app, caller)
             raise RuntimeError(explain(exc, app)) from None
         except ExternalError as exc:
             raise RuntimeError(explain(exc, app)) from None
@@ -972,14 +985,16 @@ class ExternalServers:
             if isinstance(exc, NeedsConnect):
                 raise  # nothing is wrong with the server: the user has to connect it
             if isinstance(exc, AuthRejected):
-                self._mark_reconnect(app, caller)
+                await self.io.run(self._mark_reconnect, app, caller)
             elif self._generation.get(key, 0) == generation:
                 previous = self._failures.get(key)
                 attempts = previous.attempts + 1 if previous and previous.stamp == stamp else 1
                 wait = min(BACKOFF_FIRST_SECONDS * 2 ** (attempts - 1), BACKOFF_MAX_SECONDS)
                 self._failures[key] = _Failure(exc, self.clock() + wait, stamp, attempts)
             log_event("external_server_skipped", server=app.name, user=caller.user_id, reason=str(exc))
-            self._record(app, {"lastError": explain(exc, app), "lastErrorAt": self.clock()})
+            await self.io.run(
+                self._record, app, {"lastError": explain(exc, app), "lastErrorAt": self.clock()}
+            )
             raise
         tools: dict[str, ExternalTool] = {}
         for item in raw:
@@ -1004,7 +1019,7 @@ class ExternalServers:
             self._cache[key] = entry
             self._failures.pop(key, None)
         if app.kind == "mcp":
-            self._record(app, {"lastDiscovery": now, "tools": sorted(tools)})
+            await self.io.run(self._record, app, {"lastDiscovery": now, "tools": sorted(tools)})
         return entry
 
     def _prune(self, now: float) -> None:
@@ -1067,11 +1082,11 @@ class ExternalServers:
     async def _ensure_plan(self, app: App, caller: _Caller) -> None:
         """The app's OAuth setup, found from the server's own 401 the first time."""
         assert self.oauth is not None
-        if self.oauth.plan(app.owner, app.name) is not None:
+        if await self.io.run(self.oauth.plan, app.owner, app.name) is not None:
             return
         from workbench.external.oauth import OAuthSetupError
 
-        bare = replace(self._endpoint(app, caller), headers={})
+        bare = replace(await self.io.run(self._endpoint, app, caller), headers={})
         try:
             await self.client.handshake(bare)
         except AuthRejected as exc:
@@ -1092,10 +1107,10 @@ class ExternalServers:
     ) -> tuple[_Target, _R]:
         """Send with the app's credentials; an OAuth app's refused token is refreshed once (the one
         refresh mechanism, single flight across instances) and the request sent once more."""
-        endpoint = self._endpoint(app, caller)
+        endpoint = await self.io.run(self._endpoint, app, caller)  # vault reads
         if app.auth_type != "oauth" or self.oauth is None:
             return endpoint, await send(endpoint)
-        manifest = self._manifest(app)
+        manifest = await self.io.run(self._manifest, app)
         connect = f"'{app.name}' is not connected. Use connect('{app.name}') to connect."
         try:
             token = await self.oauth.bearer(manifest, caller.user_id)
@@ -1115,11 +1130,11 @@ class ExternalServers:
     async def before_connect(self, user_id: str, name: str) -> str | None:
         """Make sure an OAuth app's setup (discovery, client registration) exists before its connect
         link is minted; the error message when it cannot be set up, else None."""
-        app = self._find(user_id, name)
+        app = await self.io.run(self._find, user_id, name)
         if app is None or app.auth_type != "oauth" or not app.enabled or self.oauth is None:
             return None
         try:
-            await self._ensure_plan(app, self._caller(user_id))
+            await self._ensure_plan(app, await self.io.run(self._caller, user_id))
         except ExternalError as exc:
             return explain(exc, app)
         return None
