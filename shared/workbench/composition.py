@@ -346,7 +346,7 @@ class Gateway:
 
     async def audit(self, event: dict[str, Any]) -> None:
         """Write one audit event off the loop; never raises (a refused row is logged, not lost)."""
-        await self.store_io.run(self.engine.write_audit, [event])
+        await self.engine.audit_writes.write([event])
 
     def vault_reader(self, user_id: str) -> Callable[[str], str | None]:
         return self.vault.reader(user_id)

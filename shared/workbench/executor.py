@@ -20,7 +20,7 @@ from pydantic import ValidationError
 
 from workbench import deadline
 from workbench.auth import Principal
-from workbench.blocking import BlockingPool
+from workbench.blocking import BlockingPool, GroupWrite
 from workbench.credentials import Credentials, token_of
 from workbench.errors import AuditNotWritten, CredentialError
 from workbench.jsontext import nesting_exceeds
@@ -233,6 +233,8 @@ class Engine:
         self.tool_pool = BlockingPool(concurrency, "workbench-tool")
         # Blocking store calls run in their own pool, so eight blocking tools never starve them.
         self.store_io = store_io or BlockingPool(concurrency, "workbench-store")
+        # Audit rows of requests that finish together share one store write (group commit).
+        self.audit_writes = GroupWrite(self.write_audit, self.store_io)
 
     def http_client(self, manifest: Manifest, auth: httpx.Auth) -> httpx.AsyncClient:
         import httpx
@@ -263,7 +265,7 @@ class Engine:
             yield scope
         finally:
             if scope.events:
-                await self.store_io.run(self.write_audit, scope.events)
+                await self.audit_writes.write(scope.events)
 
     def write_audit(self, events: list[dict[str, Any]]) -> None:
         """One write for a batch's rows. Rows the store still refuses after its retries are logged

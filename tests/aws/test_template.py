@@ -461,6 +461,7 @@ def test_sam_build_makes_a_layer_with_engine_plugins_and_arm64_wheels(tmp_path: 
         "httpx",
         "python_multipart",  # the portal's forms
         "yaml",  # OpenAPI documents in YAML
+        "sniffio",  # httpcore looks it up on every new connection; missing, each lookup is a failed import
     ):
         assert (site / package).is_dir(), f"{package} missing from the layer"
     native = [p.name for p in site.rglob("*.so")]
