@@ -13,7 +13,6 @@ import threading
 import time
 
 import pytest
-
 from workbench.blocking import BlockingPool, GroupWrite
 
 
