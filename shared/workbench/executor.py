@@ -290,7 +290,10 @@ class Engine:
                     results[i] = await self.run_one(scope, calls[i])
 
             workers = min(self.concurrency, len(calls))
-            await asyncio.gather(*(worker() for _ in range(workers)))
+            if workers == 1:
+                await worker()  # one execution: no tasks to make
+            else:
+                await asyncio.gather(*(worker() for _ in range(workers)))
         return results
 
     async def run_one(

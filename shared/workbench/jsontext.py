@@ -15,6 +15,7 @@ the `{{step:…}}` refs that embed a non-string value in a string.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 import math
@@ -84,6 +85,12 @@ def _lone_surrogate(value: Any) -> str | None:
     return None
 
 
+@functools.cache
+def _decoder() -> json.JSONDecoder:
+    """One strict decoder (json.loads with hooks would build a new one per call)."""
+    return json.JSONDecoder(parse_constant=_reject_constant, parse_float=_finite_float)
+
+
 def parse(raw: bytes | str, *, max_depth: int = MAX_DEPTH) -> Any:
     """The JSON value in `raw`, or JsonRejected."""
     if isinstance(raw, bytes | bytearray | memoryview):
@@ -96,7 +103,7 @@ def parse(raw: bytes | str, *, max_depth: int = MAX_DEPTH) -> Any:
     if _depth_exceeds_text(text, max_depth):
         raise JsonRejected(f"JSON nested deeper than {max_depth} levels")
     try:
-        value = json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float)
+        value = _decoder().decode(text)
     except JsonRejected:
         raise
     except ValueError as exc:  # JSONDecodeError, and int strings over the digit limit

@@ -206,6 +206,8 @@ class Registry:
     _entries: dict[str, _Entry] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _lookup_order: list[_Entry] | None = field(default=None, repr=False)
+    # Names found before (every execution looks its tool up): one dict read instead of the scan.
+    _found: dict[str, Tool] = field(default_factory=dict, repr=False)
 
     def add(self, manifest: Manifest, loader: ToolLoader, *, allow_reserved: bool = False) -> None:
         if manifest.name in RESERVED_NAMES and not allow_reserved:
@@ -216,6 +218,7 @@ class Registry:
             raise RegistryError(f"Integration '{manifest.name}' is registered twice.")
         self._entries[manifest.name] = _Entry(manifest, loader)
         self._lookup_order = None
+        self._found = {}
 
     def add_plugin_package(self, package: str = "workbench_plugins") -> None:
         """Register every subpackage of `package` that exposes a `manifest` (tools stay unimported)."""
@@ -263,6 +266,9 @@ class Registry:
 
     def find(self, tool_name: str) -> Tool | None:
         """The tool with this name, loading only the integration(s) whose prefix matches."""
+        known = self._found.get(tool_name)
+        if known is not None:
+            return known
         if self._lookup_order is None:  # built-ins first, then the longest prefix wins
             self._lookup_order = sorted(
                 self._entries.values(), key=lambda e: (not e.manifest.builtin, -len(e.manifest.prefix))
@@ -276,6 +282,7 @@ class Registry:
                 continue
             found = self.tools_of(entry.manifest.name).get(tool_name)
             if found is not None:
+                self._found[tool_name] = found
                 return found
         return None
 
