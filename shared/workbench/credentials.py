@@ -174,6 +174,14 @@ class Credentials:
             return token_of(cred, kind) == rejected or stale, cred
         return stale, cred
 
+    def ready(self, manifest: Manifest, conn: Connection | None) -> dict[str, Any] | None:
+        """The access credential when it can be used as stored (blocking: a decrypt), None when it
+        must be refreshed first (`access` does that); CredentialError when it cannot be used."""
+        conn = _usable(manifest, conn)
+        if not isinstance(manifest.auth, OAuth2Auth) or not self._stale(conn.expires_at):
+            return self.load(conn)
+        return None
+
     async def access(
         self, manifest: Manifest, user_id: str, conn: Connection | None, *, kind: TokenKind = "access"
     ) -> dict[str, Any]:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import base64
 import dataclasses
+import hashlib
 import json
 import re
 import time
@@ -42,6 +43,7 @@ from workbench.proxy.session import TOKEN_TYPE, binding_problem, proxy_audience
 if TYPE_CHECKING:
     from workbench.composition import Gateway
     from workbench.registry import Manifest
+    from workbench.stores import Connection, User
 
 __all__ = ["BODY_RULES", "create_proxy_app", "proxy_routes"]
 
@@ -106,9 +108,20 @@ _RETURN_RESPONSE_PATTERN = re.compile(r"^(x-[a-z0-9-]+|ratelimit-[a-z-]+)$")
 _JWT = re.compile(r"eyJ[A-Za-z0-9_-]+\.eyJ[A-Za-z0-9_-]*\.[A-Za-z0-9_-]*")
 _API_KEY = re.compile(r"wb_[A-Za-z0-9]{12}_[A-Za-z0-9_-]{43}")
 _MIN_SECRET_LEN = 8
+_MAX_VERIFIED = 4096  # curl_session tokens whose signature this instance checked moments ago
 _NOT_SECRET_KEYS = frozenset(
     {"token_type", "scope", "expires_in", "expires_at", "name", "domain", "path", "expires", "sameSite"}
 )
+
+
+@dataclasses.dataclass(slots=True)
+class _Found:
+    """The user's connection to the requested integration, as one store trip found it."""
+
+    conn: Connection | None
+    connected: bool
+    credential: dict[str, Any] | None = None  # decrypted, when usable without a refresh
+    problem: CredentialError | None = None  # why the stored credential cannot be used
 
 
 class _Denied(Exception):
@@ -206,8 +219,14 @@ class CurlProxy:
             gateway.egress if resolver is None else dataclasses.replace(gateway.egress, resolver=resolver)
         )
         self.policy = policy
-        # One connection per request: nothing that carried a credential outlives its request.
-        self.transport = egress_transport(policy, max_response_bytes=MAX_RESPONSE_BYTES, keepalive=False)
+        # Upstream connections are kept and reused, per host name and the address the policy checked
+        # when each was made (workbench.egress pins the connect); an idle connection the upstream
+        # wrote to is closed, never reused. What a request carries (its credential headers) is its
+        # own, and requests go straight to the transport: no client, so no cookie jar to share.
+        self.transport = egress_transport(policy, max_response_bytes=MAX_RESPONSE_BYTES)
+        # A token's signature is checked once per instance for a few seconds (the auth cache's
+        # time, never past its expiry); who minted it is checked on every request (`_holder`).
+        self._verified: dict[bytes, tuple[dict[str, Any], float]] = {}
 
     async def handle(self, request: Request) -> Response:
         started = time.perf_counter()
@@ -222,14 +241,17 @@ class CurlProxy:
                 "a curl_session token is required (Authorization: Bearer <token>)", integration
             )
         try:
-            claims = self.gw.tokens.verify(token, audience=proxy_audience(self.gw))
+            claims = self._claims(token)
         except AuthError as exc:
             return _unauthorized(str(exc), integration)
         granted = claims.get("integrations")
-        user = self.gw.stores.users.get(str(claims.get("sub")))
-        if claims.get("typ") != TOKEN_TYPE or not isinstance(granted, list) or user is None:
+        if claims.get("typ") != TOKEN_TYPE or not isinstance(granted, list):
             return _unauthorized("not a curl_session token", integration)
-        revoked = binding_problem(self.gw, claims)
+        user, revoked, found = await self.gw.store_io.run(
+            self._holder, claims, integration if integration in granted else None
+        )
+        if user is None:
+            return _unauthorized("not a curl_session token", integration)
         if revoked is not None:
             return _unauthorized(revoked, integration)
         audit: dict[str, Any] = {
@@ -244,24 +266,63 @@ class CurlProxy:
         try:
             if integration not in granted:
                 raise _Denied(403, {"error": f"This curl session does not grant {integration}"})
-            response = await self._forward(request, integration, raw_rest, token, user.id)
-            self._audit(audit, started, response.status_code, None)
+            response = await self._forward(request, integration, raw_rest, token, user.id, found)
+            await self._audit(audit, started, response.status_code, None)
             return response
         except _Denied as exc:
-            self._audit(audit, started, exc.status, str(exc.body.get("message") or exc.body["error"]))
+            await self._audit(audit, started, exc.status, str(exc.body.get("message") or exc.body["error"]))
             return _json(exc.status, exc.body)
         except Exception as exc:  # never a bare 500, and never unaudited
             log_event("proxy_failed", integration=integration, error=type(exc).__name__)
             body = {
                 "error": f"Proxy failure: the upstream answer could not be processed ({type(exc).__name__})"
             }
-            self._audit(audit, started, 502, body["error"])
+            await self._audit(audit, started, 502, body["error"])
             return _json(502, body)
 
-    def _audit(self, event: dict[str, Any], started: float, status: int, error: str | None) -> None:
+    def _claims(self, token: str) -> dict[str, Any]:
+        key = hashlib.sha256(token.encode()).digest()
+        now = self.gw.clock()
+        hit = self._verified.get(key)
+        if hit is not None and hit[1] > now:
+            return hit[0]
+        claims = self.gw.tokens.verify(token, audience=proxy_audience(self.gw))
+        keep = min(float(claims["exp"]), now + self.gw.settings.auth_cache_seconds)
+        if keep > now:
+            if len(self._verified) >= _MAX_VERIFIED:
+                self._verified = {k: v for k, v in self._verified.items() if v[1] > now}
+                if len(self._verified) >= _MAX_VERIFIED:
+                    self._verified.clear()
+            self._verified[key] = (claims, keep)
+        return claims
+
+    def _holder(
+        self, claims: dict[str, Any], integration: str | None
+    ) -> tuple[User | None, str | None, _Found | None]:
+        """The store reads of a request in one trip to the store pool: the token's user; why its
+        minting credential no longer stands behind it; and, for an integration the token grants,
+        the user's connection, whether it is usable, and its credential decrypted when it needs
+        no refresh."""
+        user = self.gw.stores.users.get(str(claims.get("sub")))
+        if user is None:
+            return None, None, None
+        revoked = binding_problem(self.gw, claims)
+        manifest = self.gw.registry.manifest(integration) if integration and revoked is None else None
+        if manifest is None:
+            return user, revoked, None
+        conn = self.gw.stores.connections.get(user.id, manifest.name)
+        found = _Found(conn, self.gw.credentials.is_connected(manifest, conn))
+        if found.connected and conn is not None:
+            try:
+                found.credential = self.gw.credentials.ready(manifest, conn)
+            except CredentialError as exc:
+                found.problem = exc
+        return user, revoked, found
+
+    async def _audit(self, event: dict[str, Any], started: float, status: int, error: str | None) -> None:
         success = error is None and status < 400
         duration = time.perf_counter() - started
-        self.gw.stores.audit.append(
+        await self.gw.audit(
             {
                 **event,
                 "status": status,
@@ -278,7 +339,13 @@ class CurlProxy:
         )
 
     async def _forward(
-        self, request: Request, integration: str, raw_rest: str, token: str, user_id: str
+        self,
+        request: Request,
+        integration: str,
+        raw_rest: str,
+        token: str,
+        user_id: str,
+        found: _Found | None,
     ) -> Response:
         manifest = self.gw.registry.manifest(integration)
         if manifest is None or not manifest.curl_proxy or not manifest.base_url:
@@ -289,11 +356,15 @@ class CurlProxy:
         except Refused as exc:
             raise _Denied(exc.status, {"error": f"Refused: {exc}"}) from exc
 
-        conn = self.gw.stores.connections.get(user_id, integration)
-        if not self.gw.credentials.is_connected(manifest, conn):
+        if found is None or not found.connected:
             raise _Denied(403, _not_connected(integration))
+        conn = found.conn
         try:
-            cred = await self.gw.credentials.access(manifest, user_id, conn) if conn is not None else {}
+            if found.problem is not None:
+                raise found.problem
+            cred = found.credential
+            if cred is None:  # none stored (no auth), or it must be refreshed first
+                cred = await self.gw.credentials.access(manifest, user_id, conn) if conn is not None else {}
         except CredentialError as exc:
             raise _Denied(
                 403, {"error": "NOT_CONNECTED", "integration": integration, "message": str(exc)}
@@ -318,29 +389,9 @@ class CurlProxy:
             raw_path=(base.raw_path.rstrip(b"/") + raw_rest.encode("ascii") or b"/")
             + (b"?" + query.encode("latin-1") if query else b"")
         )
+        timeout = deadline.upstream_timeout(UPSTREAM_SECONDS, connect=UPSTREAM_CONNECT_SECONDS)
         try:
-            # The transport itself, not a client: a client parses a redirect's Location (and fails
-            # on a malformed one) before the proxy can apply its own, documented redirect policy.
-            timeout = deadline.upstream_timeout(UPSTREAM_SECONDS, connect=UPSTREAM_CONNECT_SECONDS)
-
-            async def send(headers: dict[str, str]) -> httpx.Response:
-                if "user-agent" not in {k.lower() for k in headers}:
-                    headers = {"User-Agent": "workbench/0.1", **headers}
-                outgoing = httpx.Request(
-                    request.method,
-                    target,
-                    headers=headers,
-                    content=body,
-                    extensions={"timeout": timeout.as_dict()},
-                )
-                response = await self.transport.handle_async_request(outgoing)
-                try:
-                    await response.aread()
-                finally:
-                    await response.aclose()
-                return response
-
-            upstream = await send(headers)
+            upstream = await self._send(request.method, target, headers, body, timeout)
             # The provider says the token is no longer valid: refresh once (the engine's single
             # flight) and send the request once more with the new token.
             sent = token_of(cred, "access") if conn is not None else None
@@ -350,7 +401,7 @@ class CurlProxy:
                     injected = self.gw.credentials.headers_for(manifest, cred)
                     headers.update(injected)
                     secrets = _redactions(cred, injected, also=secrets)
-                    upstream = await send(headers)
+                    upstream = await self._send(request.method, target, headers, body, timeout)
         except CredentialError as exc:  # the refresh after a rejection failed
             raise _Denied(
                 403, {"error": "NOT_CONNECTED", "integration": integration, "message": str(exc)}
@@ -365,6 +416,25 @@ class CurlProxy:
         except httpx.HTTPError as exc:
             raise _Denied(502, {"error": f"Upstream unreachable ({type(exc).__name__})"}) from exc
         return self._response(upstream, manifest, integration, str(target), secrets)
+
+    async def _send(
+        self, method: str, url: httpx.URL, headers: dict[str, str], body: bytes, limits: httpx.Timeout
+    ) -> httpx.Response:
+        """One request, read whole. The transport itself, not a client: a client parses a
+        redirect's Location (and fails on a malformed one) before the proxy can apply its own,
+        documented redirect policy; and no client means no cookie jar shared between requests."""
+        if "user-agent" not in {k.lower() for k in headers}:
+            headers = {"User-Agent": "workbench/0.1", **headers}
+        outgoing = httpx.Request(
+            method, url, headers=headers, content=body, extensions={"timeout": limits.as_dict()}
+        )
+        response = await self.transport.handle_async_request(outgoing)
+        response.request = outgoing
+        try:
+            await response.aread()
+        finally:
+            await response.aclose()
+        return response
 
     def _carries_workbench_secret(self, text: str) -> bool:
         """A Workbench API key, or a JWT signed by one of Workbench's keys, anywhere in `text`."""
