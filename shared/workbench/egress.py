@@ -12,7 +12,10 @@ that a client follows, it:
 2. when a new connection is made, resolves the host ONCE and checks EVERY answer
    (`EgressPolicy.resolve`), then connects to a checked address. TLS keeps the original server
    name (SNI and certificate verification), and the pool is keyed by host name, so a connection
-   verified for one name never carries another name's request;
+   verified for one name never carries another name's request. With `per_address=True` (the curl
+   proxy) EVERY request resolves and checks its host, and reuses a kept connection only to one of
+   the addresses in that answer (pools keyed by host name AND checked address): a name that now
+   resolves elsewhere is refused or gets a new connection, never an old one;
 3. decodes the body (gzip/deflate/identity only) with a cap on the DECODED size, reading no
    further than the cap, so a compression bomb cannot inflate in memory.
 
@@ -77,6 +80,7 @@ DEFAULT_MAX_RESPONSE_BYTES = 32 * 1024 * 1024
 MAX_URL_CHARS = 4096
 RESOLVE_TIMEOUT_SECONDS = 10.0
 _MAX_ADDRESSES_TRIED = 4
+_MAX_POOLS = 64  # per_address: (host, address) pairs kept at once
 _CHUNK = 64 * 1024  # the largest piece one compressed read may inflate to
 _ACCEPT_ENCODING = "gzip, deflate"
 
@@ -346,12 +350,14 @@ def _ip_literal(host: str) -> IPAddress | None:
 
 class _PinnedBackend:
     """An httpcore network backend that resolves through the policy and connects to a checked
-    address. The connection pool passes the URL's host name here and uses it for SNI itself."""
+    address. The connection pool passes the URL's host name here and uses it for SNI itself.
+    With `address`, it connects to that one address (already checked) without resolving."""
 
-    def __init__(self, policy: EgressPolicy) -> None:
+    def __init__(self, policy: EgressPolicy, address: str | None = None) -> None:
         import httpcore
 
         self.policy = policy
+        self.address = address
         self._net = httpcore.AnyIOBackend()
         self._connect_errors = (httpcore.ConnectError, httpcore.ConnectTimeout)
 
@@ -363,7 +369,7 @@ class _PinnedBackend:
         local_address: str | None = None,
         socket_options: Any = None,
     ) -> Any:
-        addresses = await self.policy.resolve(host, port)
+        addresses = [self.address] if self.address is not None else await self.policy.resolve(host, port)
         failure: Exception | None = None
         for address in addresses[:_MAX_ADDRESSES_TRIED]:  # every one was checked above
             target, target_port = self.policy.route(address, port) if self.policy.route else (address, port)
@@ -388,7 +394,9 @@ class _PinnedBackend:
         await self._net.sleep(seconds)
 
 
-def _pinned_pool(policy: EgressPolicy, ssl_context: ssl.SSLContext, retries: int) -> httpx.AsyncHTTPTransport:
+def _pinned_pool(
+    policy: EgressPolicy, ssl_context: ssl.SSLContext, retries: int, address: str | None = None
+) -> httpx.AsyncHTTPTransport:
     import httpcore
 
     transport = httpx.AsyncHTTPTransport(verify=ssl_context, retries=retries, trust_env=False)
@@ -400,7 +408,7 @@ def _pinned_pool(policy: EgressPolicy, ssl_context: ssl.SSLContext, retries: int
         max_keepalive_connections=limits.max_keepalive_connections,
         keepalive_expiry=limits.keepalive_expiry,
         retries=retries,
-        network_backend=_PinnedBackend(policy),  # type: ignore[arg-type]
+        network_backend=_PinnedBackend(policy, address),  # type: ignore[arg-type]
     )
     return transport
 
@@ -418,15 +426,19 @@ class EgressTransport(httpx.AsyncBaseTransport):
         retries: int = 0,
         max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
         keepalive: bool = True,
+        per_address: bool = False,
     ) -> None:
         self.policy = policy
         self.max_response_bytes = max_response_bytes
         self.keepalive = keepalive
+        self.per_address = per_address
         self._inner = inner
         self._verify = verify
         self._retries = retries
         self._ssl: ssl.SSLContext | None = None
         self._network: httpx.AsyncHTTPTransport | None = None
+        # per_address: one pool per (scheme, host, port, checked address), the oldest closed past a bound.
+        self._pools: dict[tuple[str, str, int, str], httpx.AsyncHTTPTransport] = {}
 
     def _connect(self) -> tuple[httpx.AsyncBaseTransport, httpx.AsyncBaseTransport | None]:
         """The transport for one request, and what to close with its response (if anything)."""
@@ -441,12 +453,40 @@ class EgressTransport(httpx.AsyncBaseTransport):
             self._network = _pinned_pool(self.policy, self._ssl, self._retries)
         return self._network, None
 
+    async def _per_address(self, checked: CheckedUrl, request: httpx.Request) -> httpx.Response:
+        """Resolve and check now; send on the kept connections to an address of this answer."""
+        if self._ssl is None:
+            self._ssl = self._verify or httpx.create_ssl_context()
+        addresses = await self.policy.resolve(checked.host, checked.port)
+        failure: httpx.ConnectError | None = None
+        for address in addresses[:_MAX_ADDRESSES_TRIED]:
+            key = (checked.scheme, checked.host, checked.port, address)
+            pool = self._pools.pop(key, None)
+            if pool is None:
+                pool = _pinned_pool(self.policy, self._ssl, self._retries, address)
+                if len(self._pools) >= _MAX_POOLS:  # the least recently used goes
+                    await self._pools.pop(next(iter(self._pools))).aclose()
+            self._pools[key] = pool  # most recently used last
+            try:
+                return await pool.handle_async_request(request)
+            except httpx.ConnectError as exc:  # nothing was sent: the next checked address may answer
+                failure = exc
+        assert failure is not None
+        raise failure
+
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        self.policy.check_url(request.url)
+        checked = self.policy.check_url(request.url)
         request.headers["Accept-Encoding"] = _ACCEPT_ENCODING  # only what is decoded with a bound
-        transport, owned = self._connect()
+        if self.per_address and self._inner is None and self.keepalive:
+            transport: httpx.AsyncBaseTransport | None = None
+            owned = None
+        else:
+            transport, owned = self._connect()
         try:
-            response = await transport.handle_async_request(request)
+            if transport is None:
+                response = await self._per_address(checked, request)
+            else:
+                response = await transport.handle_async_request(request)
         except BaseException:
             if owned is not None:
                 await owned.aclose()
@@ -473,6 +513,9 @@ class EgressTransport(httpx.AsyncBaseTransport):
     async def aclose(self) -> None:
         if self._network is not None:
             await self._network.aclose()
+        pools, self._pools = list(self._pools.values()), {}
+        for pool in pools:
+            await pool.aclose()
         if self._inner is not None:
             await self._inner.aclose()
 
@@ -485,12 +528,14 @@ def egress_transport(
     retries: int = 0,
     max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
     keepalive: bool = True,
+    per_address: bool = False,
 ) -> EgressTransport:
     """An httpx transport that applies `policy` to every request (see the module docstring).
 
-    `keepalive=False` gives every request its own connection (the curl proxy: nothing outlives
-    the request that carried a credential). Pooled connections are keyed by host name, so they
-    are never shared between two names that resolve to the same address."""
+    `keepalive=False` gives every request its own connection. Pooled connections are keyed by host
+    name, so they are never shared between two names that resolve to the same address;
+    `per_address=True` also resolves and checks the host on every request and reuses only a
+    connection to an address of that answer (the curl proxy)."""
     return EgressTransport(
         policy,
         inner=inner,
@@ -498,6 +543,7 @@ def egress_transport(
         retries=retries,
         max_response_bytes=max_response_bytes,
         keepalive=keepalive,
+        per_address=per_address,
     )
 
 

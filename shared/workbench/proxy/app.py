@@ -219,11 +219,12 @@ class CurlProxy:
             gateway.egress if resolver is None else dataclasses.replace(gateway.egress, resolver=resolver)
         )
         self.policy = policy
-        # Upstream connections are kept and reused, per host name and the address the policy checked
-        # when each was made (workbench.egress pins the connect); an idle connection the upstream
+        # Upstream connections are kept and reused per (host, checked address): every request still
+        # resolves its host and checks every answer, and goes out on a kept connection only to an
+        # address of that answer (workbench.egress, per_address). An idle connection the upstream
         # wrote to is closed, never reused. What a request carries (its credential headers) is its
         # own, and requests go straight to the transport: no client, so no cookie jar to share.
-        self.transport = egress_transport(policy, max_response_bytes=MAX_RESPONSE_BYTES)
+        self.transport = egress_transport(policy, max_response_bytes=MAX_RESPONSE_BYTES, per_address=True)
         # A token's signature is checked once per instance for a few seconds (the auth cache's
         # time, never past its expiry); who minted it is checked on every request (`_holder`).
         self._verified: dict[bytes, tuple[dict[str, Any], float]] = {}
