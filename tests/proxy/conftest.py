@@ -43,6 +43,7 @@ class Seen:
     target: str
     headers: dict[str, str]
     body: bytes
+    peer: tuple[str, int] = ("", 0)  # the proxy's end of the TCP connection the request came on
 
     def text(self) -> str:
         return json.dumps(self.headers) + self.target + self.body.decode("latin-1")
@@ -51,8 +52,8 @@ class Seen:
 class Recorder(ThreadingHTTPServer):
     daemon_threads = True
 
-    def __init__(self) -> None:
-        super().__init__(("127.0.0.1", 0), _Handler)
+    def __init__(self, address: tuple[str, int] = ("127.0.0.1", 0)) -> None:
+        super().__init__(address, _Handler)
         self.seen: list[Seen] = []
         self.lock = threading.Lock()
 
@@ -79,7 +80,13 @@ class _Handler(BaseHTTPRequestHandler):
     def _handle(self) -> None:
         length = int(self.headers.get("content-length") or 0)
         body = self.rfile.read(length) if length else b""
-        seen = Seen(self.command, self.path, {k.lower(): v for k, v in self.headers.items()}, body)
+        seen = Seen(
+            self.command,
+            self.path,
+            {k.lower(): v for k, v in self.headers.items()},
+            body,
+            (str(self.client_address[0]), int(self.client_address[1])),
+        )
         with self.server.lock:
             self.server.seen.append(seen)
         status, headers, payload = _route(self.server, seen)
