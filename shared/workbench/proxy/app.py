@@ -228,6 +228,7 @@ class CurlProxy:
         # A token's signature is checked once per instance for a few seconds (the auth cache's
         # time, never past its expiry); who minted it is checked on every request (`_holder`).
         self._verified: dict[bytes, tuple[dict[str, Any], float]] = {}
+        self._bases: dict[str, httpx.URL] = {}
 
     async def handle(self, request: Request) -> Response:
         started = time.perf_counter()
@@ -451,10 +452,17 @@ class CurlProxy:
         return False
 
     def _base(self, manifest: Manifest) -> httpx.URL:
+        """The manifest's base URL once it passed the policy's URL checks (no DNS: those are the
+        transport's, on every request); remembered, since a manifest's base URL never changes."""
+        known = self._bases.get(manifest.base_url)
+        if known is not None:
+            return known
         try:
-            return self.policy.check_url(manifest.base_url).url
+            base = self.policy.check_url(manifest.base_url).url
         except EgressRefused as exc:
             raise Refused(f"{manifest.name}'s base URL is refused ({exc})", 403) from exc
+        self._bases[manifest.base_url] = base
+        return base
 
     def _response(
         self,
