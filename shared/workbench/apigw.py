@@ -44,7 +44,8 @@ def _scope(event: dict[str, Any], context: Any) -> dict[str, Any]:
         headers["cookie"] = "; ".join(cookies)
     raw_path = str(event.get("rawPath") or http.get("path") or "/")
     host = headers.get("host") or str(ctx.get("domainName") or "localhost")
-    port = int(headers.get("x-forwarded-port") or 443)
+    forwarded_port = headers.get("x-forwarded-port", "").split(",")[-1].strip()  # the last hop's
+    port = int(forwarded_port) if forwarded_port.isascii() and forwarded_port.isdigit() else 443
     return {
         "type": "http",
         "asgi": {"version": "3.0", "spec_version": "2.3"},
@@ -52,15 +53,24 @@ def _scope(event: dict[str, Any], context: Any) -> dict[str, Any]:
         "method": str(http.get("method") or "GET").upper(),
         "scheme": headers.get("x-forwarded-proto", "https"),
         "path": unquote(raw_path),
-        "raw_path": raw_path.encode(),
+        "raw_path": raw_path.encode("utf-8", "surrogatepass"),
         "root_path": "",
-        "query_string": str(event.get("rawQueryString") or "").encode(),
-        "headers": [(k.encode("latin-1"), v.encode("latin-1")) for k, v in headers.items()],
+        "query_string": str(event.get("rawQueryString") or "").encode("utf-8", "surrogatepass"),
+        "headers": [(_wire(k), _wire(v)) for k, v in headers.items()],
         "server": (host.split(":")[0], port),
         "client": (str(http.get("sourceIp") or "0.0.0.0"), 0),  # noqa: S104 - a placeholder, never bound
         "aws.event": event,
         "aws.context": context,
     }
+
+
+def _wire(text: str) -> bytes:
+    """A header as bytes, the way a server would have read it off the wire: API Gateway hands over
+    text, and a client may send UTF-8 (an emoji in a User-Agent) that latin-1 cannot carry."""
+    try:
+        return text.encode("latin-1")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "surrogatepass")
 
 
 def _body(event: dict[str, Any]) -> bytes:
@@ -90,7 +100,15 @@ class ApiGatewayV2:
         return loop.run_until_complete(self.run(event, context))
 
     async def run(self, event: dict[str, Any], context: Any) -> dict[str, Any]:
-        body = _body(event)
+        try:
+            body = _body(event)
+        except ValueError:  # a body marked base64 that is not: what a server answers to garbage
+            return {
+                "statusCode": 400,
+                "headers": {"content-type": "text/plain; charset=utf-8"},
+                "body": "Bad Request",
+                "isBase64Encoded": False,
+            }
         sent_body = False
         status = 500
         headers: list[tuple[bytes, bytes]] = []

@@ -96,6 +96,10 @@ OPERATOR = "#operator"  # the owner of apps from configuration
 # Rows of the external-servers store that are not apps: their names cannot be app names.
 _SETTINGS_ROW = "#settings"  # (user, #settings): the user's workspace code; its stamp is their clear
 _EPOCH_ROW = "#epoch"  # (#operator, #epoch): stamped by an admin clear of every user
+# (#workspace, <code lowercased>): who holds a workspace code. A code is one user's: it is what an
+# operator's server scopes a catalog (and its calls) by, so a second user choosing it would act as
+# the first one there. Its `state` is the holder's user id.
+_CODE_OWNER = "#workspace"
 # An app's config blob must fit a DynamoDB item (400 KB) with room for the other attributes.
 MAX_CONFIG_BYTES = 350_000
 MAX_OPENAPI_CHARS = 5_000_000
@@ -625,17 +629,44 @@ class ExternalServers:
         return self._caller(user_id).code
 
     def set_workspace_code(self, user_id: str, code: str | None) -> str:
-        """Set (or with None/"" reset to the user id) the code `{workspaceCode}` stands for."""
+        """Set (or with None/"" reset to the user id) the code `{workspaceCode}` stands for. A code
+        belongs to one user at a time: another user's (or a user id other than the caller's) is
+        refused, and the code the user leaves is released."""
         store = self._require_store()
         if code and not _CODE.match(code):
             raise InvalidInput("workspace code must be 1-128 letters, digits, '.', '_', '~' or '-'")
+        if code == user_id:
+            code = None  # the default, held by its user alone
+        previous = self._caller(user_id).code
+        if code and code.lower() != previous.lower():
+            self._claim_code(store, user_id, code)
         row = store.get(user_id, _SETTINGS_ROW)
         stamp = self._next_stamp(row.updated_at if row else 0.0)
         blob = self.cipher.encrypt_json({"workspaceCode": code or ""}, _context(user_id, _SETTINGS_ROW))
         store.put(ExternalServer(user_id, _SETTINGS_ROW, "", blob, created_at=stamp, updated_at=stamp))
-        for key in [k for k in self._cache if k[1] == user_id or k[0] == user_id]:
+        if previous != user_id and previous.lower() != (code or user_id).lower():
+            held = store.get(_CODE_OWNER, previous.lower())
+            if held is not None and held.state == user_id:
+                store.delete(_CODE_OWNER, previous.lower())
+        for key in [k for k in self._cache if k[1] in (user_id, previous) or k[0] == user_id]:
             self._forget(key)
         return code or user_id
+
+    def _claim_code(self, store: ExternalServerStore, user_id: str, code: str) -> None:
+        """Make `code` this user's, or refuse it (ConflictError) when it is someone else's."""
+        taken = ConflictError("That workspace code is not available; choose another.")
+        if code.lower().startswith("usr_"):
+            raise taken  # a user id: the default code of the user who has it
+        key = code.lower()  # servers may not tell case apart: neither does the claim
+        now = self.clock()
+        claim = ExternalServer(_CODE_OWNER, key, "", b"", created_at=now, updated_at=now, state=user_id)
+        if store.create(claim):
+            return
+        held = store.get(_CODE_OWNER, key)
+        if held is None and store.create(claim):  # released in between
+            return
+        if held is None or held.state != user_id:
+            raise taken
 
     def overview(self, user_id: str) -> list[dict[str, Any]]:
         """Every app the user sees (theirs, then the operator's), with what the last discovery found

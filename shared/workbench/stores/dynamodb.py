@@ -715,23 +715,33 @@ class DynamoExternalServers:
         )
 
     def put(self, server: ExternalServer) -> None:
-        self.t.client.put_item(
+        self.t.client.put_item(TableName=self.table, Item=self._item(server))
+
+    def create(self, server: ExternalServer) -> bool:
+        done = self.t.conditional(
+            "put_item",
             TableName=self.table,
-            Item={
-                "user_id": _s(server.user_id),
-                "name": _s(server.name),
-                "tool_prefix": _s(server.tool_prefix),
-                "config": _b(server.config),
-                "auth_type": _s(server.auth_type),
-                "header_name": _s(server.header_name),
-                "enabled": _bool(server.enabled),
-                "timeout_ms": _n(server.timeout_ms),
-                "status": _s(server.status),
-                "created_at": _n(server.created_at),
-                "updated_at": _n(server.updated_at),
-                "state": _s(server.state),
-            },
+            Item=self._item(server),
+            ConditionExpression="attribute_not_exists(user_id)",
         )
+        return done is not None
+
+    @staticmethod
+    def _item(server: ExternalServer) -> Item:
+        return {
+            "user_id": _s(server.user_id),
+            "name": _s(server.name),
+            "tool_prefix": _s(server.tool_prefix),
+            "config": _b(server.config),
+            "auth_type": _s(server.auth_type),
+            "header_name": _s(server.header_name),
+            "enabled": _bool(server.enabled),
+            "timeout_ms": _n(server.timeout_ms),
+            "status": _s(server.status),
+            "created_at": _n(server.created_at),
+            "updated_at": _n(server.updated_at),
+            "state": _s(server.state),
+        }
 
     def set_state(self, user_id: str, name: str, state: str) -> bool:
         done = self.t.conditional(

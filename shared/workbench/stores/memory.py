@@ -156,8 +156,8 @@ class MemoryAudit:
     def activity(self, user_id: str, query: ActivityQuery) -> ActivityPage:
         # The cursor is the list index of the last event returned; older events have smaller ones.
         start = len(self.events)
-        if query.cursor is not None and query.cursor.isdigit():
-            start = min(int(query.cursor), start)
+        if query.cursor is not None and query.cursor.isascii() and query.cursor.isdigit():
+            start = min(int(query.cursor[:20]) if len(query.cursor) <= 20 else start, start)
         found: list[tuple[int, dict[str, Any]]] = []
         for index in range(start - 1, -1, -1):
             event = self.events[index]
@@ -215,6 +215,9 @@ class MemoryExternalServers:
 
     def put(self, server: ExternalServer) -> None:
         self._rows[(server.user_id, server.name)] = server
+
+    def create(self, server: ExternalServer) -> bool:
+        return self._rows.setdefault((server.user_id, server.name), server) is server
 
     def get(self, user_id: str, name: str) -> ExternalServer | None:
         return self._rows.get((user_id, name))

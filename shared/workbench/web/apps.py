@@ -330,7 +330,7 @@ def apps_routes(web: WebContext) -> list[BaseRoute]:
     async def workspace_code(request: Request, user: User, form: dict[str, str]) -> Response:
         try:
             code = service().set_workspace_code(user.id, form.get("code", "").strip() or None)
-        except InvalidInput as exc:
+        except (InvalidInput, ConflictError) as exc:
             return done(request, user, str(exc), ok=False)
         return done(request, user, f"Your workspace code is now {code}.")
 

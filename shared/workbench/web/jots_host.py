@@ -18,7 +18,7 @@ import secrets
 from dataclasses import replace
 from html import escape
 from typing import TYPE_CHECKING
-from urllib.parse import parse_qs, urlencode
+from urllib.parse import parse_qs, urlencode, urlsplit
 
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
@@ -90,6 +90,14 @@ def _jot_html(jot: Jot) -> str:
     return f'<article><h1 class="title">{escape(jot.title)}</h1>{render_markdown(jot.body)}</article>'
 
 
+def _same_origin(request: Request, base: str) -> bool:
+    origin = request.headers.get("origin")
+    if origin is None:
+        return True
+    own, got = urlsplit(base), urlsplit(origin)
+    return (got.scheme, got.netloc) == (own.scheme, own.netloc) or got.netloc == request.url.netloc
+
+
 def jots_routes(gateway: Gateway) -> list[BaseRoute]:
     jots = gateway.stores.jots
     base = gateway.settings.public_url.rstrip("/")
@@ -136,7 +144,9 @@ def jots_routes(gateway: Gateway) -> list[BaseRoute]:
             return _not_found()
         user = signed_in(request)
         form = parse_qs((await request.body()).decode("utf-8", "replace"))
-        if user is None or not gateway.sessions.check_csrf(request, (form.get("csrf") or [""])[0]):
+        token = (form.get("csrf") or [""])[0]
+        # The portal's two checks: the session's CSRF token, and (when a browser sends one) our Origin.
+        if user is None or not gateway.sessions.check_csrf(request, token) or not _same_origin(request, base):
             return _page("Forbidden", "<h1>Forbidden</h1><p>Reload the jot and try again.</p>", 403)
         jot = jots.get(user.id, request.path_params["jot_id"])
         if jot is None:

@@ -162,10 +162,12 @@ def portal_routes(web: WebContext) -> list[BaseRoute]:
 
     def integrations_page(request: Request, user: User) -> Response:
         q = request.query_params
-        # A rejected API-key form comes back here (post/redirect/get) with its error in its own card.
+        # A refused form comes back here (post/redirect/get) with its notice, sealed to the session so
+        # no link can show one: an API-key form's error in its own card, anything else at the top.
         notice = web.read_notice(request)
         errors = {notice[2]: notice[1]} if notice and notice[0] == "error" and notice[2] else {}
-        flash = notices(
+        general = notices((notice[0], notice[1])) if notice and not notice[2] else ""
+        flash = general + notices(
             ("ok", f"{q['connected']} is connected." if _NAME_RE.match(q.get("connected", "")) else None),
             (
                 "ok",
@@ -173,7 +175,6 @@ def portal_routes(web: WebContext) -> list[BaseRoute]:
                 if _NAME_RE.match(q.get("disconnected", ""))
                 else None,
             ),
-            ("error", q.get("error", "")[:300] or None),
         )
         manifests = [m for m in gw.registry.manifests() if not m.builtin and not isinstance(m.auth, NoAuth)]
         conns = {c.integration: c for c in gw.stores.connections.list_for(user.id)}  # one read, not one each
@@ -184,9 +185,9 @@ def portal_routes(web: WebContext) -> list[BaseRoute]:
         gw.sessions.clear_flash(response)
         return response
 
-    def back_with_error(message: str) -> Response:
-        """Back to the integrations page, which shows the message (its first 300 characters)."""
-        return redirect("/portal/integrations?error=" + quote(message[:300]))
+    def back_with_error(request: Request, message: str) -> Response:
+        """Back to the integrations page, which shows the message (its first 300 characters) once."""
+        return web.redirect_with_notice(request, "/portal/integrations", "error", message[:300])
 
     def manifest_for(request: Request) -> Manifest | None:
         name = str(request.path_params["name"])
@@ -197,16 +198,16 @@ def portal_routes(web: WebContext) -> list[BaseRoute]:
     async def connect(request: Request, user: User, form: dict[str, str]) -> Response:
         m = manifest_for(request)
         if m is None or not isinstance(m.auth, OAuth2Auth | CookieAuth):
-            return back_with_error("That integration cannot be connected here.")
+            return back_with_error(request, "That integration cannot be connected here.")
         started = gw.connections.start(user, m.name)
         if "error" in started:
-            return back_with_error(str(started.get("message") or started["error"]))
+            return back_with_error(request, str(started.get("message") or started["error"]))
         redeemed = await gw.connections.redeem(
             user, str(started["connectionId"]), login_host=login_host_from(form)
         )
         if redeemed.status != 200:
             message = str(redeemed.body.get("message") or redeemed.body.get("error"))
-            return back_with_error(f"{m.display_name}: {message}")
+            return back_with_error(request, f"{m.display_name}: {message}")
         return redirect(str(redeemed.body["url"]))
 
     def form_error(request: Request, m: Manifest, error: str) -> Response:
@@ -218,7 +219,7 @@ def portal_routes(web: WebContext) -> list[BaseRoute]:
     async def api_key(request: Request, user: User, form: dict[str, str]) -> Response:
         m = manifest_for(request)
         if m is None or not isinstance(m.auth, ApiKeyAuth):
-            return back_with_error("That integration does not use an API key.")
+            return back_with_error(request, "That integration does not use an API key.")
         values: dict[str, Any] = {}
         missing = []
         for f in m.auth.fields:
@@ -258,7 +259,7 @@ def portal_routes(web: WebContext) -> list[BaseRoute]:
     def confirm_disconnect(request: Request, user: User) -> Response:
         m = manifest_for(request)
         if m is None:
-            return back_with_error("Unknown integration.")
+            return back_with_error(request, "Unknown integration.")
         return confirm(
             request,
             user,
@@ -275,7 +276,7 @@ def portal_routes(web: WebContext) -> list[BaseRoute]:
     async def disconnect(request: Request, user: User, form: dict[str, str]) -> Response:
         m = manifest_for(request)
         if m is None:
-            return back_with_error("Unknown integration.")
+            return back_with_error(request, "Unknown integration.")
         gw.credentials.delete(user.id, m.name)
         return redirect(f"/portal/integrations?disconnected={m.name}")
 

@@ -39,6 +39,7 @@ SSO_COOKIE = "__Host-wb_sso"
 # OAuthState.integration value for portal sign-ins (connection_id then holds the `next` path).
 SSO_STATE_MARKER = "portal-sso"
 SSO_STATE_SECONDS = 600
+_SIGNIN_ERRORS = {"email": "Enter an email address."}
 _NOT_CONFIGURED_LOCAL = (
     "Sign-in is not configured on this gateway. Set WORKBENCH_OIDC_ISSUER, WORKBENCH_OIDC_CLIENT_ID and "
     "WORKBENCH_OIDC_CLIENT_SECRET."
@@ -74,9 +75,10 @@ def signin_routes(web: WebContext) -> list[BaseRoute]:
         if user is not None:
             return redirect(next_path)
         parts = []
-        error = request.query_params.get("error")
+        # Only messages of our own: a link cannot make the sign-in page say what its author likes.
+        error = _SIGNIN_ERRORS.get(request.query_params.get("error", ""))
         if error:
-            parts.append(notices(("error", error[:300])))
+            parts.append(notices(("error", error)))
         if oidc is not None:
             parts.append(
                 '<section class="card" aria-labelledby="sso"><h2 id="sso">Single sign-on</h2>'
@@ -191,7 +193,7 @@ def signin_routes(web: WebContext) -> list[BaseRoute]:
         email = (form.get("email") or "").strip()
         next_path = safe_next(form.get("next"))
         if "@" not in email or len(email) > 254:
-            query = urlencode({"error": "Enter an email address.", "next": next_path})
+            query = urlencode({"error": "email", "next": next_path})
             return redirect(f"/portal/signin?{query}")
         user = gw.stores.users.get_or_create(email)
         response = redirect(next_path)
