@@ -78,7 +78,7 @@ def _body(event: dict[str, Any]) -> bytes:
     if body is None:
         return b""
     if event.get("isBase64Encoded"):
-        return base64.b64decode(body)
+        return base64.b64decode(body, validate=True)
     return body.encode() if isinstance(body, str) else bytes(body)
 
 

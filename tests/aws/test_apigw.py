@@ -116,3 +116,40 @@ def test_a_crash_before_answering_is_a_plain_500_and_after_answering_keeps_the_a
         [_start(200), {"type": "http.response.body", "body": b"part", "more_body": True}], fail=True
     )
     assert ApiGatewayV2(half)(http_api_event("GET", "/x"), None)["statusCode"] == 500
+
+
+def test_what_a_client_may_send_never_crashes_the_adapter() -> None:
+    """API Gateway passes on whatever a client sends: UTF-8 in a header (an emoji in a User-Agent), a
+    list or garbage in X-Forwarded-Port, lone surrogates in the path. The app sees the bytes a server
+    would have read; a body flagged base64 that is not answers 400 without reaching the app."""
+    app = Recorder([_start(200), _body(b"ok")])
+    event = http_api_event(
+        "GET",
+        "/portal/\udcff",
+        query="q=\u00e9",
+        headers={"User-Agent": "agent \U0001f600", "Referer": "caf\u00e9", "X-Forwarded-Port": "8443, 443"},
+    )
+    out = ApiGatewayV2(app)(event, object())
+    assert out["statusCode"] == 200
+    headers = dict(app.scope["headers"])
+    assert headers[b"user-agent"] == "agent \U0001f600".encode()
+    assert headers[b"referer"] == "caf\u00e9".encode("latin-1")  # latin-1 text stays one byte a char
+    assert app.scope["server"][1] == 443  # the last hop's port
+    assert app.scope["raw_path"] == "/portal/\udcff".encode("utf-8", "surrogatepass")
+    assert app.scope["query_string"] == "q=\u00e9".encode()
+
+    for port in ("x", "\u0661\u0662", "", "-1"):
+        ApiGatewayV2(app)(http_api_event("GET", "/", headers={"X-Forwarded-Port": port}), object())
+        assert app.scope["server"][1] == 443
+
+    never = Recorder([_start(200), _body(b"reached")])
+    garbage = http_api_event("POST", "/mcp", body=b"x")
+    garbage["body"] = "not base64 at all!"
+    out = ApiGatewayV2(never)(garbage, object())
+    assert out == {
+        "statusCode": 400,
+        "headers": {"content-type": "text/plain; charset=utf-8"},
+        "body": "Bad Request",
+        "isBase64Encoded": False,
+    }
+    assert never.scope == {}

@@ -422,6 +422,23 @@ def test_external_servers_roundtrip_and_isolation(stores: Stores) -> None:
     assert servers.get("usr_b", "linear") == theirs
 
 
+def test_external_server_create_writes_only_a_new_key(stores: Stores) -> None:
+    """create() is the claim a workspace code rests on: the first writer of a key wins, a second gets
+    False and changes nothing, and the same name under another partition is a different key."""
+    from workbench.stores import ExternalServer
+
+    servers = stores.external_servers
+    assert servers is not None
+    first = ExternalServer("#workspace", "team-a", "", b"", created_at=NOW, updated_at=NOW, state="usr_a")
+    assert servers.create(first) is True
+    assert servers.create(replace(first, state="usr_b", updated_at=NOW + 1)) is False
+    assert servers.get("#workspace", "team-a") == first
+    assert servers.create(replace(first, user_id="usr_b")) is True
+    assert servers.delete("#workspace", "team-a") is True
+    assert servers.create(replace(first, state="usr_b")) is True  # released, then claimed by another
+    assert servers.get("#workspace", "team-a").state == "usr_b"  # type: ignore[union-attr]
+
+
 def test_external_server_state_is_written_alone_and_never_resurrects(stores: Stores) -> None:
     from workbench.stores import ExternalServer
 

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from workbench.cli import main
 from workbench.composition import Gateway, build_gateway
-from workbench.errors import InvalidInput
+from workbench.errors import ConflictError, InvalidInput
 from workbench.external.operator import OperatorConfigError
 from workbench.settings import Settings
 
@@ -105,6 +105,35 @@ async def test_every_user_sees_operator_servers_scoped_by_their_workspace_code(
 
     with pytest.raises(InvalidInput):
         gw.external.set_workspace_code(ada.principal.user.id, "has space")
+
+
+async def test_a_workspace_code_is_one_users_at_a_time(tmp_path: Path, ups: Upstreams, key: str) -> None:
+    """An operator's server scopes its catalog and calls by the code: a second user choosing the first
+    one's code (in any case), or a user id, would act as them there. It is refused; a code left is free."""
+    gw = gateway(tmp_path, ups, key)
+    assert gw.external is not None
+    ext = gw.external
+    ada, bob = principal_for(gw, "ada@example.com").user.id, principal_for(gw, "bob@example.com").user.id
+    assert ext.set_workspace_code(ada, "team-a") == "team-a"
+    for taken in ("team-a", "TEAM-A", ada, ada.upper(), "usr_someone"):
+        with pytest.raises(ConflictError, match=r"^That workspace code is not available; choose another\.$"):
+            ext.set_workspace_code(bob, taken)
+        assert ext.workspace_code(bob) == bob  # nothing changed
+    assert ext.set_workspace_code(bob, bob) == bob  # one's own id is the default, always free
+    assert ext.set_workspace_code(ada, "Team-A") == "Team-A"  # the holder may change its case
+
+    ups.script.by_code.update({"team-a": ["deploy"], bob: ["status"]})
+    bob_agent = Agent(gw, principal_for(gw, "bob@example.com"))
+    assert "tm_deploy" not in await bob_agent.search("workspace tool deploy")
+
+    # Leaving a code (for another, or back to the default) frees it.
+    assert ext.set_workspace_code(ada, "team-b") == "team-b"
+    assert ext.set_workspace_code(bob, "team-a") == "team-a"
+    assert ext.set_workspace_code(ada, None) == ada
+    assert ext.set_workspace_code(bob, "team-b") == "team-b"
+    with pytest.raises(ConflictError):
+        ext.set_workspace_code(ada, "team-b")
+    assert ext.set_workspace_code(ada, "team-a") == "team-a"  # bob left it for team-b
 
 
 async def test_cli_admin_clear_reaches_a_running_gateway(

@@ -71,3 +71,37 @@ def test_lambda_proxy_checks_the_token_and_the_connection(env: Gateway) -> None:
     assert response_json(not_connected)["error"] == "NOT_CONNECTED"
     audited = [e for e in env.stores.audit.list_for(user.id) if e["action"] == "PROXY"]
     assert [(e["path"], e["status"]) for e in audited] == [("/user", 403)]
+
+
+def test_a_slow_upstream_answers_504_in_the_engines_words_before_the_lambda_times_out(
+    env: Gateway, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The proxy's upstream limit shrinks to what the invocation has left (4.5 s, less the margin),
+    and the 504 says which limit ran out, in the words an execute_tools result uses."""
+    import re
+    import time
+
+    from tests.support.slowapi import connect_slowapi, slow_upstream
+
+    class Context:
+        def __init__(self, seconds: float) -> None:
+            self.ends = time.monotonic() + seconds
+
+        def get_remaining_time_in_millis(self) -> int:
+            return max(0, int((self.ends - time.monotonic()) * 1000))
+
+    with slow_upstream() as url:
+        monkeypatch.setenv("WORKBENCH_EXTRA_PLUGINS", "tests.support.slowapi")
+        monkeypatch.setenv("WB_SLOW_API_URL", url)
+        monkeypatch.setenv("WORKBENCH_EGRESS_ALLOW", "loopback")
+        reset_instance()
+        gw = build_gateway(Settings.from_env())
+        ada = gw.stores.users.get_or_create("ada@example.com")
+        connect_slowapi(gw, ada.id)
+        token = str(gw.curl_session(gw.api_keys.resolve(gw.api_keys.mint(ada)), ["slowapi"], 300)["token"])
+        started = time.monotonic()
+        result = load_entry("proxy").handler(_event("/c/slowapi/slow", token), Context(4.5))
+        elapsed = time.monotonic() - started
+    assert elapsed < 3.5, elapsed
+    assert result["statusCode"] == 504, result
+    assert re.fullmatch(r"Upstream timed out after \d+(\.\d)? s", response_json(result)["error"]), result

@@ -35,7 +35,7 @@ from workbench import deadline
 from workbench.bodylimit import BodyRule, BodyTooLarge, guarded_app, json_413
 from workbench.credentials import token_of
 from workbench.egress import EgressRefused, Resolver, egress_transport
-from workbench.errors import AuthError, CredentialError
+from workbench.errors import AuthError, CredentialError, UpstreamTimeout, upstream_timeout
 from workbench.observability import log_event
 from workbench.proxy.guard import Refused, check_path, location_inside
 from workbench.proxy.session import TOKEN_TYPE, binding_problem, proxy_audience
@@ -413,8 +413,8 @@ class CurlProxy:
             raise _Denied(
                 exc.status, {"error": text if text.startswith("Refused") else f"Refused: {text}"}
             ) from exc
-        except httpx.TimeoutException as exc:
-            raise _Denied(504, {"error": f"Upstream timed out ({type(exc).__name__})"}) from exc
+        except httpx.TimeoutException as exc:  # the engine's wording: which limit, how many seconds
+            raise _Denied(504, {"error": str(upstream_timeout(exc) or UpstreamTimeout(None))}) from exc
         except httpx.HTTPError as exc:
             raise _Denied(502, {"error": f"Upstream unreachable ({type(exc).__name__})"}) from exc
         return self._response(upstream, manifest, integration, str(target), secrets)
@@ -430,12 +430,16 @@ class CurlProxy:
         outgoing = httpx.Request(
             method, url, headers=headers, content=body, extensions={"timeout": limits.as_dict()}
         )
-        response = await self.transport.handle_async_request(outgoing)
-        response.request = outgoing
         try:
-            await response.aread()
-        finally:
-            await response.aclose()
+            response = await self.transport.handle_async_request(outgoing)
+            response.request = outgoing
+            try:
+                await response.aread()
+            finally:
+                await response.aclose()
+        except httpx.TimeoutException as exc:
+            exc.request = outgoing  # what a client would attach: the limits the request carried
+            raise
         return response
 
     def _carries_workbench_secret(self, text: str) -> bool:

@@ -157,7 +157,7 @@ class MemoryAudit:
         # The cursor is the list index of the last event returned; older events have smaller ones.
         start = len(self.events)
         if query.cursor is not None and query.cursor.isascii() and query.cursor.isdigit():
-            start = min(int(query.cursor[:20]) if len(query.cursor) <= 20 else start, start)
+            start = min(int(query.cursor), start) if len(query.cursor) <= 40 else start
         found: list[tuple[int, dict[str, Any]]] = []
         for index in range(start - 1, -1, -1):
             event = self.events[index]

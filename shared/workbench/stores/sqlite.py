@@ -97,6 +97,10 @@ def private_dir(path: Path) -> None:
     os.chmod(path, _OWNER_ONLY_DIR)
 
 
+# The largest INTEGER SQLite stores: a cursor past it means "from the newest".
+_MAX_SEQ = 2**63 - 1
+
+
 class SqliteDatabase:
     """One connection per thread, all to the same file; writes serialised by SQLite itself.
 
@@ -369,9 +373,10 @@ class SqliteAudit:
         # Walks the (user_id, seq) index newest first; filters read the JSON body (JSON1).
         sql = ["SELECT seq, body FROM audit WHERE user_id = ?"]
         args: list[Any] = [user_id]
-        if query.cursor is not None and query.cursor.isdigit():
+        if query.cursor is not None and query.cursor.isascii() and query.cursor.isdigit():
             sql.append("AND seq < ?")
-            args.append(int(query.cursor))
+            # A URL's digits: any length, held within SQLite's range.
+            args.append(min(int(query.cursor), _MAX_SEQ) if len(query.cursor) <= 40 else _MAX_SEQ)
         if query.action is not None:
             sql.append("AND json_extract(body, '$.action') = ?")
             args.append(query.action)
@@ -475,9 +480,15 @@ class SqliteExternalServers:
         )
 
     def put(self, server: ExternalServer) -> None:
+        self._insert("INSERT OR REPLACE", server)
+
+    def create(self, server: ExternalServer) -> bool:
+        return self._insert("INSERT OR IGNORE", server)
+
+    def _insert(self, verb: str, server: ExternalServer) -> bool:
         with self.db.tx() as db:
-            db.execute(
-                "INSERT OR REPLACE INTO external_servers (user_id, name, tool_prefix, config, auth_type, "
+            cur = db.execute(
+                f"{verb} INTO external_servers (user_id, name, tool_prefix, config, auth_type, "
                 "header_name, enabled, timeout_ms, status, created_at, updated_at, state) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
@@ -495,6 +506,7 @@ class SqliteExternalServers:
                     server.state,
                 ),
             )
+            return cur.rowcount == 1
 
     def set_state(self, user_id: str, name: str, state: str) -> bool:
         with self.db.tx() as db:

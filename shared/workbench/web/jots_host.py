@@ -144,9 +144,9 @@ def jots_routes(gateway: Gateway) -> list[BaseRoute]:
             return _not_found()
         user = signed_in(request)
         form = parse_qs((await request.body()).decode("utf-8", "replace"))
-        token = (form.get("csrf") or [""])[0]
+        csrf = (form.get("csrf") or [""])[0]
         # The portal's two checks: the session's CSRF token, and (when a browser sends one) our Origin.
-        if user is None or not gateway.sessions.check_csrf(request, token) or not _same_origin(request, base):
+        if user is None or not gateway.sessions.check_csrf(request, csrf) or not _same_origin(request, base):
             return _page("Forbidden", "<h1>Forbidden</h1><p>Reload the jot and try again.</p>", 403)
         jot = jots.get(user.id, request.path_params["jot_id"])
         if jot is None:
