@@ -186,6 +186,8 @@ class Credentials:
         self, manifest: Manifest, user_id: str, conn: Connection | None, *, kind: TokenKind = "access"
     ) -> dict[str, Any]:
         """The usable credential, refreshed first if its `kind` token expires within the margin."""
+        if isinstance(manifest.auth, NoAuth):
+            return {}  # nothing to inject: an auth-none API needs no connection row
         conn = _usable(manifest, conn)
         if not isinstance(manifest.auth, OAuth2Auth) or (
             kind == "access" and not self._stale(conn.expires_at)

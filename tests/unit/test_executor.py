@@ -208,3 +208,43 @@ async def test_sync_tools_run_off_the_event_loop_at_most_eight_at_once(gw: Gatew
     assert out == {"results": [{"result": {"slept": 150}}] * 20}
     assert SyncGauge.peak == 8
     assert SyncGauge.threads and all(name.startswith("workbench-tool") for name in SyncGauge.threads)
+
+
+async def test_a_plugin_without_auth_calls_its_api_through_ctx_http(tmp_path: Path) -> None:
+    """An auth-none integration has no connection row: ctx.http still works (relative URLs join its
+    base), sends no credential, and answers like any other tool."""
+    from pydantic import BaseModel
+    from workbench.registry import Manifest, NoAuth
+    from workbench.tools import tool
+
+    class NoArgs(BaseModel):
+        pass
+
+    @tool("open_ping", "Ping the open API.", NoArgs)
+    async def open_ping(args: NoArgs, ctx: object) -> object:
+        response = await ctx.http.get("/ping")  # type: ignore[attr-defined]
+        return {"status": response.status_code, **response.json()}
+
+    seen: list[httpx.Request] = []
+
+    def upstream(request: httpx.Request) -> httpx.Response:
+        seen.append(request)
+        return httpx.Response(200, json={"pong": True})
+
+    registry = demo_registry()
+    registry.add(
+        Manifest(
+            name="open",
+            version="1.0.0",
+            display_name="Open",
+            auth=NoAuth(),
+            base_url="https://api.open.test/v1",
+            tool_prefix="open_",
+        ),
+        lambda: [open_ping],
+    )
+    gw = make_gateway(tmp_path, registry=registry, transport=httpx.MockTransport(upstream))
+    out = await gw.execute(principal_for(gw), [ex("open_ping")])
+    assert out == {"results": [{"result": {"status": 200, "pong": True}}]}
+    assert [str(r.url) for r in seen] == ["https://api.open.test/v1/ping"]
+    assert "authorization" not in seen[0].headers and "cookie" not in seen[0].headers
