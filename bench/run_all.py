@@ -130,6 +130,22 @@ ROWS = (
     ),
     Row(
         "mcp_throughput",
+        "  the floor: a bare ASGI answer on the same uvicorn ÷ FastMCP",
+        _get("floor_ratio_vs_fastmcp"),
+        "x",
+        "",
+        lambda v: True,
+    ),
+    Row(
+        "mcp_throughput",
+        "local tools/call CPU per request: FastMCP ÷ Workbench",
+        _get("cpu_ratio_vs_fastmcp"),
+        "x",
+        "",
+        lambda v: True,
+    ),
+    Row(
+        "mcp_throughput",
         "local tools/call throughput ÷ official SDK",
         _get("ratio_vs_sdk"),
         "x",

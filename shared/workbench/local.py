@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import BaseRoute, Route
+from starlette.types import Receive, Scope, Send
 
 from workbench import deadline
-from workbench.bodylimit import BodyRule, guarded_app
+from workbench.bodylimit import BodyLimit, BodyRule, guarded_app
 from workbench.composition import Gateway
 from workbench.mcp.app import BODY_RULES as MCP_BODY_RULES
-from workbench.mcp.app import mcp_routes
+from workbench.mcp.app import McpEndpoint
 from workbench.oauth.routes import BODY_RULES as OAUTH_BODY_RULES
 from workbench.oauth.routes import oauth_routes
 from workbench.proxy.app import BODY_RULES as PROXY_BODY_RULES
@@ -38,7 +41,27 @@ BODY_RULES: list[BodyRule] = [
 __all__ = ["create_local_app", "first_run"]
 
 
-def create_local_app(gateway: Gateway) -> Starlette:
+class LocalApp:
+    """The local gateway's ASGI app: POST /mcp, the hot path, goes straight to the MCP endpoint
+    inside the same deadline and body cap as the MCP function's (create_mcp_app); every other
+    path, and the lifespan, to the Starlette app of all surfaces, which routes /mcp the same way."""
+
+    def __init__(self, mcp: Any, app: Starlette) -> None:
+        self.mcp = mcp
+        self.app = app
+        self.routes = app.routes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["path"] == "/mcp":
+            await self.mcp(scope, receive, send)
+        else:
+            await self.app(scope, receive, send)
+
+
+def create_local_app(gateway: Gateway) -> LocalApp:
+    settings = gateway.settings
+    endpoint = McpEndpoint(gateway)
+
     async def healthz(request: Request) -> Response:
         return JSONResponse({"ok": True})
 
@@ -46,7 +69,7 @@ def create_local_app(gateway: Gateway) -> Starlette:
         return PlainTextResponse(gateway.metrics.prometheus())
 
     routes: list[BaseRoute] = [
-        *mcp_routes(gateway),
+        Route("/mcp", endpoint),
         *oauth_routes(gateway),
         *jots_routes(gateway),
         *rest_routes(gateway),
@@ -57,7 +80,12 @@ def create_local_app(gateway: Gateway) -> Starlette:
         Route("/healthz", healthz),
         Route("/metrics", prometheus),
     ]
-    return guarded_app(routes, BODY_RULES, middleware=deadline.middleware(gateway.settings))
+    mcp = deadline.DeadlineMiddleware(
+        BodyLimit(endpoint, BODY_RULES),
+        budget=settings.request_deadline_seconds,
+        margin=settings.deadline_margin_seconds,
+    )
+    return LocalApp(mcp, guarded_app(routes, BODY_RULES, middleware=deadline.middleware(settings)))
 
 
 def first_run(gateway: Gateway, email: str) -> str | None:
