@@ -175,10 +175,29 @@ def _secrets_in(value: Any) -> Iterable[str]:
 
 def _redactions(cred: Any, injected: dict[str, str], *, also: Iterable[bytes] = ()) -> list[bytes]:
     """Every form of every credential value to scrub from what goes back to the caller, longest first."""
-    plain = {s.encode() for s in (*_secrets_in(cred), *_secrets_in(injected))} | {
+    plain = frozenset({s.encode() for s in (*_secrets_in(cred), *_secrets_in(injected))}) | {
         p.encode() for v in injected.values() for p in v.split() if len(p) >= _MIN_SECRET_LEN
     }
-    return sorted({form for s in plain for form in secret_forms(s)} | set(also), key=len, reverse=True)
+    forms = _forms_of(plain)
+    if not also:
+        return forms
+    return sorted(set(forms) | set(also), key=len, reverse=True)
+
+
+# The encodings of a credential's values are the same on every request that uses it: worked out
+# once per set of values (a few dozen regex/base64 passes) and kept for the few credentials in use.
+_FORMS_KEPT = 256
+_forms_cache: dict[frozenset[bytes], list[bytes]] = {}
+
+
+def _forms_of(plain: frozenset[bytes]) -> list[bytes]:
+    known = _forms_cache.get(plain)
+    if known is None:
+        known = sorted({form for s in plain for form in secret_forms(s)}, key=len, reverse=True)
+        if len(_forms_cache) >= _FORMS_KEPT:
+            _forms_cache.pop(next(iter(_forms_cache)))  # the oldest entry: dicts keep insertion order
+        _forms_cache[plain] = known
+    return list(known)  # the caller's own copy
 
 
 def secret_forms(secret: bytes) -> set[bytes]:
@@ -376,12 +395,15 @@ class CurlProxy:
 
         body = await _read_body(request)
         query = request.scope.get("query_string", b"").decode("latin-1")
-        if self._carries_workbench_secret(query) or self._carries_workbench_secret(body.decode("latin-1")):
+        kids = self._kids()
+        if self._carries_workbench_secret(query, kids) or self._carries_workbench_secret(
+            body.decode("latin-1"), kids
+        ):
             raise _Denied(400, {"error": "Refused: Workbench tokens and API keys must not be sent upstream"})
         headers = {
             name: value
             for name, value in request.headers.items()
-            if _forwardable(name) and token not in value and not self._carries_workbench_secret(value)
+            if _forwardable(name) and token not in value and not self._carries_workbench_secret(value, kids)
         }
         lowered = {k.lower() for k in injected}
         headers = {k: v for k, v in headers.items() if k.lower() not in lowered}
@@ -442,11 +464,14 @@ class CurlProxy:
             raise
         return response
 
-    def _carries_workbench_secret(self, text: str) -> bool:
+    def _kids(self) -> frozenset[str]:
+        """The key ids Workbench signs with now (read once per request: keys rotate)."""
+        return frozenset(k.kid for k in self.gw.tokens.source.signing_keys())
+
+    def _carries_workbench_secret(self, text: str, kids: frozenset[str]) -> bool:
         """A Workbench API key, or a JWT signed by one of Workbench's keys, anywhere in `text`."""
         if _API_KEY.search(text):
             return True
-        kids = {k.kid for k in self.gw.tokens.source.signing_keys()}
         for match in _JWT.finditer(text):
             try:
                 if jwt.get_unverified_header(match.group(0)).get("kid") in kids:
