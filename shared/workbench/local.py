@@ -11,7 +11,7 @@ from starlette.routing import BaseRoute, Route
 from starlette.types import Receive, Scope, Send
 
 from workbench import deadline
-from workbench.bodylimit import BodyLimit, BodyRule, guarded_app
+from workbench.bodylimit import BodyRule, guarded_app
 from workbench.composition import Gateway
 from workbench.mcp.app import BODY_RULES as MCP_BODY_RULES
 from workbench.mcp.app import McpEndpoint
@@ -42,9 +42,9 @@ __all__ = ["create_local_app", "first_run"]
 
 
 class LocalApp:
-    """The local gateway's ASGI app: POST /mcp, the hot path, goes straight to the MCP endpoint
-    inside the same deadline and body cap as the MCP function's (create_mcp_app); every other
-    path, and the lifespan, to the Starlette app of all surfaces, which routes /mcp the same way."""
+    """The local gateway's ASGI app: /mcp, the hot path, goes straight to the MCP endpoint (which
+    caps its own body) inside the request deadline, as in the MCP function (create_mcp_app); every
+    other path, and the lifespan, to the Starlette app of all surfaces."""
 
     def __init__(self, mcp: Any, app: Starlette) -> None:
         self.mcp = mcp
@@ -81,7 +81,7 @@ def create_local_app(gateway: Gateway) -> LocalApp:
         Route("/metrics", prometheus),
     ]
     mcp = deadline.DeadlineMiddleware(
-        BodyLimit(endpoint, BODY_RULES),
+        endpoint,
         budget=settings.request_deadline_seconds,
         margin=settings.deadline_margin_seconds,
     )

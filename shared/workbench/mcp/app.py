@@ -14,7 +14,7 @@ from urllib.parse import urlsplit
 
 from workbench import deadline
 from workbench.auth import Principal
-from workbench.bodylimit import BodyLimit, BodyRule, BodyTooLarge, json_413
+from workbench.bodylimit import BodyRule, BodyTooLarge, json_413
 from workbench.jsontext import dumps
 from workbench.mcp.protocol import INVALID_REQUEST, McpServer
 
@@ -134,9 +134,9 @@ class McpEndpoint:
             )
             return
         try:
-            raw = await _read_body(receive)  # at most MAX_BODY: BodyLimit stops the read past it
-        except BodyTooLarge as exc:
-            await _reply(send, 413, _rpc_error(str(exc)))
+            raw = await _read_body(scope, receive)
+        except BodyTooLarge as exc:  # the rest is not read: close rather than drain it for keep-alive
+            await _reply(send, 413, _rpc_error(str(exc)), {"Connection": "close"})
             return
         principal: Principal | None = None
         if "authorization" not in headers and _has_session_cookie(headers.get("cookie", "")):
@@ -152,13 +152,24 @@ class McpEndpoint:
         await _reply(send, reply.status, reply.body, reply.headers)
 
 
-async def _read_body(receive: Receive) -> bytes:
+async def _read_body(scope: Scope, receive: Receive) -> bytes:
+    """The request body, capped at MAX_BODY while it streams in (BodyTooLarge past it): a declared
+    Content-Length over the cap is refused before a byte is read. The endpoint enforces its own cap,
+    so its hot path needs no body-limit middleware around it."""
+    for name, value in scope["headers"]:
+        if name == b"content-length" and value.isdigit() and int(value) > MAX_BODY:
+            raise BodyTooLarge(MAX_BODY)
     chunks: list[bytes] = []
+    received = 0
     while True:
         message = await receive()
         if message["type"] == "http.disconnect":
             break
-        chunks.append(message.get("body", b""))
+        chunk = message.get("body", b"")
+        received += len(chunk)
+        if received > MAX_BODY:
+            raise BodyTooLarge(MAX_BODY)
+        chunks.append(chunk)
         if not message.get("more_body", False):
             break
     return b"".join(chunks)
@@ -194,9 +205,10 @@ def mcp_routes(gateway: Gateway) -> list[Route]:
 
 
 def create_mcp_app(gateway: Gateway) -> Any:
-    """The MCP function's ASGI app: the request deadline around the body cap around /mcp."""
+    """The MCP function's ASGI app: the request deadline around /mcp (which caps its own body)."""
     settings = gateway.settings
-    capped = BodyLimit(_McpApp(McpEndpoint(gateway)), BODY_RULES)
     return deadline.DeadlineMiddleware(
-        capped, budget=settings.request_deadline_seconds, margin=settings.deadline_margin_seconds
+        _McpApp(McpEndpoint(gateway)),
+        budget=settings.request_deadline_seconds,
+        margin=settings.deadline_margin_seconds,
     )
