@@ -18,7 +18,7 @@ from workbench.mcp.app import McpEndpoint
 from workbench.oauth.routes import BODY_RULES as OAUTH_BODY_RULES
 from workbench.oauth.routes import oauth_routes
 from workbench.proxy.app import BODY_RULES as PROXY_BODY_RULES
-from workbench.proxy.app import proxy_routes
+from workbench.proxy.app import CurlProxy, DirectProxy, proxy_routes
 from workbench.rest.app import BODY_RULES as REST_BODY_RULES
 from workbench.rest.app import rest_routes
 from workbench.web.app import BODY_RULES as WEB_BODY_RULES
@@ -43,17 +43,21 @@ __all__ = ["create_local_app", "first_run"]
 
 class LocalApp:
     """The local gateway's ASGI app: /mcp, the hot path, goes straight to the MCP endpoint (which
-    caps its own body) inside the request deadline, as in the MCP function (create_mcp_app); every
-    other path, and the lifespan, to the Starlette app of all surfaces."""
+    caps its own body) inside the request deadline, as in the MCP function (create_mcp_app), and the
+    curl proxy's requests straight to the proxy inside the same deadline and body cap as its routes
+    (DirectProxy); every other path, and the lifespan, to the Starlette app of all surfaces."""
 
-    def __init__(self, mcp: Any, app: Starlette) -> None:
+    def __init__(self, mcp: Any, app: Starlette, proxy: DirectProxy | None = None) -> None:
         self.mcp = mcp
         self.app = app
+        self.proxy = proxy
         self.routes = app.routes
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and scope["path"] == "/mcp":
             await self.mcp(scope, receive, send)
+        elif self.proxy is not None and self.proxy.takes(scope):
+            await self.proxy(scope, receive, send)
         else:
             await self.app(scope, receive, send)
 
@@ -61,6 +65,7 @@ class LocalApp:
 def create_local_app(gateway: Gateway) -> LocalApp:
     settings = gateway.settings
     endpoint = McpEndpoint(gateway)
+    proxy = CurlProxy(gateway)  # one proxy (its verified tokens, its upstream connections) for both ways in
 
     async def healthz(request: Request) -> Response:
         return JSONResponse({"ok": True})
@@ -73,7 +78,7 @@ def create_local_app(gateway: Gateway) -> LocalApp:
         *oauth_routes(gateway),
         *jots_routes(gateway),
         *rest_routes(gateway),
-        *proxy_routes(gateway),
+        *proxy_routes(gateway, proxy=proxy),
         *local_signin_routes(gateway),
         *web_routes(gateway, local=True),
         *browser_bridge_routes(gateway),
@@ -85,7 +90,11 @@ def create_local_app(gateway: Gateway) -> LocalApp:
         budget=settings.request_deadline_seconds,
         margin=settings.deadline_margin_seconds,
     )
-    return LocalApp(mcp, guarded_app(routes, BODY_RULES, middleware=deadline.middleware(settings)))
+    return LocalApp(
+        mcp,
+        guarded_app(routes, BODY_RULES, middleware=deadline.middleware(settings)),
+        DirectProxy(proxy, settings),
+    )
 
 
 def first_run(gateway: Gateway, email: str) -> str | None:

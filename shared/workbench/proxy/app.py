@@ -26,13 +26,12 @@ from urllib.parse import quote, quote_plus, urljoin, urlsplit
 
 import httpx
 import jwt
-from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
 from workbench import deadline
-from workbench.bodylimit import BodyRule, BodyTooLarge, guarded_app, json_413
+from workbench.bodylimit import BodyLimit, BodyRule, BodyTooLarge, guarded_app, json_413
 from workbench.credentials import token_of
 from workbench.egress import EgressRefused, Resolver, egress_transport
 from workbench.errors import AuthError, CredentialError, UpstreamTimeout, upstream_timeout
@@ -41,11 +40,14 @@ from workbench.proxy.guard import Refused, check_path, location_inside
 from workbench.proxy.session import TOKEN_TYPE, binding_problem, proxy_audience
 
 if TYPE_CHECKING:
+    from starlette.types import Receive, Scope, Send
+
     from workbench.composition import Gateway
     from workbench.registry import Manifest
+    from workbench.settings import Settings
     from workbench.stores import Connection, User
 
-__all__ = ["BODY_RULES", "create_proxy_app", "proxy_routes"]
+__all__ = ["BODY_RULES", "CurlProxy", "DirectProxy", "ProxyApp", "create_proxy_app", "proxy_routes"]
 
 METHODS = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
 MAX_REQUEST_BYTES = 6 * 1024 * 1024  # the Lambda payload limit
@@ -591,15 +593,74 @@ async def _read_body(request: Request) -> bytes:
         raise _Denied(413, _TOO_LARGE) from exc
 
 
-def proxy_routes(gateway: Gateway, *, resolver: Resolver | None = None) -> list[Route]:
-    proxy = CurlProxy(gateway, resolver)
+def proxy_routes(
+    gateway: Gateway, *, resolver: Resolver | None = None, proxy: CurlProxy | None = None
+) -> list[Route]:
+    proxy = proxy or CurlProxy(gateway, resolver)
     return [
         Route("/c/{integration}", proxy.handle, methods=METHODS),
         Route("/c/{integration}/{rest:path}", proxy.handle, methods=METHODS),
     ]
 
 
-def create_proxy_app(gateway: Gateway, *, resolver: Resolver | None = None) -> Starlette:
-    return guarded_app(
-        proxy_routes(gateway, resolver=resolver), BODY_RULES, middleware=deadline.middleware(gateway.settings)
-    )
+# What the two routes above match (Starlette's `{integration}` is `[^/]+`, `{rest:path}` is `.*`).
+_ROUTED = re.compile(r"^/c/[^/]+(?:/.*)?$")  # no DOTALL, as Starlette compiles them
+_METHODS = frozenset(METHODS)
+
+
+class DirectProxy:
+    """The proxy's requests straight to `CurlProxy.handle`, inside the same request deadline and
+    body cap as its routes (`proxy_routes` in a `guarded_app`), without the router and the
+    exception layers: a request the routes would take (a proxy method on /c/<integration>[/...])
+    goes here; `takes(scope)` says which. Everything else (404, 405, the lifespan) is the
+    routes' app's."""
+
+    def __init__(self, proxy: CurlProxy, settings: Settings) -> None:
+        self.proxy = proxy
+        self._app: Any = deadline.DeadlineMiddleware(
+            BodyLimit(self._handle, BODY_RULES),
+            budget=settings.request_deadline_seconds,
+            margin=settings.deadline_margin_seconds,
+        )
+
+    @staticmethod
+    def takes(scope: Scope) -> bool:
+        return (
+            scope["type"] == "http"
+            and scope["path"].startswith("/c/")
+            and scope["method"] in _METHODS
+            and _ROUTED.match(scope["path"]) is not None
+        )
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await self._app(scope, receive, send)
+
+    async def _handle(self, scope: Scope, receive: Receive, send: Send) -> None:
+        request = Request(scope, receive, send)
+        try:
+            response = await self.proxy.handle(request)
+        except BodyTooLarge as exc:  # as guarded_app's handler answers it (the proxy reads the body itself)
+            response = BODY_RULES[0].render(request, exc)
+        await response(scope, receive, send)
+
+
+class ProxyApp:
+    """The curl proxy's ASGI app: its requests through `DirectProxy`, the rest to the Starlette app
+    of its routes (same proxy, same deadline and body cap)."""
+
+    def __init__(self, proxy: CurlProxy, settings: Settings) -> None:
+        self.direct = DirectProxy(proxy, settings)
+        self.app = guarded_app(
+            proxy_routes(proxy.gw, proxy=proxy), BODY_RULES, middleware=deadline.middleware(settings)
+        )
+        self.routes = self.app.routes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if self.direct.takes(scope):
+            await self.direct(scope, receive, send)
+        else:
+            await self.app(scope, receive, send)
+
+
+def create_proxy_app(gateway: Gateway, *, resolver: Resolver | None = None) -> ProxyApp:
+    return ProxyApp(CurlProxy(gateway, resolver), gateway.settings)
