@@ -49,6 +49,7 @@ def test_the_direct_path_takes_exactly_what_the_routes_match(tmp_path: Path, met
         routed = any(route.matches(scope)[0] is Match.FULL for route in routes)
         assert DirectProxy.takes(scope) is routed, (method, path)
     assert not DirectProxy.takes({"type": "websocket", "path": "/c/acme/x"})
+    assert not DirectProxy.takes({**_scope("GET", "/api/c/acme/x"), "root_path": "/api"})
 
 
 def test_what_the_direct_path_leaves_is_answered_as_before(tmp_path: Path) -> None:

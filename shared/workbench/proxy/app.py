@@ -627,6 +627,7 @@ class DirectProxy:
     def takes(scope: Scope) -> bool:
         return (
             scope["type"] == "http"
+            and not scope.get("root_path")  # a mounted app: the routes work out the path
             and scope["path"].startswith("/c/")
             and scope["method"] in _METHODS
             and _ROUTED.match(scope["path"]) is not None
