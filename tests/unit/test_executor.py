@@ -96,7 +96,10 @@ async def test_run_path_emits_log_line_and_metrics(gw: Gateway, caplog: pytest.L
     me = principal_for(gw)
     with caplog.at_level(logging.INFO, logger="workbench"):
         await gw.execute(me, [ex("free_item", {"value": 1}), ex("free_throw"), ex("nope")])
-    lines = [json.loads(r.getMessage()) for r in caplog.records]
+    # Only this batch's execution lines: a busy machine may let another line (a background write's)
+    # land in the capture too.
+    lines = [json.loads(r.getMessage()) for r in caplog.records if '"tool_execution"' in r.getMessage()]
+    lines.sort(key=lambda line: line["tool"])  # the two run concurrently: either may log first
     assert [(line["tool"], line["success"]) for line in lines] == [("free_item", True), ("free_throw", False)]
     assert lines[1]["error"] == "kaboom" and lines[0]["integration"] == "free"
     m = gw.metrics
