@@ -20,19 +20,19 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
 import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench scripts run from a checkout
+from local_gateway import cpu_seconds, local_gateway
+
 from tests.support.processes import free_port, running
 
 HEADERS = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
@@ -100,12 +100,6 @@ async def drive(
     }
 
 
-def _cpu_seconds(pid: int) -> float:
-    """User + system CPU time the process has used so far (all its threads), from /proc."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--requests", type=int, default=3000)
@@ -118,7 +112,7 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory() as data, ExitStack() as stack:
         env = {"WORKBENCH_EXTRA_PLUGINS": "tests.support.slow_plugin"}
-        base, key, pid = stack.enter_context(_gateway(Path(data), env))
+        base, key, pid = stack.enter_context(local_gateway(Path(data), env))
         body = {
             **call,
             "params": {
@@ -147,9 +141,9 @@ def main() -> None:
         rounds: dict[str, list[dict[str, float]]] = {name: [] for name in targets}
         for _ in range(args.rounds):
             for name, (url, headers, body, pid) in targets.items():
-                cpu0 = _cpu_seconds(pid)
+                cpu0 = cpu_seconds(pid)
                 measured = asyncio.run(drive(url, headers, body, args.requests, args.concurrency))
-                measured["cpu_us_per_request"] = (_cpu_seconds(pid) - cpu0) / args.requests * 1e6
+                measured["cpu_us_per_request"] = (cpu_seconds(pid) - cpu0) / args.requests * 1e6
                 rounds[name].append(measured)
 
     results = {
@@ -193,19 +187,6 @@ def main() -> None:
         f"FastMCP; 5x FastMCP leaves {results['fastmcp']['cpu_us_per_request'] / 5 - floor['cpu_us_per_request']:.0f} us "
         "of CPU per request above it"
     )
-
-
-@contextmanager
-def _gateway(data: Path, extra_env: dict[str, str]) -> Iterator[tuple[str, str, int]]:
-    """`workbench serve` on loopback (SQLite store): (base URL, first-run API key, pid)."""
-    port = free_port()
-    base = f"http://127.0.0.1:{port}"
-    log = data / "gateway.log"
-    env = {"WORKBENCH_DATA_DIR": str(data), "WORKBENCH_PUBLIC_URL": base, **extra_env}
-    cmd = [sys.executable, "-m", "workbench.cli", "serve", "--host", "127.0.0.1", "--port", str(port)]
-    with running(cmd, ready_url=f"{base}/healthz", env=env, log=log) as proc:
-        key = next(line.rsplit(" ", 1)[-1] for line in log.read_text().splitlines() if "API key for" in line)
-        yield base, key, proc.pid
 
 
 if __name__ == "__main__":

@@ -19,18 +19,17 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench scripts run from a checkout
+from local_gateway import cpu_seconds, local_gateway
+
 from tests.support.processes import free_port, running
 
 GOAL_MS = 1.5
@@ -124,7 +123,7 @@ def _measure(requests: int, rounds: int) -> dict[str, float]:
             "WORKBENCH_EGRESS_ALLOW": "loopback",
             "PROXY_E2E_UPSTREAM_URL": upstream,
         }
-        with _gateway(Path(data), env) as (base, key, pid):
+        with local_gateway(Path(data), env) as (base, key, pid):
             # The local user's credential for the integration, stored as the portal would.
             gw = build_gateway(Settings.from_env({"WORKBENCH_DATA_DIR": data, **env}))
             user = gw.stores.users.by_email("you@localhost")
@@ -136,7 +135,7 @@ def _measure(requests: int, rounds: int) -> dict[str, float]:
             cpu: list[float] = []
             for _ in range(rounds):
                 direct.append(asyncio.run(_p50(f"{upstream}/api/items", {}, requests)))
-                before = _cpu_seconds(pid)
+                before = cpu_seconds(pid)
                 proxied.append(
                     asyncio.run(
                         _p50(
@@ -146,7 +145,7 @@ def _measure(requests: int, rounds: int) -> dict[str, float]:
                         )
                     )
                 )
-                cpu.append((_cpu_seconds(pid) - before) / (requests + _WARMUP) * 1000)
+                cpu.append((cpu_seconds(pid) - before) / (requests + _WARMUP) * 1000)
     # Each side's best round: on a shared machine, contention only ever adds time.
     p50_direct, p50_proxy = min(direct), min(proxied)
     return {
@@ -162,24 +161,6 @@ def _measure(requests: int, rounds: int) -> dict[str, float]:
         "rounds": rounds,
         "proxy_p50_ms_rounds": proxied,
     }
-
-
-@contextmanager
-def _gateway(data: Path, extra_env: dict[str, str]) -> Iterator[tuple[str, str, int]]:
-    """`workbench serve` on loopback (SQLite store): (base URL, first-run API key, pid)."""
-    port = free_port()
-    base = f"http://127.0.0.1:{port}"
-    log = data / "gateway.log"
-    env = {"WORKBENCH_DATA_DIR": str(data), "WORKBENCH_PUBLIC_URL": base, **extra_env}
-    cmd = [sys.executable, "-m", "workbench.cli", "serve", "--host", "127.0.0.1", "--port", str(port)]
-    with running(cmd, ready_url=f"{base}/healthz", env=env, log=log) as proc:
-        key = next(line.rsplit(" ", 1)[-1] for line in log.read_text().splitlines() if "API key for" in line)
-        yield base, key, proc.pid
-
-
-def _cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def main() -> None:
