@@ -136,6 +136,26 @@ async def test_a_workspace_code_is_one_users_at_a_time(tmp_path: Path, ups: Upst
     assert ext.set_workspace_code(ada, "team-a") == "team-a"  # bob left it for team-b
 
 
+def test_a_code_two_users_stored_before_codes_were_claimed_serves_only_one(
+    tmp_path: Path, ups: Upstreams, key: str
+) -> None:
+    """Codes stored before claims existed have no claim row: the first user to use one claims it,
+    and any other user who stored it gets their own id, never the holder's catalog."""
+    gw = gateway(tmp_path, ups, key)
+    assert gw.external is not None and gw.stores.external_servers is not None
+    ext, rows = gw.external, gw.stores.external_servers
+    ada, bob = principal_for(gw, "ada@example.com").user.id, principal_for(gw, "bob@example.com").user.id
+    ext.set_workspace_code(ada, "legacy")
+    assert rows.delete("#workspace", "legacy") is True  # as a deployment from before claims has it
+    ext.set_workspace_code(bob, "Legacy")
+    assert rows.delete("#workspace", "legacy") is True
+    assert ext.workspace_code(ada) == "legacy"  # the first to use it claims it
+    assert ext.workspace_code(bob) == bob  # the other acts as themself
+    assert ext.workspace_code(ada) == "legacy"
+    held = rows.get("#workspace", "legacy")
+    assert held is not None and held.state == ada
+
+
 async def test_cli_admin_clear_reaches_a_running_gateway(
     tmp_path: Path,
     ups: Upstreams,

@@ -1249,7 +1249,20 @@ class ExternalServers:
                 value = None  # an unreadable settings row: the default workspace code
             code = str(value.get("workspaceCode", "")) if isinstance(value, dict) else ""
         stamp = max(row.updated_at if row else 0.0, epoch.updated_at if epoch else 0.0)
+        if code and code != user_id and not self._holds_code(self.store, user_id, code):
+            code = ""  # another user's: never act as them (a code stored before codes were claimed)
         return _Caller(user_id, code or user_id, stamp)
+
+    def _holds_code(self, store: ExternalServerStore, user_id: str, code: str) -> bool:
+        """Whether `code` is this user's: its claim is theirs, or had no holder and now is."""
+        held = store.get(_CODE_OWNER, code.lower())
+        if held is None:
+            try:
+                self._claim_code(store, user_id, code)
+            except ConflictError:
+                return False
+            return True
+        return held.state == user_id
 
     @staticmethod
     def _key(app: App, caller: _Caller | None) -> Key:
