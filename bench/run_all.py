@@ -21,7 +21,16 @@ from typing import Any
 
 BENCH = Path(__file__).resolve().parent
 # In the order they run; search_hybrid is an experiment with its own report (not a goal).
-SCRIPTS = ("cold_start", "aws_calls", "batch", "mcp_throughput", "proxy", "search", "search_hybrid")
+SCRIPTS = (
+    "cold_start",
+    "aws_calls",
+    "batch",
+    "mcp_throughput",
+    "mcp_app_cpu",
+    "proxy",
+    "search",
+    "search_hybrid",
+)
 
 
 @dataclass(frozen=True)
@@ -141,6 +150,14 @@ ROWS = (
         "local tools/call CPU per request: FastMCP ÷ Workbench",
         _get("cpu_ratio_vs_fastmcp"),
         "x",
+        "",
+        lambda v: True,
+    ),
+    Row(
+        "mcp_app_cpu",
+        "  of which the engine: execute_tools CPU in-process, no HTTP (best round)",
+        _get("app_cpu_us_best"),
+        "us",
         "",
         lambda v: True,
     ),
