@@ -470,7 +470,7 @@ def test_sam_build_makes_a_layer_with_engine_plugins_and_arm64_wheels(tmp_path: 
     _assert_compiled_for_the_runtime(site, _python312(_sam_env()))
     # Local-only packages stay out: httpx imports click whenever it can (a cold-start cost).
     assert not (site / "uvicorn").exists() and not (site / "click").exists()
-    assert not (site / "httptools").exists()
+    assert not (site / "httptools").exists() and not (site / "uvloop").exists()
     assert not (site / "mangum").exists()  # events are adapted by workbench.apigw
     assert not (site / "aws_lambda_powertools").exists()  # logs, metrics, traces: lambda_runtime/tracing
     # Traces go straight to the X-Ray daemon (workbench.tracing): the X-Ray SDK is not shipped.
