@@ -127,7 +127,10 @@ def _serve(args: argparse.Namespace) -> int:
         "Press Ctrl+C to stop.",
     ]
     print("\n".join(lines), flush=True)
-    server = uvicorn.Server(uvicorn.Config(create_local_app(gateway), log_level="warning"))
+    from workbench.local_server import http_protocol
+
+    config = uvicorn.Config(create_local_app(gateway), log_level="warning", http=http_protocol())
+    server = uvicorn.Server(config)
     server.run(sockets=[sock])
     return 0
 

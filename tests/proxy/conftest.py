@@ -21,6 +21,7 @@ import pytest
 import uvicorn
 from workbench.auth import Principal
 from workbench.composition import Gateway, build_registry
+from workbench.local_server import http_protocol
 from workbench.proxy.app import create_proxy_app
 from workbench.registry import ApiKeyAuth, ApiKeyField, Manifest, OAuth2Auth
 
@@ -322,7 +323,9 @@ class Proxy:
 
 class ServerThread:
     def __init__(self, app: Any, port: int) -> None:
-        self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+        # The HTTP protocol `workbench serve` uses (httptools with h11's request-target rules).
+        config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", http=http_protocol())
+        self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self.server.run, daemon=True)
 
     def __enter__(self) -> ServerThread:
