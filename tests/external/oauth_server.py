@@ -240,7 +240,8 @@ def start_oauth_server(*, cimd: bool = False) -> OAuthServer:
     )
     app = MetadataPatch(mcp.streamable_http_app(json_response=True), extra)
     server = uvicorn.Server(
-        uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
+        # asyncio, not uvloop, on a thread of the test process (see tests/unit/test_local_server.py).
+        uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on", loop="asyncio")
     )
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()

@@ -491,7 +491,13 @@ def start_upstreams() -> tuple[Upstreams, uvicorn.Server, threading.Thread]:
     port = free_port()
     server = uvicorn.Server(
         uvicorn.Config(
-            root, host="127.0.0.1", port=port, log_level="warning", lifespan="on", timeout_graceful_shutdown=2
+            root,
+            host="127.0.0.1",
+            port=port,
+            log_level="warning",
+            lifespan="on",
+            timeout_graceful_shutdown=2,
+            loop="asyncio",  # not uvloop, on a thread of the test process (see tests/unit/test_local_server.py)
         )
     )
     thread = threading.Thread(target=server.run, daemon=True)

@@ -323,8 +323,11 @@ class Proxy:
 
 class ServerThread:
     def __init__(self, app: Any, port: int) -> None:
-        # The HTTP protocol `workbench serve` uses (httptools with h11's request-target rules).
-        config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", http=http_protocol())
+        # The HTTP protocol `workbench serve` uses (httptools with h11's request-target rules); the
+        # asyncio loop, as for every server on a thread of the test process (see test_local_server).
+        config = uvicorn.Config(
+            app, host="127.0.0.1", port=port, log_level="warning", http=http_protocol(), loop="asyncio"
+        )
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self.server.run, daemon=True)
 

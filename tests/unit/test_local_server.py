@@ -29,7 +29,12 @@ async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
 @pytest.fixture(scope="module")
 def port() -> Iterator[int]:
     number = free_port()
-    config = uvicorn.Config(app, host="127.0.0.1", port=number, log_level="critical", http=http_protocol())
+    # asyncio, not uvloop, for a server on a thread of the test process: a uvloop loop started and
+    # stopped beside pytest's own loops was seen to break a later test loop's cross-thread wake-ups.
+    # `workbench serve` runs uvloop in its own process (every e2e test and the benchmarks).
+    config = uvicorn.Config(
+        app, host="127.0.0.1", port=number, log_level="critical", http=http_protocol(), loop="asyncio"
+    )
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
