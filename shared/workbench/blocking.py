@@ -36,16 +36,21 @@ class BlockingPool:
         self.name = name
         self._queue: queue.SimpleQueue[_Work | None] = queue.SimpleQueue()
         self._threads: list[threading.Thread] = []
-        self._idle = 0
+        # Both counted under the lock and both lowered together by the thread that takes an item, so a
+        # thread that has just taken one (not yet counted off) is neither idle nor leaves its item
+        # waiting: comparing them never strands an item behind a busy thread.
+        self._idle = 0  # threads waiting for work
+        self._queued = 0  # work not yet taken by a thread
         self._lock = threading.Lock()
 
     async def run(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
         loop = asyncio.get_running_loop()
         done: asyncio.Future[T] = loop.create_future()
         context = contextvars.copy_context()
-        self._queue.put((loop, done, functools.partial(context.run, fn, *args, **kwargs)))
         with self._lock:
-            if self._idle < self._queue.qsize() and len(self._threads) < self.size:
+            self._queue.put((loop, done, functools.partial(context.run, fn, *args, **kwargs)))
+            self._queued += 1
+            if self._idle < self._queued and len(self._threads) < self.size:
                 thread = threading.Thread(
                     target=self._work, name=f"{self.name}_{len(self._threads)}", daemon=True
                 )
@@ -60,6 +65,8 @@ class BlockingPool:
             item = self._queue.get()
             with self._lock:
                 self._idle -= 1
+                if item is not None:
+                    self._queued -= 1
             if item is None:
                 return
             loop, done, call = item

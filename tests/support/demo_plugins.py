@@ -71,6 +71,7 @@ async def free_slow(args: SlowArgs, ctx: Any) -> Any:
 
 class BlockingArgs(BaseModel):
     ms: int = 50
+    hold: bool = False  # block until SyncGauge.release is set (at most `ms`), not for `ms`
 
 
 class SyncGauge:
@@ -80,6 +81,7 @@ class SyncGauge:
     current = 0
     peak = 0
     threads: ClassVar[set[str]] = set()
+    release = threading.Event()
 
 
 @tool("free_block", "Block its thread a while with time.sleep (a sync tool).", BlockingArgs)
@@ -89,7 +91,10 @@ def free_block(args: BlockingArgs, ctx: Any) -> Any:
         SyncGauge.peak = max(SyncGauge.peak, SyncGauge.current)
         SyncGauge.threads.add(threading.current_thread().name)
     try:
-        time.sleep(args.ms / 1000)
+        if args.hold:
+            SyncGauge.release.wait(args.ms / 1000)
+        else:
+            time.sleep(args.ms / 1000)
     finally:
         with SyncGauge.lock:
             SyncGauge.current -= 1

@@ -130,3 +130,37 @@ async def test_work_of_a_caller_cancelled_before_it_started_is_dropped() -> None
     await first
     assert await pool.run(lambda: "after") == "after"
     assert ran == ["first"]
+
+
+async def test_a_full_batch_never_leaves_an_item_waiting_behind_busy_threads() -> None:
+    """As many blocking calls as the pool has threads all run at once, every time: a thread that has
+    just taken an item must not count as idle when the next item decides whether to start a thread
+    (that race left one call of eight waiting for another to finish)."""
+    for _ in range(40):
+        pool = BlockingPool(8, "race")
+        gate = _Gate()
+        calls = [asyncio.ensure_future(pool.run(gate.hold)) for _ in range(8)]
+        for _ in range(500):
+            if gate.running == 8:
+                break
+            await asyncio.sleep(0.002)
+        try:
+            assert gate.running == 8
+        finally:
+            gate.release.set()
+            await asyncio.gather(*calls)
+            pool.shutdown()
+
+
+class _Gate:
+    """Blocking calls that count themselves in, then hold until released."""
+
+    def __init__(self) -> None:
+        self.running = 0
+        self.lock = threading.Lock()
+        self.release = threading.Event()
+
+    def hold(self) -> None:
+        with self.lock:
+            self.running += 1
+        self.release.wait(10)

@@ -178,7 +178,9 @@ async def test_no_store_or_key_call_runs_on_the_event_loop(gw: Gateway, seen: li
 async def test_store_calls_go_through_while_blocking_tools_fill_their_pool(
     gw: Gateway, seen: list[str]
 ) -> None:
-    """Eight sync tools sleeping in the tool pool do not hold up another request's store calls."""
+    """Eight sync tools blocking the tool pool do not hold up another request's store calls: the tools
+    hold until the test lets them go, so had the store calls needed a tool thread, whoami would never
+    answer (it gets 10 s)."""
     user = gw.stores.users.get_or_create("ada@example.com")
     key = gw.api_keys.mint(user)
     other = gw.api_keys.mint(gw.stores.users.get_or_create("bob@example.com"))
@@ -191,27 +193,31 @@ async def test_store_calls_go_through_while_blocking_tools_fill_their_pool(
             mcp.post(
                 "/mcp",
                 json=_rpc(
-                    "execute_tools", {"executions": [{"tool": "free_block", "args": {"ms": 3000}}] * 8}
+                    "execute_tools",
+                    {"executions": [{"tool": "free_block", "args": {"ms": 20_000, "hold": True}}] * 8},
                 ),
                 headers=headers,
             )
         )
-        for _ in range(500):  # until all eight tool threads are asleep (5 s at most)
-            if SyncGauge.current >= 8:
-                break
-            await asyncio.sleep(0.01)
-        assert SyncGauge.current == 8
-        started = time.perf_counter()
-        resp = await mcp.post(
-            "/mcp",
-            json=_rpc("whoami", {}),
-            headers={**headers, "Authorization": f"Bearer {other}"},  # not cached: store reads
-        )
-        waited = time.perf_counter() - started
-        assert SyncGauge.current == 8  # answered while the pool was still full
-        assert json.loads(resp.json()["result"]["content"][0]["text"])["email"] == "bob@example.com"
-        # Had the store calls waited for a tool thread, they would have waited the tools' 3 s.
-        assert waited < 2.0
+        SyncGauge.release.clear()
+        try:
+            for _ in range(1000):  # until all eight tool threads are held (10 s at most)
+                if SyncGauge.current >= 8:
+                    break
+                await asyncio.sleep(0.01)
+            assert SyncGauge.current == 8
+            resp = await asyncio.wait_for(
+                mcp.post(
+                    "/mcp",
+                    json=_rpc("whoami", {}),
+                    headers={**headers, "Authorization": f"Bearer {other}"},  # not cached: store reads
+                ),
+                10,
+            )
+            assert SyncGauge.current == 8  # answered while the pool was still full
+            assert json.loads(resp.json()["result"]["content"][0]["text"])["email"] == "bob@example.com"
+        finally:
+            SyncGauge.release.set()
         await blocking
     assert seen == []
 
