@@ -145,18 +145,18 @@ class Gateway:
 
         return EgressPolicy.from_settings(self.settings, resolver=self._resolver, route=self._route)
 
-    def egress_transport(self, **options: Any) -> httpx.AsyncBaseTransport:
+    def EgressTransport(self, **options: Any) -> httpx.AsyncBaseTransport:
         """An httpx transport behind the egress checks (around the test double, if any)."""
-        from workbench.egress import egress_transport
+        from workbench.egress import EgressTransport
 
-        return egress_transport(self.egress, inner=self._transport, **options)
+        return EgressTransport(self.egress, inner=self._transport, **options)
 
     @cached_property
     def provider_oauth(self) -> ProviderOAuth:
         """Workbench as an OAuth client of plugin providers (connect callback, lazy refresh)."""
         from workbench.oauth_client import ProviderOAuth
 
-        return ProviderOAuth(self.settings, self.secrets, transport=self.egress_transport())
+        return ProviderOAuth(self.settings, self.secrets, transport=self.EgressTransport())
 
     @cached_property
     def connections(self) -> ConnectFlow:
@@ -209,7 +209,7 @@ class Gateway:
             pending=self.stores.pending,
             credentials=self.credentials,
             clock=self.clock,
-            transport=self.egress_transport(),
+            transport=self.EgressTransport(),
             allow_http_client_metadata=self.egress.allows_local,
             connect_ttl=settings.connect_ttl_seconds,
             refuse_host=self.egress.host_refusal,
@@ -463,7 +463,7 @@ def build_gateway(
         metrics,
         # Every plugin request (a user's own Superset/Zendesk/Salesforce host included) passes the
         # egress checks; the transport is made when the first upstream call needs it.
-        transport_factory=lambda: late[0].egress_transport(retries=1),
+        transport_factory=lambda: late[0].EgressTransport(retries=1),
         concurrency=settings.execute_concurrency,
         clock=clock,
         builtin_services=services,

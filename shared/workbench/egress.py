@@ -2,7 +2,7 @@
 
 Plugins (a user's Superset address, Zendesk subdomain, Salesforce instance URL, any other),
 custom apps (external MCP servers), the curl proxy, OAuth client metadata documents and provider
-token endpoints all send through `egress_transport(policy)`. Per request, and so per redirect hop
+token endpoints all send through `EgressTransport(policy)`. Per request, and so per redirect hop
 that a client follows, it:
 
 1. parses the URL strictly (`EgressPolicy.check_url`): http(s) only (plain http only when the
@@ -31,7 +31,7 @@ Typical use::
     policy = gateway.egress                      # or EgressPolicy.from_settings(settings)
     checked = policy.check_url(user_url)         # entry time, no DNS: raises EgressRefused
     await policy.check(user_url)                 # entry time, with DNS
-    async with httpx.AsyncClient(transport=egress_transport(policy)) as http:
+    async with httpx.AsyncClient(transport=EgressTransport(policy)) as http:
         await http.get(user_url)                 # call time: checked again, pinned, capped
 """
 
@@ -65,7 +65,6 @@ __all__ = [
     "Resolver",
     "ResponseTooLarge",
     "Route",
-    "egress_transport",
     "system_resolver",
 ]
 
@@ -414,8 +413,14 @@ def _pinned_pool(
 
 
 class EgressTransport(httpx.AsyncBaseTransport):
-    """See the module docstring. `inner` is a test double (e.g. httpx.MockTransport): it receives
-    each request after the URL checks, unchanged, and makes no connection, so no DNS happens."""
+    """An httpx transport that applies `policy` to every request (see the module docstring).
+
+    `keepalive=False` gives every request its own connection. Pooled connections are keyed by host
+    name, so they are never shared between two names that resolve to the same address;
+    `per_address=True` also resolves and checks the host on every request and reuses only a
+    connection to an address of that answer (the curl proxy). `inner` is a test double (e.g.
+    httpx.MockTransport): it receives each request after the URL checks, unchanged, and makes no
+    connection, so no DNS happens."""
 
     def __init__(
         self,
@@ -518,33 +523,6 @@ class EgressTransport(httpx.AsyncBaseTransport):
             await pool.aclose()
         if self._inner is not None:
             await self._inner.aclose()
-
-
-def egress_transport(
-    policy: EgressPolicy,
-    *,
-    inner: httpx.AsyncBaseTransport | None = None,
-    verify: ssl.SSLContext | None = None,
-    retries: int = 0,
-    max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
-    keepalive: bool = True,
-    per_address: bool = False,
-) -> EgressTransport:
-    """An httpx transport that applies `policy` to every request (see the module docstring).
-
-    `keepalive=False` gives every request its own connection. Pooled connections are keyed by host
-    name, so they are never shared between two names that resolve to the same address;
-    `per_address=True` also resolves and checks the host on every request and reuses only a
-    connection to an address of that answer (the curl proxy)."""
-    return EgressTransport(
-        policy,
-        inner=inner,
-        verify=verify,
-        retries=retries,
-        max_response_bytes=max_response_bytes,
-        keepalive=keepalive,
-        per_address=per_address,
-    )
 
 
 # -- bounded decoding --------------------------------------------------------------------------------

@@ -102,8 +102,8 @@ class Internet:
         self.dns: dict[str, list[list[str]]] = {}
         self.answer: Callable[[str, str, str], Answer] = lambda method, host, path: Answer()
         self.ca_file = tmp / "ca.pem"
-        ca_key, ca = _issue("Egress Test CA", [], None, None)
-        leaf_key, leaf = _issue(names[0], names, ca_key, ca.subject)
+        ca_key, ca = issue_certificate("Egress Test CA", [], None, None)
+        leaf_key, leaf = issue_certificate(names[0], names, ca_key, ca.subject)
         self.ca_file.write_bytes(ca.public_bytes(serialization.Encoding.PEM))
         cert, key = tmp / "leaf.pem", tmp / "leaf.key"
         cert.write_bytes(leaf.public_bytes(serialization.Encoding.PEM))
@@ -158,9 +158,10 @@ def canary() -> Iterator[Canary]:
         c.close()
 
 
-def _issue(
+def issue_certificate(
     cn: str, dns: list[str], issuer_key: ec.EllipticCurvePrivateKey | None, issuer: x509.Name | None
 ) -> tuple[ec.EllipticCurvePrivateKey, x509.Certificate]:
+    """A P-256 key and its certificate for `cn`: a CA's (no issuer) or a leaf for `dns`, one hour."""
     key = ec.generate_private_key(ec.SECP256R1())
     subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, cn)])
     now = datetime.datetime.now(datetime.UTC)

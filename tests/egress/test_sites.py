@@ -197,13 +197,13 @@ async def test_a_redirect_towards_an_internal_address_is_not_followed(
 async def test_every_redirect_hop_a_client_follows_is_checked(net: Internet, inside: Canary) -> None:
     """A caller that does follow redirects still has each hop checked (here: an httpx client with
     follow_redirects=True on the egress transport)."""
-    from workbench.egress import EgressPolicy, EgressRefused, egress_transport
+    from workbench.egress import EgressPolicy, EgressRefused, EgressTransport
 
     to = f"https://127.0.0.1:{inside.port}/x"
     net.answer = lambda method, h, path: Answer(302, [("Location", to)], b"")
     policy = EgressPolicy(resolver=net.resolver, route=net.route)
     async with httpx.AsyncClient(
-        transport=egress_transport(policy, verify=net.ssl_context()), follow_redirects=True
+        transport=EgressTransport(policy, verify=net.ssl_context()), follow_redirects=True
     ) as http:
         with pytest.raises(EgressRefused, match="loopback"):
             await http.get("https://redirect.test/start")

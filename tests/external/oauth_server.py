@@ -35,6 +35,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 
 from tests.support.processes import free_port
+from tests.support.server_thread import start_server_thread
 
 
 @dataclass
@@ -239,15 +240,5 @@ def start_oauth_server(*, cimd: bool = False) -> OAuthServer:
         else {}
     )
     app = MetadataPatch(mcp.streamable_http_app(json_response=True), extra)
-    server = uvicorn.Server(
-        # asyncio, not uvloop, on a thread of the test process (see tests/unit/test_local_server.py).
-        uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on", loop="asyncio")
-    )
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started:
-        if time.monotonic() > deadline or not thread.is_alive():
-            raise RuntimeError("the OAuth MCP server did not start")
-        time.sleep(0.02)
+    server, thread = start_server_thread(app, port, name="the OAuth MCP server", lifespan="on")
     return OAuthServer(base, provider, server, thread)

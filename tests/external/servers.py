@@ -32,7 +32,6 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
-import time
 import warnings
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
@@ -50,6 +49,7 @@ from starlette.applications import Starlette
 from starlette.routing import Mount
 
 from tests.support.processes import free_port
+from tests.support.server_thread import start_server_thread
 
 BEARER_TOKEN = "upstream-bearer-7f3a9c"  # what the bearer server accepts
 
@@ -489,22 +489,7 @@ def start_upstreams() -> tuple[Upstreams, uvicorn.Server, threading.Thread]:
     routes.append(Mount("/w/{code}", app=recorders["w"]))
     root = Starlette(routes=routes, lifespan=lambda app: _lifespan(managers))
     port = free_port()
-    server = uvicorn.Server(
-        uvicorn.Config(
-            root,
-            host="127.0.0.1",
-            port=port,
-            log_level="warning",
-            lifespan="on",
-            timeout_graceful_shutdown=2,
-            loop="asyncio",  # not uvloop, on a thread of the test process (see tests/unit/test_local_server.py)
-        )
+    server, thread = start_server_thread(
+        root, port, name="the test MCP servers", lifespan="on", timeout_graceful_shutdown=2
     )
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started:
-        if time.monotonic() > deadline or not thread.is_alive():
-            raise RuntimeError("the test MCP servers did not start")
-        time.sleep(0.02)
     return Upstreams(f"http://127.0.0.1:{port}", recorders, script, hang, apps["api"]), server, thread

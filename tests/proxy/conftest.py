@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import uvicorn
 from workbench.auth import Principal
 from workbench.composition import Gateway, build_registry
 from workbench.local_server import http_protocol
@@ -27,6 +26,7 @@ from workbench.registry import ApiKeyAuth, ApiKeyField, Manifest, OAuth2Auth
 
 from tests.support.gateways import make_gateway
 from tests.support.processes import free_port
+from tests.support.server_thread import start_server_thread
 
 CREDENTIAL = "upstream-secret-CRED-7f3a9c1e5b"
 OTHER_CREDENTIAL = "other-secret-CRED-0b1c2d3e4f"
@@ -323,21 +323,13 @@ class Proxy:
 
 class ServerThread:
     def __init__(self, app: Any, port: int) -> None:
-        # The HTTP protocol `workbench serve` uses (httptools with h11's request-target rules); the
-        # asyncio loop, as for every server on a thread of the test process (see test_local_server).
-        config = uvicorn.Config(
-            app, host="127.0.0.1", port=port, log_level="warning", http=http_protocol(), loop="asyncio"
-        )
-        self.server = uvicorn.Server(config)
-        self.thread = threading.Thread(target=self.server.run, daemon=True)
+        self.app, self.port = app, port
 
     def __enter__(self) -> ServerThread:
-        self.thread.start()
-        deadline = time.monotonic() + 10
-        while not self.server.started:
-            if time.monotonic() > deadline:
-                raise TimeoutError("proxy did not start")
-            time.sleep(0.01)
+        # The HTTP protocol `workbench serve` uses (httptools with h11's request-target rules).
+        self.server, self.thread = start_server_thread(
+            self.app, self.port, name="the proxy", http=http_protocol()
+        )
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -3,7 +3,6 @@ the Host header and certificate verification keep the hostname."""
 
 from __future__ import annotations
 
-import datetime
 import ssl
 import threading
 from collections.abc import Iterator
@@ -13,34 +12,10 @@ from typing import Any
 
 import httpx
 import pytest
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
-from workbench.egress import EgressPolicy, EgressRefused, egress_transport
+from cryptography.hazmat.primitives import serialization
+from workbench.egress import EgressPolicy, EgressRefused, EgressTransport
 
-
-def _issue(
-    common: str, dns: str, issuer_key: Any = None, issuer: x509.Name | None = None
-) -> tuple[Any, x509.Certificate]:
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common)])
-    now = datetime.datetime.now(datetime.UTC)
-    builder = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(issuer or name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(hours=1))
-    )
-    if issuer is None:
-        builder = builder.add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-    else:
-        builder = builder.add_extension(x509.SubjectAlternativeName([x509.DNSName(dns)]), critical=False)
-    cert = builder.sign(issuer_key or key, hashes.SHA256())
-    return key, cert
+from tests.egress.internet import issue_certificate
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -60,8 +35,8 @@ def tls_server(
     tmp_path: Path, request: pytest.FixtureRequest
 ) -> Iterator[tuple[int, ssl.SSLContext, list[str], list[str]]]:
     """A TLS server whose certificate names `request.param`; yields (port, client context, SNIs, Hosts)."""
-    ca_key, ca = _issue("Test CA", "")
-    leaf_key, leaf = _issue(request.param, request.param, ca_key, ca.subject)
+    ca_key, ca = issue_certificate("Test CA", [], None, None)
+    leaf_key, leaf = issue_certificate(request.param, [request.param], ca_key, ca.subject)
     cert_file, key_file = tmp_path / "leaf.pem", tmp_path / "leaf.key"
     cert_file.write_bytes(leaf.public_bytes(serialization.Encoding.PEM))
     key_file.write_bytes(
@@ -89,7 +64,7 @@ def _client(ctx: ssl.SSLContext, answers: list[str]) -> httpx.AsyncClient:
     async def resolver(host: str, port: int) -> list[str]:
         return answers
 
-    transport = egress_transport(EgressPolicy(allow="loopback", resolver=resolver), verify=ctx)
+    transport = EgressTransport(EgressPolicy(allow="loopback", resolver=resolver), verify=ctx)
     return httpx.AsyncClient(transport=transport)
 
 

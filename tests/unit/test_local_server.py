@@ -4,16 +4,14 @@ h11 had. A fragment or an absolute-form target is refused with 400 before the ap
 from __future__ import annotations
 
 import socket
-import threading
-import time
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
-import uvicorn
 from workbench.local_server import http_protocol
 
 from tests.support.processes import free_port
+from tests.support.server_thread import start_server_thread
 
 SEEN: list[tuple[str, bytes]] = []
 
@@ -29,19 +27,9 @@ async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
 @pytest.fixture(scope="module")
 def port() -> Iterator[int]:
     number = free_port()
-    # asyncio, not uvloop, for a server on a thread of the test process: a uvloop loop started and
-    # stopped beside pytest's own loops was seen to break a later test loop's cross-thread wake-ups.
-    # `workbench serve` runs uvloop in its own process (every e2e test and the benchmarks).
-    config = uvicorn.Config(
-        app, host="127.0.0.1", port=number, log_level="critical", http=http_protocol(), loop="asyncio"
+    server, thread = start_server_thread(
+        app, number, name="the local server", log_level="critical", http=http_protocol()
     )
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    for _ in range(200):
-        if server.started:
-            break
-        time.sleep(0.02)
     yield number
     server.should_exit = True
     thread.join(5)

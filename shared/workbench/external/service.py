@@ -43,7 +43,7 @@ import httpx
 from workbench.blocking import BlockingPool
 from workbench.compose import BadRef, VaultMissing, resolve
 from workbench.crypto import Cipher
-from workbench.egress import EgressPolicy, EgressRefused, egress_transport
+from workbench.egress import EgressPolicy, EgressRefused, EgressTransport
 from workbench.errors import ConflictError, CredentialError, CryptoError, InvalidInput, NotConnected, NotFound
 from workbench.executor import scrub
 from workbench.external.client import (
@@ -229,7 +229,7 @@ class ExternalServers:
         # A connection per request, as when each operation had its own client: MCP servers close
         # idle sessions' connections, and a stale pooled one would read as "dropped".
         self.client = client or McpClient(
-            transport=egress_transport(self.egress, keepalive=False, max_response_bytes=MAX_BODY)
+            transport=EgressTransport(self.egress, keepalive=False, max_response_bytes=MAX_BODY)
         )
         self.ttl = ttl
         self.search_budget = search_budget

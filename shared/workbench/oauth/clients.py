@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from workbench.egress import EgressPolicy, EgressRefused, ResponseTooLarge, egress_transport
+from workbench.egress import EgressPolicy, EgressRefused, EgressTransport, ResponseTooLarge
 from workbench.oauth.errors import OAuthError
 from workbench.stores import OAuthClient, OAuthClientStore
 
@@ -243,7 +243,7 @@ class ClientResolver:
         self.store = store
         self.egress = egress or EgressPolicy()
         # `transport` is a test double; it still sits behind the egress URL checks.
-        self.transport = egress_transport(self.egress, inner=transport, max_response_bytes=MAX_DOCUMENT_BYTES)
+        self.transport = EgressTransport(self.egress, inner=transport, max_response_bytes=MAX_DOCUMENT_BYTES)
         self.clock = clock
         self._cache: dict[str, tuple[float, ClientInfo]] = {}
 

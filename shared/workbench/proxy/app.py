@@ -33,7 +33,7 @@ from starlette.routing import Route
 from workbench import deadline
 from workbench.bodylimit import BodyLimit, BodyRule, BodyTooLarge, guarded_app, json_413
 from workbench.credentials import token_of
-from workbench.egress import EgressRefused, Resolver, egress_transport
+from workbench.egress import EgressRefused, EgressTransport, Resolver
 from workbench.errors import AuthError, CredentialError, UpstreamTimeout, upstream_timeout
 from workbench.observability import log_event
 from workbench.proxy.guard import Refused, check_path, location_inside
@@ -245,7 +245,7 @@ class CurlProxy:
         # address of that answer (workbench.egress, per_address). An idle connection the upstream
         # wrote to is closed, never reused. What a request carries (its credential headers) is its
         # own, and requests go straight to the transport: no client, so no cookie jar to share.
-        self.transport = egress_transport(policy, max_response_bytes=MAX_RESPONSE_BYTES, per_address=True)
+        self.transport = EgressTransport(policy, max_response_bytes=MAX_RESPONSE_BYTES, per_address=True)
         # A token's signature is checked once per instance for a few seconds (the auth cache's
         # time, never past its expiry); who minted it is checked on every request (`_holder`).
         self._verified: dict[bytes, tuple[dict[str, Any], float]] = {}

@@ -31,7 +31,16 @@ from workbench.bodylimit import BodyRule
 from workbench.errors import ConflictError, InvalidInput, NotFound
 from workbench.external.oauth import CALLBACK_PATH, CLIENT_METADATA_PATH
 from workbench.web.context import WebContext
-from workbench.web.html import csrf_field, e, html_page, json_response, notices, redirect, too_large_page
+from workbench.web.html import (
+    connection_failed_page,
+    csrf_field,
+    e,
+    html_page,
+    json_response,
+    notices,
+    redirect,
+    too_large_page,
+)
 
 if TYPE_CHECKING:
     from workbench.external import ExternalServers
@@ -378,11 +387,10 @@ def apps_routes(web: WebContext) -> list[BaseRoute]:
                 error=q.get("error"),
             )
         except CallbackError as exc:
-            body = notices(("error", str(exc))) + '<p><a href="/portal/apps">Go to your custom apps</a></p>'
-            return html_page(
-                "Connection failed",
-                body,
-                status=400,
+            return connection_failed_page(
+                str(exc),
+                back="/portal/apps",
+                back_label="Go to your custom apps",
                 email=user.email if user else None,
                 csrf=web.csrf(request),
             )

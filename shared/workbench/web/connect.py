@@ -22,7 +22,15 @@ from workbench.connections import CallbackError
 from workbench.jsontext import JsonRejected, parse
 from workbench.registry import Manifest, OAuth2Auth
 from workbench.web.context import WebContext
-from workbench.web.html import csrf_field, e, html_page, json_response, notices, redirect
+from workbench.web.html import (
+    connection_failed_page,
+    csrf_field,
+    e,
+    html_page,
+    json_response,
+    notices,
+    redirect,
+)
 
 if TYPE_CHECKING:
     from workbench.stores import User
@@ -124,14 +132,10 @@ def connect_routes(web: WebContext) -> list[BaseRoute]:
                 user, integration, state=q.get("state"), code=q.get("code"), error=q.get("error")
             )
         except CallbackError as exc:
-            body = (
-                notices(("error", str(exc)))
-                + '<p><a href="/portal/integrations">Go to your integrations</a></p>'
-            )
-            return html_page(
-                "Connection failed",
-                body,
-                status=400,
+            return connection_failed_page(
+                str(exc),
+                back="/portal/integrations",
+                back_label="Go to your integrations",
                 email=user.email if user else None,
                 csrf=web.csrf(request),
             )

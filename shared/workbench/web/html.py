@@ -215,6 +215,14 @@ def json_response(body: dict[str, Any], status: int = 200) -> Response:
     return JSONResponse(body, status, headers=SECURITY_HEADERS)
 
 
+def connection_failed_page(
+    message: str, *, back: str, back_label: str, email: str | None, csrf: str
+) -> Response:
+    """The 400 page of an OAuth callback that could not complete (a plugin's or a custom app's)."""
+    body = notices(("error", message)) + f'<p><a href="{e(back)}">{e(back_label)}</a></p>'
+    return html_page("Connection failed", body, status=400, email=email, csrf=csrf)
+
+
 def too_large_page(request: Request, exc: Exception) -> Response:
     """The 413 page of a browser-facing post over its size cap (see bodylimit.py)."""
     body = (
