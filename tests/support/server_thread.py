@@ -1,8 +1,4 @@
-"""An ASGI app served by uvicorn on a thread of the test process, on loopback.
-
-The asyncio loop, not uvloop, even when uvloop is installed: a uvloop loop started and stopped beside
-pytest's own loops was seen to break a later test loop's cross-thread wake-ups. `workbench serve`
-runs uvloop in its own process (every e2e test and the benchmarks)."""
+"""An ASGI app served by uvicorn on a thread of the test process, on loopback."""
 
 from __future__ import annotations
 
@@ -17,7 +13,7 @@ def start_server_thread(
     app: Any, port: int, *, name: str, **config: Any
 ) -> tuple[uvicorn.Server, threading.Thread]:
     """Start serving `app` on 127.0.0.1:`port` (uvicorn `config` on top) and wait until it listens."""
-    settings: dict[str, Any] = {"host": "127.0.0.1", "port": port, "log_level": "warning", "loop": "asyncio"}
+    settings: dict[str, Any] = {"host": "127.0.0.1", "port": port, "log_level": "warning"}
     server = uvicorn.Server(uvicorn.Config(app, **{**settings, **config}))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
