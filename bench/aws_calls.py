@@ -5,7 +5,7 @@
    executions across two OAuth integrations. Goal: one connection read per integration in a batch
    (not one per execution), and zero KMS calls once the data-key cache is warm.
    On a warm instance (issue 14): `tools/list` makes 0 AWS calls (the API key was resolved moments
-   ago, see workbench.auth.AuthCache) and `execute_tools` of one auth-none tool makes exactly 1,
+   ago, see workbench.identity.auth.AuthCache) and `execute_tools` of one auth-none tool makes exactly 1,
    the batch's audit write.
 2. Cold start: `python -X importtime` of each functions/*/app.py entry (loaded the way Lambda does,
    with the AWS adapters configured in the environment) vs importing the official MCP SDK's
@@ -44,7 +44,7 @@ SDK_MODULE = "mcp.server.streamable_http"
 def _bench_registry() -> Any:
     from pydantic import BaseModel
     from workbench.composition import build_registry
-    from workbench.registry import Manifest, OAuth2Auth
+    from workbench.engine.registry import Manifest, OAuth2Auth
     from workbench.sdk import api
     from workbench.tools import tool
 
@@ -86,7 +86,7 @@ def _counting(client: Any, service: str, log: list[tuple[str, str]]) -> Any:
 
 
 async def _calls_per_request(endpoint: AwsEndpoint) -> dict[str, Any]:
-    from workbench.aws_kms import KmsKeyProvider
+    from workbench.aws.kms import KmsKeyProvider
     from workbench.composition import build_gateway
     from workbench.mcp.app import create_mcp_app
     from workbench.stores.dynamodb import dynamodb_stores
@@ -148,7 +148,7 @@ async def _calls_per_request(endpoint: AwsEndpoint) -> dict[str, Any]:
 
 async def _warm_calls(endpoint: AwsEndpoint) -> dict[str, Any]:
     """AWS calls of a warm instance's second `tools/list` and second one-tool `execute_tools`."""
-    from workbench.aws_kms import KmsKeyProvider
+    from workbench.aws.kms import KmsKeyProvider
     from workbench.composition import build_gateway, build_registry
     from workbench.mcp.app import create_mcp_app
     from workbench.stores.dynamodb import dynamodb_stores
@@ -257,7 +257,7 @@ def _entry_code(surface: str, *, build: bool) -> str:
     if build:
         # What the first event adds before any network call: the gateway and the ASGI adapter.
         load += (
-            "import workbench.lambda_runtime as r\n"
+            "import workbench.runtime.lambda_handler as r\n"
             "r._observability(); r.instance_gateway()\n"
             "import boto3, botocore.config\n"
         )

@@ -27,7 +27,7 @@ CONCURRENCY = 16
 
 async def _measure(requests: int, rounds: int) -> list[float]:
     from workbench.composition import build_gateway
-    from workbench.local import create_local_app
+    from workbench.runtime.local_app import create_local_app
     from workbench.settings import Settings
 
     data = tempfile.mkdtemp()

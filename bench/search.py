@@ -41,7 +41,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from rank_bm25 import BM25Okapi
 from search_queries import CLEAN, FRESH, HELDOUT, TYPO
 from workbench.composition import build_registry
-from workbench.search import SearchDoc, SearchHit, SearchIndex, catalog_docs
+from workbench.engine.search import SearchDoc, SearchHit, SearchIndex, catalog_docs
 from workbench.tools import argument_text
 
 BFCL_SETS = ("simple_python", "multiple", "parallel")

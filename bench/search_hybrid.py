@@ -30,7 +30,7 @@ import numpy as np
 from search import TYPO_SEED, Query, load_bfcl, typo_variant
 from search_queries import CLEAN, FRESH, TYPO
 from workbench.composition import build_registry
-from workbench.search import SearchDoc, SearchIndex, catalog_docs
+from workbench.engine.search import SearchDoc, SearchIndex, catalog_docs
 
 FUSION_WEIGHT = 0.5  # cosine similarity's weight beside the lexical score (top hit = 1)
 DEPTH = 50

@@ -3,8 +3,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from workbench.auth import Principal
 from workbench.composition import Gateway
+from workbench.identity.auth import Principal
 
 from tests.support.aws import dynalite_endpoint, moto_endpoint
 from tests.support.gateways import make_gateway, principal_for

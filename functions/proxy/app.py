@@ -1,5 +1,5 @@
 """Curl proxy Lambda entry: build the app once per instance, hand each event to it."""
 
-from workbench.lambda_runtime import lambda_handler_for
+from workbench.runtime.lambda_handler import lambda_handler_for
 
 handler = lambda_handler_for("workbench.proxy.app:create_proxy_app", surface="proxy")

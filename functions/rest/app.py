@@ -1,7 +1,7 @@
 """REST Lambda entry: built once per instance. API Gateway events go to POST /rest/{integration};
 direct EventBridge Scheduler invocations (no requestContext) run a scheduled job."""
 
-from workbench.lambda_runtime import lambda_handler_for
+from workbench.runtime.lambda_handler import lambda_handler_for
 
 handler = lambda_handler_for(
     "workbench.rest.app:create_rest_app",

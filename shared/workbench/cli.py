@@ -51,7 +51,7 @@ def _gateway(args: argparse.Namespace) -> Gateway:
 
 def _stack_settings(stack: str, region: str | None, settings: Settings) -> Settings:
     """The deployed stack's tables and key, found from its outputs with the caller's AWS credentials."""
-    from workbench.aws_stack import stack_settings
+    from workbench.aws.stack import stack_settings
     from workbench.errors import ConfigError
 
     if region:
@@ -102,8 +102,8 @@ def _loopback_base(settings: Settings, port: int) -> str:
 def _serve(args: argparse.Namespace) -> int:
     import uvicorn
 
-    from workbench.local import create_local_app, first_run
     from workbench.observability import configure_logging
+    from workbench.runtime.local_app import create_local_app, first_run
     from workbench.web.local_signin import mint_signin_link
 
     sock = _bind(args.host, args.port)
@@ -127,7 +127,7 @@ def _serve(args: argparse.Namespace) -> int:
         "Press Ctrl+C to stop.",
     ]
     print("\n".join(lines), flush=True)
-    from workbench.local_server import http_protocol
+    from workbench.runtime.uvicorn_server import http_protocol
 
     config = uvicorn.Config(create_local_app(gateway), log_level="warning", http=http_protocol())
     server = uvicorn.Server(config)

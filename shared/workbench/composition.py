@@ -15,30 +15,30 @@ from collections.abc import Callable, Collection, Mapping
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
-from workbench.auth import ApiKeys, AuthCache, KeysThatForget, Principal
-from workbench.blocking import BlockingPool
-from workbench.credentials import Credentials
-from workbench.crypto import Cipher, KeyProvider, LocalKeyProvider, load_or_create_local_key
+from workbench.connections.credentials import Credentials
+from workbench.engine.blocking import BlockingPool
+from workbench.engine.executor import Engine
+from workbench.engine.registry import Manifest, Registry
 from workbench.errors import ConfigError
-from workbench.executor import Engine
+from workbench.identity.auth import ApiKeys, AuthCache, KeysThatForget, Principal
+from workbench.identity.crypto import Cipher, KeyProvider, LocalKeyProvider, load_or_create_local_key
+from workbench.identity.secrets import SESSION_SECRET, EnvSecrets, SecretSource
+from workbench.identity.vault import Vault
 from workbench.observability import Metrics
-from workbench.registry import Manifest, Registry
-from workbench.secret_source import SESSION_SECRET, EnvSecrets, SecretSource
 from workbench.settings import Settings
 from workbench.stores import Stores, User
-from workbench.vault import Vault
 
 if TYPE_CHECKING:
     import httpx
 
     from workbench.browser.pool import BrowserPool
-    from workbench.connections import ConnectFlow
-    from workbench.egress import EgressPolicy, Resolver, Route
+    from workbench.connections.flow import ConnectFlow
+    from workbench.connections.provider_oauth import ProviderOAuth, TokenSet
+    from workbench.engine.search import SearchDoc, SearchIndex
     from workbench.external import ExternalServers
+    from workbench.guard.egress import EgressPolicy, Resolver, Route
+    from workbench.identity.tokens import SigningKeySource, TokenService
     from workbench.oauth.service import OAuthServer
-    from workbench.oauth_client import ProviderOAuth, TokenSet
-    from workbench.search import SearchDoc, SearchIndex
-    from workbench.tokens import SigningKeySource, TokenService
     from workbench.web.sessions import SessionCodec
 
 __all__ = ["Gateway", "build_gateway", "build_registry"]
@@ -74,7 +74,7 @@ def build_stores(settings: Settings) -> Stores:
 def build_secret_source(settings: Settings) -> SecretSource:
     """AWS: the stack's Secrets Manager secret, read at run time. Local: the environment."""
     if settings.secret_id:
-        from workbench.aws_secrets import SecretsManagerSecrets
+        from workbench.aws.secrets import SecretsManagerSecrets
 
         return SecretsManagerSecrets.from_settings(settings)
     return EnvSecrets.from_settings(settings)
@@ -82,7 +82,7 @@ def build_secret_source(settings: Settings) -> SecretSource:
 
 def build_key_provider(settings: Settings) -> KeyProvider:
     if settings.key_backend == "kms":
-        from workbench.aws_kms import KmsKeyProvider
+        from workbench.aws.kms import KmsKeyProvider
 
         return KmsKeyProvider.from_settings(settings)
     return LocalKeyProvider.from_secret(load_or_create_local_key(settings.key_path, settings.local_key))
@@ -106,7 +106,7 @@ class Gateway:
         metrics: Metrics,
         # The session secret, the SSO client secret and the plugins' OAuth clients (read at run time).
         secrets: SecretSource,
-        # What every server-side request to a user-influenced URL must pass (workbench.egress);
+        # What every server-side request to a user-influenced URL must pass (workbench.guard.egress);
         # built from the settings (and these test doubles) on first use when not given.
         egress: EgressPolicy | None = None,
         resolver: Resolver | None = None,
@@ -136,32 +136,32 @@ class Gateway:
         self._signing_keys = signing_keys
         # Blocking store calls on the request path run here (the engine's store pool), never on the loop.
         self.store_io = store_io or engine.store_io
-        # Bearer token -> principal for a few seconds per warm instance (workbench.auth).
+        # Bearer token -> principal for a few seconds per warm instance (workbench.identity.auth).
         self.auth_cache = auth_cache or AuthCache(0)
 
     @cached_property
     def egress(self) -> EgressPolicy:
-        from workbench.egress import EgressPolicy
+        from workbench.guard.egress import EgressPolicy
 
         return EgressPolicy.from_settings(self.settings, resolver=self._resolver, route=self._route)
 
     def EgressTransport(self, **options: Any) -> httpx.AsyncBaseTransport:
         """An httpx transport behind the egress checks (around the test double, if any)."""
-        from workbench.egress import EgressTransport
+        from workbench.guard.egress import EgressTransport
 
         return EgressTransport(self.egress, inner=self._transport, **options)
 
     @cached_property
     def provider_oauth(self) -> ProviderOAuth:
         """Workbench as an OAuth client of plugin providers (connect callback, lazy refresh)."""
-        from workbench.oauth_client import ProviderOAuth
+        from workbench.connections.provider_oauth import ProviderOAuth
 
         return ProviderOAuth(self.settings, self.secrets, transport=self.EgressTransport())
 
     @cached_property
     def connections(self) -> ConnectFlow:
-        from workbench.connections import ConnectFlow
-        from workbench.verify import verify_credential
+        from workbench.connections.flow import ConnectFlow
+        from workbench.connections.verify import verify_credential
 
         flow = ConnectFlow(
             self.settings,
@@ -219,7 +219,7 @@ class Gateway:
     @cached_property
     def tokens(self) -> TokenService:
         """ES256 JWTs: OAuth access tokens and curl proxy tokens."""
-        from workbench.tokens import TokenService
+        from workbench.identity.tokens import TokenService
 
         keys = self._signing_keys or _signing_keys(self.settings, self.cipher, self.stores)
         return TokenService(keys, self.settings.public_url, clock=self.clock)
@@ -263,7 +263,7 @@ class Gateway:
 
     async def verify(self, user: User, manifest: Manifest, credential: dict[str, Any]) -> bool:
         """Check a credential with the manifest's probe before storing it (raises VerificationFailed)."""
-        from workbench.verify import verify_credential
+        from workbench.connections.verify import verify_credential
 
         return await verify_credential(self.engine, user, manifest, credential)
 
@@ -279,8 +279,8 @@ class Gateway:
 
     @cached_property
     def _search(self) -> SearchIndex:
-        from workbench import catalog_index
-        from workbench.search import SearchIndex, catalog_docs
+        from workbench.engine import catalog_index
+        from workbench.engine.search import SearchIndex, catalog_docs
 
         # The layer ships the catalog's index prebuilt: no tools module is imported to search.
         prebuilt = catalog_index.load(self.registry)
@@ -291,7 +291,7 @@ class Gateway:
 
     async def search_tools(self, principal: Principal, query: str, limit: int) -> list[dict[str, Any]]:
         """search_tools: built-in and plugin tools plus this caller's custom apps (never another user's)."""
-        from workbench.search import SearchDoc
+        from workbench.engine.search import SearchDoc
         from workbench.tools import argument_text
 
         hits = self.search_index().search(query, limit)
@@ -333,8 +333,8 @@ class Gateway:
 
     def resolve_token(self, token: str) -> Principal:
         """`authenticate` without the cache, blocking (store reads; the signing keys)."""
-        from workbench.auth import looks_like_api_key
         from workbench.errors import AuthError
+        from workbench.identity.auth import looks_like_api_key
 
         if looks_like_api_key(token):
             return self.api_keys.resolve(token)
@@ -360,7 +360,7 @@ class Gateway:
         template: Any = None,
         has_return: bool = False,
     ) -> dict[str, Any]:
-        from workbench.runs import run_compose, run_plain
+        from workbench.engine.runs import run_compose, run_plain
 
         runner = run_compose if compose else run_plain
         vault = self.vault_reader(principal.user.id)
@@ -376,7 +376,7 @@ class Gateway:
 def _custom_app_index(docs: tuple[SearchDoc, ...]) -> SearchIndex:
     """Custom-app discovery is cached for 10 minutes, so the same catalog comes back search after
     search: index each distinct catalog once instead of on every request."""
-    from workbench.search import SearchIndex
+    from workbench.engine.search import SearchIndex
 
     return SearchIndex(docs)
 
@@ -503,10 +503,10 @@ def build_gateway(
 def _signing_keys(settings: Settings, cipher: Cipher, stores: Stores) -> SigningKeySource:
     if settings.store == "dynamodb":
         # Every Lambda instance must sign with the same key: it lives, encrypted, in DynamoDB.
-        from workbench.aws_signing import DynamoSigningKeys
+        from workbench.aws.signing import DynamoSigningKeys
 
         return DynamoSigningKeys.from_settings(settings, cipher, stores=stores)
-    from workbench.tokens import FileSigningKeys
+    from workbench.identity.tokens import FileSigningKeys
 
     return FileSigningKeys(settings.data_dir / "keys")
 

@@ -77,7 +77,7 @@ class Settings:
     session_secret: str | None = None
     # Development sign-in on the local gateway only; never set in production.
     dev_login: bool = False
-    # Which addresses server-side requests to user-set URLs may reach (workbench.egress):
+    # Which addresses server-side requests to user-set URLs may reach (workbench.guard.egress):
     # "public" (default; always on Lambda), "loopback" (tests, local development: 127/8, ::1 and
     # plain http), "private" (local only: also RFC 1918, ULA and CGNAT). Metadata never.
     egress_allow: EgressAllow = "public"
@@ -121,7 +121,7 @@ class Settings:
     oauth_max_clients: int = 10_000
     oauth_unused_client_seconds: int = 86_400
     # Each request's time budget (API Gateway's HTTP API gives up after 29 s; the same locally), and
-    # the part of it kept for writing the answer. See workbench/deadline.py.
+    # the part of it kept for writing the answer. See workbench/guard/deadline.py.
     request_deadline_seconds: float = 29.0
     deadline_margin_seconds: float = 2.0
     # Largest response a surface may answer (Lambda: 6,291,456 bytes per synchronous response);

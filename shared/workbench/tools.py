@@ -34,7 +34,7 @@ from pydantic import BaseModel
 if TYPE_CHECKING:
     import httpx
 
-    from workbench.blocking import BlockingPool
+    from workbench.engine.blocking import BlockingPool
     from workbench.stores import User
 
 __all__ = [
@@ -185,7 +185,7 @@ class Tool:
     def json_schema(self) -> dict[str, Any]:
         if self._schema is None:
             if self.input_model is not None:
-                from workbench._schema import portable_schema
+                from workbench.engine.schema import portable_schema
 
                 self._schema = portable_schema(self.input_model)
             else:

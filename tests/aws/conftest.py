@@ -66,7 +66,7 @@ def lambda_env(
 ) -> Iterator[Settings]:
     """The environment template.yaml gives a function, pointed at moto; a cold instance. Nothing secret
     is in it: the session secret (and any plugin client a test adds) is read from Secrets Manager."""
-    from workbench.lambda_runtime import reset_instance
+    from workbench.runtime.lambda_handler import reset_instance
 
     for key, value in moto_endpoint.env(aws_settings).items():
         monkeypatch.setenv(key, value)

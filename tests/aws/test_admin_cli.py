@@ -90,7 +90,7 @@ def deployed_function_env(
     moto_endpoint: AwsEndpoint, stack: tuple[str, dict[str, str]], monkeypatch: pytest.MonkeyPatch
 ) -> Iterator[None]:
     """The environment template.yaml gives the MCP function, with the stack's real resource names."""
-    from workbench.lambda_runtime import reset_instance
+    from workbench.runtime.lambda_handler import reset_instance
     from workbench.stores.dynamodb import TABLES
 
     _, outputs = stack
@@ -138,7 +138,7 @@ def test_keys_create_with_only_aws_credentials_reaches_mcp_on_the_deployed_table
 
     revoked = _cli(moto_endpoint, "keys", "revoke", key, "--stack", name, home=str(tmp_path))
     assert revoked.returncode == 0, revoked.stderr
-    from workbench.lambda_runtime import reset_instance
+    from workbench.runtime.lambda_handler import reset_instance
 
     reset_instance()
     assert _whoami(key)["status"] == 401

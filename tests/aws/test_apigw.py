@@ -7,7 +7,7 @@ import base64
 from typing import Any
 
 import pytest
-from workbench.apigw import ApiGatewayV2
+from workbench.aws.apigw import ApiGatewayV2
 
 from tests.support.apigw import http_api_event
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from workbench.aws_http import AwsError
+from workbench.aws.client import AwsError
 from workbench.errors import AuditNotWritten
 from workbench.settings import Settings
 from workbench.stores.dynamodb import DynamoAudit, DynamoTables, dynamodb_stores

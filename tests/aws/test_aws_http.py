@@ -1,4 +1,4 @@
-"""The engine's own SigV4 JSON client (workbench.aws_http): signatures botocore agrees with, boto3's
+"""The engine's own SigV4 JSON client (workbench.aws.client): signatures botocore agrees with, boto3's
 calling convention and error shape, standard-mode retries, container credentials, and no boto3."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
-from workbench.aws_http import (
+from workbench.aws.client import (
     AwsConnectionError,
     AwsError,
     AwsJsonClient,

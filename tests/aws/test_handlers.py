@@ -225,16 +225,16 @@ def test_wait_for_connection_on_lambda_blocks_briefly_then_times_out_only_at_the
 def test_web_serves_oauth_metadata_and_the_shared_signing_key(
     lambda_env: Settings, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import workbench._aws
+    import workbench.aws.clients
 
     made: list[str] = []
-    real = workbench._aws.make_client
+    real = workbench.aws.clients.make_client
 
     def counting(service: str, settings: Settings) -> Any:
         made.append(service)
         return real(service, settings)
 
-    monkeypatch.setattr(workbench._aws, "make_client", counting)
+    monkeypatch.setattr(workbench.aws.clients, "make_client", counting)
     handler = load_entry("web").handler
     meta = handler(
         http_api_event(
@@ -254,7 +254,7 @@ def test_web_serves_oauth_metadata_and_the_shared_signing_key(
         handler(http_api_event("GET", "/.well-known/jwks.json", route_key="ANY /.well-known/{proxy+}"), None)
     assert sorted(made) == ["dynamodb", "kms"]  # one client per service per instance, made on first use
     # The key was created once, encrypted, in the signing keys table: a second instance serves the same.
-    from workbench.lambda_runtime import reset_instance
+    from workbench.runtime.lambda_handler import reset_instance
 
     reset_instance()
     again = load_entry("web").handler(

@@ -6,13 +6,13 @@ import threading
 from typing import Any
 
 import pytest
-from workbench.aws_kms import KmsKeyProvider
-from workbench.aws_signing import DynamoSigningKeys
-from workbench.crypto import Cipher
+from workbench.aws.kms import KmsKeyProvider
+from workbench.aws.signing import DynamoSigningKeys
 from workbench.errors import AuthError, CryptoError
+from workbench.identity.crypto import Cipher
+from workbench.identity.tokens import TokenService
 from workbench.settings import Settings
 from workbench.stores.dynamodb import dynamodb_stores
-from workbench.tokens import TokenService
 
 from tests.support.aws import AwsEndpoint, on_call
 

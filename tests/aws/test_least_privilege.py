@@ -57,10 +57,10 @@ def as_function(
 ) -> Iterator[Callable[[str], list[str]]]:
     """as_function("ProxyFunction"): from now on, AWS calls are checked against that function's
     policies; returns the log of calls made."""
-    import workbench._aws
-    from workbench.lambda_runtime import reset_instance
+    import workbench.aws.clients
+    from workbench.runtime.lambda_handler import reset_instance
 
-    real = workbench._aws.make_client
+    real = workbench.aws.clients.make_client
     current: dict[str, str] = {}
     calls: list[str] = []
 
@@ -83,7 +83,7 @@ def as_function(
     def make(service: str, settings: Settings) -> Any:
         return on_call(real(service, settings), enforce(service))
 
-    monkeypatch.setattr(workbench._aws, "make_client", make)
+    monkeypatch.setattr(workbench.aws.clients, "make_client", make)
 
     def switch(function: str) -> list[str]:
         reset_instance()  # a fresh instance (and fresh clients) for that function

@@ -10,8 +10,8 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from workbench.observability.tracing import Span, TraceHeader, _send
 from workbench.settings import Settings
-from workbench.tracing import Span, TraceHeader, _send
 
 from tests.support.apigw import http_api_event, load_entry, response_json
 
@@ -53,7 +53,7 @@ def _execute(handler: Any, key: str, executions: list[dict[str, Any]]) -> dict[s
 def fresh_observability(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """The logging/metrics objects are made once per process: give them this test's daemon address
     (read from the environment when they were made) and no leftover metric records."""
-    from workbench.lambda_runtime import _observability
+    from workbench.runtime.lambda_handler import _observability
 
     obs = _observability()
     monkeypatch.setattr(obs, "xray_daemon", os.environ.get("AWS_XRAY_DAEMON_ADDRESS"))
@@ -120,7 +120,7 @@ def test_a_batch_is_one_emf_record_per_integration_and_outcome_with_tools_as_a_p
 
 
 def test_user_named_integrations_share_one_dimension_value(fresh_observability: None, capsys: Any) -> None:
-    from workbench.lambda_runtime import _observability
+    from workbench.runtime.lambda_handler import _observability
 
     obs = _observability()
     obs.known_integrations(frozenset({"github"}))
@@ -140,7 +140,7 @@ def test_a_sampled_request_sends_its_subsegment_with_the_aws_calls_to_the_daemon
     daemon: socket.socket,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from workbench.lambda_runtime import _observability
+    from workbench.runtime.lambda_handler import _observability
 
     monkeypatch.setattr(_observability(), "xray_daemon", f"127.0.0.1:{daemon.getsockname()[1]}")
     key = _key(lambda_env)

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from workbench.aws_secrets import SecretsManagerSecrets
+from workbench.aws.secrets import SecretsManagerSecrets
 from workbench.composition import build_gateway
 from workbench.errors import ConfigError
 from workbench.settings import Settings
@@ -161,7 +161,7 @@ def test_a_gateway_with_no_plugin_secrets_starts_and_connect_says_not_configured
 
 
 def test_the_portal_session_is_signed_with_the_secrets_session_secret(secret_env: FunctionSecret) -> None:
-    from workbench.lambda_runtime import instance_gateway
+    from workbench.runtime.lambda_handler import instance_gateway
 
     load_entry("web").handler(http_api_event("GET", "/portal/signin", route_key="ANY /portal/{proxy+}"), None)
     gw = instance_gateway()

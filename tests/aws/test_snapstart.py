@@ -56,11 +56,11 @@ app = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(app)  # the init Lambda snapshots
 init = list(drawn)
 
-from workbench.lambda_runtime import _instance
+from workbench.runtime.lambda_handler import _instance
 prewarmed = _instance.get("gateway")
 drawn.clear()
 # What a request does (here on memory stores: nothing listens for AWS calls): the wrappers see it.
-from workbench.auth import ApiKeys
+from workbench.identity.auth import ApiKeys
 from workbench.stores.memory import memory_stores
 stores = memory_stores()
 ApiKeys(stores.users, stores.api_keys).mint(stores.users.get_or_create("ada@example.com"))

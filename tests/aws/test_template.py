@@ -367,7 +367,7 @@ def test_the_redirect_uris_in_the_outputs_are_the_ones_the_gateway_uses() -> Non
     """The outputs' paths and the code's must agree, or SSO and plugin sign-in fail at the provider."""
     from dataclasses import replace
 
-    from workbench.oauth_client import ProviderOAuth
+    from workbench.connections.provider_oauth import ProviderOAuth
     from workbench.settings import Settings
 
     settings = replace(Settings(), public_url="https://wb.example.com")
@@ -446,14 +446,16 @@ def test_sam_build_makes_a_layer_with_engine_plugins_and_arm64_wheels(tmp_path: 
     assert done.returncode == 0, done.stdout + done.stderr
     site = build / "EngineLayer" / "python"
     # `import workbench` / `import workbench_plugins` resolve from /opt/python in Lambda.
-    assert (site / "workbench" / "lambda_runtime.py").exists()
+    assert (site / "workbench" / "runtime" / "lambda_handler.py").exists()
     assert (site / "workbench" / "stores" / "dynamodb.py").exists()
     assert (site / "workbench_plugins" / "__init__.py").exists()
-    # The catalog's search index ships prebuilt (workbench/catalog_index.py) and fits this catalog.
-    from workbench import catalog_index
+    # The catalog's search index ships prebuilt (workbench/engine/catalog_index.py) and fits this catalog.
     from workbench.composition import build_registry
+    from workbench.engine import catalog_index
 
-    assert catalog_index.load(build_registry(), site / "workbench" / "catalog_index.bin") is not None
+    assert (
+        catalog_index.load(build_registry(), site / "workbench" / "engine" / "catalog_index.bin") is not None
+    )
     for package in (
         "starlette",
         "pydantic",
@@ -471,9 +473,9 @@ def test_sam_build_makes_a_layer_with_engine_plugins_and_arm64_wheels(tmp_path: 
     # Local-only packages stay out: httpx imports click whenever it can (a cold-start cost).
     assert not (site / "uvicorn").exists() and not (site / "click").exists()
     assert not (site / "httptools").exists() and not (site / "uvloop").exists()
-    assert not (site / "mangum").exists()  # events are adapted by workbench.apigw
+    assert not (site / "mangum").exists()  # events are adapted by workbench.aws.apigw
     assert not (site / "aws_lambda_powertools").exists()  # logs, metrics, traces: lambda_runtime/tracing
-    # Traces go straight to the X-Ray daemon (workbench.tracing): the X-Ray SDK is not shipped.
+    # Traces go straight to the X-Ray daemon (workbench.observability.tracing): the X-Ray SDK is not shipped.
     assert not (site / "aws_xray_sdk").exists()
     for surface in ("Mcp", "Rest", "Web", "Proxy"):
         entry = build / f"{surface}Function" / "app.py"
@@ -498,7 +500,11 @@ def _assert_compiled_for_the_runtime(site: Path, python: str) -> None:
     assert not missing, missing[:10]
     stray = [p for p in site.rglob("*.pyc") if ".cpython-312." not in p.name]
     assert not stray, stray[:10]
-    for module in ("workbench/lambda_runtime.py", "workbench_plugins/__init__.py", "pydantic/main.py"):
+    for module in (
+        "workbench/runtime/lambda_handler.py",
+        "workbench_plugins/__init__.py",
+        "pydantic/main.py",
+    ):
         pyc = site / module.rsplit("/", 1)[0] / "__pycache__" / (Path(module).stem + ".cpython-312.pyc")
         header = pyc.read_bytes()[:8]
         assert header[:4].hex() == magic, module  # Python 3.12's bytecode
@@ -599,7 +605,7 @@ def test_layer_contents_run_the_mcp_handler_on_python_312(tmp_path: Path, moto_e
     # Not vacuous: the handler's own modules and its dependencies came from the layer's .pyc.
     for module in (
         "workbench/__pycache__/composition.",
-        "workbench/__pycache__/aws_http.",
+        "workbench/aws/__pycache__/client.",
         "pydantic/__pycache__/main.",
     ):
         assert any(module in line for line in from_pyc), module

@@ -12,7 +12,7 @@ from typing import Any
 
 import httpx
 import pytest
-from workbench.aws_kms import KmsKeyProvider
+from workbench.aws.kms import KmsKeyProvider
 from workbench.composition import Gateway, build_gateway, build_registry
 from workbench.mcp.app import create_mcp_app
 from workbench.stores.dynamodb import dynamodb_stores

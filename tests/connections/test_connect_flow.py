@@ -12,11 +12,11 @@ from urllib.parse import parse_qs, urlsplit
 import httpx
 import pytest
 from starlette.testclient import TestClient
-from workbench.auth import Principal
 from workbench.composition import Gateway, build_registry
-from workbench.connections import STATE_TTL_SECONDS
-from workbench.oauth_client import pkce_challenge
-from workbench.registry import CookieAuth, Manifest, NoAuth
+from workbench.connections.flow import STATE_TTL_SECONDS
+from workbench.connections.provider_oauth import pkce_challenge
+from workbench.engine.registry import CookieAuth, Manifest, NoAuth
+from workbench.identity.auth import Principal
 from workbench.web.app import create_web_app
 
 from tests.connections.plugins.testoauth import make_manifest
@@ -331,7 +331,7 @@ async def test_an_integration_without_its_oauth_client_is_not_configured_at_once
 ) -> None:
     """No TESTOAUTH_CLIENT_ID: connect names the missing setting instead of minting a link that fails
     at redeem, and nothing is written."""
-    from workbench.meta import MetaTools
+    from workbench.engine.meta import MetaTools
 
     gw = gateway_for(
         tmp_path, "http://127.0.0.1:9", plugin_env={"TESTOAUTH_CLIENT_SECRET": "only-the-secret"}

@@ -6,8 +6,8 @@ import os
 from pathlib import Path
 
 import pytest
-from workbench.credentials import Credentials
-from workbench.crypto import Cipher, LocalKeyProvider
+from workbench.connections.credentials import Credentials
+from workbench.identity.crypto import Cipher, LocalKeyProvider
 from workbench.stores import Stores
 from workbench.stores.memory import memory_stores
 from workbench.stores.sqlite import sqlite_stores

@@ -20,9 +20,9 @@ import httpx
 import pytest
 from starlette.testclient import TestClient
 from workbench.composition import Gateway
+from workbench.connections.provider_oauth import login_host_for
+from workbench.engine.registry import LoginHosts
 from workbench.errors import InvalidInput
-from workbench.oauth_client import login_host_for
-from workbench.registry import LoginHosts
 from workbench.web.app import create_web_app
 
 from tests.support.gateways import make_gateway, principal_for

@@ -11,11 +11,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from workbench.credentials import LEASE_SUFFIX, Credentials
-from workbench.crypto import Cipher, LocalKeyProvider
+from workbench.connections.credentials import LEASE_SUFFIX, Credentials
+from workbench.connections.provider_oauth import ProviderError, TokenSet
+from workbench.engine.registry import Manifest
 from workbench.errors import CredentialError, NotConnected, ReconnectRequired
-from workbench.oauth_client import ProviderError, TokenSet
-from workbench.registry import Manifest
+from workbench.identity.crypto import Cipher, LocalKeyProvider
 from workbench.stores import Connection, ConnectionStore
 from workbench.stores.memory import memory_stores
 from workbench.stores.sqlite import sqlite_stores

@@ -21,10 +21,10 @@ from typing import Any
 import httpx
 import pytest
 from pydantic import BaseModel
-from workbench.auth import Principal
 from workbench.composition import Gateway, build_gateway, build_registry
-from workbench.crypto import LocalKeyProvider
-from workbench.registry import Manifest, OAuth2Auth, TokenRejected
+from workbench.engine.registry import Manifest, OAuth2Auth, TokenRejected
+from workbench.identity.auth import Principal
+from workbench.identity.crypto import LocalKeyProvider
 from workbench.sdk import api
 from workbench.settings import Settings
 from workbench.stores import Stores
@@ -326,7 +326,7 @@ async def test_a_200_rule_never_reads_a_download_into_memory() -> None:
     """A body rule on status 200 (Slack's) only looks at JSON or text answers."""
     slack = build_registry().manifest("slack")
     assert slack is not None
-    from workbench.credentials import Credentials
+    from workbench.connections.credentials import Credentials
 
     download = httpx.Response(200, content=b'"error":"token_expired"', headers={"content-type": "image/png"})
     assert await Credentials.rejects(slack, download) is False

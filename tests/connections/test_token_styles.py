@@ -17,8 +17,8 @@ from urllib.parse import parse_qs, urlsplit
 
 import httpx
 import pytest
-from workbench.oauth_client import ProviderError, ProviderOAuth, pkce_verifier
-from workbench.registry import Manifest, OAuth2Auth
+from workbench.connections.provider_oauth import ProviderError, ProviderOAuth, pkce_verifier
+from workbench.engine.registry import Manifest, OAuth2Auth
 from workbench.settings import Settings
 
 from tests.connections.loopback_provider import CLIENT_ID, CLIENT_SECRET, Style, loopback_provider

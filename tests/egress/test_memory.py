@@ -17,9 +17,9 @@ SCRIPT = textwrap.dedent(
 
     import httpx
     from workbench.composition import build_gateway, build_registry
-    from workbench.crypto import LocalKeyProvider
+    from workbench.identity.crypto import LocalKeyProvider
     from workbench.proxy.app import create_proxy_app
-    from workbench.registry import ApiKeyAuth, ApiKeyField, Manifest
+    from workbench.engine.registry import ApiKeyAuth, ApiKeyField, Manifest
     from workbench.settings import Settings
     from workbench.stores.memory import memory_stores
 

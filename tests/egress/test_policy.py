@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from workbench.egress import EgressPolicy, EgressRefused
+from workbench.guard.egress import EgressPolicy, EgressRefused
 from workbench.settings import Settings
 
 PUBLIC = EgressPolicy()

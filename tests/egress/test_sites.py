@@ -17,10 +17,10 @@ import httpx
 import pytest
 from starlette.testclient import TestClient
 from workbench.composition import Gateway, build_registry
+from workbench.connections.provider_oauth import ProviderError
+from workbench.engine.registry import ApiKeyAuth, ApiKeyField, Manifest, OAuth2Auth
 from workbench.oauth.errors import OAuthError
-from workbench.oauth_client import ProviderError
 from workbench.proxy.app import create_proxy_app
-from workbench.registry import ApiKeyAuth, ApiKeyField, Manifest, OAuth2Auth
 from workbench.web.app import create_web_app
 
 from tests.egress.internet import PUBLIC_IP, Answer, Canary, Internet, canary, json_answer
@@ -197,7 +197,7 @@ async def test_a_redirect_towards_an_internal_address_is_not_followed(
 async def test_every_redirect_hop_a_client_follows_is_checked(net: Internet, inside: Canary) -> None:
     """A caller that does follow redirects still has each hop checked (here: an httpx client with
     follow_redirects=True on the egress transport)."""
-    from workbench.egress import EgressPolicy, EgressRefused, EgressTransport
+    from workbench.guard.egress import EgressPolicy, EgressRefused, EgressTransport
 
     to = f"https://127.0.0.1:{inside.port}/x"
     net.answer = lambda method, h, path: Answer(302, [("Location", to)], b"")

@@ -8,9 +8,9 @@ from typing import Any
 
 import httpx
 import pytest
-from workbench.auth import Principal
 from workbench.composition import Gateway
-from workbench.meta import MetaTools
+from workbench.engine.meta import MetaTools
+from workbench.identity.auth import Principal
 
 from tests.external.servers import Upstreams, start_upstreams
 from tests.support.demo_plugins import demo_registry, demo_upstream

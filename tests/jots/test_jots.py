@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 from starlette.applications import Starlette
 from starlette.testclient import TestClient
-from workbench.auth import Principal
 from workbench.composition import Gateway, build_registry
-from workbench.meta import MetaTools
+from workbench.engine.meta import MetaTools
+from workbench.identity.auth import Principal
 from workbench.web.jots_host import CSP, jots_routes
 from workbench.web.sessions import SESSION_COOKIE
 

@@ -20,10 +20,10 @@ import httpx
 import pytest
 from starlette.applications import Starlette
 from workbench.composition import Gateway
-from workbench.local import create_local_app
 from workbench.mcp.app import create_mcp_app
 from workbench.proxy.app import create_proxy_app
 from workbench.rest.app import create_rest_app
+from workbench.runtime.local_app import create_local_app
 from workbench.web.app import create_web_app
 
 from tests.support.demo_plugins import demo_registry, demo_upstream
@@ -217,7 +217,7 @@ async def test_a_body_just_under_the_cap_reaches_the_handler_whole(gw: Gateway) 
 
 
 def test_rules_pick_the_most_specific_prefix() -> None:
-    from workbench.local import BODY_RULES
+    from workbench.runtime.local_app import BODY_RULES
 
     def cap(path: str) -> Any:
         found = [r for r in BODY_RULES if r.matches(path)]

@@ -24,8 +24,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from starlette.testclient import TestClient
 from workbench.composition import Gateway, build_gateway
-from workbench.crypto import LocalKeyProvider
-from workbench.local import create_local_app
+from workbench.identity.crypto import LocalKeyProvider
+from workbench.runtime.local_app import create_local_app
 from workbench.settings import Settings
 from workbench.web.sessions import SESSION_COOKIE
 

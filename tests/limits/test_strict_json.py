@@ -14,9 +14,9 @@ import httpx
 import pytest
 from pydantic import BaseModel
 from workbench.composition import Gateway
-from workbench.jsontext import MAX_DEPTH, JsonRejected, dumps, js_stringify, nesting_exceeds, parse
-from workbench.local import create_local_app
-from workbench.registry import Manifest, NoAuth
+from workbench.engine.registry import Manifest, NoAuth
+from workbench.guard.jsontext import MAX_DEPTH, JsonRejected, dumps, js_stringify, nesting_exceeds, parse
+from workbench.runtime.local_app import create_local_app
 from workbench.tools import tool
 
 from tests.support.demo_plugins import demo_registry, demo_upstream

@@ -11,9 +11,9 @@ import httpx
 import jsonschema
 import pytest
 from workbench.composition import Gateway
-from workbench.local import create_local_app
+from workbench.engine.meta import META_TOOLS
 from workbench.mcp.protocol import render_tool_payload
-from workbench.meta import META_TOOLS
+from workbench.runtime.local_app import create_local_app
 from workbench.web.sessions import SESSION_COOKIE
 
 from tests.support.gateways import make_gateway

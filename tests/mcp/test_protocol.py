@@ -9,8 +9,8 @@ from typing import Any
 import httpx
 import pytest
 from workbench.composition import Gateway
-from workbench.local import create_local_app
 from workbench.mcp.protocol import render_tool_payload
+from workbench.runtime.local_app import create_local_app
 
 from tests.support.demo_plugins import demo_registry, demo_upstream
 from tests.support.gateways import make_gateway

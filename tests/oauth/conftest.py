@@ -20,7 +20,7 @@ import pytest
 from starlette.applications import Starlette
 from starlette.testclient import TestClient
 from workbench.composition import Gateway, build_gateway, build_registry
-from workbench.crypto import LocalKeyProvider
+from workbench.identity.crypto import LocalKeyProvider
 from workbench.mcp.app import mcp_routes
 from workbench.oauth.routes import oauth_routes
 from workbench.settings import Settings

@@ -8,7 +8,7 @@ from typing import Any
 from urllib.parse import parse_qs, quote, urlsplit
 
 import jwt
-from workbench.tokens import FileSigningKeys, TokenService
+from workbench.identity.tokens import FileSigningKeys, TokenService
 
 from tests.oauth.conftest import AS, BASE, MCP, REDIRECT, consent_fields, pkce, redirect_query
 

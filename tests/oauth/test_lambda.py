@@ -30,7 +30,7 @@ REDIRECT = "http://127.0.0.1:33418/callback"
 
 @pytest.fixture
 def lambda_env(moto_endpoint: AwsEndpoint, monkeypatch: pytest.MonkeyPatch) -> Iterator[Settings]:
-    from workbench.lambda_runtime import reset_instance
+    from workbench.runtime.lambda_handler import reset_instance
 
     settings = moto_endpoint.fresh_tables()
     for key, value in moto_endpoint.env(settings).items():
@@ -44,7 +44,7 @@ def lambda_env(moto_endpoint: AwsEndpoint, monkeypatch: pytest.MonkeyPatch) -> I
 
 def cold(surface: str) -> Any:
     """A fresh Lambda instance of `functions/<surface>/app.py`."""
-    from workbench.lambda_runtime import reset_instance
+    from workbench.runtime.lambda_handler import reset_instance
 
     reset_instance()
     return load_entry(surface).handler

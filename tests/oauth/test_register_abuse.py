@@ -13,8 +13,8 @@ from typing import Any
 import httpx
 import pytest
 from workbench.composition import Gateway, build_gateway, build_registry
-from workbench.crypto import LocalKeyProvider
-from workbench.local import create_local_app
+from workbench.identity.crypto import LocalKeyProvider
+from workbench.runtime.local_app import create_local_app
 from workbench.settings import Settings
 
 from tests.oauth.conftest import AS, BASE, REDIRECT, Clock, make_as, pkce

@@ -218,7 +218,7 @@ def check_catalog(integration: str, module: Any) -> None:
     integration has none to declare)."""
     from jsonschema import Draft202012Validator
     from workbench.composition import build_registry
-    from workbench.registry import OAuth2Auth
+    from workbench.engine.registry import OAuth2Auth
 
     registry = build_registry()
     manifest = registry.manifest(integration)
@@ -245,7 +245,7 @@ def check_catalog(integration: str, module: Any) -> None:
 async def exchange_code(tmp_path: Path, manifest: Any, response: dict[str, Any]) -> tuple[httpx.Request, Any]:
     """Run the provider OAuth code exchange for `manifest` against a fake token endpoint answering
     `response`; returns the token request it sent and the resulting TokenSet."""
-    from workbench.oauth_client import ProviderOAuth
+    from workbench.connections.provider_oauth import ProviderOAuth
     from workbench.settings import Settings
 
     sent: list[httpx.Request] = []

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 from workbench.composition import build_registry
-from workbench.registry import OAuth2Auth
+from workbench.engine.registry import OAuth2Auth
 from workbench.tools import Tool
 
 from tests.plugins.catalog_support import Call, Case
@@ -179,7 +179,7 @@ def test_docs_list_every_tool_with_its_description() -> None:
 def test_every_tool_has_search_keywords() -> None:
     """Every plugin and built-in tool, and every shipped integration, carries search keywords that
     add words the name does not have (docs/plugins.md "Search keywords")."""
-    from workbench.search import tokens
+    from workbench.engine.search import tokens
 
     registry = build_registry()
     for manifest in registry.manifests():

@@ -7,8 +7,8 @@ from pathlib import Path
 import httpx
 import pytest
 import workbench_plugins.salesforce as sf_pkg
-from workbench.oauth_client import ProviderOAuth
-from workbench.registry import Registry
+from workbench.connections.provider_oauth import ProviderOAuth
+from workbench.engine.registry import Registry
 from workbench.settings import Settings
 from workbench_plugins.salesforce import tools as sf_tools
 

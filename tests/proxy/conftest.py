@@ -18,11 +18,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from workbench.auth import Principal
 from workbench.composition import Gateway, build_registry
-from workbench.local_server import http_protocol
+from workbench.engine.registry import ApiKeyAuth, ApiKeyField, Manifest, OAuth2Auth
+from workbench.identity.auth import Principal
 from workbench.proxy.app import create_proxy_app
-from workbench.registry import ApiKeyAuth, ApiKeyField, Manifest, OAuth2Auth
+from workbench.runtime.uvicorn_server import http_protocol
 
 from tests.support.gateways import make_gateway
 from tests.support.processes import free_port

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 from workbench.composition import Gateway
+from workbench.engine.meta import META_TOOLS, MetaTools
 from workbench.errors import InvalidInput
-from workbench.meta import META_TOOLS, MetaTools
 
 from tests.proxy.conftest import proxy_gateway
 from tests.support.gateways import principal_for

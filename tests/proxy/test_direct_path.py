@@ -11,10 +11,10 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Match
 from starlette.testclient import TestClient
-from workbench import deadline
-from workbench.bodylimit import BodyTooLarge
-from workbench.local import create_local_app
+from workbench.guard import deadline
+from workbench.guard.bodylimit import BodyTooLarge
 from workbench.proxy.app import METHODS, CurlProxy, DirectProxy, create_proxy_app, proxy_routes
+from workbench.runtime.local_app import create_local_app
 
 from tests.support.gateways import make_gateway
 

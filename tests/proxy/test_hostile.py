@@ -15,7 +15,7 @@ import jwt
 import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
-from workbench.tokens import TokenService
+from workbench.identity.tokens import TokenService
 
 from tests.proxy.conftest import (
     CREDENTIAL,
@@ -220,7 +220,7 @@ PATH_CASES = [
     Case("encoded fragment", "/c/acme/items%23/../x", 400),
     Case("encoded question mark", "/c/acme/%3f/../x", 400),
     Case("raw fragment in the request target", "/c/acme/items#/../../admin", 400),
-    # The local server takes origin-form targets only (workbench.local_server): refused before routing.
+    # The local server takes origin-form targets only (workbench.runtime.uvicorn_server): refused before routing.
     Case("absolute-form request target", "http://evil.test/c/acme/items", 400),
     Case("integration with userinfo", "/c/acme@evil.test/x", 400),
     Case("integration with port", "/c/acme:80/x", 400),

@@ -13,7 +13,7 @@ from typing import Any
 import httpx
 import pytest
 from cryptography.hazmat.primitives import serialization
-from workbench.egress import EgressPolicy, EgressRefused, EgressTransport
+from workbench.guard.egress import EgressPolicy, EgressRefused, EgressTransport
 
 from tests.egress.internet import issue_certificate
 

@@ -12,7 +12,7 @@ from urllib.parse import unquote
 
 import pytest
 from workbench.composition import Gateway, build_gateway
-from workbench.lambda_runtime import reset_instance
+from workbench.runtime.lambda_handler import reset_instance
 from workbench.settings import Settings
 
 from tests.support.apigw import header, http_api_event, load_entry, response_json

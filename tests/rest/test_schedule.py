@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from workbench.composition import Gateway, build_gateway
 from workbench.errors import JobFailed
-from workbench.lambda_runtime import reset_instance
+from workbench.runtime.lambda_handler import reset_instance
 from workbench.settings import Settings
 
 from tests.support.processes import REPO

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from starlette.testclient import TestClient
 from workbench.composition import Gateway, build_gateway, build_registry
-from workbench.local import create_local_app
+from workbench.runtime.local_app import create_local_app
 from workbench.settings import Settings
 
 ORIGIN = "https://wb.example"

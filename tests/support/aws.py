@@ -165,7 +165,7 @@ class AwsEndpoint:
         return replace(base, **overrides)
 
     def client(self, service: str = "dynamodb") -> Any:
-        from workbench._aws import make_client
+        from workbench.aws.clients import make_client
 
         return make_client(service, self.settings())
 
@@ -193,7 +193,7 @@ class AwsEndpoint:
 def on_call(client: Any, callback: Any) -> Any:
     """Call `callback(operation, params)` before each API call `client` makes (the engine's own
     SigV4 client or a boto3 client); returns the client."""
-    from workbench.aws_http import AwsJsonClient
+    from workbench.aws.client import AwsJsonClient
 
     if isinstance(client, AwsJsonClient):
         client.listeners.append(callback)

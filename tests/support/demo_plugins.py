@@ -9,9 +9,9 @@ from typing import Any, ClassVar
 
 import httpx
 from pydantic import BaseModel, Field
-from workbench.auth import Principal
 from workbench.composition import Gateway, build_registry
-from workbench.registry import Manifest, NoAuth, OAuth2Auth, Registry
+from workbench.engine.registry import Manifest, NoAuth, OAuth2Auth, Registry
+from workbench.identity.auth import Principal
 from workbench.sdk import api
 from workbench.tools import tool
 
@@ -163,7 +163,7 @@ def item(ref: str | None, value: object = None, label: object = None) -> dict[st
 
 async def run_execute(gw: Gateway, me: Principal, **args: object) -> dict[str, Any]:
     """execute_tools through the meta-tool handler (its schema rules included)."""
-    from workbench.meta import MetaTools
+    from workbench.engine.meta import MetaTools
 
     out = await MetaTools(gw).call("execute_tools", me, dict(args))
     assert isinstance(out, dict)

@@ -7,11 +7,11 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from workbench.auth import Principal
 from workbench.composition import Gateway, build_gateway, build_registry
-from workbench.crypto import LocalKeyProvider
-from workbench.egress import Resolver, Route
-from workbench.registry import Registry
+from workbench.engine.registry import Registry
+from workbench.guard.egress import Resolver, Route
+from workbench.identity.auth import Principal
+from workbench.identity.crypto import LocalKeyProvider
 from workbench.settings import Settings
 from workbench.stores.memory import memory_stores
 

@@ -1,4 +1,4 @@
-"""workbench.blocking: the thread pools that keep blocking work off the event loop, and GroupWrite.
+"""workbench.engine.blocking: the thread pools that keep blocking work off the event loop, and GroupWrite.
 
 BlockingPool: at most `size` threads, the caller's context variables carried into the thread, errors
 raised back to the caller, work of a caller cancelled before it started dropped. GroupWrite: audit
@@ -13,7 +13,7 @@ import threading
 import time
 
 import pytest
-from workbench.blocking import BlockingPool, GroupWrite
+from workbench.engine.blocking import BlockingPool, GroupWrite
 
 
 class SlowStore:

@@ -7,9 +7,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from workbench import catalog_index
 from workbench.composition import build_registry
-from workbench.search import SearchIndex, catalog_docs
+from workbench.engine import catalog_index
+from workbench.engine.search import SearchIndex, catalog_docs
 
 from tests.support.processes import REPO
 
@@ -46,9 +46,9 @@ def test_the_first_search_with_the_prebuilt_index_imports_no_tools_module(tmp_pa
     code = f"""
 import asyncio, json, sys, tempfile
 from pathlib import Path
-from workbench import catalog_index
+from workbench.engine import catalog_index
 catalog_index.INDEX_PATH = Path({str(path)!r})
-from workbench.auth import Principal
+from workbench.identity.auth import Principal
 from workbench.composition import build_gateway
 from workbench.settings import Settings
 gw = build_gateway(Settings(store="memory", data_dir=Path(tempfile.mkdtemp()), local_key="A" * 43 + "="))

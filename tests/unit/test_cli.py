@@ -14,7 +14,7 @@ from starlette.testclient import TestClient
 from workbench import __version__
 from workbench.cli import build_parser, main
 from workbench.composition import build_gateway
-from workbench.local import create_local_app
+from workbench.runtime.local_app import create_local_app
 from workbench.settings import Settings
 from workbench.web.local_signin import is_loopback_host, mint_signin_link
 from workbench.web.sessions import SESSION_COOKIE

@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from workbench.auth import Principal
 from workbench.composition import Gateway
 from workbench.errors import InvalidInput
+from workbench.identity.auth import Principal
 
 from tests.support.demo_plugins import demo_registry, demo_upstream, item
 from tests.support.demo_plugins import run_execute as run

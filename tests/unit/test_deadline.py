@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 from starlette.testclient import TestClient
-from workbench import deadline
 from workbench.composition import Gateway, build_registry
-from workbench.deadline import CUT_SHORT, NOT_STARTED, Deadline, for_invocation, for_request
+from workbench.guard import deadline
+from workbench.guard.deadline import CUT_SHORT, NOT_STARTED, Deadline, for_invocation, for_request
 
 from tests.support.gateways import make_gateway, principal_for
 from tests.support.slowapi import connect_slowapi, make_manifest, slow_upstream
@@ -131,7 +131,7 @@ def test_a_slow_upstream_inside_a_compose_over_mcp_answers_before_the_deadline(
     tmp_path: Path, upstream: str
 ) -> None:
     """The local app: the request's deadline comes from the settings' budget (3 s, margin 1 s)."""
-    from workbench.local import create_local_app
+    from workbench.runtime.local_app import create_local_app
 
     gw = _gateway(tmp_path, upstream, request_deadline_seconds=3.0, deadline_margin_seconds=1.0)
     ada = gw.stores.users.get_or_create("ada@example.com")

@@ -11,13 +11,13 @@ from typing import Any
 import httpx
 import pytest
 from pydantic import BaseModel
-from workbench.auth import Principal
 from workbench.composition import Gateway
+from workbench.engine.executor import MAX_ARGS_DEPTH, MAX_RESULT_DEPTH
+from workbench.engine.meta import MetaTools
+from workbench.engine.registry import CookieAuth, Manifest, NoAuth
 from workbench.errors import UpstreamTimeout, upstream_timeout_message
-from workbench.executor import MAX_ARGS_DEPTH, MAX_RESULT_DEPTH
-from workbench.jsontext import dumps
-from workbench.meta import MetaTools
-from workbench.registry import CookieAuth, Manifest, NoAuth
+from workbench.guard.jsontext import dumps
+from workbench.identity.auth import Principal
 from workbench.stores import Connection
 from workbench.tools import tool
 
@@ -335,7 +335,7 @@ async def test_odd_strings_reach_sqlite_audit_rows_without_an_encoding_error(tmp
     import os
 
     from workbench.composition import build_gateway
-    from workbench.crypto import LocalKeyProvider
+    from workbench.identity.crypto import LocalKeyProvider
     from workbench.settings import Settings
 
     gw = build_gateway(

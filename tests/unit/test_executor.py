@@ -9,7 +9,7 @@ from pathlib import Path
 import httpx
 import pytest
 from workbench.composition import Gateway
-from workbench.executor import scrub
+from workbench.engine.executor import scrub
 
 from tests.support.demo_plugins import Gauge, SyncGauge, demo_registry, demo_upstream
 from tests.support.gateways import make_gateway, principal_for
@@ -218,7 +218,7 @@ async def test_a_plugin_without_auth_calls_its_api_through_ctx_http(tmp_path: Pa
     """An auth-none integration has no connection row: ctx.http still works (relative URLs join its
     base), sends no credential, and answers like any other tool."""
     from pydantic import BaseModel
-    from workbench.registry import Manifest, NoAuth
+    from workbench.engine.registry import Manifest, NoAuth
     from workbench.tools import tool
 
     class NoArgs(BaseModel):

@@ -1,4 +1,4 @@
-"""`workbench serve`'s HTTP protocol (workbench.local_server): httptools, with the request-target rules
+"""`workbench serve`'s HTTP protocol (workbench.runtime.uvicorn_server): httptools, with the request-target rules
 h11 had. A fragment or an absolute-form target is refused with 400 before the app sees anything."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from workbench.local_server import http_protocol
+from workbench.runtime.uvicorn_server import http_protocol
 
 from tests.support.processes import free_port
 from tests.support.server_thread import start_server_thread

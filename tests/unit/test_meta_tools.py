@@ -6,9 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from workbench.auth import Principal
 from workbench.composition import Gateway
-from workbench.meta import MetaTools
+from workbench.engine.meta import MetaTools
+from workbench.identity.auth import Principal
 
 from tests.support.demo_plugins import demo_registry
 from tests.support.gateways import make_gateway, principal_for

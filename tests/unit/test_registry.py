@@ -7,8 +7,8 @@ import subprocess
 import sys
 
 import pytest
+from workbench.engine.registry import Manifest, NoAuth, Registry
 from workbench.errors import RegistryError
-from workbench.registry import Manifest, NoAuth, Registry
 from workbench.tools import tool
 
 from tests.support.processes import REPO

@@ -6,7 +6,12 @@ import base64
 import json
 from typing import Any
 
-from workbench.response_limit import LAMBDA_RESPONSE_LIMIT, RESPONSE_TOO_LARGE, fit_response, response_size
+from workbench.guard.response_limit import (
+    LAMBDA_RESPONSE_LIMIT,
+    RESPONSE_TOO_LARGE,
+    fit_response,
+    response_size,
+)
 
 LIMIT = LAMBDA_RESPONSE_LIMIT
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from workbench.auth import Principal
 from workbench.composition import Gateway
+from workbench.engine.meta import MetaTools
 from workbench.errors import InvalidInput
-from workbench.meta import MetaTools
+from workbench.identity.auth import Principal
 
 from tests.support.gateways import principal_for
 

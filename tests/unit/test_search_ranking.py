@@ -8,7 +8,7 @@ import random
 
 import pytest
 from workbench.composition import build_registry
-from workbench.search import SearchDoc, SearchIndex, catalog_docs, stem, tokens
+from workbench.engine.search import SearchDoc, SearchIndex, catalog_docs, stem, tokens
 
 
 def names(index: SearchIndex, query: str, limit: int = 10) -> list[str]:

@@ -20,7 +20,7 @@ from typing import Any
 import httpx
 import pytest
 from workbench.composition import Gateway, build_gateway
-from workbench.crypto import LocalKeyProvider
+from workbench.identity.crypto import LocalKeyProvider
 from workbench.mcp.app import create_mcp_app
 from workbench.rest.app import create_rest_app
 from workbench.settings import Settings
@@ -227,7 +227,7 @@ def test_parallel_decrypts_of_one_row_make_one_master_key_call() -> None:
     per data key, not one per execution."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from workbench.crypto import Cipher
+    from workbench.identity.crypto import Cipher
 
     class Slow:
         def __init__(self, inner: LocalKeyProvider) -> None:

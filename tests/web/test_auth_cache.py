@@ -17,8 +17,8 @@ from typing import Any
 
 import httpx
 import pytest
-from workbench.auth import AuthCache, Principal, _hash
 from workbench.composition import Gateway
+from workbench.identity.auth import AuthCache, Principal, _hash
 from workbench.mcp.app import create_mcp_app
 from workbench.rest.app import create_rest_app
 from workbench.settings import Settings

@@ -19,7 +19,7 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 from jwt.algorithms import RSAAlgorithm
 from starlette.applications import Starlette
 from starlette.testclient import TestClient
-from workbench.oauth_client import pkce_challenge
+from workbench.connections.provider_oauth import pkce_challenge
 from workbench.web.app import web_routes
 from workbench.web.oidc import OidcClient, OidcError, nonce_for
 from workbench.web.sessions import SESSION_COOKIE

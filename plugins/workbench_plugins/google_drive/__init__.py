@@ -1,4 +1,4 @@
-from workbench.registry import Manifest, OAuth2Auth, Probe
+from workbench.engine.registry import Manifest, OAuth2Auth, Probe
 
 manifest = Manifest(
     name="google-drive",

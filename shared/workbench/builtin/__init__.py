@@ -7,7 +7,7 @@ else: a tool module (and its pydantic models) is imported when one of its tools 
 
 from __future__ import annotations
 
-from workbench.registry import Manifest, NoAuth, Registry, module_loader
+from workbench.engine.registry import Manifest, NoAuth, Registry, module_loader
 
 __all__ = ["APPS", "BROWSER", "JOTS", "VAULT", "register_builtins"]
 

@@ -32,8 +32,8 @@ from typing import Any, TypeVar
 
 import httpx
 
-from workbench.egress import EgressRefused
-from workbench.jsontext import JsonRejected, parse
+from workbench.guard.egress import EgressRefused
+from workbench.guard.jsontext import JsonRejected, parse
 
 __all__ = [
     "LEGACY_VERSIONS",

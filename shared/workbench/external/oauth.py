@@ -33,16 +33,16 @@ from urllib.parse import quote, urlencode, urlsplit
 
 import httpx
 
-from workbench.egress import EgressRefused
+from workbench.connections.provider_oauth import ProviderError, TokenSet, pkce_challenge, pkce_verifier
 from workbench.errors import CryptoError, NotConnected
-from workbench.jsontext import JsonRejected, parse
-from workbench.oauth_client import ProviderError, TokenSet, pkce_challenge, pkce_verifier
+from workbench.guard.egress import EgressRefused
+from workbench.guard.jsontext import JsonRejected, parse
 from workbench.stores import ExternalServer, ExternalServerStore, OAuthState, PendingConnect, PendingStore
 
 if TYPE_CHECKING:
-    from workbench.connections import Redeemed
-    from workbench.credentials import Credentials
-    from workbench.crypto import Cipher
+    from workbench.connections.credentials import Credentials
+    from workbench.connections.flow import Redeemed
+    from workbench.identity.crypto import Cipher
     from workbench.stores import User
 
 __all__ = ["CALLBACK_PATH", "CLIENT_METADATA_PATH", "AppOAuth", "OAuthSetupError", "Plan"]
@@ -335,7 +335,7 @@ class AppOAuth:
 
     def redeem(self, user: User, rec: PendingConnect, owner: str) -> Redeemed:
         """The consent URL for a connect link of an OAuth app (same user checked by the caller)."""
-        from workbench.connections import Redeemed
+        from workbench.connections.flow import Redeemed
 
         plan = self.plan(owner, rec.integration)
         if plan is None:
@@ -382,7 +382,7 @@ class AppOAuth:
     ) -> str:
         """Finish a consent: check the state, the user and the issuer, exchange the code, store the
         tokens. Returns the app's name; raises CallbackError (nothing stored)."""
-        from workbench.connections import CallbackError
+        from workbench.connections.flow import CallbackError
 
         taken = self.pending.take_state(state, now=self.clock()) if state else None
         if taken is None or taken.redirect_uri != self.redirect_uri:

@@ -25,9 +25,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from workbench.engine.registry import RESERVED_NAMES, Registry
 from workbench.external.openapi import OpenApiError, compile_document
 from workbench.external.service import DEFAULT_TIMEOUT_MS, OPERATOR, App, parse_document
-from workbench.registry import RESERVED_NAMES, Registry
 
 __all__ = ["OperatorConfigError", "operator_apps"]
 

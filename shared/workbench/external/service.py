@@ -40,12 +40,11 @@ from urllib.parse import quote
 
 import httpx
 
-from workbench.blocking import BlockingPool
-from workbench.compose import BadRef, VaultMissing, resolve
-from workbench.crypto import Cipher
-from workbench.egress import EgressPolicy, EgressRefused, EgressTransport
+from workbench.engine.blocking import BlockingPool
+from workbench.engine.compose import BadRef, VaultMissing, resolve
+from workbench.engine.executor import scrub
+from workbench.engine.registry import RESERVED_NAMES, Manifest, NoAuth, OAuth2Auth, Registry
 from workbench.errors import ConflictError, CredentialError, CryptoError, InvalidInput, NotConnected, NotFound
-from workbench.executor import scrub
 from workbench.external.client import (
     MAX_BODY,
     AuthRejected,
@@ -59,15 +58,16 @@ from workbench.external.client import (
 )
 from workbench.external.openapi import OpenApiError, Operation, build_request, compile_document
 from workbench.external.schema import problem
-from workbench.jsontext import JsonRejected, nesting_exceeds, parse
+from workbench.guard.egress import EgressPolicy, EgressRefused, EgressTransport
+from workbench.guard.jsontext import JsonRejected, nesting_exceeds, parse
+from workbench.identity.crypto import Cipher
+from workbench.identity.vault import Vault
 from workbench.observability import log_event, logger
-from workbench.registry import RESERVED_NAMES, Manifest, NoAuth, OAuth2Auth, Registry
 from workbench.stores import ExternalServer, ExternalServerStore
 from workbench.tools import Tool
-from workbench.vault import Vault
 
 if TYPE_CHECKING:
-    from workbench.connections import Redeemed
+    from workbench.connections.flow import Redeemed
     from workbench.external.oauth import AppOAuth, Plan
     from workbench.stores import PendingConnect, User
 

@@ -12,10 +12,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from workbench import deadline
-from workbench.auth import Principal
-from workbench.bodylimit import BodyRule, BodyTooLarge, json_413
-from workbench.jsontext import dumps
+from workbench.guard import deadline
+from workbench.guard.bodylimit import BodyRule, BodyTooLarge, json_413
+from workbench.guard.jsontext import dumps
+from workbench.identity.auth import Principal
 from workbench.mcp.protocol import INVALID_REQUEST, McpServer
 
 if TYPE_CHECKING:

@@ -21,10 +21,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from workbench import __version__
-from workbench.auth import Principal
+from workbench.engine.meta import OUTPUT_SCHEMAS, MetaTools, listed_tools
 from workbench.errors import AuthError, InvalidInput
-from workbench.jsontext import JsonRejected, escape_lone_surrogates, finite, parse
-from workbench.meta import OUTPUT_SCHEMAS, MetaTools, listed_tools
+from workbench.guard.jsontext import JsonRejected, escape_lone_surrogates, finite, parse
+from workbench.identity.auth import Principal
 
 if TYPE_CHECKING:
     from workbench.composition import Gateway

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from workbench.egress import EgressPolicy, EgressRefused, EgressTransport, ResponseTooLarge
+from workbench.guard.egress import EgressPolicy, EgressRefused, EgressTransport, ResponseTooLarge
 from workbench.oauth.errors import OAuthError
 from workbench.stores import OAuthClient, OAuthClientStore
 

@@ -30,8 +30,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from workbench.bodylimit import BodyRule, BodyTooLarge, json_413
-from workbench.jsontext import JsonRejected, parse
+from workbench.guard.bodylimit import BodyRule, BodyTooLarge, json_413
+from workbench.guard.jsontext import JsonRejected, parse
 from workbench.oauth.errors import OAuthError, RedirectableError, TooManyRequests
 from workbench.oauth.service import AuthorizationRequest, OAuthServer
 from workbench.stores import OAuthState, User

@@ -24,8 +24,8 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode, urlsplit, urlunsplit
 
-from workbench.auth import Principal
 from workbench.errors import AuthError
+from workbench.identity.auth import Principal
 from workbench.oauth.clients import ClientResolver, hash_secret, register_client
 from workbench.oauth.errors import OAuthError, RedirectableError, TooManyRequests
 from workbench.observability import log_event
@@ -43,9 +43,9 @@ from workbench.stores import (
 if TYPE_CHECKING:
     import httpx
 
-    from workbench.egress import EgressPolicy
+    from workbench.guard.egress import EgressPolicy
+    from workbench.identity.tokens import TokenService
     from workbench.settings import Settings
-    from workbench.tokens import TokenService
 
 __all__ = ["AuthorizationRequest", "ClientGrant", "OAuthServer"]
 

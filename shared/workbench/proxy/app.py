@@ -5,7 +5,7 @@ Order of checks (each refusal is final, nothing is sent upstream):
   1. the Workbench token: signature, expiry, audience "<public_url>/c", type, the integration in it;
   2. the path: decoded fully, it must stay below the base URL (see guard.py);
   3. the user's credential (refreshed if stale);
-  4. the destination: through workbench.egress (the base URL's host resolved once, every answer
+  4. the destination: through workbench.guard.egress (the base URL's host resolved once, every answer
      public, connected to by the checked address; the decoded body capped).
 Redirects are never followed. A Location below the base URL is rewritten to the proxy URL; an https
 one on another of the integration's allowed hosts is passed through (the credential never goes
@@ -30,11 +30,11 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from workbench import deadline
-from workbench.bodylimit import BodyLimit, BodyRule, BodyTooLarge, guarded_app, json_413
-from workbench.credentials import token_of
-from workbench.egress import EgressRefused, EgressTransport, Resolver
+from workbench.connections.credentials import token_of
 from workbench.errors import AuthError, CredentialError, UpstreamTimeout, upstream_timeout
+from workbench.guard import deadline
+from workbench.guard.bodylimit import BodyLimit, BodyRule, BodyTooLarge, guarded_app, json_413
+from workbench.guard.egress import EgressRefused, EgressTransport, Resolver
 from workbench.observability import log_event
 from workbench.proxy.guard import Refused, check_path, location_inside
 from workbench.proxy.session import TOKEN_TYPE, binding_problem, proxy_audience
@@ -43,7 +43,7 @@ if TYPE_CHECKING:
     from starlette.types import Receive, Scope, Send
 
     from workbench.composition import Gateway
-    from workbench.registry import Manifest
+    from workbench.engine.registry import Manifest
     from workbench.settings import Settings
     from workbench.stores import Connection, User
 
@@ -52,7 +52,7 @@ __all__ = ["BODY_RULES", "CurlProxy", "DirectProxy", "ProxyApp", "create_proxy_a
 METHODS = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
 MAX_REQUEST_BYTES = 6 * 1024 * 1024  # the Lambda payload limit
 MAX_RESPONSE_BYTES = 10 * 1024 * 1024  # decoded: a compressed body counts at its inflated size
-# Per upstream call, shrunk to what is left of the request's deadline (workbench/deadline.py).
+# Per upstream call, shrunk to what is left of the request's deadline (workbench/guard/deadline.py).
 UPSTREAM_SECONDS, UPSTREAM_CONNECT_SECONDS = 25.0, 5.0
 _TOO_LARGE = {"error": "Request body too large for the proxy"}
 # A body over the cap is refused while it streams in (BodyLimit); after the token check it is an
@@ -242,7 +242,7 @@ class CurlProxy:
         self.policy = policy
         # Upstream connections are kept and reused per (host, checked address): every request still
         # resolves its host and checks every answer, and goes out on a kept connection only to an
-        # address of that answer (workbench.egress, per_address). An idle connection the upstream
+        # address of that answer (workbench.guard.egress, per_address). An idle connection the upstream
         # wrote to is closed, never reused. What a request carries (its credential headers) is its
         # own, and requests go straight to the transport: no client, so no cookie jar to share.
         self.transport = EgressTransport(policy, max_response_bytes=MAX_RESPONSE_BYTES, per_address=True)

@@ -1,5 +1,5 @@
 """What the curl proxy refuses before any byte leaves: paths that could escape the integration's
-base URL and redirects that leave it. Addresses are the egress module's business (workbench.egress).
+base URL and redirects that leave it. Addresses are the egress module's business (workbench.guard.egress).
 
 Every check works on the *fully decoded* form of what the caller sent (percent-decoding repeated
 until it no longer changes, then Unicode NFKC), because any hop downstream — a load balancer, the
@@ -14,7 +14,7 @@ import unicodedata
 from collections.abc import Iterable
 from urllib.parse import unquote_to_bytes, urlsplit
 
-from workbench.egress import EgressRefused
+from workbench.guard.egress import EgressRefused
 
 __all__ = [
     "Refused",

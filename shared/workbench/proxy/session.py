@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Any
 from workbench.observability import log_event
 
 if TYPE_CHECKING:
-    from workbench.auth import Principal
     from workbench.composition import Gateway
+    from workbench.identity.auth import Principal
 
 __all__ = ["DEFAULT_TTL_SECONDS", "TOKEN_TYPE", "binding_problem", "mint_curl_session", "proxy_audience"]
 

@@ -9,11 +9,11 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from workbench import deadline
-from workbench.auth import Principal, looks_like_api_key
-from workbench.bodylimit import BodyRule, guarded_app, json_413
 from workbench.errors import AuthError
-from workbench.jsontext import JsonRejected, dumps, parse
+from workbench.guard import deadline
+from workbench.guard.bodylimit import BodyRule, guarded_app, json_413
+from workbench.guard.jsontext import JsonRejected, dumps, parse
+from workbench.identity.auth import Principal, looks_like_api_key
 from workbench.rest.openapi import openapi_document
 from workbench.rest.service import run_rest
 

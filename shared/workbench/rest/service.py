@@ -14,10 +14,10 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from workbench.auth import Principal
+from workbench.engine.runs import parse_executions
 from workbench.errors import InvalidInput, JobFailed
+from workbench.identity.auth import Principal
 from workbench.observability import log_event
-from workbench.runs import parse_executions
 
 if TYPE_CHECKING:
     from workbench.composition import Gateway

@@ -222,7 +222,7 @@ class ConnectionStore(Protocol):
     def delete(self, user_id: str, integration: str) -> bool: ...
 
 
-# The credential refresh lease (workbench.credentials) is a row of the ConnectionStore next to the
+# The credential refresh lease (workbench.connections.credentials) is a row of the ConnectionStore next to the
 # connection it guards, at (user, "<integration>#refresh-lease"): every adapter then offers the
 # conditional write it needs, with no port of its own.
 LEASE_SUFFIX = "#refresh-lease"

@@ -29,7 +29,7 @@ import uuid
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from workbench._aws import LazyClient, client_error_code
+from workbench.aws.clients import LazyClient, client_error_code
 from workbench.errors import AuditNotWritten, ConflictError
 from workbench.settings import Settings
 from workbench.stores import (

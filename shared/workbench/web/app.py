@@ -15,8 +15,8 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute
 
-from workbench import deadline
-from workbench.bodylimit import BodyRule, BodyTooLarge
+from workbench.guard import deadline
+from workbench.guard.bodylimit import BodyRule, BodyTooLarge
 from workbench.web.activity import activity_routes
 from workbench.web.apps import BODY_RULES as APPS_BODY_RULES
 from workbench.web.apps import apps_routes
@@ -67,7 +67,7 @@ def web_routes(gateway: Gateway, *, local: bool = False) -> list[BaseRoute]:
 
 
 def create_web_app(gateway: Gateway) -> Starlette:
-    from workbench.bodylimit import guarded_app
+    from workbench.guard.bodylimit import guarded_app
     from workbench.oauth.routes import BODY_RULES as OAUTH_BODY_RULES
     from workbench.oauth.routes import oauth_routes
     from workbench.web.browser_bridge import BODY_RULES as BRIDGE_BODY_RULES

@@ -27,9 +27,9 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
-from workbench.bodylimit import BodyRule
 from workbench.errors import ConflictError, InvalidInput, NotFound
 from workbench.external.oauth import CALLBACK_PATH, CLIENT_METADATA_PATH
+from workbench.guard.bodylimit import BodyRule
 from workbench.web.context import WebContext
 from workbench.web.html import (
     connection_failed_page,
@@ -371,7 +371,7 @@ def apps_routes(web: WebContext) -> list[BaseRoute]:
         return redirect(str(result.body["url"]))
 
     async def callback(request: Request) -> Response:
-        from workbench.connections import CallbackError
+        from workbench.connections.flow import CallbackError
 
         user = web.user(request)
         ext = service()

@@ -33,9 +33,9 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from workbench.bodylimit import BodyRule, json_413
-from workbench.jsontext import JsonRejected, parse
-from workbench.registry import CookieAuth, Manifest
+from workbench.engine.registry import CookieAuth, Manifest
+from workbench.guard.bodylimit import BodyRule, json_413
+from workbench.guard.jsontext import JsonRejected, parse
 from workbench.stores import PendingConnect, User
 
 if TYPE_CHECKING:

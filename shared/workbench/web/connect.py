@@ -18,9 +18,9 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
-from workbench.connections import CallbackError
-from workbench.jsontext import JsonRejected, parse
-from workbench.registry import Manifest, OAuth2Auth
+from workbench.connections.flow import CallbackError
+from workbench.engine.registry import Manifest, OAuth2Auth
+from workbench.guard.jsontext import JsonRejected, parse
 from workbench.web.context import WebContext
 from workbench.web.html import (
     connection_failed_page,

@@ -11,7 +11,7 @@ from urllib.parse import quote, urlsplit
 from starlette.requests import Request
 from starlette.responses import Response
 
-from workbench.bodylimit import BodyTooLarge
+from workbench.guard.bodylimit import BodyTooLarge
 from workbench.web.html import html_page, notices, redirect
 
 if TYPE_CHECKING:

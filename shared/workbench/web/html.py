@@ -14,7 +14,7 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 
-from workbench.jsontext import replace_lone_surrogates
+from workbench.guard.jsontext import replace_lone_surrogates
 
 __all__ = [
     "SECURITY_HEADERS",

@@ -24,7 +24,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from workbench.jsontext import replace_lone_surrogates
+from workbench.guard.jsontext import replace_lone_surrogates
 from workbench.web.jots_markdown import render_markdown
 
 if TYPE_CHECKING:

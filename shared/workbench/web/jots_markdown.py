@@ -20,7 +20,7 @@ from typing import Any
 import nh3
 from markdown_it import MarkdownIt
 
-from workbench.jsontext import replace_lone_surrogates
+from workbench.guard.jsontext import replace_lone_surrogates
 
 __all__ = ["ALLOWED_TAGS", "URL_SCHEMES", "render_markdown"]
 

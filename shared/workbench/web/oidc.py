@@ -24,7 +24,7 @@ from urllib.parse import quote, urlencode
 
 import httpx
 
-from workbench.oauth_client import pkce_challenge
+from workbench.connections.provider_oauth import pkce_challenge
 
 __all__ = ["OidcClient", "OidcError", "SignedIn", "nonce_for"]
 

@@ -27,9 +27,9 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
-from workbench.egress import EgressPolicy, EgressRefused
+from workbench.engine.registry import ApiKeyAuth, CookieAuth, Manifest, NoAuth, OAuth2Auth
 from workbench.errors import ConfigError, VerificationFailed
-from workbench.registry import ApiKeyAuth, CookieAuth, Manifest, NoAuth, OAuth2Auth
+from workbench.guard.egress import EgressPolicy, EgressRefused
 from workbench.web.client_setup import setup_section
 from workbench.web.connect import login_host_fields, login_host_from
 from workbench.web.context import WebContext
@@ -385,7 +385,9 @@ def portal_routes(web: WebContext) -> list[BaseRoute]:
         else:
             text = f"{kid} stops working at once. Agents and clients that use it lose access."
             verb = "Revoke key"
-        if gw.settings.auth_cache_seconds > 0:  # workbench.auth: each instance keeps a key it checked
+        if (
+            gw.settings.auth_cache_seconds > 0
+        ):  # workbench.identity.auth: each instance keeps a key it checked
             text += (
                 f" A gateway that runs as several instances (AWS Lambda) may still accept it on the "
                 f"others for up to {gw.settings.auth_cache_seconds} seconds."

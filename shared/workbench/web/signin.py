@@ -20,10 +20,10 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
+from workbench.connections.provider_oauth import pkce_verifier
 from workbench.errors import ConfigError
-from workbench.oauth_client import pkce_verifier
+from workbench.identity.secrets import SSO_CLIENT_SECRET
 from workbench.observability import log_event
-from workbench.secret_source import SSO_CLIENT_SECRET
 from workbench.stores import OAuthState
 from workbench.web.context import WebContext, safe_next
 from workbench.web.html import e, html_page, notices, redirect

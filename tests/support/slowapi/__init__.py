@@ -16,7 +16,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from workbench.registry import ApiKeyAuth, ApiKeyField, Manifest
+from workbench.engine.registry import ApiKeyAuth, ApiKeyField, Manifest
 
 __all__ = ["connect_slowapi", "make_manifest", "manifest", "slow_upstream"]
 

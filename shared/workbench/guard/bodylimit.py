@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from workbench.errors import InvalidInput
-from workbench.jsontext import dumps
+from workbench.guard.jsontext import dumps
 
 if TYPE_CHECKING:  # Starlette is imported where an app or a response is made, not with the guard
     from starlette.applications import Starlette

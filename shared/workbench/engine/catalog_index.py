@@ -2,7 +2,7 @@
 
 The first `search_tools` of an instance otherwise pays for importing every plugin's tools module
 (about 270 pydantic models) and indexing them: a few hundred milliseconds on a cold instance. The
-layer build (infra/layer/Makefile) runs `python -m workbench.catalog_index <path>` and ships the
+layer build (infra/layer/Makefile) runs `python -m workbench.engine.catalog_index <path>` and ships the
 result beside this module; an instance loads it instead, importing no tools module at all.
 
 It is used only when it describes this registry: the same integrations (extra plugins configured on
@@ -10,7 +10,7 @@ the gateway, or a catalog changed since the build, and the index is built as bef
 engine version (`SearchIndex.from_bytes` refuses another). Locally there is no file: the index is
 built on the first search.
 
-    python -m workbench.catalog_index OUT_PATH
+    python -m workbench.engine.catalog_index OUT_PATH
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from workbench.registry import Registry
-    from workbench.search import SearchIndex
+    from workbench.engine.registry import Registry
+    from workbench.engine.search import SearchIndex
 
 __all__ = ["INDEX_PATH", "build", "load"]
 
@@ -34,14 +34,14 @@ def _integrations(registry: Registry) -> list[str]:
 
 
 def build(registry: Registry) -> bytes:
-    from workbench.search import SearchIndex, catalog_docs
+    from workbench.engine.search import SearchIndex, catalog_docs
 
     return marshal.dumps((_integrations(registry), SearchIndex(catalog_docs(registry)).to_bytes()))
 
 
 def load(registry: Registry, path: Path | None = None) -> SearchIndex | None:
     """The prebuilt index, if there is one and it is this registry's; else None."""
-    from workbench.search import SearchIndex
+    from workbench.engine.search import SearchIndex
 
     path = path or INDEX_PATH
     try:

@@ -21,8 +21,8 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from workbench.blocking import BlockingPool
-from workbench.crypto import Cipher
+from workbench.engine.blocking import BlockingPool
+from workbench.engine.registry import ApiKeyAuth, CookieAuth, Manifest, NoAuth, OAuth2Auth
 from workbench.errors import (
     CredentialError,
     CredentialUnreadable,
@@ -30,14 +30,14 @@ from workbench.errors import (
     NotConnected,
     ReconnectRequired,
 )
-from workbench.registry import ApiKeyAuth, CookieAuth, Manifest, NoAuth, OAuth2Auth
+from workbench.identity.crypto import Cipher
 from workbench.stores import LEASE_SUFFIX, Connection, ConnectionStore
 from workbench.tools import TokenKind
 
 if TYPE_CHECKING:
     import httpx
 
-    from workbench.oauth_client import TokenSet
+    from workbench.connections.provider_oauth import TokenSet
 
 __all__ = [
     "LEASE_SECONDS",
@@ -268,7 +268,7 @@ class Credentials:
     async def _refresh_holding_lease(
         self, manifest: Manifest, user_id: str, kind: TokenKind, rejected: str | None
     ) -> dict[str, Any]:
-        from workbench.oauth_client import ProviderError
+        from workbench.connections.provider_oauth import ProviderError
 
         name = manifest.name
         needed, cred, latest = await self.io.run(self._current, manifest, user_id, kind, rejected)

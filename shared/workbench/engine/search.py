@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
-    from workbench.registry import Registry
+    from workbench.engine.registry import Registry
 
 __all__ = ["SearchDoc", "SearchHit", "SearchIndex", "catalog_docs", "stem", "tokens"]
 

@@ -14,7 +14,7 @@ Observability:
   `workbench_tool_executions_total` (Count) and `workbench_tool_execution_duration_seconds`
   (Seconds) per (integration, success). Dimensions stay bounded: the tool names are a property of
   the record, never a dimension, and every custom app counts under the one integration "custom-app".
-- Traces: one X-Ray subsegment per request, with DynamoDB/KMS calls as children (workbench.tracing:
+- Traces: one X-Ray subsegment per request, with DynamoDB/KMS calls as children (workbench.observability.tracing:
   straight to the X-Ray daemon, no X-Ray SDK).
 """
 
@@ -32,7 +32,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from workbench.tracing import request_span
+from workbench.observability.tracing import request_span
 
 if TYPE_CHECKING:
     from workbench.composition import Gateway
@@ -273,7 +273,7 @@ def lambda_handler_for(
             obs = _observability()
             obs.set_correlation_id(getattr(context, "aws_request_id", None))
             obs.logger.info("direct invocation", extra={"surface": name, "source": event.get("source")})
-            from workbench import deadline
+            from workbench.guard import deadline
 
             limit = deadline.for_invocation(context, margin=gateway.settings.deadline_margin_seconds)
             try:
@@ -290,7 +290,7 @@ def lambda_handler_for(
         adapter = state.get("adapter")
         cold = adapter is None or state.pop("restored", False)
         if adapter is None:
-            from workbench.apigw import ApiGatewayV2
+            from workbench.aws.apigw import ApiGatewayV2
 
             gateway = instance_gateway(event)
             adapter = state["adapter"] = ApiGatewayV2(_resolve(factory)(gateway))
@@ -321,7 +321,7 @@ def lambda_handler_for(
             obs.flush_metrics()
         max_bytes = instance_gateway(event).settings.max_response_bytes
         if max_bytes:
-            from workbench.response_limit import fit_response
+            from workbench.guard.response_limit import fit_response
 
             fitted = fit_response(result, surface=str(name), limit=max_bytes, event=event)
             if fitted is not result:
@@ -342,7 +342,7 @@ def _prewarm(state: dict[str, Any], factory: AppFactory | str) -> None:
     one-time work now — imports, and the gateway and app when the public URL is fixed (a custom
     domain; otherwise it comes from the first request). Nothing here may draw randomness, make a key,
     nonce or id, or open a connection: the snapshot is shared (tests/aws/test_snapstart.py)."""
-    from workbench.apigw import ApiGatewayV2
+    from workbench.aws.apigw import ApiGatewayV2
 
     _observability()
     app_factory = _resolve(factory)

@@ -10,9 +10,9 @@ from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import BaseRoute, Route
 from starlette.types import Receive, Scope, Send
 
-from workbench import deadline
-from workbench.bodylimit import BodyRule, guarded_app
 from workbench.composition import Gateway
+from workbench.guard import deadline
+from workbench.guard.bodylimit import BodyRule, guarded_app
 from workbench.mcp.app import BODY_RULES as MCP_BODY_RULES
 from workbench.mcp.app import McpEndpoint
 from workbench.oauth.routes import BODY_RULES as OAUTH_BODY_RULES

@@ -7,7 +7,7 @@ first `get` fetches.
 
 This is the caching Powertools Parameters' `get_secret(max_age=...)` does, kept here instead:
 importing `aws_lambda_powertools.utilities.parameters` imports boto3, and the functions' AWS calls
-go through the engine's own SigV4 client (`workbench.aws_http`) so that no cold start pays for it.
+go through the engine's own SigV4 client (`workbench.aws.client`) so that no cold start pays for it.
 
 Failures never turn into "not configured" by accident: when Secrets Manager cannot be read, the last
 value read is served (and the failure logged) for a while before asking again; with nothing read
@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from workbench._aws import LazyClient, client_error_code
+from workbench.aws.clients import LazyClient, client_error_code
 from workbench.errors import ConfigError
 from workbench.observability import log_event
 

@@ -14,7 +14,7 @@ import threading
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from workbench._aws import LazyClient, client_error_code
+from workbench.aws.clients import LazyClient, client_error_code
 from workbench.errors import CryptoError
 
 if TYPE_CHECKING:

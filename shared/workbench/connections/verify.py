@@ -15,15 +15,15 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 
-from workbench.egress import EgressRefused
+from workbench.engine.registry import Manifest, Probe
 from workbench.errors import CredentialError, VerificationFailed
-from workbench.plain_errors import plain_text
-from workbench.registry import Manifest, Probe
+from workbench.guard.egress import EgressRefused
+from workbench.guard.plain_errors import plain_text
 from workbench.sdk import UpstreamError, error_detail
 from workbench.tools import ToolContext, error_text
 
 if TYPE_CHECKING:
-    from workbench.executor import Engine
+    from workbench.engine.executor import Engine
     from workbench.stores import User
 
 __all__ = ["PROBE_TIMEOUT_SECONDS", "Verifier", "verify_credential"]
@@ -42,7 +42,7 @@ async def verify_credential(
     probe = manifest.probe
     if probe is None:
         return False
-    from workbench.executor import _Context
+    from workbench.engine.executor import _Context
 
     ctx = _Context(engine, user, manifest, None, preset=credential)
     name = manifest.display_name
@@ -64,7 +64,7 @@ async def verify_credential(
         raise VerificationFailed(plain_text(exc)) from exc
     except CredentialError as exc:
         raise VerificationFailed(str(exc)) from exc
-    except EgressRefused as exc:  # an address no server-side request may reach (workbench.egress)
+    except EgressRefused as exc:  # an address no server-side request may reach (workbench.guard.egress)
         why = str(exc).removeprefix("Refused: ").rstrip(".")
         raise VerificationFailed(f"Workbench will not connect there: {why}.") from exc
     except Exception as exc:  # a probe function's own explanation (bad subdomain, no URL, ...)

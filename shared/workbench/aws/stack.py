@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from workbench._aws import client_error_code, make_client
+from workbench.aws.clients import client_error_code, make_client
 from workbench.errors import ConfigError
 from workbench.settings import Settings
 from workbench.stores.dynamodb import TABLES

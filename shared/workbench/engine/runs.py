@@ -10,13 +10,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from workbench.compose import BadRef, Resolution, VaultMissing, project, resolve, template_refs
+from workbench.engine.compose import BadRef, Resolution, VaultMissing, project, resolve, template_refs
+from workbench.engine.executor import ToolCall
 from workbench.errors import InvalidInput
-from workbench.executor import ToolCall
 
 if TYPE_CHECKING:
-    from workbench.auth import Principal
-    from workbench.executor import Engine
+    from workbench.engine.executor import Engine
+    from workbench.identity.auth import Principal
 
 __all__ = ["LITERAL_TOOL_PREFIX", "VaultReader", "parse_executions", "run_compose", "run_plain"]
 

@@ -28,7 +28,7 @@ _session_lock = threading.Lock()
 
 
 def make_client(service: str, settings: Settings) -> Any:
-    from workbench.aws_http import SERVICES, AwsJsonClient, credential_source
+    from workbench.aws.client import SERVICES, AwsJsonClient, credential_source
 
     # The AWS credential variables are the SDK's to read (as boto3 would), not configuration.
     credentials = credential_source(os.environ)

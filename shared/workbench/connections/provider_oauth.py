@@ -25,11 +25,11 @@ from urllib.parse import parse_qsl, quote, urlencode, urlsplit
 
 import httpx
 
-from workbench.egress import EgressRefused
+from workbench.engine.registry import LoginHosts, Manifest, OAuth2Auth
 from workbench.errors import ConfigError, InvalidInput
-from workbench.jsontext import parse
-from workbench.registry import LoginHosts, Manifest, OAuth2Auth
-from workbench.secret_source import EnvSecrets, SecretSource, plugin_client_keys
+from workbench.guard.egress import EgressRefused
+from workbench.guard.jsontext import parse
+from workbench.identity.secrets import EnvSecrets, SecretSource, plugin_client_keys
 from workbench.settings import Settings
 
 __all__ = [

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from workbench.compose import VaultUnreadable
-from workbench.crypto import Cipher
+from workbench.engine.compose import VaultUnreadable
 from workbench.errors import CryptoError
+from workbench.identity.crypto import Cipher
 from workbench.stores import VaultStore
 
 __all__ = ["Vault"]

@@ -9,12 +9,12 @@ from __future__ import annotations
 import inspect
 from typing import TYPE_CHECKING, Any
 
+from workbench.engine.runs import parse_executions
 from workbench.errors import InvalidInput
-from workbench.runs import parse_executions
 
 if TYPE_CHECKING:
-    from workbench.auth import Principal
     from workbench.composition import Gateway
+    from workbench.identity.auth import Principal
 
 __all__ = [
     "META_TOOLS",

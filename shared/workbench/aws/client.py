@@ -12,7 +12,7 @@ error code, like botocore's ClientError.
 Credentials come from the environment Lambda provides (AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY /
 AWS_SESSION_TOKEN) or from the container credentials endpoint (AWS_CONTAINER_CREDENTIALS_FULL_URI,
 which SnapStart functions use). Anywhere else (an admin's laptop with SSO profiles, EC2 instance
-roles) `workbench._aws.make_client` hands out a real boto3 client instead.
+roles) `workbench.aws.clients.make_client` hands out a real boto3 client instead.
 
 Retries follow botocore's "standard" mode: at most 3 attempts, for throttling, transient and 5xx
 errors and connection failures, with full-jitter exponential backoff.
@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from workbench.tracing import span
+from workbench.observability.tracing import span
 
 __all__ = [
     "SERVICES",

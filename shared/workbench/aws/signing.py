@@ -22,11 +22,11 @@ from typing import TYPE_CHECKING, Any
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 
-from workbench._aws import LazyClient, client_error_code
-from workbench.tokens import SigningKey
+from workbench.aws.clients import LazyClient, client_error_code
+from workbench.identity.tokens import SigningKey
 
 if TYPE_CHECKING:
-    from workbench.crypto import Cipher
+    from workbench.identity.crypto import Cipher
     from workbench.settings import Settings
     from workbench.stores import Stores
 

@@ -18,14 +18,14 @@ from urllib.parse import urlsplit
 
 from pydantic import ValidationError
 
-from workbench import deadline
-from workbench.auth import Principal
-from workbench.blocking import BlockingPool, GroupWrite
-from workbench.credentials import Credentials, token_of
+from workbench.connections.credentials import Credentials, token_of
+from workbench.engine.blocking import BlockingPool, GroupWrite
+from workbench.engine.registry import CookieAuth, Manifest, OAuth2Auth, Registry
 from workbench.errors import AuditNotWritten, CredentialError
-from workbench.jsontext import nesting_exceeds
+from workbench.guard import deadline
+from workbench.guard.jsontext import nesting_exceeds
+from workbench.identity.auth import Principal
 from workbench.observability import Metrics, log_error, log_event
-from workbench.registry import CookieAuth, Manifest, OAuth2Auth, Registry
 from workbench.stores import AuditStore, Connection, User
 from workbench.tools import CancelSignal, EmitFn, TokenKind, Tool, ToolContext
 
@@ -160,7 +160,7 @@ class _Context:
                         )
                     return url
 
-            from workbench.upstream_auth import InjectedAuth
+            from workbench.connections.upstream_auth import InjectedAuth
 
             auth = InjectedAuth(
                 headers, retry=retry if isinstance(manifest.auth, OAuth2Auth) else None, base=base
@@ -239,7 +239,7 @@ class Engine:
     def http_client(self, manifest: Manifest, auth: httpx.Auth) -> httpx.AsyncClient:
         import httpx
 
-        from workbench.plain_errors import PlainErrors
+        from workbench.guard.plain_errors import PlainErrors
 
         if self._shared_transport is None:
             # Plain words for network failures: their OS wording would reach the agent and the portal.

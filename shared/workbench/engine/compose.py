@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from workbench.jsontext import js_stringify
+from workbench.guard.jsontext import js_stringify
 
 __all__ = ["BadRef", "Resolution", "VaultMissing", "VaultUnreadable", "project", "resolve", "template_refs"]
 

@@ -18,18 +18,18 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from workbench import deadline
-from workbench.blocking import BlockingPool
-from workbench.egress import EgressPolicy, EgressRefused
+from workbench.engine.blocking import BlockingPool
+from workbench.engine.registry import Manifest, OAuth2Auth, Registry
 from workbench.errors import InvalidInput, VerificationFailed
-from workbench.registry import Manifest, OAuth2Auth, Registry
+from workbench.guard import deadline
+from workbench.guard.egress import EgressPolicy, EgressRefused
 from workbench.settings import Settings
 from workbench.stores import OAuthState, PendingConnect, PendingStore, User
 
 if TYPE_CHECKING:
-    from workbench.credentials import Credentials
-    from workbench.oauth_client import ProviderOAuth
-    from workbench.verify import Verifier
+    from workbench.connections.credentials import Credentials
+    from workbench.connections.provider_oauth import ProviderOAuth
+    from workbench.connections.verify import Verifier
 
 __all__ = ["BROWSER_PAGE", "STATE_TTL_SECONDS", "CallbackError", "ConnectFlow", "Redeemed"]
 
@@ -127,7 +127,7 @@ class ConnectFlow:
 
     def _not_configured(self, manifest: Manifest) -> dict[str, Any] | None:
         """Refuse at once, naming the missing setting, rather than mint a link that fails at redeem."""
-        from workbench.oauth_client import ProviderError
+        from workbench.connections.provider_oauth import ProviderError
 
         assert self.oauth is not None
         try:
@@ -199,7 +199,7 @@ class ConnectFlow:
             return Redeemed(200, {"type": "cookie", "url": url})
         if rec.auth_type != "oauth2" or self.oauth is None or not isinstance(manifest.auth, OAuth2Auth):
             return Redeemed(400, {"error": f"{rec.integration} cannot be connected through a link"})
-        from workbench.oauth_client import ProviderError, login_host_for, pkce_verifier
+        from workbench.connections.provider_oauth import ProviderError, login_host_for, pkce_verifier
 
         host = ""
         hosts = manifest.auth.login_hosts
@@ -248,7 +248,7 @@ class ConnectFlow:
         """Finish a provider consent; returns the integration name. Raises CallbackError, storing nothing.
 
         The new credential is checked with the manifest's probe before it is stored."""
-        from workbench.oauth_client import ProviderError
+        from workbench.connections.provider_oauth import ProviderError
 
         now = self.clock()
         # Take the state first: it is single-use whatever happens next.
