@@ -187,6 +187,41 @@ ROWS = (
     Row("search", "held-out query set R@1 (not tuned on)", _get("heldout", "r1"), "", "", lambda v: True),
     Row(
         "search",
+        "untuned multilingual set R@5",
+        _get("multilingual", "r5"),
+        "",
+        ">= 0.80",
+        lambda v: v >= 0.80,
+    ),
+    Row(
+        "search",
+        "untuned multilingual set R@1",
+        _get("multilingual", "r1"),
+        "",
+        ">= 0.60",
+        lambda v: v >= 0.60,
+    ),
+    Row(
+        "search", "untuned indirect-goal set R@1", _get("indirect", "r1"), "", ">= 0.60", lambda v: v >= 0.60
+    ),
+    Row(
+        "search",
+        "no-tool questions under the no-match band",
+        _get("no_tool_below"),
+        "",
+        ">= 0.90",
+        lambda v: v >= 0.90,
+    ),
+    Row(
+        "search",
+        "right first hits above the no-match band",
+        _get("right_above"),
+        "",
+        ">= 0.90",
+        lambda v: v >= 0.90,
+    ),
+    Row(
+        "search",
         "search at 20,000 tools: query p99 (CPU)",
         _get("p99_20k_ms"),
         "ms",

@@ -40,6 +40,7 @@ from typing import Any, TypeVar
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from rank_bm25 import BM25Okapi
 from search_queries import CLEAN, FRESH, HELDOUT, TYPO
+from search_queries_untuned import INDIRECT, MULTILINGUAL, NO_TOOL
 from workbench.composition import build_registry
 from workbench.engine.search import SearchDoc, SearchHit, SearchIndex, catalog_docs
 from workbench.tools import argument_text
@@ -291,6 +292,7 @@ def report(summary: dict[str, Any]) -> None:
     summary["heldout"] = _figures(ours, heldout)
     table(held_rows, verbose=False)
 
+    untuned(summary, docs, ours, base)
     calibration(docs, everything, [q for q, _ in questions])
 
     print(
@@ -315,6 +317,37 @@ def report(summary: dict[str, Any]) -> None:
     print(
         f"  prebuilt {len(index.docs)}-tool index ({len(data) / 1e6:.1f} MB, SearchIndex.from_bytes): "
         f"loaded in {load[0]:.0f} ms (CPU {load[1]:.0f} ms)"
+    )
+
+
+NO_MATCH = 0.3  # the top of docs/plugins.md's "no match" band
+
+
+def untuned(summary: dict[str, Any], docs: list[SearchDoc], ours: Searcher, base: Searcher) -> None:
+    """Issue 27's sets (bench/search_queries_untuned.py), written before tuning and never tuned on."""
+    multilingual = [q for group in MULTILINGUAL.values() for q in group]
+    print("\nuntuned sets (bench/search_queries_untuned.py; written before tuning, never tuned on):")
+    rows: list[tuple[str, int, Searcher, Searcher, Sequence[Query]]] = [
+        ("multilingual, all languages", len(multilingual), ours, base, multilingual)
+    ]
+    rows += [(f"  {lang}", len(qs), ours, base, qs) for lang, qs in MULTILINGUAL.items()]
+    rows.append(("indirect goals", len(INDIRECT), ours, base, INDIRECT))
+    table(rows, verbose="-v" in sys.argv)
+    summary["multilingual"] = _figures(ours, multilingual)
+    summary["indirect"] = _figures(ours, INDIRECT)
+    index = SearchIndex(docs)
+    right = []
+    for query, gold in [*multilingual, *INDIRECT]:
+        hits = index.search(query, 1)
+        if hits and hits[0].doc.name == gold:
+            right.append(hits[0].score)
+    stray = [(index.search(q, 1) or [SearchHit(docs[0], 0.0)])[0].score for q in NO_TOOL]
+    below = sum(s < NO_MATCH for s in stray) / len(stray)
+    above = sum(s >= NO_MATCH for s in right) / (len(right) or 1)
+    summary["no_tool_below"], summary["right_above"] = round(below, 4), round(above, 4)
+    print(
+        f"  no-tool questions under the no-match band (< {NO_MATCH}): {below:.3f} of {len(stray)}; "
+        f"right first hits of the untuned sets at or above it: {above:.3f} of {len(right)}"
     )
 
 
