@@ -9,7 +9,6 @@ Request-level problems (malformed body, compose/return, a tool of another integr
 
 from __future__ import annotations
 
-import asyncio
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -168,11 +167,13 @@ async def run_scheduled_job(gw: Gateway, event: dict[str, Any]) -> dict[str, Any
     return reply.body
 
 
-def handle_schedule_event(gateway: Gateway, event: dict[str, Any]) -> dict[str, Any]:
-    """Synchronous entry for the Lambda handler. A job that did not fully succeed raises JobFailed,
-    failing the invocation: Scheduler's invocation is asynchronous, so Lambda retries it and then hands
-    it to the dead-letter queue (template.yaml), where the alarm sees it. A returned job succeeded."""
-    body = asyncio.run(run_scheduled_job(gateway, event))
+async def handle_schedule_event(gateway: Gateway, event: dict[str, Any]) -> dict[str, Any]:
+    """The Lambda handler's entry for a direct event, run on the instance's one event loop (never a
+    loop of its own: the plugins' pooled connections belong to that loop). A job that did not fully
+    succeed raises JobFailed, failing the invocation: Scheduler's invocation is asynchronous, so
+    Lambda retries it and then hands it to the dead-letter queue (template.yaml), where the alarm
+    sees it. A returned job succeeded."""
+    body = await run_scheduled_job(gateway, event)
     errors = (
         [body["error"]] if "error" in body else [r["error"] for r in body.get("results", []) if "error" in r]
     )

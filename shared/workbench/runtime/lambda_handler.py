@@ -22,13 +22,14 @@ from __future__ import annotations
 
 import asyncio
 import importlib
+import inspect
 import json
 import logging
 import os
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -229,15 +230,28 @@ def reset_instance() -> None:
 
 
 def _event_loop() -> asyncio.AbstractEventLoop:
-    """The instance's one event loop, made current before each HTTP event. Anything that used
-    asyncio.run() in this thread (a scheduled job's `direct` handler) leaves no current loop, and
-    the adapter would then start a new one; asyncio objects the engine keeps across events (per-connection
-    refresh locks) must keep meeting the same loop."""
+    """The instance's one event loop, made once and run for every event, HTTP or direct (the
+    pattern Lambda's own async runtimes follow). Everything the engine keeps across events is bound
+    to it: the plugins' pooled connections, per-connection refresh locks, the audit group writer. A
+    loop per event (asyncio.run) would close the loop those belong to, and the next event would meet
+    "Event loop is closed" or "bound to a different event loop". Code that ran asyncio.run() on this
+    thread in between leaves no current loop; the instance's loop is made current again."""
     loop: asyncio.AbstractEventLoop | None = _instance.get("loop")
     if loop is None or loop.is_closed():
         loop = _instance["loop"] = asyncio.new_event_loop()
     asyncio.set_event_loop(loop)
     return loop
+
+
+def _run(loop: asyncio.AbstractEventLoop, outcome: Any) -> Any:
+    """A direct handler's answer: awaited on the instance's loop when it is a coroutine."""
+    if inspect.isawaitable(outcome):
+        return loop.run_until_complete(_awaited(outcome))
+    return outcome
+
+
+async def _awaited(outcome: Awaitable[Any]) -> Any:
+    return await outcome
 
 
 def _ms(started: float) -> float:
@@ -262,7 +276,8 @@ def lambda_handler_for(
 
     `factory` may be a "module:function" string, so the entry file imports nothing heavy.
     `direct` (also callable or "module:function") handles events that did not come through API
-    Gateway (no requestContext), e.g. EventBridge Scheduler: `direct(gateway, event)`.
+    Gateway (no requestContext), e.g. EventBridge Scheduler: `direct(gateway, event)`, a coroutine
+    function (run on the instance's one loop, like every HTTP event) or a plain one.
     """
     state: dict[str, Any] = {}
     name = surface or (factory if isinstance(factory, str) else getattr(factory, "__module__", "app"))
@@ -276,9 +291,10 @@ def lambda_handler_for(
             from workbench.guard import deadline
 
             limit = deadline.for_invocation(context, margin=gateway.settings.deadline_margin_seconds)
+            loop = _event_loop()
             try:
                 with deadline.scope(limit):  # no API Gateway here: the function's remaining time
-                    answer: dict[str, Any] = _resolve(direct)(gateway, event)
+                    answer: dict[str, Any] = _run(loop, _resolve(direct)(gateway, event))
             except Exception as exc:
                 # Raised on purpose: a failed invocation is what makes Lambda retry an asynchronous
                 # event and then hand it to the dead-letter queue.
@@ -295,7 +311,7 @@ def lambda_handler_for(
             gateway = instance_gateway(event)
             adapter = state["adapter"] = ApiGatewayV2(_resolve(factory)(gateway))
         obs = _observability()
-        _event_loop()
+        loop = _event_loop()
         ctx = event.get("requestContext") or {}
         obs.set_correlation_id(ctx.get("requestId"))
         http = ctx.get("http") or {}
@@ -312,7 +328,7 @@ def lambda_handler_for(
             with request_span(f"## {name}", trace_header, obs.xray_daemon) as traced:
                 if traced is not None:
                     traced.annotations.update(ColdStart=cold, surface=str(name))
-                result: dict[str, Any] = adapter(event, context)
+                result: dict[str, Any] = loop.run_until_complete(adapter.run(event, context))
         except Exception:
             # API Gateway answers 500 for a failed invocation; the log says which request it was.
             obs.logger.exception("request failed", extra={**line, "status": 500, "duration_ms": _ms(started)})

@@ -49,11 +49,14 @@ def connect_slowapi(gateway: Any, user_id: str) -> None:
 
 
 @contextmanager
-def slow_upstream() -> Iterator[str]:
-    """The API on a free loopback port; stops (releasing any /slow request) when the block ends."""
+def slow_upstream(*, keep_alive: bool = False) -> Iterator[str]:
+    """The API on a free loopback port; stops (releasing any /slow request) when the block ends.
+    With `keep_alive`, connections stay open between requests (HTTP/1.1), so a client's pool reuses them."""
     release = threading.Event()
 
     class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1" if keep_alive else "HTTP/1.0"
+
         def do_GET(self) -> None:
             url = urlsplit(self.path)
             if url.path == "/slow":
@@ -76,7 +79,11 @@ def slow_upstream() -> Iterator[str]:
         def log_message(self, format: str, *args: object) -> None:
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    class Server(ThreadingHTTPServer):
+        def handle_error(self, request: Any, client_address: Any) -> None:
+            pass  # a client that closed its kept-alive connection: nothing to report
+
+    server = Server(("127.0.0.1", 0), Handler)
     server.daemon_threads = True
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
