@@ -295,10 +295,13 @@ class Gateway:
         from workbench.tools import argument_text
 
         hits = self.search_index().search(query, limit)
+        custom_hints: dict[str, dict[str, Any]] = {}
         if self.external is not None:
+            found = await self.external.catalog(principal.user.id)
+            custom_hints = {t.name: t.annotations for t in found}
             custom = tuple(
                 SearchDoc(t.name, t.description, t.server, arguments=argument_text(t.input_schema))
-                for t in await self.external.catalog(principal.user.id)
+                for t in found
             )
             if custom:  # ranked alongside the shared catalog
                 hits = sorted(
@@ -316,9 +319,20 @@ class Gateway:
                 "integration": hit.doc.integration,
                 "score": hit.score,
                 "connected": status.get(hit.doc.integration, True),
+                "annotations": self.annotations_of(hit.doc.name, hit.doc.integration, custom_hints),
             }
             for hit in hits
         ]
+
+    def annotations_of(
+        self, tool_name: str, integration: str, custom: Mapping[str, dict[str, Any]] | None = None
+    ) -> dict[str, Any]:
+        """A tool's MCP annotations without importing its tools module (a plugin's come from its
+        manifest; a custom app's from its server, as discovered)."""
+        manifest = self.registry.manifest(integration)
+        if manifest is not None:
+            return manifest.annotations(tool_name)
+        return dict((custom or {}).get(tool_name) or {})
 
     async def authenticate(self, token: str) -> Principal:
         """The principal behind a bearer token (API key, or an OAuth access token), from this

@@ -178,6 +178,9 @@ class Tool:
     # Search keywords: the everyday words users say for this action and object that the name and
     # description do not already use ("money back" for a refund); search_tools indexes them.
     keywords: tuple[str, ...] = ()
+    # MCP annotations (title, readOnlyHint, destructiveHint, idempotentHint, openWorldHint): set by
+    # the registry from the manifest (workbench.engine.annotations), or by a custom app's server.
+    annotations: dict[str, Any] | None = None
     _schema: dict[str, Any] | None = field(default=None, repr=False)
     _arity: int | None = field(default=None, repr=False)  # positional parameters fn takes
     _is_async: bool = field(default=False, repr=False)

@@ -43,7 +43,7 @@ async def test_finds_the_right_tool_first(
 async def test_hit_shape_order_and_limits(gateway: Gateway, principal: Principal) -> None:
     hits = await search(gateway, principal, "list")
     assert len(hits) == 10  # top 10 by default
-    assert set(hits[0]) == {"name", "description", "integration", "score", "connected"}
+    assert set(hits[0]) == {"name", "description", "integration", "score", "connected", "annotations"}
     scores = [h["score"] for h in hits]
     assert scores == sorted(scores, reverse=True) and all(0 < s <= 1 for s in scores)
     assert len(await search(gateway, principal, "list", limit=50)) == 50
@@ -80,4 +80,23 @@ async def test_get_tool_schema_is_portable_json_schema(gateway: Gateway, princip
         schema["required"]
     )
     assert "$defs" not in str(schema) and "$ref" not in str(schema)
+    assert out["annotations"] == {
+        "title": "GitHub: Create PR",
+        "readOnlyHint": False,
+        "destructiveHint": False,
+        "idempotentHint": False,
+        "openWorldHint": True,
+    }
     assert await meta.call("get_tool_schema", principal, {"tool": "nope"}) == {"error": "Tool not found"}
+
+
+async def test_hits_carry_the_tools_annotations(gateway: Gateway, principal: Principal) -> None:
+    hits = {h["name"]: h for h in await search(gateway, principal, "delete jot list jots", limit=20)}
+    assert hits["list_jots"]["annotations"] == {
+        "title": "Jots: List jots",
+        "readOnlyHint": True,
+        "destructiveHint": False,
+        "idempotentHint": True,
+        "openWorldHint": False,
+    }
+    assert hits["delete_jot"]["annotations"]["destructiveHint"] is True

@@ -1,3 +1,4 @@
+from workbench.engine.annotations import Hint
 from workbench.engine.registry import Manifest, OAuth2Auth, Probe
 
 manifest = Manifest(
@@ -15,4 +16,6 @@ manifest = Manifest(
     tool_prefix="github_",
     curl_proxy=True,
     probe=Probe("GET", "/user"),
+    # Creating or updating a file overwrites the file that is there.
+    tool_hints=(("github_create_or_update_file", Hint(destructive=True, idempotent=True)),),
 )

@@ -1,3 +1,4 @@
+from workbench.engine.annotations import Hint
 from workbench.engine.registry import LoginHosts, Manifest, OAuth2Auth, Probe, TokenRejected
 
 manifest = Manifest(
@@ -31,4 +32,6 @@ manifest = Manifest(
     tool_prefix="salesforce_",
     curl_proxy=False,
     probe=Probe("GET", "/services/oauth2/userinfo"),
+    # Running a report reads it (GET); nothing is changed.
+    tool_hints=(("salesforce_run_report", Hint(read_only=True)),),
 )

@@ -1,3 +1,4 @@
+from workbench.engine.annotations import Hint
 from workbench.engine.registry import ApiKeyAuth, ApiKeyField, Manifest, Probe
 
 manifest = Manifest(
@@ -21,4 +22,6 @@ manifest = Manifest(
     tool_prefix="stripe_",
     curl_proxy=True,
     probe=Probe("GET", "/v1/balance"),
+    # A refund is created, but it takes money back: nothing undoes it.
+    tool_hints=(("stripe_create_refund", Hint(destructive=True)),),
 )

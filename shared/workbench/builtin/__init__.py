@@ -7,6 +7,7 @@ else: a tool module (and its pydantic models) is imported when one of its tools 
 
 from __future__ import annotations
 
+from workbench.engine.annotations import Hint
 from workbench.engine.registry import Manifest, NoAuth, Registry, module_loader
 
 __all__ = ["APPS", "BROWSER", "JOTS", "VAULT", "register_builtins"]
@@ -42,6 +43,8 @@ APPS = Manifest(
     tool_names=frozenset(
         {"apps_register_server", "apps_register_openapi", "apps_list", "apps_refresh", "apps_remove"}
     ),
+    # A refresh discovers the app's tools again; it changes nothing the user made.
+    tool_hints=(("apps_refresh", Hint(destructive=False)),),
 )
 BROWSER = Manifest(
     name="browser",
@@ -61,6 +64,8 @@ BROWSER = Manifest(
             "browser_close",
         }
     ),
+    # Closing ends the agent's own browser session; nothing outside it changes.
+    tool_hints=(("browser_close", Hint(destructive=False, open_world=False)),),
 )
 
 

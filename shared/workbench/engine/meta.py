@@ -330,7 +330,9 @@ class MetaTools:
         hit = await self.gw.engine.lookup(principal, name)
         if hit is None:
             return {"error": "Tool not found"}
-        return {"schema": hit[0].json_schema()}
+        tool, manifest = hit
+        annotations = tool.annotations or manifest.annotations(tool.name)
+        return {"schema": tool.json_schema(), "annotations": dict(annotations)}
 
     def _whoami(self, principal: Principal, args: dict[str, Any]) -> Any:
         user = self.gw.stores.users.get(principal.user.id)

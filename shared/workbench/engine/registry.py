@@ -16,8 +16,9 @@ import pkgutil
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
+from workbench.engine.annotations import Hint, hints_for
 from workbench.errors import RegistryError
 from workbench.tools import Tool
 
@@ -183,6 +184,20 @@ class Manifest:
     # The tool names, when the integration declares them up front (the built-ins, which have no
     # prefix): a lookup then imports the tools module only for one of these names.
     tool_names: frozenset[str] | None = None
+    # Where a tool's name says less than the truth about what it does (workbench.engine.annotations):
+    # (tool name, Hint) pairs; every other tool's annotations come from its name's verb.
+    tool_hints: tuple[tuple[str, Hint], ...] = ()
+
+    def annotations(self, tool_name: str) -> dict[str, Any]:
+        """The tool's MCP annotations (title and the four hints); needs no tools module."""
+        declared = next((h for n, h in self.tool_hints if n == tool_name), None)
+        return hints_for(
+            tool_name,
+            prefix=self.prefix,
+            integration=self.name,
+            display_name=self.display_name,
+            declared=declared,
+        )
 
     @property
     def prefix(self) -> str:
@@ -302,6 +317,7 @@ class Registry:
             if t.name in loaded:
                 raise RegistryError(f"Tool '{t.name}' is defined twice in '{manifest.name}'.")
             t.integration = manifest.name
+            t.annotations = manifest.annotations(t.name)
             loaded[t.name] = t
         if manifest.tool_names is not None and set(loaded) != manifest.tool_names:
             raise RegistryError(

@@ -40,6 +40,7 @@ from urllib.parse import quote
 
 import httpx
 
+from workbench.engine.annotations import from_declared, from_method
 from workbench.engine.blocking import BlockingPool
 from workbench.engine.compose import BadRef, VaultMissing, resolve
 from workbench.engine.executor import scrub
@@ -139,6 +140,9 @@ class ExternalTool:
     original: str
     description: str
     input_schema: dict[str, Any]
+    # MCP annotations: as the server declared them (MCP's defaults for what it left out), or from
+    # an OpenAPI operation's HTTP method (workbench.engine.annotations).
+    annotations: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -862,6 +866,7 @@ class ExternalServers:
             fn=run,
             parameters=ext.input_schema,
             integration=app.name,
+            annotations=ext.annotations,
         )
 
     async def call(self, user_id: str, server_name: str, tool_name: str, args: dict[str, Any]) -> Any:
@@ -1005,7 +1010,12 @@ class ExternalServers:
             if app.kind == "openapi":
                 session = McpSession()
                 raw = [
-                    {"name": op.name, "description": op.description, "inputSchema": op.input_schema}
+                    {
+                        "name": op.name,
+                        "description": op.description,
+                        "inputSchema": op.input_schema,
+                        "annotations": from_method(op.method, f"{app.title or app.name}: {op.name}"),
+                    }
                     for op in app.operations
                 ]
             else:
@@ -1040,8 +1050,9 @@ class ExternalServers:
                 _warn("external_tool_dropped", server=app.name, user=caller.user_id, tool=label, reason=why)
                 continue
             schema = item.get("inputSchema") or {"type": "object", "properties": {}}
+            hints = from_declared(item.get("annotations"), f"{app.title or app.name}: {item['name']}")
             tools[full] = ExternalTool(
-                app.name, full, str(item["name"]), str(item.get("description") or ""), dict(schema)
+                app.name, full, str(item["name"]), str(item.get("description") or ""), dict(schema), hints
             )
         now = self.clock()
         entry = _Entry(tools, session, now + self.ttl, stamp, now)
