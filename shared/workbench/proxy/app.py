@@ -14,6 +14,7 @@ there); anything else, including an unreadable Location, is refused.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import dataclasses
 import hashlib
@@ -416,18 +417,27 @@ class CurlProxy:
             + (b"?" + query.encode("latin-1") if query else b"")
         )
         timeout = deadline.upstream_timeout(UPSTREAM_SECONDS, connect=UPSTREAM_CONNECT_SECONDS)
+        budget = timeout.read or UPSTREAM_SECONDS
         try:
-            upstream = await self._send(request.method, target, headers, body, timeout)
-            # The provider says the token is no longer valid: refresh once (the engine's single
-            # flight) and send the request once more with the new token.
-            sent = token_of(cred, "access") if conn is not None else None
-            if sent is not None and await self.gw.credentials.rejects(manifest, upstream):
-                cred = await self.gw.credentials.after_rejection(manifest, user_id, sent)
-                if token_of(cred, "access") not in (None, sent):
-                    injected = self.gw.credentials.headers_for(manifest, cred)
-                    headers.update(injected)
-                    secrets = _redactions(cred, injected, also=secrets)
-                    upstream = await self._send(request.method, target, headers, body, timeout)
+            # The httpx limits bound each connect and each read; this bounds the whole upstream
+            # stage (every send, the whole body however slowly it trickles in, its decoding, a
+            # refresh and the retry after it) by the same number of seconds, so an upstream that
+            # keeps sending, or sends gzip that decodes to nothing, is cut when the request's time
+            # is up. Leaving the block closes the upstream connection: nothing of it runs on.
+            async with asyncio.timeout(budget):
+                upstream = await self._send(request.method, target, headers, body, timeout)
+                # The provider says the token is no longer valid: refresh once (the engine's single
+                # flight) and send the request once more with the new token.
+                sent = token_of(cred, "access") if conn is not None else None
+                if sent is not None and await self.gw.credentials.rejects(manifest, upstream):
+                    cred = await self.gw.credentials.after_rejection(manifest, user_id, sent)
+                    if token_of(cred, "access") not in (None, sent):
+                        injected = self.gw.credentials.headers_for(manifest, cred)
+                        headers.update(injected)
+                        secrets = _redactions(cred, injected, also=secrets)
+                        upstream = await self._send(request.method, target, headers, body, timeout)
+        except TimeoutError as exc:  # the stage as a whole ran out: the same words, the same limit
+            raise _Denied(504, {"error": str(UpstreamTimeout(budget))}) from exc
         except CredentialError as exc:  # the refresh after a rejection failed
             raise _Denied(
                 403, {"error": "NOT_CONNECTED", "integration": integration, "message": str(exc)}
