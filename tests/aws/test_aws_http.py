@@ -250,3 +250,20 @@ print("LEAKED", leaked)
     )
     assert done.returncode == 0, done.stderr
     assert "LEAKED []" in done.stdout
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        {"AccessKeyId": "A"},  # no secret
+        {"AccessKeyId": "A", "SecretAccessKey": "s", "Expiration": "not a date"},
+        ["not", "an", "object"],
+    ],
+)
+def test_container_credentials_that_are_not_credentials_are_a_connection_error(answer: Any) -> None:
+    with scripted([(200, {})], credentials=answer) as server:
+        port = server.server_address[1]
+        source = credential_source({"AWS_CONTAINER_CREDENTIALS_FULL_URI": f"http://127.0.0.1:{port}/creds"})
+        assert source is not None
+        with pytest.raises(AwsConnectionError, match="no credentials"):
+            source()

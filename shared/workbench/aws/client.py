@@ -14,8 +14,29 @@ AWS_SESSION_TOKEN) or from the container credentials endpoint (AWS_CONTAINER_CRE
 which SnapStart functions use). Anywhere else (an admin's laptop with SSO profiles, EC2 instance
 roles) `workbench.aws.clients.make_client` hands out a real boto3 client instead.
 
-Retries follow botocore's "standard" mode: at most 3 attempts, for throttling, transient and 5xx
-errors and connection failures, with full-jitter exponential backoff.
+The client is total: whatever AWS (or a proxy in front of it) answers — any status, a JSON object,
+HTML, plain text, an empty or truncated body, JSON that is not an object, bytes that are not UTF-8 —
+the call returns the decoded answer or raises one of the `AwsFailure` family:
+
+- `AwsError`: AWS answered, not with a usable answer. `.response["Error"]["Code"]` is the error
+  type, read as botocore and the Smithy awsJson protocols do: the body's `__type`, else the
+  `X-Amzn-ErrorType` header, else the body's `code`, each cut to its shape name
+  (`aws.protocols#ThrottlingException:http://...` → `ThrottlingException`); an answer without one
+  is named by its status (`"502"`, as botocore names a generic error page). A 2xx whose body is not
+  a JSON object is refused as `MalformedResponse` (botocore reads it as an answer with no members:
+  an empty GetItem would read as "no such item").
+- `AwsConnectionError`: AWS could not be reached, or its answer was cut off.
+
+Retries follow botocore's "standard" mode: `MAX_ATTEMPTS` attempts in all, for throttles (by
+code, or HTTP 429), transient codes, HTTP 500/502/503/504 whatever the body, and connection
+failures, with full-jitter exponential backoff. `.retryable` on the error says whether it was one
+of those (so it was raised after the last attempt); `.response["ResponseMetadata"]["RetryAttempts"]`
+how many retries were made, as botocore reports them. tests/aws/test_aws_client_differential.py
+drives botocore and this client against the same loopback server answering a corpus of odd
+responses and pins where the two agree, and each place they differ on purpose.
+
+Endpoints follow the region's partition: `dynamodb.cn-north-1.amazonaws.com.cn` in China,
+`kms.us-gov-west-1.amazonaws.com` in GovCloud, the ISO partitions' own domains.
 """
 
 from __future__ import annotations
@@ -34,17 +55,26 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from workbench.errors import WorkbenchError
 from workbench.observability.tracing import span
 
 __all__ = [
+    "MAX_ATTEMPTS",
     "SERVICES",
+    "AwsConnectionError",
     "AwsError",
+    "AwsFailure",
     "AwsJsonClient",
     "CredentialSource",
     "Credentials",
     "credential_source",
+    "regional_endpoint",
     "sigv4_headers",
 ]
+
+# Attempts per call, the first included (botocore's standard mode, which the boto3 fallback in
+# workbench.aws.clients is configured with too). Stated here once.
+MAX_ATTEMPTS = 3
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,7 +106,7 @@ SERVICES: dict[str, Service] = {
     ),
 }
 
-# botocore's standard retry mode: these codes (and HTTP 500/502/503/504) are retried.
+# botocore's standard retry mode: these codes (and HTTP 429, 500, 502, 503, 504) are retried ...
 _THROTTLING = frozenset(
     {
         "Throttling",
@@ -95,30 +125,73 @@ _THROTTLING = frozenset(
         "EC2ThrottledException",
     }
 )
+# ... and these: its transient codes, and the one error the three services' models mark retryable.
 _RETRYABLE = _THROTTLING | {
     "RequestTimeout",
     "RequestTimeoutException",
-    "InternalServerError",
-    "InternalFailure",
-    "ServiceUnavailable",
+    "PriorRequestNotComplete",
+    "ReplicatedWriteConflictException",
 }
+_RETRYABLE_STATUS = frozenset({500, 502, 503, 504})
+_THROTTLE_STATUS = 429  # a throttle whatever the body says
 
 
-class AwsError(Exception):
+class AwsFailure(WorkbenchError):
+    """A call to AWS that did not succeed (after the retries that applied)."""
+
+
+class AwsError(AwsFailure):
     """An error answer from AWS. `.response` has botocore's ClientError shape."""
 
-    def __init__(self, operation: str, status: int, code: str, message: str, body: Mapping[str, Any]) -> None:
+    def __init__(
+        self,
+        operation: str,
+        status: int,
+        code: str,
+        message: str,
+        body: Mapping[str, Any],
+        *,
+        retryable: bool = False,
+        retries: int = 0,
+    ) -> None:
         super().__init__(f"An error occurred ({code}) when calling the {operation} operation: {message}")
         self.operation_name = operation
+        self.retryable = retryable
         self.response: dict[str, Any] = {
             **{k: v for k, v in body.items() if k not in ("__type", "message", "Message")},
             "Error": {"Code": code, "Message": message},
-            "ResponseMetadata": {"HTTPStatusCode": status},
+            "ResponseMetadata": {"HTTPStatusCode": status, "RetryAttempts": retries},
         }
 
 
-class AwsConnectionError(Exception):
-    """AWS could not be reached (after the retries)."""
+class AwsConnectionError(AwsFailure):
+    """AWS could not be reached, or its answer was cut off (after the retries)."""
+
+
+def regional_endpoint(service: str, region: str) -> str:
+    """The service's regional endpoint in the region's partition (as botocore resolves it)."""
+    for prefix, domain in _PARTITION_DOMAINS:
+        if region.startswith(prefix):
+            return f"https://{service}.{region}.{domain}"
+    return f"https://{service}.{region}.amazonaws.com"  # aws, aws-us-gov
+
+
+# Region prefix -> DNS suffix of the partitions whose suffix is not amazonaws.com (botocore's
+# endpoints.json `partitions[].dnsSuffix`); checked against botocore in tests/aws.
+_PARTITION_DOMAINS = (
+    ("cn-", "amazonaws.com.cn"),
+    ("us-isob-", "sc2s.sgov.gov"),
+    ("us-isof-", "csp.hci.ic.gov"),
+    ("us-iso-", "c2s.ic.gov"),
+    ("eu-isoe-", "cloud.adc-e.uk"),
+)
+
+
+def _error_type(value: Any) -> str:
+    """An error type cut to its shape name, as the awsJson protocols say clients must."""
+    if not isinstance(value, str):
+        return ""
+    return value.split(":", 1)[0].rpartition("#")[2]
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,14 +257,21 @@ class _ContainerCredentials:
             conn.close()
         if resp.status != 200:
             raise AwsConnectionError(f"container credentials endpoint answered {resp.status}")
-        data = json.loads(body)
-        expires = data.get("Expiration")
-        return Credentials(
-            data["AccessKeyId"],
-            data["SecretAccessKey"],
-            data.get("Token"),
-            datetime.fromisoformat(expires.replace("Z", "+00:00")).timestamp() if expires else None,
+        data = _json_object(body) or {}
+        key, secret, token, expires = (
+            data.get(k) for k in ("AccessKeyId", "SecretAccessKey", "Token", "Expiration")
         )
+        try:
+            if not (isinstance(key, str) and isinstance(secret, str)) or not isinstance(token, str | None):
+                raise ValueError("no AccessKeyId/SecretAccessKey")
+            expires_at = (
+                datetime.fromisoformat(expires.replace("Z", "+00:00")).timestamp() if expires else None
+            )
+        except (ValueError, AttributeError) as exc:
+            raise AwsConnectionError(
+                f"container credentials endpoint answered no credentials: {exc}"
+            ) from exc
+        return Credentials(key, secret, token, expires_at)
 
 
 def _hmac(key: bytes, msg: str) -> bytes:
@@ -298,12 +378,12 @@ class AwsJsonClient:
         endpoint_url: str | None = None,
         connect_timeout: float = 2.0,
         read_timeout: float = 5.0,
-        max_attempts: int = 3,
+        max_attempts: int = MAX_ATTEMPTS,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self.service = SERVICES[service]
         self.region = region
-        self.endpoint_url = (endpoint_url or f"https://{service}.{region}.amazonaws.com").rstrip("/")
+        self.endpoint_url = (endpoint_url or regional_endpoint(service, region)).rstrip("/")
         self._credentials = credentials
         self._connect_timeout = connect_timeout
         self._read_timeout = read_timeout
@@ -344,7 +424,9 @@ class AwsJsonClient:
                 if traced is not None:
                     status = exc.response["ResponseMetadata"]["HTTPStatusCode"]
                     traced.error, traced.fault = status < 500, status >= 500
-                    traced.throttle = exc.response["Error"]["Code"] in _THROTTLING
+                    traced.throttle = (
+                        exc.response["Error"]["Code"] in _THROTTLING or status == _THROTTLE_STATUS
+                    )
                 raise
 
     def _call(self, operation: str, params: dict[str, Any]) -> dict[str, Any]:
@@ -353,22 +435,39 @@ class AwsJsonClient:
         while True:
             attempt += 1
             try:
-                status, raw = self._send(operation, body)
+                status, error_type, raw = self._send(operation, body)
             except (OSError, http.client.HTTPException) as exc:
                 self._drop_connection()
                 if attempt >= self._max_attempts:
                     raise AwsConnectionError(f"{operation}: {type(exc).__name__}: {exc}") from exc
                 self._backoff(attempt)
                 continue
-            data = json.loads(raw) if raw else {}
-            if status < 300:
+            data = _json_object(raw)
+            if 200 <= status < 300:
+                if data is None:
+                    raise AwsError(
+                        operation, status, "MalformedResponse", "the answer is not a JSON object", {}
+                    )
                 return self._decode(data)
-            code = str(data.get("__type", "")).rpartition("#")[2] or f"HTTP{status}"
-            message = str(data.get("message") or data.get("Message") or "")
-            if attempt < self._max_attempts and (code in _RETRYABLE or status in (500, 502, 503, 504)):
+            error = self._error(operation, status, error_type, data or {}, attempt - 1)
+            if error.retryable and attempt < self._max_attempts:
                 self._backoff(attempt)
                 continue
-            raise AwsError(operation, status, code, message, data)
+            raise error
+
+    @staticmethod
+    def _error(operation: str, status: int, header_type: str, data: dict[str, Any], retries: int) -> AwsError:
+        code = (
+            _error_type(data.get("__type"))
+            or _error_type(header_type)
+            or _error_type(data.get("code") or data.get("Code"))
+            or str(status)
+        )
+        message = data.get("message") or data.get("Message")
+        if not isinstance(message, str):
+            message = http.client.responses.get(status, "")
+        retryable = code in _RETRYABLE or status in _RETRYABLE_STATUS or status == _THROTTLE_STATUS
+        return AwsError(operation, status, code, message, data, retryable=retryable, retries=retries)
 
     def _decode(self, data: dict[str, Any]) -> dict[str, Any]:
         if self.service.signing_name == "dynamodb":
@@ -401,7 +500,7 @@ class AwsJsonClient:
             conn.close()
             self._local.conn = None
 
-    def _send(self, operation: str, body: bytes) -> tuple[int, bytes]:
+    def _send(self, operation: str, body: bytes) -> tuple[int, str, bytes]:
         headers = sigv4_headers(
             method="POST",
             url=self.endpoint_url + "/",
@@ -425,4 +524,16 @@ class AwsJsonClient:
         raw = resp.read()
         if resp.getheader("connection", "").lower() == "close":
             self._drop_connection()
-        return resp.status, raw
+        return resp.status, resp.getheader("x-amzn-errortype", ""), raw
+
+
+def _json_object(raw: bytes) -> dict[str, Any] | None:
+    """The body as a JSON object; {} for an empty body; None for anything else (HTML, text, a
+    truncated document, JSON that is not an object, bytes that are not UTF-8)."""
+    if not raw.strip():
+        return {}
+    try:
+        data = json.loads(raw)
+    except ValueError:  # UnicodeDecodeError included
+        return None
+    return data if isinstance(data, dict) else None

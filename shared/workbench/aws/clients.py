@@ -1,11 +1,11 @@
 """AWS clients for the adapters: created lazily, once per holder, with tight timeouts.
 
-DynamoDB, KMS and Secrets Manager get the small SigV4 client of `aws_http` whenever the process's
+DynamoDB, KMS and Secrets Manager get the small SigV4 client of `workbench.aws.client` whenever the process's
 credentials are in its environment (always, on Lambda): no boto3 import, no service models on the
 cold start. Anything else — another service, or credentials that take botocore's full chain to
 find (SSO profiles on an admin's laptop) — gets a boto3 client, imported only then. Every call
-returns or fails well inside API Gateway's 30 s: standard retry mode, 3 attempts, 2 s connect and
-5 s read timeouts.
+returns or fails well inside API Gateway's 30 s: standard retry mode, `client.MAX_ATTEMPTS` attempts,
+2 s connect and 5 s read timeouts.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from workbench.settings import Settings
 
-__all__ = ["LazyClient", "client_error_code", "make_boto3_client", "make_client"]
+__all__ = ["LazyClient", "boto3_config", "client_error_code", "make_boto3_client", "make_client"]
 
 
 # One boto3 session per process, shared by every client: clients of one session share its loaded
@@ -42,15 +42,22 @@ def make_client(service: str, settings: Settings) -> Any:
     return make_boto3_client(service, settings)
 
 
-def make_boto3_client(service: str, settings: Settings) -> Any:
+def boto3_config(region: str) -> Any:
+    """The botocore Config of every boto3 client here: the same attempts as the engine's own client."""
     from botocore.config import Config  # type: ignore[import-untyped]
 
-    config = Config(
-        retries={"mode": "standard", "max_attempts": 3},
+    from workbench.aws.client import MAX_ATTEMPTS
+
+    return Config(
+        retries={"mode": "standard", "total_max_attempts": MAX_ATTEMPTS},
         connect_timeout=2,
         read_timeout=5,
-        region_name=settings.aws_region,
+        region_name=region,
     )
+
+
+def make_boto3_client(service: str, settings: Settings) -> Any:
+    config = boto3_config(settings.aws_region)
     with _session_lock:
         session = _session.get("boto3")
         if session is None:
