@@ -127,9 +127,14 @@ def _serve(args: argparse.Namespace) -> int:
         "Press Ctrl+C to stop.",
     ]
     print("\n".join(lines), flush=True)
-    from workbench.runtime.uvicorn_server import http_protocol
+    from workbench.runtime.uvicorn_server import http_protocol, server_options
 
-    config = uvicorn.Config(create_local_app(gateway), log_level="warning", http=http_protocol())
+    config = uvicorn.Config(
+        create_local_app(gateway),
+        log_level="warning",
+        http=http_protocol(),
+        **server_options(settings.trusted_proxies),
+    )
     server = uvicorn.Server(config)
     server.run(sockets=[sock])
     return 0

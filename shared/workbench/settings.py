@@ -130,6 +130,11 @@ class Settings:
     # How long a warm instance keeps a resolved API key / OAuth access token (0 turns it off; at most
     # 30). A revocation through the same instance takes effect at once, elsewhere within this time.
     auth_cache_seconds: int = 15
+    # The local server (`workbench serve`): proxies in front of it whose X-Forwarded-For /
+    # X-Forwarded-Proto it believes (addresses or CIDR ranges, WORKBENCH_TRUSTED_PROXIES, comma
+    # separated). Empty (the default): none. The client address is then the connection's peer, so
+    # per-address limits (POST /register) cannot be reset by a forged header.
+    trusted_proxies: tuple[str, ...] = ()
 
     @property
     def mcp_url(self) -> str:
@@ -216,7 +221,22 @@ class Settings:
             deadline_margin_seconds=_env_float(env, "WORKBENCH_DEADLINE_MARGIN_SECONDS", 2.0),
             max_response_bytes=_env_int(env, "WORKBENCH_MAX_RESPONSE_BYTES", 0) or None,
             auth_cache_seconds=min(max(_env_int(env, "WORKBENCH_AUTH_CACHE_SECONDS", 15), 0), 30),
+            trusted_proxies=_trusted_proxies(env),
         )
+
+
+def _trusted_proxies(env: Mapping[str, str]) -> tuple[str, ...]:
+    import ipaddress
+
+    values = tuple(p.strip() for p in env.get("WORKBENCH_TRUSTED_PROXIES", "").split(",") if p.strip())
+    for value in values:
+        try:
+            ipaddress.ip_network(value, strict=False)
+        except ValueError:
+            raise ValueError(
+                f"WORKBENCH_TRUSTED_PROXIES must list IP addresses or CIDR ranges, got {value!r}"
+            ) from None
+    return values
 
 
 def _external_servers(env: Mapping[str, str]) -> tuple[Mapping[str, object], ...]:

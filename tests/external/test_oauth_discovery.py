@@ -154,3 +154,27 @@ async def test_metadata_urls_are_held_to_the_address_policy(tmp_path: Path) -> N
     with pytest.raises(OAuthSetupError, match="token endpoint is refused"):
         await oauth(tmp_path, docs, seen, refuse_host=refuse_internal).prepare("u1", "app", MCP, "Bearer")
     assert json.dumps(seen).count("10.0.0.7") == 0
+
+
+async def test_a_registration_answer_too_large_is_a_clear_refusal(tmp_path: Path) -> None:
+    """The registration endpoint is the server's to choose: its answer is read up to a bound (256 KB),
+    and past it connecting fails with a reason, never an internal error."""
+    docs = {PRM: {"resource": MCP, "authorization_servers": [ISSUER]}, AS_META: as_meta()}
+    reads: list[int] = []
+
+    async def endless() -> Any:
+        for _ in range(10_000):  # 640 MB if read to the end
+            reads.append(1)
+            yield b" " * 65536
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        url = str(request.url)
+        if request.method == "POST":
+            return httpx.Response(201, content=endless(), headers={"content-type": "application/json"})
+        return httpx.Response(200, json=docs[url]) if url in docs else httpx.Response(404)
+
+    app = oauth(tmp_path, docs, [])
+    app.transport = httpx.MockTransport(answer)
+    with pytest.raises(OAuthSetupError, match=r"client registration failed: the upstream response is larger"):
+        await app.prepare("u1", "app", MCP, "Bearer")
+    assert len(reads) <= 6  # stopped at the bound, not at the end

@@ -97,8 +97,17 @@ async def test_petstore_calls_build_the_exact_request(agent: Agent, ups: Upstrea
     assert ups.api.seen[-1].headers["content-type"] == "application/x-www-form-urlencoded"
 
     # A path argument cannot leave its segment.
-    got = (await agent.run("petstore_getPetById", petId="../../admin?x=1"))["result"]
-    assert got["path"] == "/api/petstore/v2/pet/..%2F..%2Fadmin%3Fx%3D1" and got["query"] == []
+    got = (await agent.run("petstore_getPetById", petId="a/b?x=1"))["result"]
+    assert got["path"] == "/api/petstore/v2/pet/a%2Fb%3Fx%3D1" and got["query"] == []
+    # Nor name the parent path: `.` and `..`, literal or encoded, are refused before any request.
+    calls = len(ups.api.seen)
+    for dots in ("..", ".", "%2e%2e", "%2E.", "%252e%252e", "../../admin?x=1", "a/..", "..\\x"):
+        assert await agent.run("petstore_getPetById", petId=dots) == {
+            "error": "Invalid arguments for petstore_getPetById: "
+            "'petId': '.' and '..' (or an encoding of them) cannot be used as a path segment"
+        }, dots
+    assert len(ups.api.seen) == calls
+    assert (await agent.run("petstore_getPetById", petId="..."))["result"]["path"].endswith("/pet/...")
 
     # Missing required argument; upstream errors come back as tool errors.
     assert (await agent.run("petstore_getPetById")) == {

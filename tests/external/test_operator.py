@@ -210,3 +210,15 @@ def test_config_mistakes_are_reported_at_start_up(tmp_path: Path, ups: Upstreams
     path.write_text(json.dumps([{"name": "fromfile", "url": url}]))
     settings = Settings.from_env({"WORKBENCH_STORE": "memory", "WORKBENCH_EXTERNAL_SERVERS_FILE": str(path)})
     assert [c["name"] for c in settings.external_servers] == ["fromfile"]
+
+
+def test_a_workspace_code_of_dots_is_refused(tmp_path: Path, ups: Upstreams, key: str) -> None:
+    """`..` as a code would turn `/t/{workspaceCode}/mcp` into `/mcp` (URL normalisation)."""
+    gw = gateway(tmp_path, ups, key)
+    assert gw.external is not None
+    ada = principal_for(gw, "ada@example.com").user.id
+    for dots in (".", ".."):
+        with pytest.raises(InvalidInput, match="cannot be used as a path segment"):
+            gw.external.set_workspace_code(ada, dots)
+        assert gw.external.workspace_code(ada) == ada
+    assert gw.external.set_workspace_code(ada, "...") == "..."

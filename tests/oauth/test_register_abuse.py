@@ -209,3 +209,40 @@ def authorize_status(server: AS, client_id: str) -> int:
         cookie=cookie,
     )
     return int(r.status_code)
+
+
+@pytest.mark.parametrize("trusted", [(), ("10.9.9.9",)])
+async def test_the_per_address_limit_ignores_a_forged_forwarded_for(tmp_path: Path, trusted: Any) -> None:
+    """Served the way `workbench serve` serves it (uvicorn, loopback peer): X-Forwarded-For is not
+    believed unless the operator names the proxy (WORKBENCH_TRUSTED_PROXIES); a loopback peer that
+    is not that proxy cannot reset its count by sending a new address each time."""
+    from workbench.runtime.uvicorn_server import server_options
+
+    from tests.support.processes import free_port
+    from tests.support.server_thread import start_server_thread
+
+    gw = gateway(Clock(), data_dir=tmp_path, oauth_register_per_ip=2, trusted_proxies=trusted)
+    port = free_port()
+    server, thread = start_server_thread(
+        create_local_app(gw), port, name="gateway", **server_options(gw.settings.trusted_proxies)
+    )
+    try:
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as http:
+            codes = [
+                (
+                    await http.post("/register", json=CLIENT, headers={"X-Forwarded-For": f"198.51.100.{i}"})
+                ).status_code
+                for i in range(4)
+            ]
+    finally:
+        server.should_exit = True
+        thread.join(10)
+    assert codes == [201, 201, 429, 429]
+
+
+def test_trusted_proxies_setting() -> None:
+    env = {"WORKBENCH_TRUSTED_PROXIES": "10.0.0.1, 192.168.0.0/16"}
+    assert Settings.from_env(env).trusted_proxies == ("10.0.0.1", "192.168.0.0/16")
+    assert Settings.from_env({}).trusted_proxies == ()
+    with pytest.raises(ValueError, match="WORKBENCH_TRUSTED_PROXIES"):
+        Settings.from_env({"WORKBENCH_TRUSTED_PROXIES": "proxy.local"})

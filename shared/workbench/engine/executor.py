@@ -8,6 +8,7 @@ becomes a returned error object, and every path writes an EXECUTE audit event.
 from __future__ import annotations
 
 import asyncio
+import functools
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
@@ -245,7 +246,7 @@ class Engine:
             # Plain words for network failures: their OS wording would reach the agent and the portal.
             inner = self._transport or (self._transport_factory() if self._transport_factory else None)
             self._shared_transport = PlainErrors(inner or httpx.AsyncHTTPTransport(retries=1))
-        return httpx.AsyncClient(
+        return _plugin_client()(
             base_url=manifest.base_url,
             auth=auth,
             transport=self._shared_transport,
@@ -453,6 +454,25 @@ class Engine:
                 True,
             )
         return {"result": result.json}, manifest.name, audit_error, True
+
+
+@functools.cache
+def _plugin_client() -> type[httpx.AsyncClient]:
+    """The client class a plugin's tools send through (made on first use: httpx loads lazily). A
+    path a tool built from its arguments (`f"/repos/{args.owner}/{args.repo}"`) is refused when an
+    argument put a dot segment in it: normalised away, `..` would reach another endpoint of the
+    provider's API. One check for every plugin, whatever its tools interpolate."""
+    import httpx
+
+    from workbench.guard.paths import DOT_SEGMENT_MESSAGE, path_has_dot_segment
+
+    class PluginClient(httpx.AsyncClient):
+        def build_request(self, method: str, url: httpx.URL | str, **kwargs: Any) -> httpx.Request:
+            if path_has_dot_segment(str(url)):
+                raise ValueError(f"Invalid arguments: {DOT_SEGMENT_MESSAGE}")
+            return super().build_request(method, url, **kwargs)
+
+    return PluginClient
 
 
 def _scrub_text(text: str, secrets: Sequence[str]) -> str:

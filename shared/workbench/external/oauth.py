@@ -35,7 +35,7 @@ import httpx
 
 from workbench.connections.provider_oauth import ProviderError, TokenSet, pkce_challenge, pkce_verifier
 from workbench.errors import CryptoError, NotConnected
-from workbench.guard.egress import EgressRefused
+from workbench.guard.egress import EgressRefused, ResponseTooLarge, read_bounded
 from workbench.guard.jsontext import JsonRejected, parse
 from workbench.stores import ExternalServer, ExternalServerStore, OAuthState, PendingConnect, PendingStore
 
@@ -311,16 +311,17 @@ class AppOAuth:
         }
         if scope:
             body["scope"] = scope
+        target = self._allowed(_https_or_loopback(endpoint, "registration_endpoint"), "registration endpoint")
         try:
-            target = self._allowed(
-                _https_or_loopback(endpoint, "registration_endpoint"), "registration endpoint"
-            )
-            resp = await http.post(target, json=body)
+            async with http.stream("POST", target, json=body) as resp:
+                raw = await read_bounded(resp, _MAX_DOC)
         except httpx.HTTPError as exc:
             raise OAuthSetupError(f"client registration failed ({type(exc).__name__})") from None
+        except EgressRefused as exc:  # where the endpoint resolved to, or an answer over the bound
+            raise OAuthSetupError(f"client registration failed: {exc}") from None
         try:
-            value = resp.json() if len(resp.content) <= _MAX_DOC else {}
-        except ValueError:
+            value = parse(raw)
+        except (ValueError, JsonRejected):
             value = {}
         if resp.status_code not in (200, 201) or not isinstance(value, dict) or not value.get("client_id"):
             reason = value.get("error_description") or value.get("error") if isinstance(value, dict) else ""
@@ -466,17 +467,20 @@ class AppOAuth:
             if plan.client_secret:
                 body["client_secret"] = plan.client_secret
         try:
-            async with httpx.AsyncClient(
-                transport=self.transport, timeout=_TIMEOUT, follow_redirects=False
-            ) as http:
-                resp = await http.post(plan.token_endpoint, data=body, headers=headers)
+            async with (
+                httpx.AsyncClient(transport=self.transport, timeout=_TIMEOUT, follow_redirects=False) as http,
+                http.stream("POST", plan.token_endpoint, data=body, headers=headers) as resp,
+            ):
+                raw = await read_bounded(resp, _MAX_DOC)
         except httpx.HTTPError as exc:
             raise ProviderError("unreachable", f"token endpoint: {type(exc).__name__}") from exc
+        except ResponseTooLarge as exc:
+            raise ProviderError("invalid_response", f"token endpoint: {exc}") from exc
         except EgressRefused as exc:
             raise ProviderError("refused", f"token endpoint: {exc}", permanent=exc.status != 502) from exc
         try:
-            value = resp.json()
-        except ValueError:
+            value = parse(raw)
+        except (ValueError, JsonRejected):
             value = {}
         value = value if isinstance(value, dict) else {}
         if resp.status_code >= 400 or value.get("error"):

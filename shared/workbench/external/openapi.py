@@ -16,16 +16,21 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote, urljoin, urlsplit
+
+from workbench.guard.paths import DOT_SEGMENT_MESSAGE, dot_segment
 
 __all__ = ["METHODS", "OpenApiError", "Operation", "build_request", "compile_document", "security_schemes"]
 
 METHODS = ("get", "put", "post", "delete", "patch", "head", "options", "trace")
 MAX_OPERATIONS = 1000
 MAX_SCHEMA_CHARS = 100_000
+# Nodes one operation's schemas may expand to while `$ref`s are inlined (each is at least 2 characters).
+MAX_SCHEMA_NODES = MAX_SCHEMA_CHARS // 2
 _NAME = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
 _REF_DEPTH = 24
 _PARAM_IN = ("path", "query", "header", "cookie")
@@ -99,9 +104,13 @@ class _Unresolvable(Exception):
     pass
 
 
-def compile_document(document: Any, *, only: set[str] | None = None) -> Compiled:
+def compile_document(
+    document: Any, *, only: set[str] | None = None, max_seconds: float | None = None
+) -> Compiled:
     """The document's operations as tools. `only` keeps the operations whose operationId or one of
-    whose tags is in it."""
+    whose tags is in it. Inlining `$ref`s is bounded: at most MAX_SCHEMA_NODES nodes per operation
+    (refs that fan out can otherwise stand for exponentially many) and `max_seconds` in all."""
+    stop_at = time.monotonic() + max_seconds if max_seconds is not None else None
     if not isinstance(document, dict):
         raise OpenApiError("the document is not a JSON/YAML object")
     version = document.get("openapi")
@@ -141,6 +150,8 @@ def compile_document(document: Any, *, only: set[str] | None = None) -> Compiled
             tags: list[Any] = raw_tags if isinstance(raw_tags, list) else []
             if only is not None and op_id not in only and not any(t in only for t in tags):
                 continue
+            if stop_at is not None and time.monotonic() > stop_at:
+                raise OpenApiError(f"the document took longer than {max_seconds:g} s to compile")
             try:
                 operation = _operation(document, str(path), method, op, shared_params)
             except (_Unresolvable, ValueError) as exc:
@@ -210,14 +221,17 @@ def _operation(
     properties: dict[str, Any] = {}
     required: list[str] = []
     params: list[Param] = []
+    budget = [MAX_SCHEMA_NODES]
     for (pname, where), param in merged.items():
         if pname in properties:
             raise ValueError(f"parameter '{pname}' appears in two locations")
-        prop = _resolve_schema(document, param.get("schema", {}))
+        prop = _resolve_schema(document, param.get("schema", {}), budget)
         if "content" in param and "schema" not in param:
             content = param["content"]
             first: Any = next(iter(content.values()), {}) if isinstance(content, dict) and content else {}
-            prop = _resolve_schema(document, first.get("schema", {}) if isinstance(first, dict) else {})
+            prop = _resolve_schema(
+                document, first.get("schema", {}) if isinstance(first, dict) else {}, budget
+            )
         prop = dict(prop) if isinstance(prop, dict) else {}
         if isinstance(param.get("description"), str) and "description" not in prop:
             prop["description"] = param["description"]
@@ -247,7 +261,7 @@ def _operation(
         key = "body" if "body" not in properties else "requestBody"
         if key in properties:
             raise ValueError("parameters named 'body' and 'requestBody' leave no name for the body")
-        body_schema = _resolve_schema(document, media.get("schema", {}))
+        body_schema = _resolve_schema(document, media.get("schema", {}), budget)
         properties[key] = body_schema if isinstance(body_schema, dict) else {}
         body_required = isinstance(body, dict) and body.get("required") is True
         if body_required:
@@ -310,11 +324,17 @@ def _deref(document: dict[str, Any], node: Any, depth: int) -> Any:
     return node
 
 
-def _resolve_schema(document: dict[str, Any], schema: Any, stack: tuple[str, ...] = ()) -> Any:
+def _resolve_schema(
+    document: dict[str, Any], schema: Any, budget: list[int], stack: tuple[str, ...] = ()
+) -> Any:
     """The schema with every local `$ref` inlined; a ref that is already being expanded (a cycle)
-    becomes `{"type": "object"}` so the result is finite."""
+    becomes `{"type": "object"}` so the result is finite. Each node spends one of `budget[0]`; an
+    operation whose schemas expand past it is too large (refused before it is built)."""
+    budget[0] -= 1
+    if budget[0] < 0:
+        raise ValueError("its input schema is too large")
     if isinstance(schema, list):
-        return [_resolve_schema(document, s, stack) for s in schema]
+        return [_resolve_schema(document, s, budget, stack) for s in schema]
     if not isinstance(schema, dict):
         return schema
     ref = schema.get("$ref")
@@ -323,13 +343,13 @@ def _resolve_schema(document: dict[str, Any], schema: Any, stack: tuple[str, ...
             return {"type": "object", "description": "(recursive structure)"}
         target = _pointer(document, ref)
         siblings = {k: v for k, v in schema.items() if k != "$ref"}
-        resolved = _resolve_schema(document, target, (*stack, ref))
+        resolved = _resolve_schema(document, target, budget, (*stack, ref))
         return {**resolved, **siblings} if isinstance(resolved, dict) else resolved
     return {
         key: (
             value
             if key in ("example", "examples", "default", "enum", "const")
-            else _resolve_schema(document, value, stack)
+            else _resolve_schema(document, value, budget, stack)
         )
         for key, value in schema.items()
         if key not in ("xml", "externalDocs")
@@ -365,8 +385,11 @@ def build_request(base_url: str, operation: Operation, args: Mapping[str, Any]) 
             continue
         value = args[param.name]
         if param.location == "path":
+            text = _text(value)
+            if dot_segment(text):  # normalised away, it would call the parent path
+                raise ValueError(f"'{param.name}': {DOT_SEGMENT_MESSAGE}")
             # safe="" so a "/" or "?" in an argument stays inside its segment.
-            path = path.replace("{" + param.name + "}", quote(_text(value), safe=""))
+            path = path.replace("{" + param.name + "}", quote(text, safe=""))
         elif param.location == "query":
             values = value if isinstance(value, list) else [value]
             query.extend((param.name, _text(v)) for v in values)

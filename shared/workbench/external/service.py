@@ -57,10 +57,11 @@ from workbench.external.client import (
     TimedOut,
     Unreachable,
 )
-from workbench.external.openapi import OpenApiError, Operation, build_request, compile_document
+from workbench.external.openapi import Compiled, OpenApiError, Operation, build_request, compile_document
 from workbench.external.schema import problem
 from workbench.guard.egress import EgressPolicy, EgressRefused, EgressTransport
-from workbench.guard.jsontext import JsonRejected, nesting_exceeds, parse
+from workbench.guard.jsontext import JsonRejected, parse
+from workbench.guard.paths import DOT_SEGMENT_MESSAGE, dot_segment
 from workbench.identity.crypto import Cipher
 from workbench.identity.vault import Vault
 from workbench.observability import log_event, logger
@@ -104,6 +105,8 @@ _CODE_OWNER = "#workspace"
 # An app's config blob must fit a DynamoDB item (400 KB) with room for the other attributes.
 MAX_CONFIG_BYTES = 350_000
 MAX_OPENAPI_CHARS = 5_000_000
+# Reading and compiling one OpenAPI document stops after this long (it runs in a thread).
+DOCUMENT_SECONDS = 5.0
 
 _NAME = re.compile(r"^[a-z][a-z0-9_-]{0,39}$")
 _PREFIX = re.compile(r"^[A-Za-z0-9_.-]{1,48}$")
@@ -252,6 +255,8 @@ class ExternalServers:
         # The async paths (search, lookup, calls, discovery) read and write the store, the vault and
         # the OAuth plans here, off the event loop; the portal's sync pages call the helpers directly.
         self.io = io or BlockingPool(4, "workbench-store")
+        # Documents are parsed here, apart from store I/O: two hostile uploads never hold up a read.
+        self.documents = BlockingPool(2, "workbench-documents")
 
     # -- registration --------------------------------------------------------------------------
 
@@ -298,12 +303,9 @@ class ExternalServers:
         `operations` keeps only those operationIds or tags. Malformed operations are dropped with a
         warning; the answer lists them under `dropped`."""
         prefix = self._check_common(user_id, name, tool_prefix, timeout_ms)
-        parsed = parse_document(document)
         only = set(operations) if operations is not None else None
-        try:
-            compiled = compile_document(parsed, only=only)
-        except OpenApiError as exc:
-            raise InvalidInput(f"document: {exc}") from None
+        # Parsing and compiling a large (or hostile) document is CPU work: off the event loop.
+        parsed, compiled = await self.documents.run(read_document, document, only)
         for label, why in compiled.dropped:
             _warn("openapi_operation_dropped", app=name, user=user_id, operation=label, reason=why)
         if not compiled.operations:
@@ -639,6 +641,8 @@ class ExternalServers:
         store = self._require_store()
         if code and not _CODE.match(code):
             raise InvalidInput("workspace code must be 1-128 letters, digits, '.', '_', '~' or '-'")
+        if code and dot_segment(code):
+            raise InvalidInput(f"workspace code: {DOT_SEGMENT_MESSAGE}")
         if code == user_id:
             code = None  # the default, held by its user alone
         previous = self._caller(user_id).code
@@ -1288,6 +1292,11 @@ class ExternalServers:
     def _endpoint(self, app: App, caller: _Caller) -> _Target:
         """URL and headers for this workspace, with the secret values they contain."""
         code = caller.code
+        if dot_segment(code):  # a code stored before they were refused: never a path of its own
+            raise ExternalError(
+                app.name,
+                f"Your workspace code cannot be used: {DOT_SEGMENT_MESSAGE}; set another in the portal.",
+            )
         reader = self.vault.reader(app.owner) if not app.operator else _no_vault
         secrets: list[str] = []
         try:
@@ -1362,7 +1371,8 @@ _MAX_DOCUMENT_DEPTH = 128
 
 
 def parse_document(document: Any) -> Any:
-    """An OpenAPI document given as an object, or as JSON or YAML text."""
+    """An OpenAPI document given as an object, or as JSON or YAML text. CPU-bound on large text:
+    callers on the event loop use `read_document`, which runs it in a thread."""
     if isinstance(document, dict):
         return document
     if not isinstance(document, str | bytes) or not document:
@@ -1374,17 +1384,23 @@ def parse_document(document: Any) -> Any:
         return parse(text, max_depth=_MAX_DOCUMENT_DEPTH)  # strict, depth checked before parsing
     except JsonRejected:
         pass
-    import yaml  # type: ignore[import-untyped]  # only for YAML documents
+    from workbench.guard import yamltext
 
+    try:  # aliases, expansion, depth and time bounded while composing (guard/yamltext.py)
+        return yamltext.load(text, max_depth=_MAX_DOCUMENT_DEPTH, max_seconds=DOCUMENT_SECONDS)
+    except yamltext.YamlRejected as exc:
+        if "not valid YAML" in str(exc):
+            raise InvalidInput("document is neither valid JSON nor valid YAML") from None
+        raise
+
+
+def read_document(document: Any, only: set[str] | None) -> tuple[Any, Compiled]:
+    """`parse_document` then `compile_document`: the blocking part of registering an OpenAPI app."""
+    parsed = parse_document(document)
     try:
-        value = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise InvalidInput(f"document is neither valid JSON nor valid YAML ({type(exc).__name__})") from None
-    except RecursionError:  # PyYAML composes nested nodes recursively
-        raise InvalidInput(f"document is nested deeper than {_MAX_DOCUMENT_DEPTH} levels") from None
-    if nesting_exceeds(value, _MAX_DOCUMENT_DEPTH):
-        raise InvalidInput(f"document is nested deeper than {_MAX_DOCUMENT_DEPTH} levels")
-    return value
+        return parsed, compile_document(parsed, only=only, max_seconds=DOCUMENT_SECONDS)
+    except OpenApiError as exc:
+        raise InvalidInput(f"document: {exc}") from None
 
 
 # -- helpers -------------------------------------------------------------------------------------

@@ -65,6 +65,7 @@ __all__ = [
     "Resolver",
     "ResponseTooLarge",
     "Route",
+    "read_bounded",
     "system_resolver",
 ]
 
@@ -523,6 +524,18 @@ class EgressTransport(httpx.AsyncBaseTransport):
             await pool.aclose()
         if self._inner is not None:
             await self._inner.aclose()
+
+
+async def read_bounded(response: httpx.Response, cap: int) -> bytes:
+    """A streamed response's body, read only up to `cap` bytes: past it, ResponseTooLarge (whose
+    message says so plainly) and nothing more is read. For documents from servers Workbench does not
+    run (metadata, registration and token answers) that are small when honest."""
+    body = bytearray()
+    async for chunk in response.aiter_bytes():
+        body.extend(chunk)
+        if len(body) > cap:
+            raise ResponseTooLarge(cap)
+    return bytes(body)
 
 
 # -- bounded decoding --------------------------------------------------------------------------------

@@ -11,7 +11,17 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["http_protocol"]
+__all__ = ["http_protocol", "server_options"]
+
+
+def server_options(trusted_proxies: tuple[str, ...]) -> dict[str, Any]:
+    """uvicorn settings for the client address: uvicorn believes X-Forwarded-For from loopback peers by
+    default, which would let anyone on the machine (or behind a local tunnel) pick their address for
+    the per-address limits. Only the proxies the operator names (Settings.trusted_proxies) are
+    believed; with none, the address is always the connection's peer."""
+    if not trusted_proxies:
+        return {"proxy_headers": False}
+    return {"proxy_headers": True, "forwarded_allow_ips": list(trusted_proxies)}
 
 
 def http_protocol() -> Any:
