@@ -473,6 +473,10 @@ def test_sam_build_makes_a_layer_with_engine_plugins_and_arm64_wheels(tmp_path: 
     # Local-only packages stay out: httpx imports click whenever it can (a cold-start cost).
     assert not (site / "uvicorn").exists() and not (site / "click").exists()
     assert not (site / "httptools").exists() and not (site / "uvloop").exists()
+    # The AWS SDK is the runtime's (workbench.aws.client speaks to DynamoDB/KMS/Secrets Manager/SQS).
+    for sdk in ("boto3", "botocore", "s3transfer", "jmespath", "dateutil", "urllib3", "six.py"):
+        assert not (site / sdk).exists(), f"{sdk} is in the layer"
+    assert _size(site) <= 45 * 1024 * 1024, f"the layer unzips to {_size(site) / 2**20:.1f} MiB"
     assert not (site / "mangum").exists()  # events are adapted by workbench.aws.apigw
     assert not (site / "aws_lambda_powertools").exists()  # logs, metrics, traces: lambda_runtime/tracing
     # Traces go straight to the X-Ray daemon (workbench.observability.tracing): the X-Ray SDK is not shipped.
@@ -483,6 +487,12 @@ def test_sam_build_makes_a_layer_with_engine_plugins_and_arm64_wheels(tmp_path: 
         assert "boto3" not in entry.read_text()  # thin entries: no AWS SDK, no business rules
     built = load_template(build / "template.yaml")
     assert built["Resources"]["EngineLayer"]["Properties"]["ContentUri"] == "EngineLayer"
+
+
+def _size(root: Path) -> int:
+    """Bytes of every file below `root`: the layer's unzipped size, which Lambda caps at 250 MB with the
+    functions' code (and which every cold start maps in)."""
+    return sum(p.stat().st_size for p in root.rglob("*") if p.is_file())
 
 
 def _assert_compiled_for_the_runtime(site: Path, python: str) -> None:
