@@ -10,6 +10,10 @@
   GET  /v1/balance         an API-key check (Stripe-like): 200 for `good_key`, 401 with a message else
   POST /test/revoke        the provider ends every live access token (a session timeout); no expiry
                            was ever announced
+  GET  /.well-known/openid-configuration, /jwks
+                           it is an OpenID provider too: a code whose /authorize carried a `nonce`
+                           is exchanged for an ID token (RS256) naming the `login_hint` as a
+                           verified email
 
 Refresh tokens rotate; presenting a used one is a replay, refused with invalid_grant. `stats`
 counts what happened, for the tests' exact assertions.
@@ -18,6 +22,7 @@ counts what happened, for the tests' exact assertions.
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import json
 import secrets
@@ -71,6 +76,7 @@ class LoopbackProvider:
     refusals: list[str] = field(default_factory=list)
     delay: float = 0.0  # seconds the token endpoint takes (widens the race window)
     _codes: dict[str, tuple[str, str]] = field(default_factory=dict)  # code -> (challenge, redirect_uri)
+    _oidc: dict[str, tuple[str, str]] = field(default_factory=dict)  # code -> (nonce, login_hint)
     _live_refresh: set[str] = field(default_factory=set)
     _live_access: set[str] = field(default_factory=set)
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -84,6 +90,16 @@ class LoopbackProvider:
             body["expires_in"] = self.style.expires_in
         body.update(dict(self.style.extra))
         return body
+
+    def id_token(self, nonce: str, email: str) -> str:
+        import time
+
+        import jwt
+
+        now = int(time.time())
+        claims = {"iss": self.url, "aud": CLIENT_ID, "sub": "sub-" + email, "iat": now, "exp": now + 300}
+        claims.update(nonce=nonce, email=email, email_verified=True)
+        return jwt.encode(claims, _signing_key(), algorithm="RS256", headers={"kid": "loop"})
 
     def revoke_access(self) -> None:
         with self._lock:
@@ -114,10 +130,29 @@ def _handler(p: LoopbackProvider) -> type[BaseHTTPRequestHandler]:
         def do_GET(self) -> None:
             url = urlsplit(self.path)
             q = {k: v[0] for k, v in parse_qs(url.query).items()}
+            if url.path == "/.well-known/openid-configuration":
+                return self._send(
+                    200,
+                    {
+                        "issuer": p.url,
+                        "authorization_endpoint": f"{p.url}/authorize",
+                        "token_endpoint": f"{p.url}/token",
+                        "jwks_uri": f"{p.url}/jwks",
+                        "id_token_signing_alg_values_supported": ["RS256"],
+                        "token_endpoint_auth_methods_supported": [p.style.client_auth],
+                    },
+                )
+            if url.path == "/jwks":
+                from jwt.algorithms import RSAAlgorithm
+
+                public = json.loads(RSAAlgorithm.to_jwk(_signing_key().public_key()))
+                return self._send(200, {"keys": [{**public, "kid": "loop", "use": "sig", "alg": "RS256"}]})
             if url.path == "/authorize":
                 code = "code-" + secrets.token_urlsafe(8)
                 with p._lock:
                     p._codes[code] = (q.get("code_challenge", ""), q.get("redirect_uri", ""))
+                    if "nonce" in q:
+                        p._oidc[code] = (q["nonce"], q.get("login_hint", ""))
                 target = q["redirect_uri"] + "?" + urlencode({"code": code, "state": q.get("state", "")})
                 self.send_response(302)
                 self.send_header("Location", target)
@@ -232,6 +267,9 @@ def _handler(p: LoopbackProvider) -> type[BaseHTTPRequestHandler]:
                 with p._lock:
                     p.stats["code_grants"] += 1
                     answer = p.token_response()
+                    signed_in = p._oidc.pop(str(body.get("code")), None)
+                if signed_in is not None:
+                    answer["id_token"] = p.id_token(*signed_in)
                 return self._send(200, answer)
             if grant == "refresh_token":
                 with p._lock:
@@ -250,10 +288,30 @@ def _handler(p: LoopbackProvider) -> type[BaseHTTPRequestHandler]:
     return Handler
 
 
+class _Server(ThreadingHTTPServer):
+    request_queue_size = 128  # tests open dozens of connections at once; the default backlog is 5
+
+
+_KEY_LOCK = threading.Lock()
+
+
+def _signing_key() -> Any:
+    """The provider's ID-token key: made once, on first use (its request threads may ask at once)."""
+    with _KEY_LOCK:
+        return _make_key()
+
+
+@functools.cache
+def _make_key() -> Any:
+    from cryptography.hazmat.primitives.asymmetric import rsa
+
+    return rsa.generate_private_key(public_exponent=65537, key_size=2048)
+
+
 @contextmanager
 def loopback_provider(style: Style, **kw: Any) -> Iterator[LoopbackProvider]:
     provider = LoopbackProvider(style, **kw)
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(provider))
+    server = _Server(("127.0.0.1", 0), _handler(provider))
     server.daemon_threads = True
     provider.url = f"http://127.0.0.1:{server.server_address[1]}"
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)

@@ -29,6 +29,7 @@ from workbench.engine.registry import LoginHosts, Manifest, OAuth2Auth
 from workbench.errors import ConfigError, InvalidInput
 from workbench.guard.egress import EgressRefused
 from workbench.guard.jsontext import parse
+from workbench.guard.shared_http import SharedClient
 from workbench.identity.secrets import EnvSecrets, SecretSource, plugin_client_keys
 from workbench.settings import Settings
 
@@ -149,8 +150,10 @@ class ProviderOAuth:
         self.settings = settings
         self.secrets = secrets or EnvSecrets.from_settings(settings)
         # Outbound HTTP to providers: the egress transport (the composition root wraps any test
-        # double in it); None means plain httpx, for tests that build this class alone.
+        # double in it); None means plain httpx, for tests that build this class alone. One client
+        # for every token request of this instance, never closed by a request (see shared_http).
         self.transport = transport
+        self.http = SharedClient(transport, timeout=_TIMEOUT)
 
     def redirect_uri(self, integration: str) -> str:
         return f"{self.settings.public_url.rstrip('/')}/api/auth/plugin/{integration}/callback"
@@ -218,9 +221,6 @@ class ProviderOAuth:
 
     # -- internals -------------------------------------------------------------------------------
 
-    def _http(self) -> httpx.AsyncClient:
-        return httpx.AsyncClient(transport=self.transport, timeout=_TIMEOUT)
-
     async def _token_request(
         self, manifest: Manifest, grant: dict[str, str], login_host: str | None
     ) -> TokenSet:
@@ -237,11 +237,11 @@ class ProviderOAuth:
                 body["client_secret"] = secret
         url = _on_host(auth.token_url, auth, login_host)
         try:
-            async with self._http() as http:
-                if auth.token_body == "json":
-                    resp = await http.post(url, json=body, headers=headers)
-                else:
-                    resp = await http.post(url, data=body, headers=headers)
+            http = self.http.client()
+            if auth.token_body == "json":
+                resp = await http.post(url, json=body, headers=headers)
+            else:
+                resp = await http.post(url, data=body, headers=headers)
         except httpx.HTTPError as exc:
             raise ProviderError("unreachable", f"token endpoint: {type(exc).__name__}") from exc
         except EgressRefused as exc:  # a token URL the egress policy refuses can never work

@@ -241,11 +241,15 @@ class Engine:
         import httpx
 
         from workbench.guard.plain_errors import PlainErrors
+        from workbench.guard.shared_http import SharedTransport
 
         if self._shared_transport is None:
             # Plain words for network failures: their OS wording would reach the agent and the portal.
             inner = self._transport or (self._transport_factory() if self._transport_factory else None)
-            self._shared_transport = PlainErrors(inner or httpx.AsyncHTTPTransport(retries=1))
+            # Shared by every execution's client: a tool that closes its client leaves it open.
+            self._shared_transport = SharedTransport(
+                PlainErrors(inner or httpx.AsyncHTTPTransport(retries=1))
+            )
         return _plugin_client()(
             base_url=manifest.base_url,
             auth=auth,

@@ -34,6 +34,7 @@ import httpx
 
 from workbench.guard.egress import EgressRefused
 from workbench.guard.jsontext import JsonRejected, parse
+from workbench.guard.shared_http import SharedTransport
 
 __all__ = [
     "LEGACY_VERSIONS",
@@ -174,6 +175,12 @@ class McpClient:
     _ids: Any = field(default_factory=lambda: count(1))
     # Building a verifying SSL context costs ~75 ms (it loads the CA bundle): once per client, not per call.
     _ssl: ssl.SSLContext | None = None
+
+    def __post_init__(self) -> None:
+        # Every operation's client closes when it is done; the transport under it is shared by all
+        # of them, so their close must leave it open (see shared_http).
+        if self.transport is not None and not isinstance(self.transport, SharedTransport):
+            self.transport = SharedTransport(self.transport)
 
     # -- operations ------------------------------------------------------------------------------
 

@@ -37,6 +37,7 @@ from workbench.connections.provider_oauth import ProviderError, TokenSet, pkce_c
 from workbench.errors import CryptoError, NotConnected
 from workbench.guard.egress import EgressRefused, ResponseTooLarge, read_bounded
 from workbench.guard.jsontext import JsonRejected, parse
+from workbench.guard.shared_http import SharedClient
 from workbench.stores import ExternalServer, ExternalServerStore, OAuthState, PendingConnect, PendingStore
 
 if TYPE_CHECKING:
@@ -110,6 +111,9 @@ class AppOAuth:
         self.credentials = credentials
         self.clock = clock
         self.transport = transport
+        # One client for every discovery, registration and token request of this instance, never
+        # closed by a request (see shared_http).
+        self.http = SharedClient(transport, timeout=_TIMEOUT, follow_redirects=False)
         # Tests only: offer a client ID metadata document served over plain http (loopback).
         self.allow_http_client_metadata = allow_http_client_metadata
         self.connect_ttl = connect_ttl
@@ -174,37 +178,33 @@ class AppOAuth:
     async def prepare(self, owner: str, app_name: str, server_url: str, challenge: str) -> Plan:
         """Discovery and client registration from the server's 401 (see the module docstring)."""
         params = parse_challenge(challenge)
-        async with httpx.AsyncClient(
-            transport=self.transport, timeout=_TIMEOUT, follow_redirects=False
-        ) as http:
-            prm = await self._resource_metadata(http, server_url, params.get("resource_metadata"))
-            resource = str(prm["resource"])
-            servers = prm.get("authorization_servers")
-            if not isinstance(servers, list) or not servers or not isinstance(servers[0], str):
-                raise OAuthSetupError("its protected-resource metadata names no authorization server")
-            issuer = servers[0]
-            meta = await self._as_metadata(http, issuer)
-            methods = meta.get("code_challenge_methods_supported")
-            if not isinstance(methods, list) or "S256" not in methods:
-                raise OAuthSetupError("its authorization server does not offer PKCE with S256")
-            scope = params.get("scope") or " ".join(
-                s for s in (prm.get("scopes_supported") or []) if isinstance(s, str)
+        http = self.http.client()
+        prm = await self._resource_metadata(http, server_url, params.get("resource_metadata"))
+        resource = str(prm["resource"])
+        servers = prm.get("authorization_servers")
+        if not isinstance(servers, list) or not servers or not isinstance(servers[0], str):
+            raise OAuthSetupError("its protected-resource metadata names no authorization server")
+        issuer = servers[0]
+        meta = await self._as_metadata(http, issuer)
+        methods = meta.get("code_challenge_methods_supported")
+        if not isinstance(methods, list) or "S256" not in methods:
+            raise OAuthSetupError("its authorization server does not offer PKCE with S256")
+        scope = params.get("scope") or " ".join(
+            s for s in (prm.get("scopes_supported") or []) if isinstance(s, str)
+        )
+        offered = meta.get("scopes_supported")
+        if isinstance(offered, list) and "offline_access" in offered and "offline_access" not in scope:
+            scope = (scope + " offline_access").strip()
+        if meta.get("client_id_metadata_document_supported") is True and self._cimd_usable():
+            client_id, secret, auth, how = self.client_id_url, "", "none", "cimd"
+        elif isinstance(meta.get("registration_endpoint"), str):
+            client_id, secret, auth = await self._register(http, str(meta["registration_endpoint"]), scope)
+            how = "dcr"
+        else:
+            raise OAuthSetupError(
+                "its authorization server supports neither client ID metadata documents nor dynamic "
+                "client registration"
             )
-            offered = meta.get("scopes_supported")
-            if isinstance(offered, list) and "offline_access" in offered and "offline_access" not in scope:
-                scope = (scope + " offline_access").strip()
-            if meta.get("client_id_metadata_document_supported") is True and self._cimd_usable():
-                client_id, secret, auth, how = self.client_id_url, "", "none", "cimd"
-            elif isinstance(meta.get("registration_endpoint"), str):
-                client_id, secret, auth = await self._register(
-                    http, str(meta["registration_endpoint"]), scope
-                )
-                how = "dcr"
-            else:
-                raise OAuthSetupError(
-                    "its authorization server supports neither client ID metadata documents nor dynamic "
-                    "client registration"
-                )
         plan = Plan(
             issuer=issuer,
             authorization_endpoint=_https_or_loopback(
@@ -467,10 +467,9 @@ class AppOAuth:
             if plan.client_secret:
                 body["client_secret"] = plan.client_secret
         try:
-            async with (
-                httpx.AsyncClient(transport=self.transport, timeout=_TIMEOUT, follow_redirects=False) as http,
-                http.stream("POST", plan.token_endpoint, data=body, headers=headers) as resp,
-            ):
+            async with self.http.client().stream(
+                "POST", plan.token_endpoint, data=body, headers=headers
+            ) as resp:
                 raw = await read_bounded(resp, _MAX_DOC)
         except httpx.HTTPError as exc:
             raise ProviderError("unreachable", f"token endpoint: {type(exc).__name__}") from exc

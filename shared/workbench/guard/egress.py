@@ -443,13 +443,22 @@ class EgressTransport(httpx.AsyncBaseTransport):
         self._retries = retries
         self._ssl: ssl.SSLContext | None = None
         self._network: httpx.AsyncHTTPTransport | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
         # per_address: one pool per (scheme, host, port, checked address), the oldest closed past a bound.
         self._pools: dict[tuple[str, str, int, str], httpx.AsyncHTTPTransport] = {}
+
+    def _on_this_loop(self) -> None:
+        """Kept connections belong to the event loop that opened them (a warm instance has one; a
+        test may run several): on another loop, start new pools and leave the old ones to it."""
+        loop = asyncio.get_running_loop()
+        if self._loop is not loop:
+            self._loop, self._network, self._pools = loop, None, {}
 
     def _connect(self) -> tuple[httpx.AsyncBaseTransport, httpx.AsyncBaseTransport | None]:
         """The transport for one request, and what to close with its response (if anything)."""
         if self._inner is not None:
             return self._inner, None
+        self._on_this_loop()
         if self._ssl is None:  # built on first use: loading the CA bundle costs tens of milliseconds
             self._ssl = self._verify or httpx.create_ssl_context()
         if not self.keepalive:
@@ -463,6 +472,7 @@ class EgressTransport(httpx.AsyncBaseTransport):
         """Resolve and check now; send on the kept connections to an address of this answer."""
         if self._ssl is None:
             self._ssl = self._verify or httpx.create_ssl_context()
+        self._on_this_loop()
         addresses = await self.policy.resolve(checked.host, checked.port)
         failure: httpx.ConnectError | None = None
         for address in addresses[:_MAX_ADDRESSES_TRIED]:

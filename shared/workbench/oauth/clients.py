@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from workbench.guard.egress import EgressPolicy, EgressRefused, EgressTransport, ResponseTooLarge
+from workbench.guard.shared_http import SharedClient
 from workbench.oauth.errors import OAuthError
 from workbench.stores import OAuthClient, OAuthClientStore
 
@@ -244,6 +245,8 @@ class ClientResolver:
         self.egress = egress or EgressPolicy()
         # `transport` is a test double; it still sits behind the egress URL checks.
         self.transport = EgressTransport(self.egress, inner=transport, max_response_bytes=MAX_DOCUMENT_BYTES)
+        # One client for every metadata document fetch, never closed by a fetch (see shared_http).
+        self.http = SharedClient(self.transport, timeout=CIMD_TIMEOUT_SECONDS, follow_redirects=False)
         self.clock = clock
         self._cache: dict[str, tuple[float, ClientInfo]] = {}
 
@@ -301,12 +304,9 @@ class ClientResolver:
 
         self._check_url(url)
         try:
-            async with (
-                httpx.AsyncClient(
-                    transport=self.transport, timeout=CIMD_TIMEOUT_SECONDS, follow_redirects=False
-                ) as http,
-                http.stream("GET", url, headers={"Accept": "application/json"}) as response,
-            ):
+            async with self.http.client().stream(
+                "GET", url, headers={"Accept": "application/json"}
+            ) as response:
                 if response.status_code != 200:
                     raise OAuthError(
                         "invalid_client",

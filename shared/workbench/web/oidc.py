@@ -25,6 +25,7 @@ from urllib.parse import quote, urlencode
 import httpx
 
 from workbench.connections.provider_oauth import pkce_challenge
+from workbench.guard.shared_http import SharedClient
 
 __all__ = ["OidcClient", "OidcError", "SignedIn", "nonce_for"]
 
@@ -64,7 +65,8 @@ class OidcClient:
         # A callable is asked on each sign-in: a rotated secret is used without a restart.
         self._client_secret = client_secret
         self.redirect_uri = redirect_uri
-        self._transport = transport
+        # One client for every sign-in on this instance, never closed by a request (shared_http).
+        self.http = SharedClient(transport, timeout=_TIMEOUT)
         self.clock = clock
         self._meta: dict[str, Any] | None = None
         self._meta_at = 0.0
@@ -76,16 +78,13 @@ class OidcClient:
         secret = self._client_secret
         return secret() if callable(secret) else secret
 
-    def _http(self) -> httpx.AsyncClient:
-        return httpx.AsyncClient(transport=self._transport, timeout=_TIMEOUT)
-
     async def metadata(self) -> dict[str, Any]:
         """The provider's discovery document (cached per warm instance)."""
         if self._meta is None or self.clock() - self._meta_at > _CACHE_SECONDS:
             url = f"{self.issuer}/.well-known/openid-configuration"
             try:
-                async with self._http() as http:
-                    resp = await http.get(url, headers={"Accept": "application/json"})
+                http = self.http.client()
+                resp = await http.get(url, headers={"Accept": "application/json"})
                 resp.raise_for_status()
                 meta = resp.json()
             except (httpx.HTTPError, ValueError) as exc:
@@ -133,8 +132,8 @@ class OidcClient:
             if secret:
                 form["client_secret"] = secret
         try:
-            async with self._http() as http:
-                resp = await http.post(str(meta["token_endpoint"]), data=form, headers=headers)
+            http = self.http.client()
+            resp = await http.post(str(meta["token_endpoint"]), data=form, headers=headers)
             body = resp.json()
         except (httpx.HTTPError, ValueError) as exc:
             raise OidcError("The sign-in provider did not answer properly. Try again.") from exc
@@ -158,10 +157,10 @@ class OidcClient:
 
     async def _userinfo(self, url: str, access_token: str) -> dict[str, Any]:
         try:
-            async with self._http() as http:
-                resp = await http.get(
-                    url, headers={"Authorization": f"Bearer {access_token}", "Accept": "application/json"}
-                )
+            http = self.http.client()
+            resp = await http.get(
+                url, headers={"Authorization": f"Bearer {access_token}", "Accept": "application/json"}
+            )
             resp.raise_for_status()
             info = resp.json()
         except (httpx.HTTPError, ValueError) as exc:
@@ -174,8 +173,8 @@ class OidcClient:
         if force or self._jwks is None or self.clock() - self._jwks_at > _CACHE_SECONDS:
             meta = await self.metadata()
             try:
-                async with self._http() as http:
-                    resp = await http.get(str(meta["jwks_uri"]), headers={"Accept": "application/json"})
+                http = self.http.client()
+                resp = await http.get(str(meta["jwks_uri"]), headers={"Accept": "application/json"})
                 resp.raise_for_status()
                 self._jwks, self._jwks_at = resp.json(), self.clock()
             except (httpx.HTTPError, ValueError) as exc:
