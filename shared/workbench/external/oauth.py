@@ -111,15 +111,23 @@ class AppOAuth:
         self.credentials = credentials
         self.clock = clock
         self.transport = transport
-        # One client for every discovery, registration and token request of this instance, never
-        # closed by a request (see shared_http).
-        self.http = SharedClient(transport, timeout=_TIMEOUT, follow_redirects=False)
         # Tests only: offer a client ID metadata document served over plain http (loopback).
         self.allow_http_client_metadata = allow_http_client_metadata
         self.connect_ttl = connect_ttl
         # The address policy for every URL a server's metadata names (metadata, registration, token
         # endpoints): the same one its MCP endpoint is held to, so a 401 cannot steer Workbench inward.
         self.refuse_host = refuse_host
+
+    @property
+    def transport(self) -> httpx.AsyncBaseTransport | None:
+        return self._transport
+
+    @transport.setter
+    def transport(self, transport: httpx.AsyncBaseTransport | None) -> None:
+        # One client for every discovery, registration and token request of this instance, never
+        # closed by a request (see shared_http).
+        self._transport = transport
+        self.http = SharedClient(transport, timeout=_TIMEOUT, follow_redirects=False)
 
     # -- Workbench's own client identity -----------------------------------------------------------
 
