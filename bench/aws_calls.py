@@ -24,7 +24,9 @@ import os
 import subprocess
 import sys
 import tempfile
+import threading
 from collections import Counter
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -77,9 +79,9 @@ def _bench_registry() -> Any:
 
 def _counting(client: Any, service: str, log: list[tuple[str, str]]) -> Any:
     def record(operation: str, params: dict[str, Any]) -> None:
-        tables = params.get("RequestItems") or {params.get("TableName", ""): None}  # batch calls name theirs
-        for table in tables:
-            log.append((f"{service}:{operation}", str(table)))
+        # One entry per call; a batch call names every table it touches.
+        tables = params.get("RequestItems") or {params.get("TableName", ""): None}
+        log.append((f"{service}:{operation}", "+".join(sorted(str(t) for t in tables))))
 
     # Called once per API call (retries excluded), with the call's own parameters.
     return on_call(client, record)
@@ -189,6 +191,152 @@ async def _warm_calls(endpoint: AwsEndpoint) -> dict[str, Any]:
                     raise RuntimeError(f"bench request failed: {resp.text[:300]}")
             counts[label] = Counter(log)
     return {"settings": settings, "counts": counts}
+
+
+# -- 1b. after an idle pause, and back to back (issue 24) -----------------------------------------------
+
+IDLE_SECONDS = 20.0
+# Goals per request kind: (after IDLE_SECONDS with no request, back to back).
+IDLE_GOALS = {
+    "tools/list": (1, 0),
+    "execute_tools (1 auth-none tool)": (2, 1),
+    "search_tools": (2, 2),
+    "curl proxy GET": (2, 2),
+}
+
+
+class _Upstream(ThreadingHTTPServer):
+    """What the curl proxy forwards to: a loopback server answering every GET with a small JSON."""
+
+    daemon_threads = True
+
+    def __init__(self) -> None:
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                body = b'{"ok": true}'
+                self.send_response(200)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        super().__init__(("127.0.0.1", 0), Handler)
+
+
+async def _idle_calls(endpoint: AwsEndpoint, idle: float) -> dict[str, Any]:
+    """AWS calls of each kind of request on a warm instance: back to back (the previous request of
+    its kind a moment ago), and as the first request after `idle` seconds with no request at all (a
+    real pause: every cache keeps its own clock). One API key per kind, so each kind's request after
+    the pause is its key's first one since."""
+    from workbench.aws.kms import KmsKeyProvider
+    from workbench.composition import build_gateway, build_registry
+    from workbench.engine.registry import ApiKeyAuth, ApiKeyField, Manifest
+    from workbench.mcp.app import create_mcp_app
+    from workbench.proxy.app import create_proxy_app
+    from workbench.stores.dynamodb import dynamodb_stores
+
+    upstream = _Upstream()
+    threading.Thread(target=upstream.serve_forever, daemon=True).start()
+    settings = endpoint.fresh_tables(public_url="https://gw.example.test", egress_allow="loopback")
+    log: list[tuple[str, str]] = []
+    ddb = _counting(endpoint.client("dynamodb"), "dynamodb", log)
+    kms = _counting(endpoint.client("kms"), "kms", log)
+    registry = build_registry(plugins=False, extra=("tests.support.slow_plugin",))
+    auth = ApiKeyAuth(fields=(ApiKeyField("token", "Token"),), header="Authorization", scheme="Bearer")
+    registry.add(
+        Manifest(
+            name="acme",
+            version="1.0.0",
+            display_name="Acme",
+            auth=auth,
+            base_url=f"http://upstream.bench.test:{upstream.server_address[1]}/api",
+            tool_prefix="acme_",
+            curl_proxy=True,
+        ),
+        lambda: [],
+    )
+    gw = build_gateway(
+        settings,
+        stores=dynamodb_stores(settings, client=ddb),
+        registry=registry,
+        key_provider=KmsKeyProvider.from_settings(settings, client=kms),
+    )
+    user = gw.stores.users.get_or_create("bench@example.com")
+    gw.credentials.save(user.id, "acme", {"token": "upstream-secret-0123456789"})
+    keys = {kind: gw.api_keys.mint(user, label=kind) for kind in IDLE_GOALS}
+    curl = gw.curl_session(gw.api_keys.resolve(keys["curl proxy GET"]), ["acme"], 900)["token"]
+
+    async def dns(host: str, port: int) -> list[str]:
+        return ["127.0.0.1"]
+
+    def mcp(method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+        return {"jsonrpc": "2.0", "id": 1, "method": method, **({"params": params} if params else {})}
+
+    bodies = {
+        "tools/list": mcp("tools/list"),
+        "execute_tools (1 auth-none tool)": mcp(
+            "tools/call",
+            {"name": "execute_tools", "arguments": {"executions": [{"tool": "probe_noop", "args": {}}]}},
+        ),
+        "search_tools": mcp("tools/call", {"name": "search_tools", "arguments": {"query": "create a jot"}}),
+    }
+    counts: dict[str, dict[str, Counter[tuple[str, str]]]] = {"back to back": {}, "after idle": {}}
+    base = "https://gw.example.test"
+    async with (
+        httpx.AsyncClient(transport=httpx.ASGITransport(app=create_mcp_app(gw)), base_url=base) as m,
+        httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=create_proxy_app(gw, resolver=dns)), base_url=base
+        ) as p,
+    ):
+
+        async def send(kind: str) -> None:
+            if kind == "curl proxy GET":
+                resp = await p.get("/c/acme/things", headers={"authorization": f"Bearer {curl}"})
+                ok = resp.status_code == 200
+            else:
+                headers = {"authorization": f"Bearer {keys[kind]}", "accept": "application/json"}
+                resp = await m.post("/mcp", json=bodies[kind], headers=headers)
+                ok = (
+                    resp.status_code == 200
+                    and '"error"' not in resp.text
+                    and '"isError": true' not in resp.text
+                )
+            if not ok:
+                raise RuntimeError(f"bench request failed ({kind}): {resp.status_code} {resp.text[:300]}")
+
+        async def measured(kind: str, when: str) -> None:
+            log.clear()
+            await send(kind)
+            counts[when][kind] = Counter(log)
+
+        for kind in IDLE_GOALS:
+            for _ in range(2):  # warm: the instance's first request of each kind (clients, caches)
+                await send(kind)
+            await measured(kind, "back to back")
+        await asyncio.sleep(idle)
+        for kind in IDLE_GOALS:
+            await measured(kind, "after idle")
+    upstream.shutdown()
+    return {"settings": settings, "counts": counts, "idle": idle}
+
+
+def _print_idle(measured: dict[str, Any]) -> None:
+    settings = measured["settings"]
+    names = {settings.table_name(s): s for s in ("users", "api_keys", "connections", "audit", "signing_keys")}
+    print(
+        f"\n== AWS calls per request of a warm instance, back to back and after {measured['idle']:.0f} s idle =="
+    )
+    for when, index in (("after idle", 0), ("back to back", 1)):
+        for kind, counter in measured["counts"][when].items():
+            total, goal = sum(counter.values()), IDLE_GOALS[kind][index]
+            detail = ", ".join(
+                f"{n} x {op} {names.get(t, t)}".rstrip() for (op, t), n in sorted(counter.items())
+            )
+            verdict = "OK" if total <= goal else "OVER"
+            print(f"  {when:<13} {kind:<34} {total} call(s) (goal <= {goal}) {verdict}  {detail}")
 
 
 def _print_warm(measured: dict[str, Any]) -> None:
@@ -303,14 +451,19 @@ def _cold_start(runs: int, endpoint: AwsEndpoint, *, quiet: bool = False) -> dic
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--runs", type=int, default=7)
+    parser.add_argument(
+        "--idle", type=float, default=IDLE_SECONDS, help="seconds of idle before the second count"
+    )
     parser.add_argument("--json", action="store_true", help="print one JSON object (for run_all.py)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp, moto_server(log=Path(tmp) / "moto.log") as endpoint:
         measured = asyncio.run(_calls_per_request(endpoint))
         warm = asyncio.run(_warm_calls(endpoint))
+        idle = asyncio.run(_idle_calls(endpoint, args.idle))
         if not args.json:
             _print_calls(measured)
             _print_warm(warm)
+            _print_idle(idle)
         cold = _cold_start(args.runs, endpoint, quiet=args.json)
     if args.json:
         print(
@@ -321,6 +474,11 @@ def main() -> None:
                     "warm_execute_one_calls": sum(
                         warm["counts"]["execute_tools (1 auth-none tool)"].values()
                     ),
+                    "idle_seconds": args.idle,
+                    "calls": {
+                        when: {kind: sum(c.values()) for kind, c in per.items()}
+                        for when, per in idle["counts"].items()
+                    },
                     "cold_start": cold,
                 }
             )

@@ -113,6 +113,23 @@ ROWS = (
     Row(
         "aws_calls", "AWS calls per warm tools/list", _get("warm_tools_list_calls"), "", "0", lambda v: v == 0
     ),
+    *(
+        Row(
+            "aws_calls",
+            f"AWS calls per {kind}, {when}",
+            _get("calls", when, kind),
+            "",
+            f"<= {goal}",
+            lambda v, goal=goal: v <= goal,
+        )
+        for kind, goals in (
+            ("tools/list", (1, 0)),
+            ("execute_tools (1 auth-none tool)", (2, 1)),
+            ("search_tools", (2, 2)),
+            ("curl proxy GET", (2, 2)),
+        )
+        for when, goal in (("after idle", goals[0]), ("back to back", goals[1]))
+    ),
     Row(
         "batch",
         "50 x 100 ms sync tool batch ÷ 700 ms ideal",

@@ -341,17 +341,19 @@ class Gateway:
         if cached is not None:
             return cached
         generation = self.auth_cache.generation
-        principal = await self.store_io.run(self.resolve_token, token)
+        holder = self.auth_cache.holder(token)  # an API key resolved here before: one read, not two
+        principal = await self.store_io.run(self.resolve_token, token, holder)
         self.auth_cache.put(token, principal, generation)
         return principal
 
-    def resolve_token(self, token: str) -> Principal:
-        """`authenticate` without the cache, blocking (store reads; the signing keys)."""
+    def resolve_token(self, token: str, holder: str | None = None) -> Principal:
+        """`authenticate` without the cache, blocking (store reads; the signing keys). `holder`:
+        whose API key the token was last time (AuthCache.holder)."""
         from workbench.errors import AuthError
         from workbench.identity.auth import looks_like_api_key
 
         if looks_like_api_key(token):
-            return self.api_keys.resolve(token)
+            return self.api_keys.resolve(token, holder=holder)
         if self.oauth is not None:
             principal = self.oauth.verify_access_token(token)
             if principal is not None:
@@ -490,7 +492,7 @@ def build_gateway(
         cipher=cipher,
         credentials=credentials,
         engine=engine,
-        api_keys=ApiKeys(stores.users, stores.api_keys),
+        api_keys=ApiKeys(stores.users, stores.api_keys, stores.read_together),
         vault=vault,
         metrics=metrics,
         secrets=secrets,

@@ -112,3 +112,56 @@ async def test_a_batch_reads_each_connection_once_and_writes_its_audit_once(
         # once, one audit write for the seven rows.
         assert log == Counter({"dynamodb:GetItem": 1, "kms:Decrypt": 1, "dynamodb:BatchWriteItem": 1})
     assert len(gw.stores.audit.list_for(user.id)) == 7
+
+
+async def test_after_the_auth_cache_time_a_key_is_checked_again_in_one_read(
+    moto_endpoint: AwsEndpoint,
+) -> None:
+    """Past the 15 s auth cache, the key and its user come back in one BatchGetItem (tools/list: 1
+    call; execute_tools: that and the audit write), and a key revoked on another instance in the
+    meantime is refused there and then."""
+    log: Counter[str] = Counter()
+    now = [1_800_000_000.0]
+    settings = moto_endpoint.fresh_tables(public_url="https://gw.example.test")
+
+    def count(service: str) -> Any:
+        def record(operation: str, params: dict[str, Any]) -> None:
+            log[f"{service}:{operation}"] += 1
+
+        return on_call(moto_endpoint.client(service), record)
+
+    gw = build_gateway(
+        settings,
+        stores=dynamodb_stores(settings, client=count("dynamodb")),
+        registry=build_registry(plugins=False, extra=("tests.support.slow_plugin",)),
+        key_provider=KmsKeyProvider.from_settings(settings, client=count("kms")),
+        clock=lambda: now[0],
+    )
+    other_instance = build_gateway(settings)
+    user = gw.stores.users.get_or_create("ada@example.com")
+    key = gw.api_keys.mint(user)
+    headers = {"authorization": f"Bearer {key}", "accept": "application/json, text/event-stream"}
+    one = _execute({"tool": "probe_noop", "args": {}})
+    async with httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=create_mcp_app(gw)), base_url="https://gw"
+    ) as c:
+        assert (await c.post("/mcp", json=LIST, headers=headers)).status_code == 200
+        now[0] += 16  # past the auth cache's 15 s
+        log.clear()
+        assert (await c.post("/mcp", json=LIST, headers=headers)).status_code == 200
+        assert log == Counter({"dynamodb:BatchGetItem": 1})
+        now[0] += 16
+        log.clear()
+        resp = await c.post("/mcp", json=one, headers=headers)
+        assert json.loads(resp.json()["result"]["content"][0]["text"]) == {
+            "results": [{"result": {"ok": True}}]
+        }
+        assert log == Counter({"dynamodb:BatchGetItem": 1, "dynamodb:BatchWriteItem": 1})
+
+        key_id = key.split("_")[1]
+        assert other_instance.stores.api_keys.revoke(user.id, key_id) is True
+        # Still inside this instance's cache window: accepted, as documented (up to 15 s).
+        assert (await c.post("/mcp", json=LIST, headers=headers)).status_code == 200
+        now[0] += 16
+        refused = await c.post("/mcp", json=LIST, headers=headers)
+        assert refused.status_code == 401

@@ -90,6 +90,30 @@ def test_api_keys_add_get_list_revoke(stores: Stores) -> None:
     assert stores.api_keys.list_for("usr_b") == [other]
 
 
+# -- several aggregates in one round trip -----------------------------------------------------------
+
+
+def test_read_together_answers_what_each_get_answers(stores: Stores) -> None:
+    ada = stores.users.get_or_create("ada@example.com")
+    key = ApiKeyRecord("AAAAAAAAAAA1", ada.id, "h1", NOW, False, "laptop")
+    stores.api_keys.add(key)
+    conn = _conn(user=ada.id, expires_at=NOW + 60.5)
+    stores.connections.put(conn)
+    both = stores.read_together(user_id=ada.id, key_id=key.key_id, connection=(ada.id, "github"))
+    assert (both.user, both.api_key, both.connection) == (ada, key, conn)
+    # Absent records, and records not asked for, are None; another user's connection is absent.
+    none = stores.read_together(user_id="usr_missing", key_id="nope", connection=("usr_b", "github"))
+    assert (none.user, none.api_key, none.connection) == (None, None, None)
+    only = stores.read_together(key_id=key.key_id)
+    assert (only.user, only.api_key, only.connection) == (None, key, None)
+    empty = stores.read_together()
+    assert (empty.user, empty.api_key, empty.connection) == (None, None, None)
+    # Strongly consistent like each get: a revocation just made is what the next read sees.
+    assert stores.api_keys.revoke(ada.id, key.key_id) is True
+    after = stores.read_together(user_id=ada.id, key_id=key.key_id)
+    assert after.api_key == replace(key, revoked=True) and after.user == ada
+
+
 # -- connections -------------------------------------------------------------------------------------
 
 

@@ -2,7 +2,9 @@
 
 Resolving a bearer token reads the store (API key, user), so a warm instance keeps what it resolved
 for a short time (`AuthCache`, WORKBENCH_AUTH_CACHE_SECONDS, 15 s by default, 30 s at most). Only
-successes are kept: a key minted a moment ago is never refused from the cache. A revocation made
+successes are kept: a key minted a moment ago is never refused from the cache. Once that time has
+passed, the key is checked again, and since the cache still remembers whose key it was, the key and
+its user come back in one round trip (`Stores.read_together`) instead of two in a row. A revocation made
 through this instance takes effect at once (`KeysThatForget` drops the key's entries); another
 instance (another Lambda, or the CLI beside `workbench serve`) may accept a revoked key for up to
 the cache time. OAuth access tokens are never kept past their own `exp`.
@@ -22,7 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from workbench.errors import AuthError
-from workbench.stores import ApiKeyRecord, ApiKeyStore, User, UserStore
+from workbench.stores import ApiKeyRecord, ApiKeyStore, Snapshot, User, UserStore
 
 __all__ = [
     "MAX_AUTH_CACHE_SECONDS",
@@ -59,9 +61,16 @@ def _hash(secret: str) -> str:
 
 
 class ApiKeys:
-    def __init__(self, users: UserStore, keys: ApiKeyStore) -> None:
+    def __init__(
+        self,
+        users: UserStore,
+        keys: ApiKeyStore,
+        read_together: Callable[..., Snapshot] | None = None,
+    ) -> None:
         self.users = users
         self.keys = keys
+        # Stores.read_together: the key and a user already known to hold it, in one round trip.
+        self._read_together = read_together
 
     def mint(self, user: User, label: str = "") -> str:
         """Create a key for `user` and return it; only its hash is kept."""
@@ -72,15 +81,24 @@ class ApiKeys:
         self.keys.add(ApiKeyRecord(key_id, user.id, _hash(secret), time.time(), False, label))
         return f"wb_{key_id}_{secret}"
 
-    def resolve(self, token: str) -> Principal:
-        """The principal behind an API key; AuthError for a malformed, unknown or revoked key."""
+    def resolve(self, token: str, *, holder: str | None = None) -> Principal:
+        """The principal behind an API key; AuthError for a malformed, unknown or revoked key.
+
+        `holder`: the user id this key belonged to when it was last resolved. Both records are then
+        read together (one round trip); the key is still checked exactly as on a first resolve."""
         match = _KEY_RE.match(token)
         if not match:
             raise AuthError("malformed API key")
-        rec = self.keys.get(match.group(1))
+        user: User | None = None
+        if holder is not None and self._read_together is not None:
+            found = self._read_together(user_id=holder, key_id=match.group(1))
+            rec, user = found.api_key, found.user
+        else:
+            rec = self.keys.get(match.group(1))
         if rec is None or rec.revoked or not hmac.compare_digest(rec.secret_hash, _hash(match.group(2))):
             raise AuthError("invalid API key")
-        user = self.users.get(rec.user_id)
+        if user is None or user.id != rec.user_id:
+            user = self.users.get(rec.user_id)
         if user is None:
             raise AuthError("invalid API key")
         return Principal(user=user, via="api_key", credential_id=rec.key_id)
@@ -137,6 +155,12 @@ class AuthCache:
         if entry is None or entry.until <= self.clock():
             return None
         return entry.principal
+
+    def holder(self, token: str) -> str | None:
+        """Whose API key this was when it was last resolved here, even if that has expired: a hint
+        for reading the key and its user together, never a reason to accept the key."""
+        entry = self._entries.get(self._key(token))
+        return entry.principal.user.id if entry is not None and entry.key_id is not None else None
 
     def put(self, token: str, principal: Principal, generation: int) -> None:
         """Keep a successful resolve (started at `generation`), for the TTL or until the token's exp."""

@@ -38,7 +38,7 @@ from workbench.guard.bodylimit import BodyLimit, BodyRule, BodyTooLarge, guarded
 from workbench.guard.egress import EgressRefused, EgressTransport, Resolver
 from workbench.observability import log_event
 from workbench.proxy.guard import Refused, check_path, location_inside
-from workbench.proxy.session import TOKEN_TYPE, binding_problem, proxy_audience
+from workbench.proxy.session import TOKEN_TYPE, binding_key_id, binding_problem, proxy_audience
 
 if TYPE_CHECKING:
     from starlette.types import Receive, Scope, Send
@@ -323,18 +323,24 @@ class CurlProxy:
     def _holder(
         self, claims: dict[str, Any], integration: str | None
     ) -> tuple[User | None, str | None, _Found | None]:
-        """The store reads of a request in one trip to the store pool: the token's user; why its
-        minting credential no longer stands behind it; and, for an integration the token grants,
-        the user's connection, whether it is usable, and its credential decrypted when it needs
-        no refresh."""
-        user = self.gw.stores.users.get(str(claims.get("sub")))
+        """The store reads of a request in one round trip (Stores.read_together), on the store pool:
+        the token's user; why its minting credential no longer stands behind it; and, for an
+        integration the token grants, the user's connection, whether it is usable, and its
+        credential decrypted when it needs no refresh."""
+        sub = str(claims.get("sub"))
+        manifest = self.gw.registry.manifest(integration) if integration else None
+        found_now = self.gw.stores.read_together(
+            user_id=sub,
+            key_id=binding_key_id(claims),
+            connection=(sub, manifest.name) if manifest is not None else None,
+        )
+        user = found_now.user
         if user is None:
             return None, None, None
-        revoked = binding_problem(self.gw, claims)
-        manifest = self.gw.registry.manifest(integration) if integration and revoked is None else None
-        if manifest is None:
+        revoked = binding_problem(self.gw, claims, api_key=found_now.api_key)
+        if manifest is None or revoked is not None:
             return user, revoked, None
-        conn = self.gw.stores.connections.get(user.id, manifest.name)
+        conn = found_now.connection
         found = _Found(conn, self.gw.credentials.is_connected(manifest, conn))
         if found.connected and conn is not None:
             try:

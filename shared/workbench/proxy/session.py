@@ -5,21 +5,29 @@ integrations it grants, and the credential that minted it (`bind`: the API key's
 client and grant). Minting checks only what the seed lists (each name exists and has the curl
 proxy enabled); whether the user is connected is answered by the proxy on use, with the engine's
 NOT_CONNECTED shape. On every request the proxy also checks that the minting credential is still
-live (one store read, no cache), so revoking the API key or the OAuth grant stops its curl_session
-tokens at once, on every instance.
+live (an API key is read with the user and the connection in one round trip; no cache), so revoking
+the API key or the OAuth grant stops its curl_session tokens at once, on every instance.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from workbench.observability import log_event
 
 if TYPE_CHECKING:
     from workbench.composition import Gateway
     from workbench.identity.auth import Principal
+    from workbench.stores import ApiKeyRecord
 
-__all__ = ["DEFAULT_TTL_SECONDS", "TOKEN_TYPE", "binding_problem", "mint_curl_session", "proxy_audience"]
+__all__ = [
+    "DEFAULT_TTL_SECONDS",
+    "TOKEN_TYPE",
+    "binding_key_id",
+    "binding_problem",
+    "mint_curl_session",
+    "proxy_audience",
+]
 
 TOKEN_TYPE = "curl_session"
 DEFAULT_TTL_SECONDS = 900
@@ -84,14 +92,29 @@ def _binding(principal: Principal) -> dict[str, str]:
     return bind
 
 
-def binding_problem(gw: Gateway, claims: dict[str, Any]) -> str | None:
-    """Why the credential that minted this token no longer stands behind it, or None."""
+def binding_key_id(claims: dict[str, Any]) -> str | None:
+    """The id of the API key that minted this token (None: another kind of credential)."""
+    bind = claims.get("bind")
+    if isinstance(bind, dict) and bind.get("via") == "api_key" and isinstance(bind.get("id"), str):
+        return str(bind["id"])
+    return None
+
+
+def binding_problem(
+    gw: Gateway, claims: dict[str, Any], *, api_key: ApiKeyRecord | Literal[False] | None = False
+) -> str | None:
+    """Why the credential that minted this token no longer stands behind it, or None. `api_key`:
+    the minting key's record as the caller just read it (`binding_key_id`), None if absent;
+    left out, it is read here."""
     bind = claims.get("bind")
     if not isinstance(bind, dict):
         return "this curl_session token is not bound to a credential; mint a new one"
     via, cred = bind.get("via"), bind.get("id")
     if via == "api_key":
-        rec = gw.stores.api_keys.get(cred) if isinstance(cred, str) else None
+        if api_key is False:
+            rec = gw.stores.api_keys.get(cred) if isinstance(cred, str) else None
+        else:
+            rec = api_key if isinstance(cred, str) else None
         if rec is None or rec.revoked or rec.user_id != claims.get("sub"):
             return "the API key that minted this curl_session token was revoked"
         return None

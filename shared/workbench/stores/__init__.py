@@ -22,6 +22,7 @@ __all__ = [
     "AuditStore",
     "AuthorizationCode",
     "AuthorizationCodeStore",
+    "BatchReads",
     "Connection",
     "ConnectionStore",
     "ConnectionsWithoutLeases",
@@ -37,6 +38,7 @@ __all__ = [
     "RateWindowStore",
     "RefreshToken",
     "RefreshTokenStore",
+    "Snapshot",
     "Stores",
     "User",
     "UserStore",
@@ -406,6 +408,35 @@ class RefreshTokenStore(Protocol):
     def delete_for(self, user_id: str, client_id: str) -> int: ...
 
 
+class Snapshot:
+    """What one `Stores.read_together` found: each record asked for, or None (absent, or not asked)."""
+
+    __slots__ = ("api_key", "connection", "user")
+
+    def __init__(
+        self,
+        user: User | None = None,
+        api_key: ApiKeyRecord | None = None,
+        connection: Connection | None = None,
+    ) -> None:
+        self.user = user
+        self.api_key = api_key
+        self.connection = connection
+
+
+class BatchReads(Protocol):
+    """Several records of different aggregates in one round trip (DynamoDB: one BatchGetItem),
+    each read as strongly consistent as its own store's `get`."""
+
+    def read(
+        self,
+        *,
+        user_id: str | None = None,
+        key_id: str | None = None,
+        connection: tuple[str, str] | None = None,
+    ) -> Snapshot: ...
+
+
 @dataclass(slots=True)
 class Stores:
     users: UserStore
@@ -424,8 +455,46 @@ class Stores:
     oauth_refresh: RefreshTokenStore | None = None
     # Registration throttling of the OAuth AS (per client address and global).
     oauth_rates: RateWindowStore | None = None
+    # An adapter that can read several aggregates in one round trip; otherwise one read each.
+    batch_reads: BatchReads | None = None
+
+    def read_together(
+        self,
+        *,
+        user_id: str | None = None,
+        key_id: str | None = None,
+        connection: tuple[str, str] | None = None,
+    ) -> Snapshot:
+        """The user, the API key (by its id) and the (user, integration) connection asked for, in
+        one round trip where the adapter offers it. What a request needs before it can act (who is
+        calling, whether their credential still stands, their connection) costs one wait, not three."""
+        reads = self.batch_reads or _OneByOne(self)  # set in __post_init__; for the type checker
+        return reads.read(user_id=user_id, key_id=key_id, connection=connection)
 
     def __post_init__(self) -> None:
+        if self.batch_reads is None:  # SQLite and memory: local reads, one after the other
+            self.batch_reads = _OneByOne(self)
         # Lease rows live in every adapter's connections table; no caller of list_for should see them.
         if not isinstance(self.connections, ConnectionsWithoutLeases):
             self.connections = ConnectionsWithoutLeases(self.connections)
+
+
+class _OneByOne:
+    """BatchReads for a backend whose reads are local: each store's own `get`, in turn."""
+
+    def __init__(self, stores: Stores) -> None:
+        self.stores = stores
+
+    def read(
+        self,
+        *,
+        user_id: str | None = None,
+        key_id: str | None = None,
+        connection: tuple[str, str] | None = None,
+    ) -> Snapshot:
+        stores = self.stores
+        return Snapshot(
+            stores.users.get(user_id) if user_id is not None else None,
+            stores.api_keys.get(key_id) if key_id is not None else None,
+            stores.connections.get(*connection) if connection is not None else None,
+        )
