@@ -235,7 +235,8 @@ def test_proxy_function_flows_stay_within_its_policy(
     result = handler(event, None)
     assert result["statusCode"] == 403, result  # verified the token, looked up the connection: none
     assert response_json(result)["error"] == "NOT_CONNECTED"
-    assert any(c.startswith("GetItem") for c in calls), calls
+    # The user, the minting key and the connection: one BatchGetItem (Stores.read_together).
+    assert any(c.startswith("BatchGetItem") and c.endswith("-connections") for c in calls), calls
 
 
 def test_the_enforcement_itself_denies_what_a_policy_lacks(
