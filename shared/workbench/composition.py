@@ -232,6 +232,7 @@ class Gateway:
             _session_secret(self.settings, self.secrets),
             clock=self.clock,
             secure=self.settings.public_url.startswith("https://"),
+            revocations=self.stores.session_revocations,
         )
 
     @cached_property

@@ -34,6 +34,7 @@ ALLOWED = {
         "JotsTable",
         "SigningKeysTable",
         "ExternalServersTable",
+        "OAuthTable",  # read only: whether a portal session was signed out
     },
     "RestFunction": {
         "UsersTable",
@@ -58,6 +59,7 @@ ALLOWED = {
 READ_ONLY = {
     ("McpFunction", "UsersTable"),
     ("McpFunction", "ApiKeysTable"),
+    ("McpFunction", "OAuthTable"),
     ("RestFunction", "UsersTable"),
     ("RestFunction", "ApiKeysTable"),
     ("ProxyFunction", "UsersTable"),
@@ -127,8 +129,10 @@ def test_function_has_layer_log_retention_timeout_and_only_its_tables(name: str)
 def test_only_the_web_function_writes_oauth_and_the_proxy_is_narrow() -> None:
     for name, fn in FUNCTIONS.items():
         tables = _policy_tables(fn)
-        # The proxy reads grants (its tokens stop when the grant is revoked); only the web writes.
-        assert ("OAuthTable" in tables) == (name in ("WebFunction", "ProxyFunction"))
+        # The proxy reads grants (its tokens stop when the grant is revoked), MCP reads signed-out
+        # portal sessions; only the web writes.
+        assert ("OAuthTable" in tables) == (name in ("WebFunction", "ProxyFunction", "McpFunction"))
+        assert tables.get("OAuthTable", "read") == "read" or name == "WebFunction"
     proxy = _policy_tables(FUNCTIONS["ProxyFunction"])
     assert not {"PendingTable", "VaultTable", "JotsTable"} & set(proxy)
     assert proxy["ApiKeysTable"] == proxy["OAuthTable"] == "read"

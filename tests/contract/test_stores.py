@@ -760,3 +760,14 @@ def test_adapters_implement_every_method_of_their_port(stores: Stores) -> None:
             want = list(inspect.signature(spec).parameters)
             got = ["self", *inspect.signature(getattr(adapter, method)).parameters]
             assert got == want, f"{type(adapter).__name__}.{method}{got} differs from the port {want}"
+
+
+def test_session_revocations_are_remembered_per_session(stores: Stores) -> None:
+    revocations = stores.session_revocations
+    assert revocations is not None
+    assert not revocations.is_revoked("a" * 64)
+    revocations.revoke("a" * 64, 1_900_000_000)
+    assert revocations.is_revoked("a" * 64)
+    assert not revocations.is_revoked("b" * 64)
+    revocations.revoke("a" * 64, 1_900_000_000)  # twice is the same as once
+    assert revocations.is_revoked("a" * 64)

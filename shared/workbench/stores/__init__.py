@@ -39,6 +39,7 @@ __all__ = [
     "RefreshToken",
     "RefreshTokenStore",
     "Snapshot",
+    "SessionRevocationStore",
     "Stores",
     "User",
     "UserStore",
@@ -373,6 +374,15 @@ class RateWindowStore(Protocol):
         ...
 
 
+class SessionRevocationStore(Protocol):
+    """Portal sessions ended before their expiry (sign-out), by the hash of the session value. A
+    session cookie is otherwise stateless: every instance reads this, so a signed-out cookie is
+    refused everywhere. Rows may be forgotten once `expires_at` (the session's own expiry) passes."""
+
+    def revoke(self, session_hash: str, expires_at: float) -> None: ...
+    def is_revoked(self, session_hash: str) -> bool: ...
+
+
 class AuthorizationCodeStore(Protocol):
     def put(self, code: AuthorizationCode) -> None: ...
     def consume(self, code_hash: str) -> AuthorizationCode | None:
@@ -457,6 +467,8 @@ class Stores:
     oauth_rates: RateWindowStore | None = None
     # An adapter that can read several aggregates in one round trip; otherwise one read each.
     batch_reads: BatchReads | None = None
+    # Portal sessions signed out before they expired (web/sessions.py). None: sign-out only clears the cookie.
+    session_revocations: SessionRevocationStore | None = None
 
     def read_together(
         self,

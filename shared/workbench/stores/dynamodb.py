@@ -951,6 +951,19 @@ class DynamoRateWindows:
         return done is not None
 
 
+class DynamoSessionRevocations:
+    """One item per signed-out session in the OAuth table, removed by TTL after the session's expiry."""
+
+    def __init__(self, t: DynamoTables) -> None:
+        self.o = _OAuthTable(t)
+
+    def revoke(self, session_hash: str, expires_at: float) -> None:
+        self.o.put({"pk": _s(f"signout#{session_hash}"), **_ONE, "ttl": _ttl(expires_at)})
+
+    def is_revoked(self, session_hash: str) -> bool:
+        return self.o.get(f"signout#{session_hash}") is not None
+
+
 class DynamoAuthorizationCodes:
     def __init__(self, t: DynamoTables) -> None:
         self.o = _OAuthTable(t)
@@ -1154,4 +1167,5 @@ def dynamodb_stores(settings: Settings, *, client: Any | None = None) -> Stores:
         oauth_refresh=DynamoRefreshTokens(tables),
         oauth_rates=DynamoRateWindows(tables),
         batch_reads=DynamoBatchReads(tables),
+        session_revocations=DynamoSessionRevocations(tables),
     )

@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -285,6 +285,24 @@ class MemoryRateWindows:
             return True
 
 
+class MemorySessionRevocations:
+    def __init__(self, clock: Callable[[], float] = time.time) -> None:
+        self._rows: dict[str, float] = {}
+        self._lock = threading.Lock()
+        self._clock = clock
+
+    def revoke(self, session_hash: str, expires_at: float) -> None:
+        with self._lock:
+            now = self._clock()
+            if len(self._rows) > 10_000:  # forget sessions that expired anyway
+                self._rows = {k: v for k, v in self._rows.items() if v > now}
+            self._rows[session_hash] = expires_at
+
+    def is_revoked(self, session_hash: str) -> bool:
+        with self._lock:
+            return session_hash in self._rows
+
+
 class MemoryAuthorizationCodes:
     def __init__(self) -> None:
         self._rows: dict[str, AuthorizationCode] = {}
@@ -363,4 +381,5 @@ def memory_stores() -> Stores:
         oauth_codes=MemoryAuthorizationCodes(),
         oauth_refresh=MemoryRefreshTokens(),
         oauth_rates=MemoryRateWindows(),
+        session_revocations=MemorySessionRevocations(),
     )

@@ -9,7 +9,7 @@ import sqlite3
 import threading
 import time
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -71,6 +71,7 @@ CREATE TABLE IF NOT EXISTS oauth_clients (client_id TEXT PRIMARY KEY, body TEXT 
 CREATE TABLE IF NOT EXISTS rate_windows (
     key TEXT NOT NULL, window_start INTEGER NOT NULL, count INTEGER NOT NULL, expires_at REAL NOT NULL,
     PRIMARY KEY (key, window_start));
+CREATE TABLE IF NOT EXISTS session_revocations (session_hash TEXT PRIMARY KEY, expires_at REAL NOT NULL);
 CREATE TABLE IF NOT EXISTS oauth_codes (
     code_hash TEXT PRIMARY KEY, user_id TEXT NOT NULL, client_id TEXT NOT NULL,
     expires_at REAL NOT NULL, used INTEGER NOT NULL, body TEXT NOT NULL);
@@ -597,6 +598,21 @@ class SqliteRateWindows:
             return True
 
 
+class SqliteSessionRevocations:
+    def __init__(self, db: SqliteDatabase, clock: Callable[[], float] = time.time) -> None:
+        self.db = db
+        self.clock = clock
+
+    def revoke(self, session_hash: str, expires_at: float) -> None:
+        with self.db.tx() as db:
+            db.execute("DELETE FROM session_revocations WHERE expires_at < ?", (self.clock(),))
+            db.execute("INSERT OR REPLACE INTO session_revocations VALUES (?, ?)", (session_hash, expires_at))
+
+    def is_revoked(self, session_hash: str) -> bool:
+        rows = self.db.query("SELECT 1 FROM session_revocations WHERE session_hash = ?", (session_hash,))
+        return bool(rows)
+
+
 # Used codes are kept this long past their expiry so that a replay can still be recognised.
 _CODE_KEEP_SECONDS = 3600
 
@@ -716,4 +732,5 @@ def sqlite_stores(path: Path | str) -> Stores:
         oauth_codes=SqliteAuthorizationCodes(db),
         oauth_refresh=SqliteRefreshTokens(db),
         oauth_rates=SqliteRateWindows(db),
+        session_revocations=SqliteSessionRevocations(db),
     )

@@ -1,8 +1,9 @@
-"""Portal sessions: a signed cookie naming the user, with an expiry. No server-side state, so any
-Lambda instance can read it.
+"""Portal sessions: a signed cookie naming the user, with an expiry, readable by any Lambda instance.
+Signing out also records the session (by its hash) in the store's session revocations, which every
+instance consults: the old cookie, CSRF token and all, no longer signs anyone in anywhere.
 
 Cookie: `__Host-wb_session` — Secure, HttpOnly, SameSite=Lax, Path=/, no Domain. The value is
-`<user id>.<expires>.<HMAC-SHA256>`; the HMAC key is derived from the gateway's session secret.
+`<user id>.<expires>.<nonce>.<HMAC-SHA256>`; the HMAC key is derived from the gateway's session secret.
 CSRF: state-changing forms carry `csrf_token(session)`, an HMAC of the session value.
 """
 
@@ -12,6 +13,7 @@ import base64
 import hashlib
 import hmac
 import os
+import secrets
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
@@ -22,7 +24,7 @@ from starlette.responses import Response
 from workbench.errors import ConfigError
 
 if TYPE_CHECKING:
-    from workbench.stores import User, UserStore
+    from workbench.stores import SessionRevocationStore, User, UserStore
 
 __all__ = ["FLASH_COOKIE", "SESSION_COOKIE", "SessionCodec"]
 
@@ -41,6 +43,7 @@ class SessionCodec:
         *,
         clock: Callable[[], float] = time.time,
         secure: bool = True,
+        revocations: SessionRevocationStore | None = None,
     ) -> None:
         # A callable is asked on each use (it caches): on AWS the secret is read at run time, and a
         # rotated secret takes over (signing everyone out) without a restart. It raises ConfigError
@@ -48,6 +51,7 @@ class SessionCodec:
         self._secret = secret
         self._derived: tuple[bytes, bytes, bytes, bytes] | None = None
         self.clock = clock
+        self.revocations = revocations
         # A `__Host-` cookie is refused by browsers unless it is Secure, so it always is. Browsers
         # accept Secure cookies from http://localhost and http://127.0.0.1 (loopback counts as a
         # secure context), which keeps the local gateway working; `secure=False` is only recorded
@@ -72,15 +76,16 @@ class SessionCodec:
         return hmac.new(self._keys()[0], body.encode(), hashlib.sha256).hexdigest()
 
     def issue(self, user_id: str, ttl: int = SESSION_SECONDS) -> str:
-        body = f"{user_id}.{int(self.clock()) + ttl}"
+        # The nonce makes every sign-in its own session: one can be revoked without the next.
+        body = f"{user_id}.{int(self.clock()) + ttl}.{secrets.token_urlsafe(12)}"
         return f"{body}.{self._mac(body)}"
 
     def read(self, value: str | None) -> str | None:
         """The user id of a valid, unexpired session value; None otherwise."""
-        if not value or value.count(".") < 2:
+        parsed = _parts(value)
+        if parsed is None:
             return None
-        body, _, mac = value.rpartition(".")
-        user_id, _, expires = body.rpartition(".")
+        body, mac, user_id, expires = parsed
         try:
             expected = self._mac(body)
         except ConfigError:
@@ -95,8 +100,22 @@ class SessionCodec:
         return user_id
 
     def current_user(self, request: Request, users: UserStore) -> User | None:
-        user_id = self.read(request.cookies.get(SESSION_COOKIE))
-        return users.get(user_id) if user_id else None
+        value = request.cookies.get(SESSION_COOKIE)
+        user_id = self.read(value)
+        if not user_id or value is None:
+            return None
+        if self.revocations is not None and self.revocations.is_revoked(_session_hash(value)):
+            return None  # signed out (on whichever instance)
+        return users.get(user_id)
+
+    def revoke(self, request: Request) -> None:
+        """End the request's session server-side (sign-out): recorded until the session would have
+        expired, so the cookie is refused on every instance even if a copy of it is kept."""
+        value = request.cookies.get(SESSION_COOKIE)
+        parsed = _parts(value)
+        if value is None or parsed is None or self.revocations is None or self.read(value) is None:
+            return
+        self.revocations.revoke(_session_hash(value), float(parsed[3]))
 
     def csrf_token(self, request: Request) -> str:
         session = request.cookies.get(SESSION_COOKIE, "")
@@ -161,3 +180,16 @@ class SessionCodec:
     def clear_flash(self, response: Response) -> None:
         """Shown once: the page that read the flash deletes it, so a reload shows nothing."""
         response.delete_cookie(FLASH_COOKIE, path="/", secure=self.secure, httponly=True, samesite="strict")
+
+
+def _parts(value: str | None) -> tuple[str, str, str, str] | None:
+    """(signed body, MAC, user id, expiry) of `<user id>.<expires>.<nonce>.<MAC>`; None if malformed."""
+    if not value or value.count(".") < 3:
+        return None
+    body, _, mac = value.rpartition(".")
+    user_id, _, expires = body.rpartition(".")[0].rpartition(".")
+    return body, mac, user_id, expires
+
+
+def _session_hash(value: str) -> str:
+    return hashlib.sha256(b"workbench-session-id\x00" + value.encode()).hexdigest()

@@ -202,6 +202,7 @@ def signin_routes(web: WebContext) -> list[BaseRoute]:
 
     @web.form_post
     async def signout(request: Request, user: User, form: dict[str, str]) -> Response:
+        gw.sessions.revoke(request)  # the cookie is refused everywhere from now, not only forgotten here
         response = redirect("/portal/signin")
         gw.sessions.clear_cookie(response)
         return response
