@@ -43,8 +43,10 @@ import re
 import socket
 import ssl
 import zlib
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import cache
 from typing import TYPE_CHECKING, Any, Literal
 
 import httpx
@@ -394,23 +396,104 @@ class _PinnedBackend:
         await self._net.sleep(seconds)
 
 
-def _pinned_pool(
-    policy: EgressPolicy, ssl_context: ssl.SSLContext, retries: int, address: str | None = None
-) -> httpx.AsyncHTTPTransport:
+class _PinnedTransport(httpx.AsyncBaseTransport):
+    """An httpx transport over an httpcore connection pool whose network backend is `_PinnedBackend`.
+
+    httpx builds its own pool with no way to pass a network backend, so this is the few lines of
+    `httpx.AsyncHTTPTransport` an HTTP/1.1 pool needs, written against httpcore's public API only
+    (`AsyncConnectionPool(network_backend=...)`, `Request`, its exception classes): an httpx release
+    that moves its internals cannot unpin the door. tests/egress/test_pinned_transport.py holds the
+    exception mapping to httpx's own and the pool to httpx's transport on the same requests.
+    """
+
+    def __init__(
+        self, policy: EgressPolicy, ssl_context: ssl.SSLContext, retries: int, address: str | None = None
+    ) -> None:
+        import httpcore
+
+        self._pool = httpcore.AsyncConnectionPool(
+            ssl_context=ssl_context,
+            max_connections=100,
+            max_keepalive_connections=20,
+            keepalive_expiry=5.0,
+            retries=retries,
+            network_backend=_PinnedBackend(policy, address),  # type: ignore[arg-type]
+        )
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        import httpcore
+
+        assert isinstance(request.stream, httpx.AsyncByteStream)
+        url = request.url
+        core_request = httpcore.Request(
+            method=request.method,
+            url=httpcore.URL(scheme=url.raw_scheme, host=url.raw_host, port=url.port, target=url.raw_path),
+            headers=request.headers.raw,
+            content=request.stream,
+            extensions=request.extensions,
+        )
+        with httpcore_errors():
+            answer = await self._pool.handle_async_request(core_request)
+        assert isinstance(answer.stream, AsyncIterable)
+        return httpx.Response(
+            answer.status,
+            headers=answer.headers,
+            stream=_CoreStream(answer.stream),
+            extensions=answer.extensions,
+        )
+
+    async def aclose(self) -> None:
+        await self._pool.aclose()
+
+
+class _CoreStream(httpx.AsyncByteStream):
+    def __init__(self, stream: AsyncIterable[bytes]) -> None:
+        self._stream = stream
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        with httpcore_errors():
+            async for part in self._stream:
+                yield part
+
+    async def aclose(self) -> None:
+        close = getattr(self._stream, "aclose", None)
+        if close is not None:
+            await close()
+
+
+@contextmanager
+def httpcore_errors() -> Iterator[None]:
+    """httpcore's exceptions as the httpx ones of the same name (the most specific that applies)."""
+    try:
+        yield
+    except Exception as exc:
+        mapped = next((theirs for ours, theirs in _error_map() if isinstance(exc, ours)), None)
+        if mapped is None:
+            raise
+        raise mapped(str(exc)) from exc
+
+
+@cache
+def _error_map() -> tuple[tuple[type[Exception], type[httpx.HTTPError]], ...]:
     import httpcore
 
-    transport = httpx.AsyncHTTPTransport(verify=ssl_context, retries=retries, trust_env=False)
-    limits = httpx.Limits(max_connections=100, max_keepalive_connections=20, keepalive_expiry=5.0)
-    # httpx builds its pool without a way to pass a network backend; swap in one that has ours.
-    transport._pool = httpcore.AsyncConnectionPool(
-        ssl_context=ssl_context,
-        max_connections=limits.max_connections,
-        max_keepalive_connections=limits.max_keepalive_connections,
-        keepalive_expiry=limits.keepalive_expiry,
-        retries=retries,
-        network_backend=_PinnedBackend(policy, address),  # type: ignore[arg-type]
+    # Subclasses before their bases: the first match is the most specific.
+    return (
+        (httpcore.ConnectTimeout, httpx.ConnectTimeout),
+        (httpcore.ReadTimeout, httpx.ReadTimeout),
+        (httpcore.WriteTimeout, httpx.WriteTimeout),
+        (httpcore.PoolTimeout, httpx.PoolTimeout),
+        (httpcore.TimeoutException, httpx.TimeoutException),
+        (httpcore.ConnectError, httpx.ConnectError),
+        (httpcore.ReadError, httpx.ReadError),
+        (httpcore.WriteError, httpx.WriteError),
+        (httpcore.NetworkError, httpx.NetworkError),
+        (httpcore.ProxyError, httpx.ProxyError),
+        (httpcore.UnsupportedProtocol, httpx.UnsupportedProtocol),
+        (httpcore.LocalProtocolError, httpx.LocalProtocolError),
+        (httpcore.RemoteProtocolError, httpx.RemoteProtocolError),
+        (httpcore.ProtocolError, httpx.ProtocolError),
     )
-    return transport
 
 
 class EgressTransport(httpx.AsyncBaseTransport):
@@ -442,10 +525,10 @@ class EgressTransport(httpx.AsyncBaseTransport):
         self._verify = verify
         self._retries = retries
         self._ssl: ssl.SSLContext | None = None
-        self._network: httpx.AsyncHTTPTransport | None = None
+        self._network: _PinnedTransport | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         # per_address: one pool per (scheme, host, port, checked address), the oldest closed past a bound.
-        self._pools: dict[tuple[str, str, int, str], httpx.AsyncHTTPTransport] = {}
+        self._pools: dict[tuple[str, str, int, str], _PinnedTransport] = {}
 
     def _on_this_loop(self) -> None:
         """Kept connections belong to the event loop that opened them (a warm instance has one; a
@@ -462,10 +545,10 @@ class EgressTransport(httpx.AsyncBaseTransport):
         if self._ssl is None:  # built on first use: loading the CA bundle costs tens of milliseconds
             self._ssl = self._verify or httpx.create_ssl_context()
         if not self.keepalive:
-            fresh = _pinned_pool(self.policy, self._ssl, self._retries)
+            fresh = _PinnedTransport(self.policy, self._ssl, self._retries)
             return fresh, fresh
         if self._network is None:
-            self._network = _pinned_pool(self.policy, self._ssl, self._retries)
+            self._network = _PinnedTransport(self.policy, self._ssl, self._retries)
         return self._network, None
 
     async def _per_address(self, checked: CheckedUrl, request: httpx.Request) -> httpx.Response:
@@ -479,7 +562,7 @@ class EgressTransport(httpx.AsyncBaseTransport):
             key = (checked.scheme, checked.host, checked.port, address)
             pool = self._pools.pop(key, None)
             if pool is None:
-                pool = _pinned_pool(self.policy, self._ssl, self._retries, address)
+                pool = _PinnedTransport(self.policy, self._ssl, self._retries, address)
                 if len(self._pools) >= _MAX_POOLS:  # the least recently used goes
                     await self._pools.pop(next(iter(self._pools))).aclose()
             self._pools[key] = pool  # most recently used last
