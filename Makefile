@@ -23,8 +23,9 @@ setup-serve: $(UV)
 setup-test: setup
 	bash infra/install-test-deps.sh
 
+# `make serve PORT=8800 HOST=127.0.0.1` passes them on to `workbench serve --port/--host`.
 serve: setup-serve
-	$(UV) run --frozen --no-sync workbench serve
+	$(UV) run --frozen --no-sync workbench serve $(if $(HOST),--host $(HOST)) $(if $(PORT),--port $(PORT))
 
 lint: setup
 	$(UV) run --frozen ruff check .

@@ -5,15 +5,17 @@ from __future__ import annotations
 
 import argparse
 import errno
+import json
 import os
 import socket
 import sys
 import time
 from dataclasses import replace
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from workbench import __version__
-from workbench.settings import Settings
+from workbench.settings import DEFAULT_PORT, Settings
 
 if TYPE_CHECKING:
     from workbench.composition import Gateway
@@ -21,7 +23,6 @@ if TYPE_CHECKING:
 __all__ = ["main"]
 
 DEFAULT_HOST = "127.0.0.1"
-DEFAULT_PORT = 8787
 LOCAL_EMAIL = "you@localhost"  # the local gateway's own user (first run mints its key)
 
 
@@ -62,7 +63,7 @@ def _stack_settings(stack: str, region: str | None, settings: Settings) -> Setti
         raise CliError(str(exc)) from exc
     except ImportError as exc:
         raise CliError(
-            "--stack needs the AWS SDK: install the aws extra (pip install 'workbench-gateway[aws]')"
+            "--stack needs the AWS SDK: install it beside workbench (pip install boto3, or uv sync --extra aws)"
         ) from exc
 
 
@@ -99,21 +100,69 @@ def _loopback_base(settings: Settings, port: int) -> str:
     return f"http://127.0.0.1:{port}"
 
 
+def _runfile(settings: Settings) -> Path:
+    """Where a running `workbench serve` says which URL it serves, for `workbench signin-link`."""
+    return settings.data_dir / "serve.json"
+
+
+def _running_url(settings: Settings) -> str | None:
+    """The loopback URL of the gateway serving this data directory, if one is running."""
+    try:
+        info = json.loads(_runfile(settings).read_text())
+        pid, url = int(info["pid"]), str(info["url"])
+        os.kill(pid, 0)  # raises when no such process (a stale file from a killed server)
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return url
+
+
 def _serve(args: argparse.Namespace) -> int:
+    sock = _bind(args.host, args.port)
+    runfile = _runfile(_settings(args))
+    try:
+        _run_gateway(args, sock, runfile)
+    except KeyboardInterrupt:
+        # Ctrl+C: uvicorn shuts down gracefully and then re-raises the signal it captured; one during
+        # start-up simply abandons the start. Either way the user asked to stop: no traceback.
+        pass
+    finally:
+        sock.close()
+        if _running_url(_settings(args)) is None or _owns(runfile):
+            runfile.unlink(missing_ok=True)
+    print("Workbench stopped.", flush=True)
+    return 0
+
+
+def _owns(runfile: Path) -> bool:
+    try:
+        return bool(json.loads(runfile.read_text()).get("pid") == os.getpid())
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
+def _run_gateway(args: argparse.Namespace, sock: socket.socket, runfile: Path) -> None:
     import uvicorn
 
     from workbench.observability import configure_logging
     from workbench.runtime.local_app import create_local_app, first_run
+    from workbench.runtime.uvicorn_server import http_protocol, server_options
     from workbench.web.local_signin import mint_signin_link
 
-    sock = _bind(args.host, args.port)
     configure_logging()
     gateway = _gateway(args)
     settings = gateway.settings
     key = first_run(gateway, LOCAL_EMAIL)
     user = gateway.stores.users.get_or_create(LOCAL_EMAIL)
-    link = mint_signin_link(gateway, user, _loopback_base(settings, args.port))
+    loopback = _loopback_base(settings, sock.getsockname()[1])
+    link = mint_signin_link(gateway, user, loopback)
     base = settings.public_url.rstrip("/")
+    config = uvicorn.Config(
+        create_local_app(gateway),
+        log_level="warning",
+        http=http_protocol(),
+        **server_options(settings.trusted_proxies),
+    )
+    runfile.write_text(json.dumps({"pid": os.getpid(), "url": loopback}))
     lines = [
         "Workbench is running.",
         f"  MCP endpoint: {settings.mcp_url}",
@@ -127,17 +176,7 @@ def _serve(args: argparse.Namespace) -> int:
         "Press Ctrl+C to stop.",
     ]
     print("\n".join(lines), flush=True)
-    from workbench.runtime.uvicorn_server import http_protocol, server_options
-
-    config = uvicorn.Config(
-        create_local_app(gateway),
-        log_level="warning",
-        http=http_protocol(),
-        **server_options(settings.trusted_proxies),
-    )
-    server = uvicorn.Server(config)
-    server.run(sockets=[sock])
-    return 0
+    uvicorn.Server(config).run(sockets=[sock])
 
 
 def _keys_create(args: argparse.Namespace) -> int:
@@ -188,8 +227,17 @@ def _signin_link(args: argparse.Namespace) -> int:
     from workbench.web.local_signin import mint_signin_link
 
     gateway = _gateway(args)
+    settings = gateway.settings
+    base = _loopback_base(settings, args.port) if args.port is not None else _running_url(settings)
+    if base is None:
+        base = _loopback_base(settings, DEFAULT_PORT)
+        print(
+            f"workbench: no running gateway found for {settings.data_dir}; this link is for port "
+            f"{DEFAULT_PORT} (use --port PORT for another)",
+            file=sys.stderr,
+        )
     user = gateway.stores.users.get_or_create(LOCAL_EMAIL)
-    print(mint_signin_link(gateway, user, _loopback_base(gateway.settings, args.port)))
+    print(mint_signin_link(gateway, user, base))
     return 0
 
 
@@ -296,7 +344,9 @@ def build_parser() -> argparse.ArgumentParser:
         ),
     )
     link.add_argument(
-        "--port", type=int, default=DEFAULT_PORT, help=f"the running gateway's port (default {DEFAULT_PORT})"
+        "--port",
+        type=int,
+        help=f"the running gateway's port (default: the one `workbench serve` runs on, else {DEFAULT_PORT})",
     )
     link.set_defaults(func=_signin_link, host=DEFAULT_HOST)
 

@@ -12,7 +12,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-__all__ = ["Settings"]
+__all__ = ["DEFAULT_PORT", "Settings"]
+
+# The local gateway's port (`workbench serve`), and so the default public URL's.
+DEFAULT_PORT = 8787
 
 StoreBackend = Literal["memory", "sqlite", "dynamodb"]
 KeyBackend = Literal["local", "kms"]
@@ -57,7 +60,7 @@ def _egress_allow(env: Mapping[str, str]) -> EgressAllow:
 class Settings:
     """Typed configuration, parsed once per process."""
 
-    public_url: str = "http://127.0.0.1:8787"
+    public_url: str = f"http://127.0.0.1:{DEFAULT_PORT}"
     store: StoreBackend = "sqlite"
     key_backend: KeyBackend = "local"
     data_dir: Path = field(default_factory=lambda: Path.home() / ".workbench")
@@ -168,7 +171,7 @@ class Settings:
         data_dir = Path(env.get("WORKBENCH_DATA_DIR") or Path.home() / ".workbench")
         plugin_env = {k: v for k, v in env.items() if k.endswith(("_CLIENT_ID", "_CLIENT_SECRET"))}
         return cls(
-            public_url=env.get("WORKBENCH_PUBLIC_URL", "http://127.0.0.1:8787"),
+            public_url=env.get("WORKBENCH_PUBLIC_URL", f"http://127.0.0.1:{DEFAULT_PORT}"),
             store=store,  # type: ignore[arg-type]
             key_backend=key_backend,  # type: ignore[arg-type]
             data_dir=data_dir,

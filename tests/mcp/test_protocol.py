@@ -188,16 +188,47 @@ async def test_discover(gw: Gateway, key: str) -> None:
     assert result["capabilities"] == {"tools": {"listChanged": False}}
 
 
-async def test_tool_failures_are_successful_results(gw: Gateway, key: str) -> None:
+async def test_a_failed_meta_tool_call_is_an_error_result(gw: Gateway, key: str) -> None:
+    """The whole answer is an error: isError true, the same text as before (a result, not a JSON-RPC
+    error, so the agent reads the sentence)."""
     resp = await post(
         gw,
         rpc("tools/call", {"name": "get_tool_schema", "arguments": {"tool": "nope"}}),
         {"Authorization": f"Bearer {key}"},
     )
     result = resp.json()["result"]
-    assert result["isError"] is False and json.loads(result["content"][0]["text"]) == {
+    assert result["isError"] is True and json.loads(result["content"][0]["text"]) == {
         "error": "Tool not found"
     }
+    resp = await post(
+        gw,
+        rpc("tools/call", {"name": "connect", "arguments": {"integration": "no_such_integration"}}),
+        {"Authorization": f"Bearer {key}"},
+    )
+    result = resp.json()["result"]
+    assert result["isError"] is True
+    assert json.loads(result["content"][0]["text"]) == {"error": "Unknown integration: no_such_integration"}
+
+
+@pytest.mark.parametrize(
+    ("items", "is_error"),
+    [
+        ([{"tool": "list_jots", "args": {}}], False),
+        ([{"tool": "no_such_tool", "args": {}}], True),
+        ([{"tool": "list_jots", "args": {}}, {"tool": "no_such_tool", "args": {}}], False),
+    ],
+)
+async def test_execute_tools_is_an_error_only_when_every_item_failed(
+    gw: Gateway, key: str, items: list[dict[str, Any]], is_error: bool
+) -> None:
+    resp = await post(
+        gw,
+        rpc("tools/call", {"name": "execute_tools", "arguments": {"executions": items}}),
+        {"Authorization": f"Bearer {key}"},
+    )
+    result = resp.json()["result"]
+    assert result["isError"] is is_error
+    assert len(json.loads(result["content"][0]["text"])["results"]) == len(items)
 
 
 def test_result_cap_truncates_with_a_notice() -> None:

@@ -172,3 +172,63 @@ def test_root_leads_to_the_portal(data_dir: Path) -> None:
     gw = build_gateway(Settings.from_env())
     r = TestClient(create_local_app(gw), follow_redirects=False).get("/")
     assert r.status_code == 303 and r.headers["location"] == "/portal"
+
+
+def test_serve_tells_signin_link_its_port_and_stops_cleanly_on_ctrl_c(data_dir: Path) -> None:
+    """`workbench signin-link` with no --port finds the running gateway's URL; Ctrl+C (SIGINT) ends
+    `workbench serve` with one goodbye line, exit status 0 and no traceback."""
+    import os
+    import signal
+    import time
+
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "workbench.cli", "serve", "--port", str(port)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=REPO,
+        env={**os.environ, "WORKBENCH_DATA_DIR": str(data_dir)},
+    )
+    try:
+        assert proc.stdout is not None
+        banner = [proc.stdout.readline() for _ in range(6)]  # ends with "Press Ctrl+C to stop."
+        assert banner[0] == "Workbench is running.\n" and banner[-1].startswith("Press Ctrl+C"), banner
+        assert f"http://127.0.0.1:{port}/portal/signin/local?token=" in "".join(banner)
+        linked = subprocess.run(
+            [sys.executable, "-m", "workbench.cli", "signin-link"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            cwd=REPO,
+            env={**os.environ, "WORKBENCH_DATA_DIR": str(data_dir)},
+        )
+        assert linked.returncode == 0, linked.stderr
+        assert linked.stdout.startswith(f"http://127.0.0.1:{port}/portal/signin/local?token="), linked.stdout
+        assert linked.stderr == ""
+    finally:
+        time.sleep(0.2)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0, err
+    assert out.strip().endswith("Workbench stopped.")
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err, err
+    assert not (data_dir / "serve.json").exists()  # no stale pointer for the next signin-link
+
+
+def test_signin_link_without_a_running_gateway_says_which_port_it_assumed(
+    data_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (data_dir / "serve.json").write_text('{"pid": 999999999, "url": "http://127.0.0.1:1"}')  # stale
+    assert main(["signin-link"]) == 0
+    captured = capsys.readouterr()
+    assert captured.out.startswith("http://127.0.0.1:8787/portal/signin/local?token=")
+    assert "no running gateway found" in captured.err and "--port" in captured.err
+
+
+def test_signin_hints_name_the_gateways_port(data_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("WORKBENCH_PUBLIC_URL", "http://127.0.0.1:8800")
+    gw = build_gateway(Settings.from_env())
+    client = TestClient(create_local_app(gw), base_url="http://127.0.0.1:8800", client=("127.0.0.1", 1))
+    assert "workbench signin-link --port 8800" in client.get("/portal/signin").text
+    assert "workbench signin-link --port 8800" in client.get("/portal/signin/local?token=nope").text

@@ -391,13 +391,27 @@ class McpServer:
         except InvalidInput as exc:
             raise _RpcError(INVALID_PARAMS, str(exc)) from exc
         content, whole = _render(payload, self.gw.settings.result_cap_chars)
-        result: dict[str, Any] = {"content": content, "isError": False}
+        result: dict[str, Any] = {"content": content, "isError": whole_answer_failed(payload)}
         # structuredContent (2025-06-18+) repeats the payload beside the unchanged text block, only
         # when that block holds all of it: a capped or image result must not slip the cap through it.
         # A tool with an outputSchema must always send it; those payloads are small by design.
         if structured and (whole or name in OUTPUT_SCHEMAS) and isinstance(payload, dict):
             result["structuredContent"] = payload
         return result
+
+
+def whole_answer_failed(payload: Any) -> bool:
+    """MCP's `isError`: true when the call's whole answer is an error, so clients show it as one.
+
+    A meta-tool's failure is a payload with a top-level "error" (`connect` to an unknown integration,
+    `get_tool_schema` of a missing tool); `execute_tools` stays a success while any item succeeded
+    (its failed items carry their own "error") and is an error only when every item failed."""
+    if not isinstance(payload, dict):
+        return False
+    results = payload.get("results")
+    if isinstance(results, list):
+        return bool(results) and all(isinstance(item, dict) and "error" in item for item in results)
+    return "error" in payload
 
 
 def _valid_id(value: Any) -> bool:

@@ -115,7 +115,7 @@ def client_snippets(mcp_url: str) -> list[ClientSnippet]:
         ClientSnippet(
             "python",
             "Python SDK",
-            "pip install mcp, save as workbench_client.py, run: python workbench_client.py",
+            "pip install 'mcp>=2' (the 2.x SDK), save as workbench_client.py, run: python workbench_client.py",
             _PYTHON_KEY.replace("@URL@", mcp_url),
             _PYTHON_OAUTH.replace("@URL@", mcp_url).replace("@PORT@", str(CALLBACK_PORT)),
             "Prints a sign-in link; after you allow it, the browser returns to the script's local port.",
@@ -243,7 +243,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.auth import AuthorizationCodeResult, OAuthClientMetadata
 
 URL = "@URL@"
-PORT = @PORT@
+PORT = @PORT@  # any free port on this machine: change it if @PORT@ is taken
 REDIRECT = f"http://127.0.0.1:{PORT}/callback"
 returned: dict[str, str] = {}
 
@@ -322,7 +322,8 @@ import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/
 import { UnauthorizedError } from "@modelcontextprotocol/sdk/client/auth.js";
 
 const url = new URL("@URL@");
-const redirectUrl = "http://127.0.0.1:@PORT@/callback";
+const port = @PORT@; // any free port on this machine: change it if @PORT@ is taken
+const redirectUrl = `http://127.0.0.1:${port}/callback`;
 const saved = {}; // this run's client registration and tokens (keep them in a file to reuse)
 const authProvider = {
   get redirectUrl() { return redirectUrl; },
@@ -350,7 +351,7 @@ const nextCode = () => new Promise((resolve) => {
     res.end("Signed in. You can close this tab.");
     server.close();
     resolve(new URL(req.url, redirectUrl).searchParams.get("code"));
-  }).listen(@PORT@, "127.0.0.1");
+  }).listen(port, "127.0.0.1");
 });
 
 async function connect() {

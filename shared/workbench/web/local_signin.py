@@ -15,11 +15,13 @@ import hashlib
 import ipaddress
 import secrets
 from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
 
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
+from workbench.settings import DEFAULT_PORT
 from workbench.stores import OAuthState
 from workbench.web.context import safe_next
 from workbench.web.html import html_page, notices, redirect
@@ -28,7 +30,13 @@ if TYPE_CHECKING:
     from workbench.composition import Gateway
     from workbench.stores import User
 
-__all__ = ["LOCAL_SIGNIN_PATH", "is_loopback_host", "local_signin_routes", "mint_signin_link"]
+__all__ = [
+    "LOCAL_SIGNIN_PATH",
+    "is_loopback_host",
+    "local_signin_routes",
+    "mint_signin_link",
+    "signin_link_command",
+]
 
 LOCAL_SIGNIN_PATH = "/portal/signin/local"
 # OAuthState.integration value that marks a local sign-in token (state = sha256 of the token).
@@ -55,6 +63,12 @@ def is_loopback_host(host: str | None) -> bool:
         return ipaddress.ip_address(name).is_loopback
     except ValueError:
         return False
+
+
+def signin_link_command(public_url: str) -> str:
+    """The command that mints a new link for this gateway, naming its port when not the default."""
+    port = urlsplit(public_url).port
+    return "workbench signin-link" + (f" --port {port}" if port and port != DEFAULT_PORT else "")
 
 
 def mint_signin_link(gw: Gateway, user: User, base_url: str) -> str:
@@ -91,7 +105,7 @@ def local_signin_routes(gw: Gateway) -> list[BaseRoute]:
                 (
                     "error",
                     "This sign-in link was already used, has expired, or is not valid. Run "
-                    "`workbench signin-link` for a new one.",
+                    f"`{signin_link_command(gw.settings.public_url)}` for a new one.",
                 )
             )
             return html_page("Sign-in link not valid", body, status=400)

@@ -27,6 +27,7 @@ from workbench.observability import log_event
 from workbench.stores import OAuthState
 from workbench.web.context import WebContext, safe_next
 from workbench.web.html import e, html_page, notices, redirect
+from workbench.web.local_signin import signin_link_command
 from workbench.web.oidc import OidcClient, OidcError
 
 if TYPE_CHECKING:
@@ -100,12 +101,13 @@ def signin_routes(web: WebContext) -> list[BaseRoute]:
                 '<p><button type="submit">Sign in (development)</button></p></form></section>'
             )
         if web.local:
+            command = e(signin_link_command(gw.settings.public_url))
             parts.append(
                 '<section class="card" aria-labelledby="local"><h2 id="local">This computer</h2>'
                 "<p>This gateway runs on your machine. Open the one-time sign-in link that "
                 "<code>workbench serve</code> printed when it started. For a new link, run</p>"
-                '<pre class="snippet"><code>.venv/bin/workbench signin-link</code></pre>'
-                '<p class="help">in the project folder (or <code>uv run workbench signin-link</code>). '
+                f'<pre class="snippet" tabindex="0"><code>.venv/bin/{command}</code></pre>'
+                f'<p class="help">in the project folder (or <code>uv run {command}</code>). '
                 "The link works once, only from this machine.</p></section>"
             )
         if oidc is None and not gw.settings.dev_login and not web.local:
