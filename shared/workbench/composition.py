@@ -34,7 +34,8 @@ if TYPE_CHECKING:
     from workbench.browser.pool import BrowserPool
     from workbench.connections.flow import ConnectFlow
     from workbench.connections.provider_oauth import ProviderOAuth, TokenSet
-    from workbench.engine.search import SearchDoc, SearchIndex
+    from workbench.engine.index_cache import IndexCache
+    from workbench.engine.search import SearchIndex
     from workbench.external import ExternalServers
     from workbench.guard.egress import EgressPolicy, Resolver, Route
     from workbench.identity.tokens import SigningKeySource, TokenService
@@ -290,12 +291,24 @@ class Gateway:
     def search_index(self) -> SearchIndex:
         return self._search
 
+    @cached_property
+    def search_indexes(self) -> IndexCache:
+        """Custom-app catalogs' indexes, built off the loop within their budgets."""
+        from workbench.engine.index_cache import IndexCache
+
+        return IndexCache(self.store_io)
+
     async def search_tools(self, principal: Principal, query: str, limit: int) -> list[dict[str, Any]]:
         """search_tools: built-in and plugin tools plus this caller's custom apps (never another user's)."""
-        from workbench.engine.search import SearchDoc
+        from workbench.engine.search import SearchBudgetExceeded, SearchDoc
+        from workbench.observability import log_event
         from workbench.tools import argument_text
 
-        hits = self.search_index().search(query, limit)
+        # Built (or loaded) on a pool thread the first time, never on the event loop.
+        index: SearchIndex | None = self.__dict__.get("_search")
+        if index is None:
+            index = await self.store_io.run(self.search_index)
+        hits = index.search(query, limit)
         custom_hints: dict[str, dict[str, Any]] = {}
         if self.external is not None:
             found = await self.external.catalog(principal.user.id)
@@ -305,10 +318,13 @@ class Gateway:
                 for t in found
             )
             if custom:  # ranked alongside the shared catalog
-                hits = sorted(
-                    [*hits, *_custom_app_index(custom).search(query, limit)], key=lambda h: -h.score
-                )
-                hits = hits[:limit]
+                try:
+                    own = await self.search_indexes.get(custom)
+                except SearchBudgetExceeded as e:
+                    # That catalog is left out of search, said in the log; the rest still answers.
+                    log_event("search_index_refused", user=principal.user.id, error=str(e))
+                else:
+                    hits = sorted([*hits, *own.search(query, limit)], key=lambda h: -h.score)[:limit]
         # Only the hit integrations: a cookie integration's check decrypts its stored cookies.
         status = await self.store_io.run(
             self.connection_status, principal.user.id, {hit.doc.integration for hit in hits}
@@ -387,15 +403,6 @@ class Gateway:
         from workbench.proxy.session import mint_curl_session
 
         return mint_curl_session(self, principal, integrations, expires_in)
-
-
-@functools.lru_cache(maxsize=64)
-def _custom_app_index(docs: tuple[SearchDoc, ...]) -> SearchIndex:
-    """Custom-app discovery is cached for 10 minutes, so the same catalog comes back search after
-    search: index each distinct catalog once instead of on every request."""
-    from workbench.engine.search import SearchIndex
-
-    return SearchIndex(docs)
 
 
 class _BuiltinServices:

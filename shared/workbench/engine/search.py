@@ -23,16 +23,30 @@ import itertools
 import marshal
 import math
 import re
+import time
 import unicodedata
+import zlib
+from array import array
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Container, Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from workbench.errors import WorkbenchError
 
 if TYPE_CHECKING:
     from workbench.engine.registry import Registry
 
-__all__ = ["SearchDoc", "SearchHit", "SearchIndex", "catalog_docs", "stem", "tokens"]
+__all__ = [
+    "BuildBudget",
+    "SearchBudgetExceeded",
+    "SearchDoc",
+    "SearchHit",
+    "SearchIndex",
+    "catalog_docs",
+    "stem",
+    "tokens",
+]
 
 
 def _words_of(text: str) -> frozenset[str]:
@@ -41,7 +55,10 @@ def _words_of(text: str) -> frozenset[str]:
 
 # -- tokenising ----------------------------------------------------------------------------------
 
-_ASCII_WORD = re.compile(r"[A-Za-z0-9]+")
+# A run of more than 128 letters and digits (a hash, base64, a pasted blob) is no word: skipped
+# whole, so no input word costs more than a bounded amount of work or memory.
+_WORD_MAX = 128
+_ASCII_WORD = re.compile(r"(?<![A-Za-z0-9])[A-Za-z0-9]{1,128}(?![A-Za-z0-9])")
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z]{2})")
 # Scripts written without spaces between words: indexed as overlapping character pairs.
 _BIGRAM_SCRIPT = re.compile(
@@ -108,7 +125,8 @@ def _words(text: str) -> list[str]:
             cur.append(ch)
         elif cur:
             raw = "".join(cur)
-            words.extend(_split_camel(raw) if raw.isascii() else [raw.casefold()])
+            if len(raw) <= _WORD_MAX:
+                words.extend(_split_camel(raw) if raw.isascii() else [raw.casefold()])
             cur = []
     return words
 
@@ -129,10 +147,14 @@ def tokens(text: str) -> list[str]:
     return [term for term, _ in _terms(text)]
 
 
-@functools.lru_cache(maxsize=1 << 16)
+@functools.lru_cache(maxsize=1 << 15)
 def _ascii_terms(raw: str) -> tuple[tuple[str, str], ...]:
     """Terms of one ASCII word as it appears in a text (cached: catalogs repeat their words)."""
-    return tuple((stem(w), w) for w in _split_camel(raw) if w not in _STOP and (len(w) > 1 or w.isdigit()))
+    return tuple(
+        (stem(w), w)
+        for w in _split_camel(raw)
+        if w not in _STOP and (len(w) > 1 or w.isdigit()) and len(w) <= _TERM_MAX
+    )
 
 
 def _terms(text: str) -> list[tuple[str, str]]:
@@ -148,18 +170,18 @@ def _terms(text: str) -> list[tuple[str, str]]:
             continue
         start = 0
         for run in _BIGRAM_SCRIPT.finditer(word):
-            if run.start() > start:
+            if 0 < run.start() - start <= _TERM_MAX:
                 out.append((word[start : run.start()],) * 2)
             seg = _clusters(run.group())
             pairs = seg if len(seg) == 1 else [seg[i] + seg[i + 1] for i in range(len(seg) - 1)]
             out.extend((p, p) for p in pairs)
             start = run.end()
-        if start < len(word):
+        if 0 < len(word) - start <= _TERM_MAX:
             out.append((word[start:],) * 2)
     return _phrases(out)
 
 
-@functools.lru_cache(maxsize=1 << 16)
+@functools.lru_cache(maxsize=1 << 15)
 def _ascii_stems(raw: str) -> tuple[str, ...]:
     return tuple(t for t, _ in _ascii_terms(raw))
 
@@ -345,6 +367,17 @@ _PREFIX = 0.6  # an unknown word completed to an index term ("calend" → calend
 _TYPO = 0.7  # an unknown word corrected to an index term ("lsit" → list)
 _TYPO_MIN_LENGTH = 3  # shorter words are another real word one letter away too often
 _TYPO_MAX_LENGTH = 24  # no word is longer; a longer "word" is not worth its edit-distance cost
+_TYPO_TERMS = 8_000  # the typo index covers at most this many terms, the most common first
+_PREFIX_TERMS = 32  # an unknown word completes to at most this many terms
+# Bounds on what one tool adds to an index, so that memory and build time grow with the number of
+# tools and nothing else: a term is at most _TERM_MAX characters (a longer run of letters, a hash or
+# base64, is no word anyone searches for), a field at most this many characters of text.
+_TERM_MAX = 32
+_NAME_CHARS = 200
+_DESCRIPTION_CHARS = 1_000
+_KEYWORD_CHARS = 1_000
+_ARGUMENT_CHARS = 2_000
+_ARGUMENT_TERMS = 60
 # Bounds on the work one query can cause: its first 2,000 characters and 64 distinct terms are
 # used (BFCL's longest questions are well inside both).
 _QUERY_CHARS = 2000
@@ -353,10 +386,22 @@ _NAMED_INTEGRATION = 1.2  # a tool of an integration the query names
 _SURFACE = 0.2  # the word also found as written, singular or plural ("comments" → list_comments)
 # to_bytes layout and everything an index depends on: a saved index from other settings is refused.
 _FORMAT = (
-    "workbench-search-2 "
+    "workbench-search-3 "
     + hashlib.sha256(
         repr(
-            (_FIELDS, _WEIGHT, _B, _K1, _DESCRIPTION_TERMS, sorted(_STOP), sorted(_ACTIONS), _PHRASES)
+            (
+                _FIELDS,
+                _WEIGHT,
+                _B,
+                _K1,
+                _DESCRIPTION_TERMS,
+                sorted(_STOP),
+                sorted(_ACTIONS),
+                _PHRASES,
+                _TERM_MAX,
+                _TYPO_TERMS,
+                sorted(_SYNONYMS),
+            )
         ).encode()
     ).hexdigest()[:16]
 )
@@ -415,26 +460,28 @@ class _Parsed(NamedTuple):
 def _parse(doc: SearchDoc) -> _Parsed:
     """`<integration>_<verb>_<object>`: leading name words the integration also has, the first
     action word after them, and the rest. Names without an action word are all object."""
-    integration = _integration_terms(doc.integration)
+    integration = _integration_terms(doc.integration[:_NAME_CHARS])
     known = set(integration)
-    name = _index_terms(doc.name)
+    name = _index_terms(doc.name[:_NAME_CHARS])
     at = 0
     while at < len(name) - 1 and name[at] in known:
         at += 1
     rest = name[at:]
     verb = next((i for i, t in enumerate(rest) if t in _ACTIONS), None)
-    description = _IDENTIFIER.sub(" ", doc.description) if "_" in doc.description else doc.description
+    description = doc.description[:_DESCRIPTION_CHARS]
+    description = _IDENTIFIER.sub(" ", description) if "_" in description else description
+    keywords = doc.keywords[:_KEYWORD_CHARS]
     fields = {
         "action": [rest[verb]] if verb is not None else [],
         "object": [t for i, t in enumerate(rest) if i != verb],
         "integration": [*integration, *(t for t in name[:at] if t not in known)],
         "description": _index_terms(description)[:_DESCRIPTION_TERMS],
-        "keywords": _index_terms(doc.keywords),
-        "arguments": _argument_terms(doc.arguments),
+        "keywords": _index_terms(keywords),
+        "arguments": _argument_terms(doc.arguments[:_ARGUMENT_CHARS])[:_ARGUMENT_TERMS],
     }
-    text = f"{doc.name} {description} {doc.keywords}"
+    text = f"{doc.name[:_NAME_CHARS]} {description} {keywords}"
     if text.isascii():
-        return _Parsed(fields, frozenset(_ASCII_WORD.findall(text.lower())))
+        return _Parsed(fields, frozenset(w for w in _ASCII_WORD.findall(text.lower()) if len(w) <= _TERM_MAX))
     return _Parsed(fields, frozenset(w for _, w in _terms(text)))
 
 
@@ -486,55 +533,159 @@ def _typo_limit(word: str) -> int:
     return 1 if len(word) < 8 else 2
 
 
+def _typo_key(text: str) -> int:
+    """A deletion's slot in the typo index: its CRC-32 (stable across processes, unlike hash())."""
+    return zlib.crc32(text.encode())
+
+
+class SearchBudgetExceeded(WorkbenchError):
+    """A catalog too large to index within its budget (tools, or CPU time of the build)."""
+
+
+@dataclass(frozen=True, slots=True)
+class BuildBudget:
+    """What one index build may cost: at most `tools` documents and `cpu_seconds` of the building
+    thread's CPU time (checked as it goes; past it the build stops with SearchBudgetExceeded)."""
+
+    tools: int = 100_000
+    cpu_seconds: float = 60.0
+
+
+class _Clock:
+    def __init__(self, budget: BuildBudget, label: str) -> None:
+        self.budget, self.label = budget, label
+        self.start = time.thread_time()
+
+    def check(self) -> None:
+        if time.thread_time() - self.start > self.budget.cpu_seconds:
+            raise SearchBudgetExceeded(
+                f"{self.label}: indexing took more than its {self.budget.cpu_seconds:g} s budget; "
+                "its tools are left out of search"
+            )
+
+
 class SearchIndex:
-    def __init__(self, docs: Iterable[SearchDoc]) -> None:
-        self.docs: list[SearchDoc] = list(docs)
+    """BM25F postings in flat arrays (a term's documents and weights side by side), so an index of
+    20,000 tools with real descriptions stays in tens of MB, and the typo index prebuilt with it.
+
+    Everything one tool can add is bounded (its name, description, keywords and arguments each to
+    a number of terms, every term to _TERM_MAX characters), so memory and build time grow with the
+    number of tools and nothing else; `budget` bounds those too."""
+
+    def __init__(
+        self, docs: Iterable[SearchDoc], budget: BuildBudget | None = None, label: str = "catalog"
+    ) -> None:
+        budget = budget or BuildBudget()
+        self.docs: list[SearchDoc] = list(itertools.islice(docs, budget.tools + 1))
+        if len(self.docs) > budget.tools:
+            raise SearchBudgetExceeded(
+                f"{label}: more than {budget.tools} tools to index; its tools are left out of search"
+            )
+        clock = _Clock(budget, label)
         n = len(self.docs)
-        parsed = [_parse(d) for d in self.docs]
-        per_doc = [p.fields for p in parsed]
-        avg = {f: (sum(len(p[f]) for p in per_doc) / n if n else 0.0) or 1.0 for f in _FIELDS}
+        parsed: list[_Parsed] = []
+        for i, d in enumerate(self.docs):
+            parsed.append(_parse(d))
+            if i & 127 == 127:
+                clock.check()
+        avg = {f: (sum(len(p.fields[f]) for p in parsed) / n if n else 0.0) or 1.0 for f in _FIELDS}
+        norms = {f: (_WEIGHT[f], 1 - _B[f], _B[f] / avg[f]) for f in _FIELDS}
         # BM25F: a term's frequency in each field, weighted and length-normalised per field, summed,
         # then saturated once; stored saturated so that a query only multiplies and adds.
-        freq: dict[str, dict[int, float]] = defaultdict(dict)
-        for i, fields in enumerate(per_doc):
-            for f in _FIELDS:
-                terms = fields[f]
-                if terms:
-                    norm = _WEIGHT[f] / (1 - _B[f] + _B[f] * len(terms) / avg[f])
-                    for t in terms:
-                        row = freq[t]
-                        row[i] = row.get(i, 0.0) + norm
-        self._idf = {t: math.log(1 + (n - len(row) + 0.5) / (len(row) + 0.5)) for t, row in freq.items()}
-        self._postings = {t: {i: tf / (_K1 + tf) for i, tf in row.items()} for t, row in freq.items()}
-        self._unseen_idf = math.log(1 + (n + 0.5) / 1.5)  # as rare as a word of one tool
-        self._vocab = sorted(self._postings)  # for prefix lookups
-        self._prior = [_prior(fields) for fields in per_doc]
-        # Tools by the words of their integration, for queries that name one ("zendesk tickets").
-        self._by_integration: dict[str, list[int]] = defaultdict(list)
-        for i, fields in enumerate(per_doc):
-            for t in dict.fromkeys(fields["integration"]):
-                self._by_integration[t].append(i)
-        # Words as written, so that a plural query prefers the tool about many ("notion comments").
-        self._written: dict[str, list[int]] = defaultdict(list)
+        rows: dict[str, tuple[array[int], array[float]]] = {}
+        written: dict[str, array[int]] = {}
         for i, p in enumerate(parsed):
+            tf: dict[str, float] = {}
+            for f, terms in p.fields.items():
+                if terms:
+                    weight, flat, slope = norms[f]
+                    norm = weight / (flat + slope * len(terms))
+                    for t in terms:
+                        tf[t] = tf.get(t, 0.0) + norm
+            for t, v in tf.items():
+                row = rows.get(t)
+                if row is None:
+                    row = rows[t] = (array("i"), array("f"))
+                row[0].append(i)
+                row[1].append(v / (_K1 + v))
             for w in p.written:
-                self._written[w].append(i)
-        self._typo_index: dict[str, set[str]] | None = None  # built on the first unknown word
+                docs_of = written.get(w)
+                if docs_of is None:
+                    docs_of = written[w] = array("i")
+                docs_of.append(i)
+            if i & 127 == 127:
+                clock.check()
+        self._at, self._ids, self._weights = _flatten({t: r[0] for t, r in rows.items()}, rows)
+        self._written_at, self._written_ids, _ = _flatten(written, None)
+        del rows, written
+        self._unseen_idf = math.log(1 + (n + 0.5) / 1.5)  # as rare as a word of one tool
+        self._vocab = sorted(self._at)  # for prefix lookups
+        self._prior = array("b", (int(_prior(p.fields)) for p in parsed))
+        # Tools by the words of their integration, for queries that name one ("zendesk tickets").
+        by_integration: dict[str, list[int]] = defaultdict(list)
+        for i, p in enumerate(parsed):
+            for t in dict.fromkeys(p.fields["integration"]):
+                by_integration[t].append(i)
+        self._by_integration = dict(by_integration)
+        del parsed
+        clock.check()
+        self._typo_terms, self._typo = self._build_typo_index()
+        clock.check()
+
+    def _build_typo_index(self) -> tuple[list[str], array[int]]:
+        """A deletion index of the _TYPO_TERMS most common terms (and the synonym words): each
+        term and every form of it with one letter deleted, as (CRC-32 << 20 | term number), sorted.
+        A query word's deletions (one, or two for a long word) are looked up in it, and every
+        candidate is checked by edit distance, so the index stays one entry per term letter."""
+        n_docs = self._doc_count
+        eligible = [
+            t
+            for t in self._at
+            if _TYPO_MIN_LENGTH <= len(t) <= _TYPO_MAX_LENGTH and t.isascii() and t.isalpha()
+        ]
+        if len(eligible) > _TYPO_TERMS:
+            eligible.sort(key=lambda t: -n_docs(t))
+            del eligible[_TYPO_TERMS:]
+        terms = sorted({*eligible, *(t for t in _SYNONYMS if len(t) >= _TYPO_MIN_LENGTH)})
+        deletions: list[str] = []
+        numbers: list[int] = []
+        for number, term in enumerate(terms):
+            forms = {term, *(term[:i] + term[i + 1 :] for i in range(len(term)))}
+            deletions += forms
+            numbers += [number] * len(forms)
+        keys = map(zlib.crc32, map(str.encode, deletions))
+        return terms, array("Q", sorted([key << 20 | n for key, n in zip(keys, numbers, strict=True)]))
+
+    def _doc_count(self, term: str) -> int:
+        return self._at[term] & _COUNT_MASK
+
+    @property
+    def nbytes(self) -> int:
+        """About how much memory the index holds (for the cache's budget)."""
+        text = sum(
+            len(d.name) + len(d.description) + len(d.keywords) + len(d.arguments) + 200 for d in self.docs
+        )
+        arrays = sum(a.itemsize * len(a) for a in (self._ids, self._weights, self._written_ids, self._typo))
+        return text + arrays + 150 * (len(self._at) + len(self._written_at)) + 60 * len(self._typo_terms)
 
     # -- prebuilt -------------------------------------------------------------------------------------
 
     def to_bytes(self) -> bytes:
-        """The built index, for a build step to ship beside a large catalog (loading it is about
-        ten times quicker than building it: bench/search.py)."""
+        """The built index with its typo index, for a build step to ship beside a large catalog
+        (loading it is several times quicker than building it: bench/search_scale.py)."""
         state = (
             _FORMAT,
             [(d.name, d.description, d.integration, d.keywords, d.arguments) for d in self.docs],
-            self._idf,
-            self._postings,
+            self._at,
+            self._ids.tobytes(),
+            self._weights.tobytes(),
+            self._written_at,
+            self._written_ids.tobytes(),
             self._unseen_idf,
-            self._prior,
-            dict(self._written),
-            dict(self._by_integration),
+            self._prior.tobytes(),
+            self._by_integration,
+            self._typo_terms,
+            self._typo.tobytes(),
         )
         return marshal.dumps(state)
 
@@ -544,63 +695,98 @@ class SearchIndex:
         state = marshal.loads(data)  # noqa: S302 -- our own build artefact, never user input
         if not isinstance(state, tuple) or not state or state[0] != _FORMAT:
             raise ValueError("search index built by another version of the engine; rebuild it")
-        _, docs, idf, postings, unseen_idf, prior, written, by_integration = state
+        (
+            _,
+            docs,
+            at,
+            ids,
+            weights,
+            written_at,
+            written_ids,
+            unseen,
+            prior,
+            by_integration,
+            typo_terms,
+            typo,
+        ) = state
         index = cls.__new__(cls)
         index.docs = [SearchDoc(*d) for d in docs]
-        index._idf, index._postings, index._unseen_idf = idf, postings, unseen_idf
-        index._vocab = sorted(postings)
-        index._prior, index._written, index._by_integration = prior, written, by_integration
-        index._typo_index = None
+        index._at, index._ids, index._weights = at, _array("i", ids), _array("f", weights)
+        index._written_at, index._written_ids = written_at, _array("i", written_ids)
+        index._unseen_idf, index._prior = unseen, _array("b", prior)
+        index._vocab = sorted(at)
+        index._by_integration = by_integration
+        index._typo_terms, index._typo = typo_terms, _array("Q", typo)
         return index
+
+    # -- postings -----------------------------------------------------------------------------------
+
+    def _posting(self, term: str) -> tuple[array[int], array[float]]:
+        at = self._at[term]
+        start, count = at >> _COUNT_BITS, at & _COUNT_MASK
+        return self._ids[start : start + count], self._weights[start : start + count]
+
+    def _idf(self, term: str) -> float:
+        count = self._at[term] & _COUNT_MASK
+        n = len(self.docs)
+        return math.log(1 + (n - count + 0.5) / (count + 0.5))
+
+    def _written_docs(self, word: str) -> array[int]:
+        at = self._written_at.get(word)
+        if at is None:
+            return _NO_DOCS
+        start = at >> _COUNT_BITS
+        return self._written_ids[start : start + (at & _COUNT_MASK)]
 
     # -- query words → index terms ----------------------------------------------------------------
 
     def _expand(self, word: str, written: str) -> dict[str, float]:
         """Index terms a query term may mean, with a match quality in (0, 1]."""
         found: dict[str, float] = {}
-        if word in self._postings:
+        at = self._at
+        if word in at:
             found[word] = 1.0
         for syn in _SYNONYMS.get(word, ()):
-            if syn in self._postings:
+            if syn in at:
                 found.setdefault(syn, _SYNONYM)
         for action, share in _LEXICON.get(word, {}).items():
-            if action in self._postings:
+            if action in at:
                 found.setdefault(action, _SYNONYM * share)
         if found or not word.isascii() or word.isdigit():
             return found
         # Nothing matches the word as written: complete a prefix, or correct a typo.
         if len(word) >= 3:
-            at = bisect.bisect_left(self._vocab, word)
-            while at < len(self._vocab) and self._vocab[at].startswith(word):
-                found[self._vocab[at]] = _PREFIX
-                at += 1
+            i = bisect.bisect_left(self._vocab, word)
+            end = min(i + _PREFIX_TERMS, len(self._vocab))
+            while i < end and self._vocab[i].startswith(word):
+                found[self._vocab[i]] = _PREFIX
+                i += 1
         for typed in {word, written}:  # "lits" stems to "lit", but it is "list" mistyped
             if _TYPO_MIN_LENGTH <= len(typed) <= _TYPO_MAX_LENGTH:
                 for term in self._corrections(typed):
                     found.setdefault(term, _TYPO)
                     for syn in _SYNONYMS.get(term, ()):
-                        if syn in self._postings:
+                        if syn in at:
                             found.setdefault(syn, _TYPO * _SYNONYM)
         return found
 
     def _corrections(self, word: str) -> list[str]:
         """Index terms and synonym words within a small edit distance of an unknown word."""
-        if self._typo_index is None:
-            self._typo_index = defaultdict(set)
-            for term in set(self._postings) | set(_SYNONYMS):
-                if term.isascii() and len(term) >= _TYPO_MIN_LENGTH:
-                    for d in _deletes(term, _typo_limit(term)):
-                        self._typo_index[d].add(term)
         limit = _typo_limit(word)
+        typo, terms = self._typo, self._typo_terms
         candidates: set[str] = set()
         for d in _deletes(word, limit):
-            candidates |= self._typo_index.get(d, set())
+            key = _typo_key(d) << 20
+            i = bisect.bisect_left(typo, key)
+            while i < len(typo) and typo[i] >> 20 == key >> 20:
+                candidates.add(terms[typo[i] & 0xFFFFF])
+                i += 1
         out = []
         for term in sorted(candidates):
             if _edit_distance(word, term, limit) <= limit:
-                if term in self._postings:
+                if term in self._at:
                     out.append(term)
-                out.extend(s for s in _SYNONYMS.get(term, ()) if s in self._postings)
+                out.extend(s for s in _SYNONYMS.get(term, ()) if s in self._at)
         return out
 
     # -- search -----------------------------------------------------------------------------------
@@ -629,7 +815,7 @@ class SearchIndex:
             for a, qa in left.items():
                 for b, qb in right.items():
                     joined = _PHRASES.get((a, b))
-                    if joined and joined not in terms and joined in self._postings and min(qa, qb) < 1:
+                    if joined and joined not in terms and joined in self._at and min(qa, qb) < 1:
                         phrases[joined] = max(phrases.get(joined, 0.0), min(qa, qb))
         queue += [(joined, joined, {joined: quality}) for joined, quality in phrases.items()]
         for word, written, expansions in queue:
@@ -640,27 +826,30 @@ class SearchIndex:
                 continue
             # One weight per query word: a synonym or a correction must not outscore the exact
             # word merely because it is rarer in the catalog.
-            idf = self._idf.get(word) or max(self._idf[t] for t in expansions)
+            idf = self._idf(word) if word in self._at else max(self._idf(t) for t in expansions)
             matched.append((idf, expansions))
+            best: dict[int, float] = {}
             if len(expansions) == 1:  # the common case: no synonym, no correction
                 ((term, quality),) = expansions.items()
-                best = self._postings[term]
+                ids, weights = self._posting(term)
                 factor = idf * quality
-                for doc, weight in best.items():
+                for doc, weight in zip(ids, weights, strict=True):
                     scores[doc] += factor * weight
             else:
-                best = {}
                 for term, quality in expansions.items():
-                    for doc, weight in self._postings[term].items():
+                    for doc, weight in zip(*self._posting(term), strict=True):
                         value = quality * weight
                         if value > best.get(doc, 0.0):
                             best[doc] = value
                 for doc, value in best.items():
                     scores[doc] += idf * value
-            surface = _SURFACE * idf
-            for doc in self._written.get(written, ()):
-                if doc in best:
-                    scores[doc] += surface
+            surfaced = self._written_docs(written)
+            if surfaced:
+                present: Container[int] = best or set(ids)
+                surface = _SURFACE * idf
+                for doc in surfaced:
+                    if doc in present:
+                        scores[doc] += surface
         if not scores:
             return []
         # A query that names an integration is about it: its tools come before another
@@ -686,6 +875,32 @@ class SearchIndex:
         best = scores[chosen[0]]
         calibrated = _coverage(_parse(self.docs[chosen[0]]).fields, matched, unmatched)
         return [SearchHit(self.docs[d], round(calibrated * scores[d] / best, 4)) for d in chosen[:limit]]
+
+
+_COUNT_BITS = 24  # a posting run's start and length packed in one int: start << 24 | length
+_COUNT_MASK = (1 << _COUNT_BITS) - 1
+_NO_DOCS: array[int] = array("i")
+
+
+def _flatten(
+    runs: dict[str, array[int]], rows: dict[str, tuple[array[int], array[float]]] | None
+) -> tuple[dict[str, int], array[int], array[float]]:
+    """Per-term arrays laid end to end: {term: start << 24 | length}, the ids, the weights."""
+    at: dict[str, int] = {}
+    ids: array[int] = array("i")
+    weights: array[float] = array("f")
+    for term, docs in runs.items():
+        at[term] = len(ids) << _COUNT_BITS | len(docs)
+        ids.extend(docs)
+        if rows is not None:
+            weights.extend(rows[term][1])
+    return at, ids, weights
+
+
+def _array(code: str, data: bytes) -> array[Any]:
+    out = array(code)
+    out.frombytes(data)
+    return out
 
 
 def _prior(fields: dict[str, list[str]]) -> float:

@@ -1,0 +1,232 @@
+"""Search at scale with realistic tool documents, and what hostile input can cost (issue 24 item 4).
+
+Catalogs of 1k/5k/20k/50k tools are generated from the real catalog's vocabulary, each tool like a
+real one: a 40–60 word description with camelCase and snake_case identifiers in it, and 3–8
+arguments with names and descriptions. For each size: build time (CPU), the index's memory
+(tracemalloc, what stays allocated after the build), query p50/p99 (CPU), the prebuilt index's
+size and load time. Then a 1,000-tool custom catalog's build, the engine's bounds under hostile
+input (a 1,000-letter and a 100,000-letter word, a 1 MB description, 2,000 tools of only unique
+long identifiers: build time and peak memory), a build over its budget (refused, not the process),
+and how long an event loop waits while a 20k-tool build runs off it.
+
+    uv run --group bench python bench/search_scale.py [--json]
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import random
+import statistics
+import sys
+import time
+import tracemalloc
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from workbench.composition import build_registry
+from workbench.engine.blocking import BlockingPool
+from workbench.engine.search import BuildBudget, SearchBudgetExceeded, SearchDoc, SearchIndex, catalog_docs
+
+T = TypeVar("T")
+SIZES = (1_000, 5_000, 20_000, 50_000)
+UNBOUNDED = BuildBudget(tools=1_000_000, cpu_seconds=600)
+
+
+def realistic(size: int, seed: int = 7) -> list[SearchDoc]:
+    """`size` tools as real ones read: 40–60 word descriptions with identifiers, 3–8 arguments."""
+    rng = random.Random(seed)
+    real = catalog_docs(build_registry())
+    words = sorted({w for d in real for w in d.description.lower().split() if w.isalpha() and len(w) > 2})
+    verbs = ["get", "list", "create", "update", "delete", "search", "send", "add", "remove", "run", "export"]
+    out: list[SearchDoc] = []
+    for n in range(size):
+        integration = f"vendor{n // 15}"
+        noun = rng.choice(words)
+        camel = lambda k: rng.choice(words) + "".join(w.title() for w in rng.sample(words, k))  # noqa: E731
+        snake = lambda k: "_".join(rng.sample(words, k))  # noqa: E731
+        description = rng.sample(words, rng.randint(36, 54))
+        for _ in range(rng.randint(2, 5)):
+            description.insert(
+                rng.randrange(len(description)), camel(rng.randint(1, 3)) if rng.random() < 0.6 else snake(2)
+            )
+        arguments = " ".join(
+            f"{camel(rng.randint(0, 2))} {' '.join(rng.sample(words, rng.randint(4, 10)))}"
+            for _ in range(rng.randint(3, 8))
+        )
+        out.append(
+            SearchDoc(
+                f"{integration}_{rng.choice(verbs)}_{noun}",
+                " ".join(description).capitalize() + ".",
+                integration,
+                arguments=arguments,
+            )
+        )
+    return out
+
+
+def timed(fn: Callable[[], T]) -> tuple[T, float, float]:
+    """(result, wall ms, CPU ms of this thread)."""
+    t0, c0 = time.perf_counter(), time.thread_time()
+    out = fn()
+    return out, (time.perf_counter() - t0) * 1000, (time.thread_time() - c0) * 1000
+
+
+def retained(fn: Callable[[], T]) -> tuple[T, float, float]:
+    """(result, MB still allocated after, peak MB during)."""
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        out = fn()
+        now, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    return out, (now - before) / 1e6, (peak - before) / 1e6
+
+
+def queries(docs: list[SearchDoc], rng: random.Random, n: int = 300) -> list[str]:
+    """Agent-like queries over the generated catalog: a verb, an object, a few description words,
+    some misspelt, some with an identifier's parts."""
+    out = []
+    for _ in range(n):
+        d = rng.choice(docs)
+        words = d.description.lower().rstrip(".").split()
+        q = [d.name.split("_")[1], d.name.split("_")[2], *rng.sample(words, 3)]
+        if rng.random() < 0.3:
+            i = rng.randrange(len(q))
+            w = q[i]
+            q[i] = w[:1] + w[2:] if len(w) > 4 else w
+        out.append(" ".join(q))
+    return out
+
+
+def scale(summary: dict[str, Any]) -> None:
+    print("search at scale, realistic documents (CPU time of the building/searching thread):")
+    for size in SIZES:
+        docs = realistic(size)
+        index, built_mb, peak_mb = retained(lambda docs=docs: SearchIndex(docs, UNBOUNDED))
+        _, _, build_cpu = timed(lambda docs=docs: SearchIndex(docs, UNBOUNDED))
+        rng = random.Random(size)
+        cpu = sorted(timed(lambda q=q, index=index: index.search(q, 10))[2] for q in queries(docs, rng))
+        p50, p99 = statistics.median(cpu), cpu[int(len(cpu) * 0.99) - 1]
+        data = index.to_bytes()
+        _, _, load_cpu = timed(lambda data=data: SearchIndex.from_bytes(data))
+        summary[f"{size}"] = {
+            "build_ms": round(build_cpu, 1),
+            "index_mb": round(built_mb, 1),
+            "build_peak_mb": round(peak_mb, 1),
+            "p50_ms": round(p50, 3),
+            "p99_ms": round(p99, 3),
+            "prebuilt_mb": round(len(data) / 1e6, 1),
+            "load_ms": round(load_cpu, 1),
+            "terms": len(index._at),
+        }
+        print(
+            f"  {size:>6} tools: build {build_cpu:6.0f} ms, index {built_mb:5.1f} MB (peak {peak_mb:5.1f} MB), "
+            f"{len(index._at)} terms; query p50 {p50:.3f} ms p99 {p99:.3f} ms; "
+            f"prebuilt {len(data) / 1e6:.1f} MB loads in {load_cpu:.0f} ms"
+        )
+
+
+def hostile(summary: dict[str, Any]) -> None:
+    print("\nbounds (each row: build CPU ms, peak MB during the build, a search after it):")
+    base = realistic(1_000, seed=3)
+    _, _, custom = timed(lambda: SearchIndex(base, BuildBudget(tools=5_000, cpu_seconds=1.0)))
+    summary["custom_1000_build_ms"] = round(custom, 1)
+    print(f"  1,000-tool custom catalog: built in {custom:.0f} ms")
+    rng = random.Random(5)
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    cases = {
+        "a 1,000-letter word in one description": [
+            *base[:999],
+            SearchDoc("x_get_thing", "Get the thing " + "".join(rng.choices(letters, k=1_000)), "x"),
+        ],
+        "a 100,000-letter word": [
+            *base[:999],
+            SearchDoc("x_get_thing", "Get " + "".join(rng.choices(letters, k=100_000)), "x"),
+        ],
+        "a 1 MB description of distinct words": [
+            *base[:999],
+            SearchDoc(
+                "x_get_thing", " ".join("".join(rng.choices(letters, k=9)) for _ in range(100_000)), "x"
+            ),
+        ],
+        "2,000 tools of unique 30-letter camelCase identifiers": [
+            SearchDoc(
+                f"x_get_{i}",
+                " ".join(
+                    "".join(w.title() for w in ("".join(rng.choices(letters, k=6)) for _ in range(5)))
+                    for _ in range(50)
+                ),
+                "x",
+                arguments=" ".join("".join(rng.choices(letters, k=24)) for _ in range(60)),
+            )
+            for i in range(2_000)
+        ],
+    }
+    worst_peak = 0.0
+    for label, docs in cases.items():
+
+        def build(docs: list[SearchDoc] = docs) -> tuple[SearchIndex, float]:
+            index, _, cpu = timed(lambda: SearchIndex(docs, BuildBudget(tools=5_000, cpu_seconds=1.0)))
+            return index, cpu
+
+        (index, cpu), _, peak = retained(build)
+        _, _, query = timed(lambda index=index: index.search("get thing " + "q" * 1_000, 10))
+        worst_peak = max(worst_peak, peak)
+        print(f"  {label:55s} build {cpu:6.0f} ms  peak {peak:6.1f} MB  search {query:.2f} ms")
+    summary["hostile_peak_mb"] = round(worst_peak, 1)
+    try:
+        SearchIndex(realistic(20_000), BuildBudget(tools=5_000, cpu_seconds=1.0))
+        print("  over budget: NOT refused")
+    except SearchBudgetExceeded as e:
+        print(f"  20,000 tools under a 5,000-tool budget: refused ({e})")
+    slow = realistic(5_000)
+    try:
+        SearchIndex(slow, BuildBudget(tools=10_000, cpu_seconds=0.05))
+        print("  over its CPU budget: NOT refused")
+    except SearchBudgetExceeded as e:
+        print(f"  5,000 tools under a 50 ms CPU budget: refused ({e})")
+
+
+def loop_wait(summary: dict[str, Any]) -> None:
+    """The longest an event loop's timer fires late while a 20k-tool index builds on a pool thread."""
+    docs = realistic(20_000)
+
+    async def run() -> float:
+        pool = BlockingPool(2, "bench")
+        late = 0.0
+        build = asyncio.ensure_future(pool.run(SearchIndex, docs, UNBOUNDED))
+        while not build.done():
+            t0 = time.perf_counter()
+            await asyncio.sleep(0.001)
+            late = max(late, (time.perf_counter() - t0) * 1000 - 1)
+        await build
+        return late
+
+    late = asyncio.run(run())
+    summary["loop_wait_ms"] = round(late, 1)
+    print(
+        f"\nan event loop's 1 ms timer, while a 20,000-tool index builds off the loop: at most {late:.1f} ms late"
+    )
+
+
+def report(summary: dict[str, Any]) -> None:
+    scale(summary)
+    hostile(summary)
+    loop_wait(summary)
+
+
+def main() -> None:
+    summary: dict[str, Any] = {}
+    if "--json" in sys.argv:
+        with contextlib.redirect_stdout(sys.stderr):
+            report(summary)
+        print(json.dumps(summary))
+        return
+    report(summary)
+
+
+if __name__ == "__main__":
+    main()
