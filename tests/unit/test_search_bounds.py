@@ -70,7 +70,7 @@ def test_a_build_over_its_budget_fails_that_catalog_with_a_clear_error() -> None
     with pytest.raises(SearchBudgetExceeded, match="more than 2 tools"):
         SearchIndex(DOCS, BuildBudget(tools=2), label="my apps")
     many = [SearchDoc(f"x_get_{i}", f"Get {_word(8, i)} {_word(9, -i)}.", "x") for i in range(3_000)]
-    with pytest.raises(SearchBudgetExceeded, match="my apps: indexing took more than its 0.001 s budget"):
+    with pytest.raises(SearchBudgetExceeded, match=r"my apps: indexing took more than its 0\.001 s budget"):
         SearchIndex(many, BuildBudget(cpu_seconds=0.001), label="my apps")
 
 
