@@ -241,6 +241,32 @@ def _signin_link(args: argparse.Namespace) -> int:
     return 0
 
 
+def _client_add(args: argparse.Namespace) -> int:
+    from workbench.web.client_config import ClientConfigError, config_path, render, write_config
+
+    settings = Settings.from_env()
+    running = _running_url(settings)
+    url = args.url or (f"{running}/mcp" if running else settings.mcp_url)
+    key = args.key or os.environ.get("WORKBENCH_API_KEY") or None
+    if args.print:
+        print(render(args.client, url, key, name=args.name), end="")
+        return 0
+    try:
+        path = (
+            Path(args.config).expanduser() if args.config else config_path(args.client, project=args.project)
+        )
+        done = write_config(args.client, path, url, key, name=args.name)
+    except (ClientConfigError, OSError) as exc:
+        raise CliError(str(exc)) from exc
+    how = "with the API key" if key else "signing in with OAuth (no key)"
+    if not done.changed:
+        print(f"{path} already has {args.name!r} for {url} ({how}); nothing changed.")
+        return 0
+    saved = f" (the previous file is {done.backup})" if done.backup else ""
+    print(f"Added {args.name!r} ({url}, {how}) to {path}{saved}. Restart {args.client} to load it.")
+    return 0
+
+
 def _external_clear(args: argparse.Namespace) -> int:
     """Admin clear of the external-server discovery cache. Caches live in each running instance,
     so the clear is stored: every instance (local process or Lambda) sees it on its next request."""
@@ -349,6 +375,42 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"the running gateway's port (default: the one `workbench serve` runs on, else {DEFAULT_PORT})",
     )
     link.set_defaults(func=_signin_link, host=DEFAULT_HOST)
+
+    client = sub.add_parser(
+        "client",
+        help="set up an MCP client (Claude Code, Claude Desktop, Cursor, VS Code, Windsurf)",
+        description="Write Workbench into an MCP client's own configuration file.",
+    )
+    client_sub = client.add_subparsers(dest="client_command", required=True, metavar="ACTION")
+    add = client_sub.add_parser(
+        "add",
+        help="add (or update) Workbench in a client's configuration file",
+        description=(
+            "Add Workbench to CLIENT's MCP configuration, keeping everything else in the file. The file "
+            "is backed up (FILE.workbench-backup) before it changes, and left alone when it already has "
+            "this entry. Without --key the client signs in with OAuth through the portal."
+        ),
+    )
+    from workbench.web.client_config import CLIENTS
+
+    add.add_argument("client", metavar="CLIENT", choices=CLIENTS, help=f"one of: {', '.join(CLIENTS)}")
+    add.add_argument(
+        "--key", help="the API key the client sends (default: $WORKBENCH_API_KEY; none means OAuth)"
+    )
+    add.add_argument(
+        "--url", help="the MCP endpoint (default: the running local gateway's, else WORKBENCH_PUBLIC_URL's)"
+    )
+    add.add_argument(
+        "--name", default="workbench", help="the server's name in the client (default: workbench)"
+    )
+    add.add_argument(
+        "--project",
+        action="store_true",
+        help="write the current folder's project file (.mcp.json, .cursor/mcp.json, .vscode/mcp.json)",
+    )
+    add.add_argument("--config", metavar="FILE", help="write this file instead of the client's usual one")
+    add.add_argument("--print", action="store_true", help="print the configuration instead of writing it")
+    add.set_defaults(func=_client_add)
 
     external = sub.add_parser(
         "external",

@@ -30,6 +30,8 @@ __all__ = ["KEY_PLACEHOLDER", "ClientSnippet", "client_setup_routes", "client_sn
 KEY_PLACEHOLDER = "wb_YOUR_API_KEY"
 _KEY = "@@WORKBENCH_KEY@@"  # where the key goes (unchanged by JSON and HTML escaping)
 CALLBACK_PORT = 33418  # the OAuth examples' local redirect listener
+# Clients whose configuration file `workbench client add` writes (web/client_config.py).
+WRITABLE_CLIENTS = ("claude-code", "claude-desktop", "cursor", "vscode", "windsurf")
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,7 +164,15 @@ def setup_section(mcp_url: str, key: str | None, *, heading: str = "Connect a cl
                 f"snippet-{snip.slug}-key", _with_key(snip.with_key, key), f"{snip.name}: with an API key"
             )
             + copy_block(f"snippet-{snip.slug}-oauth", e(snip.oauth), f"{snip.name}: with OAuth (no key)")
-            + f'<p class="help">{e(snip.oauth_note)}</p></details>'
+            + f'<p class="help">{e(snip.oauth_note)}</p>'
+            + (
+                f'<p class="help">Or let Workbench write the file: <code>workbench client add {snip.slug}'
+                "</code> (OAuth; add <code>--key wb_…</code> for a key, <code>--print</code> to only show it)."
+                "</p>"
+                if snip.slug in WRITABLE_CLIENTS
+                else ""
+            )
+            + "</details>"
         )
     key_field = (
         f'<input id="test-key" name="key" type="hidden" value="{e(key)}">'
