@@ -9,11 +9,13 @@ WorkbenchError
 ├── CryptoError               a blob that does not decrypt for its row
 ├── UpstreamTimeout           an upstream call ran past the timeout that applied to it
 ├── ConfigError               the gateway's own settings cannot be read (its secret store)
+├── Unavailable               the store or KMS cannot answer right now (throttled, 5xx, timeout,
+│                             dropped connection): nothing was decided, nothing is damaged; try again
 ├── JobFailed                 a scheduled job did not succeed (fails its invocation: retries, DLQ)
 ├── AuditNotWritten           audit rows the store still refused after its retries (they are logged)
 ├── CredentialError           a provider credential that cannot be used
 │   ├── NotConnected          no stored credential for (user, integration)
-│   ├── ReconnectRequired     the provider rejected the refresh; the user must connect again
+│   ├── ReconnectRequired     the provider refused the credential for good; the user must connect again
 │   └── CredentialUnreadable  the stored credential does not decrypt; the user must connect again
 └── VerificationFailed        connecting: the credential did not pass the manifest's probe (nothing stored)
 """
@@ -36,6 +38,7 @@ __all__ = [
     "NotFound",
     "ReconnectRequired",
     "RegistryError",
+    "Unavailable",
     "UpstreamTimeout",
     "VerificationFailed",
     "WorkbenchError",
@@ -116,6 +119,21 @@ class ConfigError(WorkbenchError):
     pass
 
 
+class Unavailable(WorkbenchError):
+    """A service the gateway stands on (its store, KMS) did not answer this time: throttled, a 5xx,
+    a timeout, a dropped connection. Nothing was decided and nothing stored is damaged, so every
+    surface says "try again" (MCP: a JSON-RPC error; REST and the proxy: 503 with Retry-After;
+    /token and /register: `temporarily_unavailable`; the portal: an error page). `str()` is safe to
+    show: it never carries the AWS message or an exception name; `detail` is for the log only."""
+
+    retry_after = 2  # seconds: what Retry-After says
+
+    def __init__(self, what: str = "storage", detail: str = "") -> None:
+        super().__init__(f"Workbench's {what} is temporarily unavailable. Try again in a moment.")
+        self.what = what
+        self.detail = detail
+
+
 class JobFailed(WorkbenchError):
     def __init__(self, message: str, result: dict[str, Any]) -> None:
         super().__init__(message)
@@ -146,12 +164,15 @@ class NotConnected(CredentialError):
 
 
 class ReconnectRequired(CredentialError):
-    def __init__(self, integration: str, detail: str = "") -> None:
-        tail = f" ({detail})" if detail else ""
+    """Only the user can fix it. `reason` is kept on the connection (`last_error`), so the caller
+    whose refresh was refused, every caller waiting on that refresh and every later call until the
+    user connects again get the same words."""
+
+    def __init__(self, integration: str, reason: str = "") -> None:
+        self.reason = reason or "the provider rejected its credential"
         super().__init__(
             integration,
-            f"{integration} credential was rejected by the provider{tail}. "
-            f"Use connect('{integration}') to reconnect.",
+            f"{integration} must be connected again: {self.reason}. Use connect('{integration}') to reconnect.",
         )
 
 

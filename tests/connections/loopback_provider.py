@@ -71,10 +71,14 @@ class LoopbackProvider:
             "api_calls": 0,
             "api_rejected": 0,
             "key_checks": 0,
+            "failed_refreshes": 0,
         }
     )
     refusals: list[str] = field(default_factory=list)
     delay: float = 0.0  # seconds the token endpoint takes (widens the race window)
+    # When set, every refresh grant is answered with this (status, body): a provider that is down
+    # (503) or refuses the grant (400 invalid_grant). Counted in stats["failed_refreshes"].
+    fail_refresh: tuple[int, dict[str, Any]] | None = None
     _codes: dict[str, tuple[str, str]] = field(default_factory=dict)  # code -> (challenge, redirect_uri)
     _oidc: dict[str, tuple[str, str]] = field(default_factory=dict)  # code -> (nonce, login_hint)
     _live_refresh: set[str] = field(default_factory=set)
@@ -271,6 +275,10 @@ def _handler(p: LoopbackProvider) -> type[BaseHTTPRequestHandler]:
                 if signed_in is not None:
                     answer["id_token"] = p.id_token(*signed_in)
                 return self._send(200, answer)
+            if grant == "refresh_token" and p.fail_refresh is not None:
+                with p._lock:
+                    p.stats["failed_refreshes"] += 1
+                return self._send(*p.fail_refresh)
             if grant == "refresh_token":
                 with p._lock:
                     token = str(body.get("refresh_token"))

@@ -292,17 +292,19 @@ async def test_rejected_refresh_at_the_real_provider_asks_the_agent_to_connect(
         expires_at=gw.clock() + 5,
     )
     first = await gw.execute(ada, [{"tool": "testoauth_whoami", "args": {}, "ref_id": None}])
-    assert first["results"][0]["error"] == (
-        "testoauth credential was rejected by the provider (invalid_grant). Use connect('testoauth') to reconnect."
-    )
+    # The refusal's own call and every later one give the same answer, with the provider's reason,
+    # in the shape that is the agent's cue to connect (issue 29: it was three different answers).
+    refused = {
+        "error": "NOT_CONNECTED",
+        "integration": "testoauth",
+        "message": "testoauth must be connected again: the provider refused the refresh (invalid_grant). "
+        "Use connect('testoauth') to reconnect.",
+    }
+    assert first["results"][0] == refused
     conn = gw.stores.connections.get(ada.user.id, "testoauth")
     assert conn is not None and conn.status == "reconnect_required"
     again = await gw.execute(ada, [{"tool": "testoauth_whoami", "args": {}, "ref_id": None}])
-    assert again["results"][0] == {
-        "error": "NOT_CONNECTED",
-        "integration": "testoauth",
-        "message": "testoauth not connected. Use connect('testoauth') to connect.",
-    }
+    assert again["results"][0] == refused
 
 
 def test_list_integrations_connected_per_auth_type(tmp_path: Path) -> None:

@@ -23,9 +23,9 @@ def test_a_held_lease_is_not_listed_and_goes_with_a_disconnect(tmp_path: Path, a
     c = Credentials(stores.connections, Cipher(LocalKeyProvider.from_secret(os.urandom(32))))
     c.save("u1", "github", {"access_token": "at"})
     lease = c._take_lease("u1", "github")
-    assert lease is not None and stores.connections.get("u1", lease.integration) is not None
+    assert lease is not None and stores.connections.get("u1", lease.row.integration) is not None
     assert [x.integration for x in stores.connections.list_for("u1")] == ["github"]
     c.delete("u1", "github")
     assert stores.connections.get("u1", "github") is None
-    assert stores.connections.get("u1", lease.integration) is None
+    assert stores.connections.get("u1", lease.row.integration) is None
     assert stores.connections.list_for("u1") == []

@@ -116,16 +116,130 @@ async def test_rejected_refresh_marks_reconnect_required_and_names_connect() -> 
     assert len(provider.calls) == 1
 
 
-async def test_provider_outage_is_retryable_and_keeps_the_connection() -> None:
+async def test_provider_outage_is_retryable_keeps_the_connection_and_backs_off() -> None:
     provider = Provider(fail=ProviderError("unreachable", "token endpoint: ConnectError"))
+    now = [time.time()]
+    c = Credentials(
+        memory_stores().connections,
+        Cipher(LocalKeyProvider.from_secret(KEY)),
+        refresh=provider,
+        clock=lambda: now[0],
+    )
+    conn = seed(c, expires_in=5)
+    with pytest.raises(CredentialError) as err:
+        await c.access(MANIFEST, "u1", conn)
+    words = "testoauth token refresh failed (unreachable: token endpoint: ConnectError); try the call again shortly."
+    assert str(err.value) == words and not isinstance(err.value, ReconnectRequired)
+    stored = c.store.get("u1", MANIFEST.name)
+    assert stored is not None and stored.status == "connected"
+    # The lease is free again, and keeps the failure with when the next attempt may go (2 s on).
+    lease = c.store.get("u1", MANIFEST.name + LEASE_SUFFIX)
+    assert lease is not None and (lease.status, lease.expires_at, lease.last_error) == (
+        "failed",
+        now[0] + 2,
+        words,
+    )
+    # Within the backoff a call gets the same answer and the failing provider is not asked again.
+    with pytest.raises(CredentialError) as again:
+        await c.access(MANIFEST, "u1", conn)
+    assert str(again.value) == words and len(provider.calls) == 1
+    # After it, one attempt; a second failure doubles the wait.
+    now[0] += 2.5
+    with pytest.raises(CredentialError):
+        await c.access(MANIFEST, "u1", conn)
+    assert len(provider.calls) == 2
+    lease = c.store.get("u1", MANIFEST.name + LEASE_SUFFIX)
+    assert lease is not None and lease.expires_at == now[0] + 4
+    # The provider is back: the next attempt after the backoff succeeds and clears the failure.
+    provider.fail = None
+    now[0] += 4.5
+    assert (await c.access(MANIFEST, "u1", conn))["access_token"] == "at-3"
+    lease = c.store.get("u1", MANIFEST.name + LEASE_SUFFIX)
+    assert lease is not None and (lease.status, lease.expires_at, lease.last_error) == ("lease", 0.0, "")
+
+
+@pytest.mark.parametrize(
+    "failure",
+    [
+        ProviderError("temporarily_unavailable", "try later", status=400),
+        ProviderError("http_503", status=503),
+        ProviderError("server_error", status=500),
+    ],
+)
+async def test_a_transient_refusal_never_marks_the_connection_for_reconnect(failure: ProviderError) -> None:
+    assert failure.permanent is False
+    provider = Provider(fail=failure)
     c = creds(memory_stores().connections, provider)
     with pytest.raises(CredentialError) as err:
         await c.access(MANIFEST, "u1", seed(c, expires_in=5))
-    assert "try the call again" in str(err.value) and not isinstance(err.value, ReconnectRequired)
+    assert not isinstance(err.value, ReconnectRequired) and "try the call again shortly" in str(err.value)
     stored = c.store.get("u1", MANIFEST.name)
     assert stored is not None and stored.status == "connected"
-    lease = c.store.get("u1", MANIFEST.name + LEASE_SUFFIX)
-    assert lease is not None and lease.expires_at == 0.0  # released for the next try
+
+
+def test_token_endpoint_refusals_are_classified_by_code_and_status() -> None:
+    from workbench.connections.provider_oauth import refusal_is_permanent
+
+    assert refusal_is_permanent("temporarily_unavailable", 400) is False
+    assert refusal_is_permanent("invalid_grant", 503) is False  # a 5xx is the server's trouble
+    assert refusal_is_permanent("http_429", 429) is False
+    assert refusal_is_permanent("invalid_grant", 400) is True
+    assert refusal_is_permanent("unauthorized_client", 400) is True
+    assert refusal_is_permanent("token_revoked", 200) is True  # Slack: 200 with ok: false
+    assert refusal_is_permanent("invalid_request", 400) is True
+
+
+async def test_every_caller_of_a_burst_gets_the_same_answer_and_the_provider_sees_one_attempt() -> None:
+    for failure, permanent in (
+        (ProviderError("invalid_grant", "revoked", status=400, permanent=True), True),
+        (ProviderError("http_503", status=503), False),
+    ):
+        provider = Provider(delay=0.1, fail=failure)
+        c = creds(memory_stores().connections, provider)
+        conn = seed(c, expires_in=5)
+        answers = await asyncio.gather(
+            *(c.access(MANIFEST, "u1", conn) for _ in range(20)), return_exceptions=True
+        )
+        later = await asyncio.gather(
+            *(c.access(MANIFEST, "u1", conn) for _ in range(5)), return_exceptions=True
+        )
+        assert len(provider.calls) == 1
+        words = {(type(a).__name__, str(a)) for a in [*answers, *later]}
+        assert len(words) == 1, words
+        kind, text = words.pop()
+        if permanent:
+            assert (kind, text) == (
+                "ReconnectRequired",
+                "testoauth must be connected again: the provider refused the refresh (invalid_grant). "
+                "Use connect('testoauth') to reconnect.",
+            )
+        else:
+            assert text == "testoauth token refresh failed (http_503); try the call again shortly."
+
+
+async def test_a_refresh_whose_answer_was_lost_says_so_and_a_later_refusal_names_it() -> None:
+    lost = ProviderError("unreachable", "token endpoint: ReadError", lost=True)
+    provider = Provider(fail=lost)
+    now = [time.time()]
+    c = Credentials(
+        memory_stores().connections,
+        Cipher(LocalKeyProvider.from_secret(KEY)),
+        refresh=provider,
+        clock=lambda: now[0],
+    )
+    conn = seed(c, expires_in=5)
+    with pytest.raises(CredentialError) as err:
+        await c.access(MANIFEST, "u1", conn)
+    assert str(err.value) == (
+        "testoauth the provider's answer to the token refresh was lost in transit (unreachable: token endpoint: "
+        "ReadError); it may have renewed the token; try the call again shortly."
+    )
+    # The provider did rotate and now refuses the old token: the reconnect reason says what happened.
+    provider.fail = ProviderError("invalid_grant", status=400, permanent=True)
+    now[0] += 3
+    with pytest.raises(ReconnectRequired) as refused:
+        await c.access(MANIFEST, "u1", conn)
+    assert "after its answer to the previous refresh was lost in transit" in str(refused.value)
 
 
 async def test_twenty_concurrent_callers_in_one_process_make_one_refresh() -> None:

@@ -193,15 +193,18 @@ async def test_slack_style_rule_refreshes_on_a_200_error_body(tmp_path: Path) ->
 async def test_rejected_with_no_refresh_token_needs_reconnecting_and_says_so(tmp_path: Path) -> None:
     upstream = Upstream()
     gw, principal = ended(tmp_path, upstream, refresh_token=None)
-    assert await run(gw, principal) == {
-        "error": "rt credential was rejected by the provider (the provider refused the access token and no "
-        "refresh token is stored). Use connect('rt') to reconnect."
+    refused = {
+        "error": "NOT_CONNECTED",
+        "integration": "rt",
+        "message": "rt must be connected again: the provider refused the access token and no refresh token is "
+        "stored. Use connect('rt') to reconnect.",
     }
+    assert await run(gw, principal) == refused
     stored = gw.stores.connections.get(principal.user.id, "rt")
     assert stored is not None and stored.status == "reconnect_required"
     assert stored.last_error == "the provider refused the access token and no refresh token is stored"
     assert stored.last_error_at is not None
-    assert (await run(gw, principal))["error"] == "NOT_CONNECTED"  # until the user connects again
+    assert await run(gw, principal) == refused  # the same words until the user connects again
     assert upstream.refreshes == []
 
 
@@ -209,11 +212,15 @@ async def test_refused_refresh_needs_reconnecting_and_keeps_the_reason(tmp_path:
     upstream = Upstream(refresh="invalid_grant")
     gw, principal = ended(tmp_path, upstream)
     assert await run(gw, principal) == {
-        "error": "rt credential was rejected by the provider (invalid_grant). Use connect('rt') to reconnect."
+        "error": "NOT_CONNECTED",
+        "integration": "rt",
+        "message": "rt must be connected again: the provider refused the refresh (invalid_grant). "
+        "Use connect('rt') to reconnect.",
     }
     stored = gw.stores.connections.get(principal.user.id, "rt")
     assert stored is not None and stored.status == "reconnect_required"
     assert stored.last_error == "the provider refused the refresh (invalid_grant)"
+    assert upstream.refreshes == ["rt-0"]
 
 
 async def test_provider_down_during_the_refresh_keeps_the_connection_and_records_the_error(
@@ -227,8 +234,10 @@ async def test_provider_down_during_the_refresh_keeps_the_connection_and_records
     stored = gw.stores.connections.get(principal.user.id, "rt")
     assert stored is not None and stored.status == "connected"
     assert stored.last_error == "token refresh failed (http_503)"
-    # The next call that works clears it again.
+    # The next attempt (after the 2 s backoff) that works clears it again.
     upstream.refresh = "ok"
+    clock = gw.credentials.clock
+    gw.credentials.clock = lambda: clock() + 3
     assert (await run(gw, principal))["result"]["token"] == "at-2"
     cleared = gw.stores.connections.get(principal.user.id, "rt")
     assert cleared is not None and (cleared.last_error, cleared.last_error_at) == ("", None)
@@ -297,6 +306,93 @@ def race_after_rejection(new_instance: Callable[[Manifest], Gateway]) -> None:
         assert provider.stats["refresh_grants"] == 1, provider.stats
         assert provider.refusals == []  # no replayed refresh token
         assert provider.stats["api_rejected"] >= 1
+
+
+FAILURES = {
+    "down": (
+        (503, {"error": "temporarily_unavailable"}),
+        {"error": "rt token refresh failed (temporarily_unavailable); try the call again shortly."},
+    ),
+    "revoked": (
+        (400, {"error": "invalid_grant", "error_description": "revoked"}),
+        {
+            "error": "NOT_CONNECTED",
+            "integration": "rt",
+            "message": "rt must be connected again: the provider refused the refresh (invalid_grant). "
+            "Use connect('rt') to reconnect.",
+        },
+    ),
+}
+
+
+def failed_refresh_burst(new_instance: Callable[[Manifest], Gateway], failure: str) -> None:
+    """Three instances, ten calls each, all holding a token the provider has just ended, and the
+    provider's token endpoint failing: one refresh attempt reaches it, and all thirty calls, and
+    the next one, get the same answer with the provider's reason."""
+    answer, expected = FAILURES[failure]
+    style = Style(expires_in=None, rejected_body=SESSION_EXPIRED)
+    with loopback_provider(style, delay=0.3) as provider:
+        m = manifest(provider.url, TokenRejected(401, "INVALID_SESSION_ID"))
+        first = new_instance(m)
+        principal = principal_for(first)
+        issued = provider.token_response()
+        first.credentials.save(principal.user.id, "rt", issued)
+        provider.revoke_access()
+        provider.fail_refresh = answer
+        seen: list[dict[str, Any]] = []
+        errors: list[BaseException] = []
+        barrier = threading.Barrier(3)
+
+        def instance(gw: Gateway) -> None:
+            async def calls() -> list[dict[str, Any]]:
+                barrier.wait()
+                return await asyncio.gather(*(run(gw, principal) for _ in range(10)))
+
+            try:
+                seen.extend(asyncio.run(calls()))
+            except BaseException as exc:
+                errors.append(exc)
+
+        gateways = (first, new_instance(m), new_instance(m))
+        threads = [threading.Thread(target=instance, args=(gw,)) for gw in gateways]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+        assert errors == []
+        assert seen == [expected] * 30
+        assert asyncio.run(run(gateways[2], principal)) == expected  # and the next call, on any instance
+        assert provider.stats["failed_refreshes"] == 1, provider.stats
+        stored = first.stores.connections.get(principal.user.id, "rt")
+        assert stored is not None
+        assert stored.status == ("reconnect_required" if failure == "revoked" else "connected")
+
+
+@pytest.mark.parametrize("failure", sorted(FAILURES))
+def test_three_instances_share_one_failed_refresh_on_sqlite(tmp_path: Path, failure: str) -> None:
+    from workbench.stores.sqlite import sqlite_stores
+
+    def new_instance(m: Manifest) -> Gateway:
+        settings = Settings(store="sqlite", data_dir=tmp_path, public_url="http://127.0.0.1:8787")
+        return _instance(settings, sqlite_stores(tmp_path / "shared.sqlite3"), m)
+
+    failed_refresh_burst(new_instance, failure)
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize("failure", sorted(FAILURES))
+def test_three_instances_share_one_failed_refresh_on_dynamodb(
+    moto_endpoint: AwsEndpoint, failure: str
+) -> None:
+    from workbench.stores.dynamodb import dynamodb_stores
+
+    tables = moto_endpoint.fresh_tables()
+
+    def new_instance(m: Manifest) -> Gateway:
+        settings = moto_endpoint.settings(table_prefix=tables.table_prefix)
+        return _instance(settings, dynamodb_stores(settings), m)
+
+    failed_refresh_burst(new_instance, failure)
 
 
 def test_two_instances_on_one_sqlite_file_refresh_once_after_a_rejection(tmp_path: Path) -> None:

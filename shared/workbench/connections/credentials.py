@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import math
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from workbench.engine.blocking import BlockingPool
@@ -29,6 +30,7 @@ from workbench.errors import (
     CryptoError,
     NotConnected,
     ReconnectRequired,
+    Unavailable,
 )
 from workbench.identity.crypto import Cipher
 from workbench.stores import LEASE_SUFFIX, Connection, ConnectionStore
@@ -57,6 +59,45 @@ REFRESH_MARGIN_SECONDS = 30
 LEASE_SECONDS = 30.0
 _POLL_SECONDS = 0.05
 _MAX_ERROR = 300
+# After a refresh failure that may pass (the provider down or answering 5xx or
+# temporarily_unavailable, the network), the lease row keeps its words and the next attempt waits:
+# 2 s after the first failure, doubling up to a minute. One attempt per burst reaches a failing
+# provider; the calls in between get the failed attempt's answer.
+_FAILED = "failed"
+_BACKOFF_FIRST = 2.0
+_BACKOFF_MAX = 60.0
+_SAVE_ATTEMPTS = 4  # a refreshed (maybe rotated) token is stored however briefly the store is down
+
+
+@dataclass(frozen=True, slots=True)
+class _Lease:
+    row: Connection
+    failures: int  # failed attempts in a row before this one
+    lost: bool  # one of them lost the provider's answer in transit (it may have rotated the token)
+
+
+@dataclass(slots=True)
+class _Outcome:
+    failure: str | None = None  # the words every caller of a failed attempt gets
+    lost: bool = False
+
+
+def _lease_blob(failures: int, lost: bool) -> bytes:
+    return f"failures={failures};lost={int(lost)}".encode()
+
+
+def _lease_state(row: Connection | None) -> tuple[int, bool]:
+    """(failures, lost) kept in a lease row's blob; a row from before they were kept has neither."""
+    if row is None:
+        return 0, False
+    fields = dict(
+        part.split("=", 1) for part in row.credential.decode(errors="replace").split(";") if "=" in part
+    )
+    try:
+        return int(fields.get("failures", "0")), fields.get("lost") == "1"
+    except ValueError:
+        return 0, False
+
 
 # (manifest, refresh token, the stored credential) -> the provider's token response; raises
 # ProviderError when refused. The stored credential says where to go (a per-connection login host).
@@ -246,18 +287,19 @@ class Credentials:
     async def _refresh_across_instances(
         self, manifest: Manifest, user_id: str, kind: TokenKind, rejected: str | None
     ) -> dict[str, Any]:
-        """Exactly one instance calls the provider; the others wait for its result and re-read."""
+        """Exactly one instance calls the provider; the others wait for its outcome. A new token:
+        they re-read it. A refusal for good: the connection says so (`_usable`). A failure that may
+        pass: the lease row keeps it, with when the next attempt may go (backoff), and everyone who
+        was waiting on that attempt, or calls before then, gets its words."""
         give_up = time.monotonic() + LEASE_SECONDS + 5
+        since = self.clock()
         while True:
             needed, cred, _ = await self.io.run(self._current, manifest, user_id, kind, rejected)
             if not needed:
                 return cred  # another instance refreshed meanwhile
-            lease = await self.io.run(self._take_lease, user_id, manifest.name)
+            lease = await self.io.run(self._take_lease, user_id, manifest.name, since)
             if lease is not None:
-                try:
-                    return await self._refresh_holding_lease(manifest, user_id, kind, rejected)
-                finally:
-                    await self.io.run(self._release_lease, lease)
+                return await self._refresh_holding_lease(manifest, user_id, kind, rejected, lease)
             if time.monotonic() > give_up:
                 raise CredentialError(
                     manifest.name,
@@ -266,7 +308,23 @@ class Credentials:
             await self._sleep(_POLL_SECONDS)
 
     async def _refresh_holding_lease(
-        self, manifest: Manifest, user_id: str, kind: TokenKind, rejected: str | None
+        self, manifest: Manifest, user_id: str, kind: TokenKind, rejected: str | None, lease: _Lease
+    ) -> dict[str, Any]:
+        """Refresh, then release the lease with the outcome (see `_release_lease`)."""
+        outcome = _Outcome()
+        try:
+            return await self._refresh_once(manifest, user_id, kind, rejected, lease, outcome)
+        finally:
+            await self.io.run(self._release_lease, lease, outcome)
+
+    async def _refresh_once(
+        self,
+        manifest: Manifest,
+        user_id: str,
+        kind: TokenKind,
+        rejected: str | None,
+        lease: _Lease,
+        outcome: _Outcome,
     ) -> dict[str, Any]:
         from workbench.connections.provider_oauth import ProviderError
 
@@ -285,30 +343,34 @@ class Credentials:
                     f"Use connect('{name}') to reconnect.",
                 )
             # The provider says the token is dead and nothing can renew it: only reconnecting helps.
-            detail = f"the provider refused the {what} and no refresh token is stored"
-            await self.io.run(self._record, latest, detail, reconnect=kind == "access")
+            reason = f"the provider refused the {what} and no refresh token is stored"
+            await self.io.run(self._record, latest, reason, reconnect=kind == "access")
             if kind == "access":
-                raise ReconnectRequired(name, detail)
-            raise CredentialError(name, f"{name}: {detail}. Use connect('{name}') to reconnect.")
+                raise ReconnectRequired(name, reason)
+            raise CredentialError(name, f"{name}: {reason}. Use connect('{name}') to reconnect.")
         if self._refresh is None:
             raise CredentialError(name, f"{name} tokens cannot be refreshed on this gateway.")
         try:
             tokens = await self._refresh(manifest, str(refresh_token), cred)
         except ProviderError as exc:
             if not exc.permanent:
-                await self.io.run(self._record, latest, f"token refresh failed ({exc})", reconnect=False)
-                raise CredentialError(
-                    name, f"{name} token refresh failed ({exc}); try the call again shortly."
-                ) from exc
+                if exc.lost:
+                    why = (
+                        f"the provider's answer to the token refresh was lost in transit ({exc}); "
+                        "it may have renewed the token"
+                    )
+                else:
+                    why = f"token refresh failed ({exc})"
+                outcome.failure, outcome.lost = f"{name} {why}; try the call again shortly.", exc.lost
+                await self.io.run(self._record, latest, why, reconnect=False)
+                raise CredentialError(name, outcome.failure) from exc
             # The provider refused the refresh token (revoked, replayed, expired): only the user can fix it.
-            await self.io.run(
-                self._record,
-                latest,
-                f"the provider refused the refresh ({exc.error})",
-                reconnect=kind == "access",
-            )
+            reason = f"the provider refused the refresh ({exc.error})"
+            if lease.lost:
+                reason += ", after its answer to the previous refresh was lost in transit"
+            await self.io.run(self._record, latest, reason, reconnect=kind == "access")
             if kind == "access":
-                raise ReconnectRequired(name, exc.error) from exc
+                raise ReconnectRequired(name, reason) from exc
             raise CredentialError(
                 name,
                 f"{name} refused the user token's refresh ({exc.error}). Use connect('{name}') to reconnect.",
@@ -328,7 +390,17 @@ class Credentials:
             if tokens.expires_in is not None:
                 renewed["expires_at"] = now + tokens.expires_in
             new_cred = {**cred, "user_token": renewed}
-        return await self.io.run(self._store_refreshed, latest, new_cred, expires_at, now)
+        # The provider may have rotated the refresh token: the old one is dead, so the new one must
+        # be stored whatever else fails. The store is asked again (with backoff) while it is
+        # unavailable, within the lease.
+        for attempt in range(_SAVE_ATTEMPTS):
+            try:
+                return await self.io.run(self._store_refreshed, latest, new_cred, expires_at, now)
+            except Unavailable:
+                if attempt == _SAVE_ATTEMPTS - 1:
+                    raise
+                await self._sleep(0.25 * 2**attempt)
+        raise AssertionError("unreachable")
 
     def _current(
         self, manifest: Manifest, user_id: str, kind: TokenKind, rejected: str | None
@@ -365,7 +437,8 @@ class Credentials:
         return new_cred
 
     def _record(self, latest: Connection, error: str, *, reconnect: bool) -> None:
-        """Keep the failure on the connection (the portal shows it); only the lease holder writes."""
+        """Keep the failure on the connection (the portal shows it, and a refusal for good is what
+        every later call answers); only the lease holder writes."""
         now = self.clock()
         self.store.put(
             replace(
@@ -379,19 +452,49 @@ class Credentials:
             expected_version=latest.version,
         )
 
-    def _take_lease(self, user_id: str, integration: str) -> Connection | None:
+    def _take_lease(self, user_id: str, integration: str, since: float = math.inf) -> _Lease | None:
+        """The lease when taken; None while another holds it. When the last attempt failed in a way
+        that may pass, and either it ended after `since` (the caller was waiting on it) or its backoff
+        has not run out, its words are the answer: CredentialError."""
         key = integration + LEASE_SUFFIX
         now = self.clock()
         current = self.store.get(user_id, key)
-        if current is not None and (current.expires_at or 0) > now:
+        failures, lost = _lease_state(current)
+        if current is not None and current.status == _FAILED and current.last_error:
+            if (current.expires_at or 0) > now or (current.last_error_at or 0) >= since:
+                raise CredentialError(integration, current.last_error)
+        elif current is not None and (current.expires_at or 0) > now:
             return None  # held by someone else
         version = current.version if current else 0
-        lease = Connection(user_id, key, b"lease", "lease", now + LEASE_SECONDS, now, version + 1)
-        return lease if self.store.put(lease, expected_version=version) else None
+        row = Connection(
+            user_id, key, _lease_blob(failures, lost), "lease", now + LEASE_SECONDS, now, version + 1
+        )
+        if not self.store.put(row, expected_version=version):
+            return None
+        return _Lease(row, failures, lost)
 
-    def _release_lease(self, lease: Connection) -> None:
+    def _release_lease(self, lease: _Lease, outcome: _Outcome | None = None) -> None:
+        """Free the lease. After a failure that may pass, keep its words and the time the next
+        attempt may go: 2 s after the first, doubling up to a minute."""
+        row = lease.row
+        if outcome is None or outcome.failure is None:
+            failures, lost, status, until, error, at = 0, False, "lease", 0.0, "", None
+        else:
+            failures, lost, status = lease.failures + 1, outcome.lost or lease.lost, _FAILED
+            now = self.clock()
+            until = now + min(_BACKOFF_FIRST * 2 ** (failures - 1), _BACKOFF_MAX)
+            error, at = outcome.failure[:_MAX_ERROR], now
         self.store.put(
-            replace(lease, expires_at=0.0, version=lease.version + 1), expected_version=lease.version
+            replace(
+                row,
+                credential=_lease_blob(failures, lost),
+                status=status,
+                expires_at=until,
+                version=row.version + 1,
+                last_error=error,
+                last_error_at=at,
+            ),
+            expected_version=row.version,
         )
 
     @staticmethod
@@ -418,8 +521,8 @@ def _usable(manifest: Manifest, conn: Connection | None) -> Connection:
     """The stored connection, unless there is none or only the user can fix it by reconnecting."""
     if conn is None:
         raise NotConnected(manifest.name)
-    if conn.status == "reconnect_required":
-        raise ReconnectRequired(manifest.name)
+    if conn.status == "reconnect_required":  # the words the refused refresh gave, for every call
+        raise ReconnectRequired(manifest.name, conn.last_error)
     return conn
 
 

@@ -41,6 +41,7 @@ __all__ = [
     "not_configured_message",
     "pkce_challenge",
     "pkce_verifier",
+    "refusal_is_permanent",
 ]
 
 _TIMEOUT = httpx.Timeout(15.0, connect=5.0)
@@ -60,17 +61,32 @@ class ProviderError(Exception):
     """The provider refused a token request (`error` is its OAuth error code), or could not be reached.
 
     `permanent` is true when the grant itself was refused (invalid_grant and friends), so asking
-    again cannot help and the user must connect again; false for outages and 5xx answers.
+    again cannot help and the user must connect again; false for outages, 5xx answers and
+    `temporarily_unavailable`. `lost` is true when the request went out and its answer did not come
+    back (the connection dropped while reading): the provider may have renewed, and rotated, the token.
     """
 
     def __init__(
-        self, error: str, description: str = "", *, status: int = 0, permanent: bool = False
+        self,
+        error: str,
+        description: str = "",
+        *,
+        status: int = 0,
+        permanent: bool = False,
+        lost: bool = False,
     ) -> None:
         super().__init__(f"{error}: {description}" if description else error)
         self.error = error
         self.description = description
         self.status = status
         self.permanent = permanent
+        self.lost = lost
+
+    @classmethod
+    def unreachable(cls, exc: httpx.HTTPError) -> ProviderError:
+        """The token endpoint could not be asked, or its answer did not arrive (`lost`)."""
+        lost = isinstance(exc, httpx.ReadError | httpx.ReadTimeout | httpx.RemoteProtocolError)
+        return cls("unreachable", f"token endpoint: {type(exc).__name__}", lost=lost)
 
 
 _PERMANENT = frozenset(
@@ -85,8 +101,25 @@ _PERMANENT = frozenset(
         "code_already_used",
         "invalid_client_id",
         "bad_client_secret",
+        "token_revoked",
+        "token_expired",
     }
 )
+# Refusals that say "not now" (RFC 6749 §4.1.2.1 and §5.2 servers, Slack's ratelimited): asking
+# again later can succeed, whatever the status code.
+_TRANSIENT = frozenset(
+    {"temporarily_unavailable", "server_error", "slow_down", "ratelimited", "rate_limited"}
+)
+
+
+def refusal_is_permanent(code: str, status: int) -> bool:
+    """Whether a token endpoint's refusal means the grant is dead (connect again) rather than
+    "not now": 5xx, 429 and the transient codes never are; a known refusal code, or any other 400
+    or 401, is."""
+    if code in _TRANSIENT or status >= 500 or status == 429:
+        return False
+    # GitHub answers bad_verification_code with 200; treat every refused grant the same way.
+    return code in _PERMANENT or code == "bad_verification_code" or status in (400, 401)
 
 
 @dataclass(frozen=True, slots=True)
@@ -243,7 +276,7 @@ class ProviderOAuth:
             else:
                 resp = await http.post(url, data=body, headers=headers)
         except httpx.HTTPError as exc:
-            raise ProviderError("unreachable", f"token endpoint: {type(exc).__name__}") from exc
+            raise ProviderError.unreachable(exc) from exc
         except EgressRefused as exc:  # a token URL the egress policy refuses can never work
             raise ProviderError(
                 "unreachable" if exc.status == 502 else "refused",
@@ -265,13 +298,11 @@ def _token_set(auth: OAuth2Auth, resp: httpx.Response) -> TokenSet:
     # Slack answers errors with 200 and {"ok": false, "error": ...}: refused all the same.
     if resp.status_code >= 400 or error or body.get("ok") is False:
         code = str(error or f"http_{resp.status_code}")
-        # GitHub answers bad_verification_code with 200; treat every refused grant the same way.
-        permanent = code in _PERMANENT or code == "bad_verification_code" or resp.status_code in (400, 401)
         raise ProviderError(
             code,
             str(body.get("error_description") or body.get("message") or ""),
             status=resp.status_code,
-            permanent=permanent,
+            permanent=refusal_is_permanent(code, resp.status_code),
         )
     access = body.get("access_token")
     if not isinstance(access, str) or not access:

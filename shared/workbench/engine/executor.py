@@ -22,7 +22,7 @@ from pydantic import ValidationError
 from workbench.connections.credentials import Credentials, token_of
 from workbench.engine.blocking import BlockingPool, GroupWrite
 from workbench.engine.registry import CookieAuth, Manifest, OAuth2Auth, Registry
-from workbench.errors import AuditNotWritten, CredentialError
+from workbench.errors import AuditNotWritten, CredentialError, ReconnectRequired
 from workbench.guard import deadline
 from workbench.guard.jsontext import nesting_exceeds
 from workbench.identity.auth import Principal
@@ -98,6 +98,7 @@ class _Context:
         self._preset = preset is not None
         self._cred: dict[str, Any] | None = preset
         self._clients: dict[TokenKind, httpx.AsyncClient] = {}
+        self.reconnect: ReconnectRequired | None = None
 
     @property
     def user(self) -> User:
@@ -105,15 +106,28 @@ class _Context:
 
     async def credential(self) -> dict[str, Any]:
         if self._cred is None:
-            self._cred = await self._engine.credentials.access(self.manifest, self.user_id, self._conn)
+            self._cred = await self._noting_reconnect(
+                self._engine.credentials.access(self.manifest, self.user_id, self._conn)
+            )
         return self._cred
 
     async def _credential_for(self, kind: TokenKind) -> dict[str, Any]:
         if kind == "access" or self._preset:
             return await self.credential()
         # The user token has its own expiry: checked (and refreshed) on its own.
-        self._cred = await self._engine.credentials.access(self.manifest, self.user_id, self._conn, kind=kind)
+        self._cred = await self._noting_reconnect(
+            self._engine.credentials.access(self.manifest, self.user_id, self._conn, kind=kind)
+        )
         return self._cred
+
+    async def _noting_reconnect(self, pending: Awaitable[dict[str, Any]]) -> dict[str, Any]:
+        """A refusal for good is the execution's answer (NOT_CONNECTED with its reason), however
+        the tool handled the exception."""
+        try:
+            return await pending
+        except ReconnectRequired as exc:
+            self.reconnect = exc
+            raise
 
     async def get_token(self, kind: TokenKind = "access") -> str:
         cred = await self._credential_for(kind)
@@ -140,7 +154,9 @@ class _Context:
             async def retry(response: httpx.Response, sent: str) -> dict[str, str] | None:
                 if self._preset or not await engine.credentials.rejects(manifest, response):
                     return None
-                fresh = await engine.credentials.after_rejection(manifest, self.user_id, sent, kind=kind)
+                fresh = await self._noting_reconnect(
+                    engine.credentials.after_rejection(manifest, self.user_id, sent, kind=kind)
+                )
                 self._cred = fresh
                 if token_of(fresh, kind) in (None, sent):
                     return None
@@ -408,16 +424,12 @@ class Engine:
         if manifest.auth.type != "none":
             conn, connected = await self._connection(scope, manifest)
             if not connected:
-                return (
-                    {
-                        "error": "NOT_CONNECTED",
-                        "integration": manifest.name,
-                        "message": f"{manifest.name} not connected. Use connect('{manifest.name}') to connect.",
-                    },
-                    manifest.name,
-                    None,
-                    False,
-                )
+                if conn is not None and conn.status == "reconnect_required":
+                    # The refused refresh's words, as its own call and every waiter on it got them.
+                    message = str(ReconnectRequired(manifest.name, conn.last_error))
+                else:
+                    message = f"{manifest.name} not connected. Use connect('{manifest.name}') to connect."
+                return _not_connected(manifest.name, message), manifest.name, None, False
 
         args: Any = call.args
         audit_error: str | None = None
@@ -449,6 +461,8 @@ class Engine:
             args, signal, emit, ctx, pool=self.tool_pool
         )  # never raises: failures come back as text
         if not result.success:
+            if isinstance(ctx, _Context) and ctx.reconnect is not None:
+                return _not_connected(manifest.name, str(ctx.reconnect)), manifest.name, audit_error, True
             return {"error": result.text}, manifest.name, audit_error, True
         if nesting_exceeds(result.json, MAX_RESULT_DEPTH):
             return (
@@ -458,6 +472,11 @@ class Engine:
                 True,
             )
         return {"result": result.json}, manifest.name, audit_error, True
+
+
+def _not_connected(integration: str, message: str) -> dict[str, Any]:
+    """The one error shape with extra fields: the agent's cue to call connect."""
+    return {"error": "NOT_CONNECTED", "integration": integration, "message": message}
 
 
 @functools.cache

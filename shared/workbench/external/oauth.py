@@ -33,7 +33,13 @@ from urllib.parse import quote, urlencode, urlsplit
 
 import httpx
 
-from workbench.connections.provider_oauth import ProviderError, TokenSet, pkce_challenge, pkce_verifier
+from workbench.connections.provider_oauth import (
+    ProviderError,
+    TokenSet,
+    pkce_challenge,
+    pkce_verifier,
+    refusal_is_permanent,
+)
 from workbench.errors import CryptoError, NotConnected
 from workbench.guard.egress import EgressRefused, ResponseTooLarge, read_bounded
 from workbench.guard.jsontext import JsonRejected, parse
@@ -54,7 +60,6 @@ STATE_TTL_SECONDS = 600
 _MAX_DOC = 256_000
 _TIMEOUT = httpx.Timeout(10.0, connect=5.0)
 _PARAM = re.compile(r'([A-Za-z_][A-Za-z0-9_-]*)\s*=\s*("(?:[^"\\]|\\.)*"|[^\s,]+)')
-_PERMANENT = frozenset({"invalid_grant", "invalid_client", "unauthorized_client", "unsupported_grant_type"})
 
 
 class OAuthSetupError(Exception):
@@ -480,7 +485,7 @@ class AppOAuth:
             ) as resp:
                 raw = await read_bounded(resp, _MAX_DOC)
         except httpx.HTTPError as exc:
-            raise ProviderError("unreachable", f"token endpoint: {type(exc).__name__}") from exc
+            raise ProviderError.unreachable(exc) from exc
         except ResponseTooLarge as exc:
             raise ProviderError("invalid_response", f"token endpoint: {exc}") from exc
         except EgressRefused as exc:
@@ -496,7 +501,7 @@ class AppOAuth:
                 code,
                 str(value.get("error_description") or ""),
                 status=resp.status_code,
-                permanent=code in _PERMANENT or resp.status_code in (400, 401),
+                permanent=refusal_is_permanent(code, resp.status_code),
             )
         access = value.get("access_token")
         if not isinstance(access, str) or not access:
