@@ -181,6 +181,10 @@ class Tool:
     # MCP annotations (title, readOnlyHint, destructiveHint, idempotentHint, openWorldHint): set by
     # the registry from the manifest (workbench.engine.annotations), or by a custom app's server.
     annotations: dict[str, Any] | None = None
+    # The tool stores what it is given where it can be read again later (a jot, and its share link):
+    # the engine refuses a call whose arguments hold a resolved {{vault:}} value, so a secret never
+    # leaves the vault through it (scrubbing covers only the answer of the call that resolved it).
+    keeps_arguments: bool = False
     _schema: dict[str, Any] | None = field(default=None, repr=False)
     _arity: int | None = field(default=None, repr=False)  # positional parameters fn takes
     _is_async: bool = field(default=False, repr=False)
@@ -323,6 +327,7 @@ def tool(
     parameters: dict[str, Any] | None = None,
     scopes: tuple[str, ...] = (),
     keywords: tuple[str, ...] = (),
+    keeps_arguments: bool = False,
 ) -> Callable[[ExecuteFn], Tool]:
     """Decorator: turn an execute function into a `Tool`."""
 
@@ -335,6 +340,7 @@ def tool(
             parameters=parameters,
             scopes=scopes,
             keywords=keywords,
+            keeps_arguments=keeps_arguments,
         )
 
     return wrap

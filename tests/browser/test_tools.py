@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import json
 import struct
 from typing import Any
 
@@ -191,3 +192,24 @@ async def test_plugin_tools_cannot_reach_the_browser(browser_gateway: Gateway) -
     builtin = browser_gateway.registry.manifest("browser")
     assert builtin is not None
     assert _Context(browser_gateway.engine, principal.user, builtin, None).services.browser is not None
+
+
+async def test_a_vault_value_typed_into_the_page_stays_redacted_in_later_reads(
+    browser_gateway: Gateway, site: Site
+) -> None:
+    """The page keeps what was typed (the form echoes it, the URL carries it): every later read of
+    the page redacts it, not only the answer of the call that resolved the reference."""
+    email = "vault-type@example.com"
+    secret = "Ada Lovelace 7Qx2"
+    assert "error" not in await run(browser_gateway, email, "vault_set", name="S", value=secret)
+    await run(browser_gateway, email, "browser_navigate", url=site.url + "/form")
+    typed = await run(
+        browser_gateway, email, "browser_type", selector="#name", text="{{vault:S}}", submit=True
+    )
+    assert secret.replace(" ", "+") not in json.dumps(typed)
+    read = (await run(browser_gateway, email, "browser_read"))["result"]
+    assert read["content"] == "Hello, [REDACTED]!"
+    outline = (await run(browser_gateway, email, "browser_read", mode="accessibility"))["result"]
+    assert secret not in json.dumps(outline)
+    shot = (await run(browser_gateway, email, "browser_screenshot"))["result"]
+    assert shot["title"] == "Result" and secret not in shot["url"]

@@ -57,6 +57,9 @@ class BrowserPage:
     session_id: str
     last_used: float = field(default_factory=time.monotonic)
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    # {{vault:}} values typed or navigated to on this page: whatever a later call reads back from it
+    # (text, outline, URL, title) has them redacted (workbench.builtin.browser).
+    secrets: set[str] = field(default_factory=set)
 
     @classmethod
     async def open(cls, conn: CdpConnection, url: str = "about:blank") -> BrowserPage:

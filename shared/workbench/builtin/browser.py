@@ -41,7 +41,30 @@ def _existing_page(ctx: Any) -> BrowserPage:
     if page is None:
         raise LookupError(NO_PAGE)
     page.touch()
+    _remember(page, ctx)
     return page
+
+
+def _remember(page: BrowserPage, ctx: Any) -> None:
+    """The page keeps what a call put into it: a {{vault:}} value typed (or in a URL) stays redacted
+    in everything later calls read from the page, not only in this call's answer."""
+    from urllib.parse import quote, quote_plus
+
+    for value in getattr(ctx, "vault_values", ()):
+        if value:  # as typed, and as a form or a URL carries it
+            page.secrets.update({value, quote(value, safe=""), quote_plus(value)})
+
+
+def _scrubbed(page: BrowserPage, text: str) -> str:
+    for secret in sorted(page.secrets, key=len, reverse=True):  # the longest first: one may hold another
+        text = text.replace(secret, "[REDACTED]")
+    return text
+
+
+def _redacted(page: BrowserPage, value: dict[str, Any]) -> dict[str, Any]:
+    if not page.secrets:
+        return value
+    return {key: _scrubbed(page, item) if isinstance(item, str) else item for key, item in value.items()}
 
 
 def check_url(url: str) -> str:
@@ -114,8 +137,9 @@ class NoArgs(BaseModel):
 async def browser_navigate(args: NavigateArgs, ctx: Any) -> dict[str, Any]:
     url = check_url(args.url)
     page = await _pool(ctx).page_for_user(ctx.user_id)
+    _remember(page, ctx)
     async with page.lock:
-        return await page.navigate(url)
+        return _redacted(page, await page.navigate(url))
 
 
 @tool(
@@ -130,7 +154,7 @@ async def browser_click(args: ClickArgs, ctx: Any) -> dict[str, Any]:
         await page.click(args.selector, args.text)
         state = await page.state()
     target = {"selector": args.selector} if args.selector is not None else {"text": args.text}
-    return {"clicked": target, "url": state.url, "title": state.title}
+    return _redacted(page, {"clicked": target, "url": state.url, "title": state.title})
 
 
 @tool(
@@ -145,7 +169,9 @@ async def browser_type(args: TypeArgs, ctx: Any) -> dict[str, Any]:
         await page.type(args.selector, args.text, clear=args.clear, submit=args.submit)
         state = await page.state()
     # The text itself is not echoed back: it may be a password.
-    return {"typed": len(args.text), "selector": args.selector, "url": state.url, "title": state.title}
+    return _redacted(
+        page, {"typed": len(args.text), "selector": args.selector, "url": state.url, "title": state.title}
+    )
 
 
 @tool(
@@ -159,14 +185,18 @@ async def browser_read(args: ReadArgs, ctx: Any) -> dict[str, Any]:
     async with page.lock:
         state = await page.state()
         content = await (page.read_text() if args.mode == "text" else page.accessibility_outline())
+    content = _scrubbed(page, content)  # before the cut: no part of a secret at the edge
     truncated = len(content) > args.max_chars
-    return {
-        "url": state.url,
-        "title": state.title,
-        "mode": args.mode,
-        "content": content[: args.max_chars],
-        "truncated": truncated,
-    }
+    return _redacted(
+        page,
+        {
+            "url": state.url,
+            "title": state.title,
+            "mode": args.mode,
+            "content": content[: args.max_chars],
+            "truncated": truncated,
+        },
+    )
 
 
 @tool(
@@ -180,7 +210,8 @@ async def browser_screenshot(args: ScreenshotArgs, ctx: Any) -> dict[str, Any]:
     async with page.lock:
         data = await page.screenshot(full_page=args.full_page)
         state = await page.state()
-    return {"_mcpImage": {"data": data, "mimeType": "image/png"}, "url": state.url, "title": state.title}
+    shown = _redacted(page, {"url": state.url, "title": state.title})
+    return {"_mcpImage": {"data": data, "mimeType": "image/png"}, **shown}
 
 
 @tool(

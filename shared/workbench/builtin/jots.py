@@ -77,6 +77,7 @@ class SearchJots(BaseModel):
     "Create a note (jot) with a title and a markdown body.",
     CreateJot,
     keywords=("write down", "remember", "save", "record", "keep", "new"),
+    keeps_arguments=True,
 )
 def create_jot(args: CreateJot, ctx: Any) -> dict[str, Any]:
     now = time.time()
@@ -115,6 +116,7 @@ def list_jots(args: ListJots, ctx: Any) -> dict[str, Any]:
     "Update a jot's (note's) title and/or body; shared true/false makes or revokes its share link.",
     UpdateJot,
     keywords=("edit", "change", "rewrite", "fix", "share link", "publish", "unshare"),
+    keeps_arguments=True,
 )
 def update_jot(args: UpdateJot, ctx: Any) -> dict[str, Any]:
     store = ctx.services.stores.jots

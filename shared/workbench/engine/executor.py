@@ -60,6 +60,9 @@ class ToolCall:
     # An outcome decided before the pipeline (a bad {{step:}} / {{vault:}} ref): the call is
     # audited like any other, but never reaches validation or the handler.
     refused: dict[str, Any] | None = None
+    # Whether this call's own arguments held a {{vault:}} ref (compose passes every earlier step's
+    # secrets in `secrets` too, for scrubbing).
+    uses_vault: bool = False
 
 
 def validation_message(exc: ValidationError) -> str:
@@ -86,8 +89,12 @@ class _Context:
         conn: Connection | None,
         *,
         preset: dict[str, Any] | None = None,
+        vault_values: tuple[str, ...] = (),
     ) -> None:
         self.user_id = user.id
+        # The {{vault:}} values resolved into this call's arguments: a built-in tool that keeps state
+        # a later call can read (the browser page) remembers them to redact them there too.
+        self.vault_values = vault_values
         self._user = user
         self.integration = manifest.name
         self.manifest = manifest
@@ -431,6 +438,17 @@ class Engine:
                     message = f"{manifest.name} not connected. Use connect('{manifest.name}') to connect."
                 return _not_connected(manifest.name, message), manifest.name, None, False
 
+        if tool.keeps_arguments and call.uses_vault:
+            return (
+                {
+                    "error": f"{tool.name} cannot take a {{{{vault:}}}} value: it stores what it is given "
+                    "where it can be read again (or shared), and a vault secret never leaves the vault "
+                    "that way. Pass the text without the reference."
+                },
+                manifest.name,
+                None,
+                False,
+            )
         args: Any = call.args
         audit_error: str | None = None
         if nesting_exceeds(call.args, MAX_ARGS_DEPTH):
@@ -456,7 +474,7 @@ class Engine:
                 audit_error = f"SAFEPARSE_ERROR: {exc}"
                 args = SimpleNamespace(**call.args)
 
-        ctx: ToolContext = _Context(self, scope.principal.user, manifest, conn)
+        ctx: ToolContext = _Context(self, scope.principal.user, manifest, conn, vault_values=call.secrets)
         result = await tool.execute(
             args, signal, emit, ctx, pool=self.tool_pool
         )  # never raises: failures come back as text

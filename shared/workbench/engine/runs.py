@@ -84,7 +84,7 @@ def _call_for(ex: dict[str, Any], steps: dict[str, Any] | None, vault: Any) -> T
         return ToolCall(
             ex["tool"], {}, ex["ref_id"], refused={"error": f"Internal error: {type(exc).__name__}"}
         )
-    return ToolCall(ex["tool"], res.value, ex["ref_id"], tuple(res.secrets))
+    return ToolCall(ex["tool"], res.value, ex["ref_id"], tuple(res.secrets), uses_vault=bool(res.secrets))
 
 
 async def _resolved(engine: Engine, ex: dict[str, Any], steps: dict[str, Any] | None, vault: Any) -> ToolCall:
@@ -113,7 +113,8 @@ async def run_compose(
             call = await _resolved(engine, ex, steps, vault)
             used_secrets.extend(call.secrets)
             outcome = await engine.run_one(
-                scope, ToolCall(call.tool, call.args, ref_id, tuple(used_secrets), call.refused)
+                scope,
+                ToolCall(call.tool, call.args, ref_id, tuple(used_secrets), call.refused, call.uses_vault),
             )
             if "error" in outcome:
                 return {"index": index, "ref_id": ref_id, **outcome}

@@ -458,16 +458,17 @@ class ExternalServers:
     async def _check_url(self, user_id: str, url: str, what: str = "url") -> None:
         if not isinstance(url, str) or not url or len(url) > 2048:
             raise InvalidInput(f"{what} is required (at most 2048 characters)")
-        probe = self._template_probe(user_id, url, what)
+        probe, secrets = self._template_probe(user_id, url, what)
         try:
             # The egress policy, with DNS: a name that resolves to an internal address is refused
             # now; one that does not resolve yet is checked again on every call.
             await self.egress.check(probe, unresolvable_ok=True)
-        except EgressRefused as exc:
-            raise InvalidInput(f"{what}: {exc}") from None
+        except EgressRefused as exc:  # its wording may quote the resolved host: never a vault value
+            raise InvalidInput(f"{what}: {scrub(str(exc), secrets)}") from None
 
-    def _template_probe(self, user_id: str, template: str, what: str) -> str:
-        """The template with refs checked (syntax, and that each vault name exists) and filled in."""
+    def _template_probe(self, user_id: str, template: str, what: str) -> tuple[str, list[str]]:
+        """The template with refs checked (syntax, and that each vault name exists) and filled in, and
+        the vault values filled in (to keep out of any message)."""
         try:
             res = resolve(template.replace(WORKSPACE, "ws"), vault=self.vault.reader(user_id))
         except BadRef as exc:
@@ -477,7 +478,7 @@ class ExternalServers:
         value = str(res.value)
         if what.startswith("auth.") and _UNSAFE_VALUE.search(value):
             raise InvalidInput(f"{what} may not contain line breaks or control characters")
-        return value
+        return value, list(res.secrets)
 
     def _check_auth(
         self, user_id: str, auth: dict[str, Any] | None, *, kinds: tuple[str, ...]
