@@ -307,7 +307,8 @@ def apps_routes(web: WebContext) -> list[BaseRoute]:
             )
         except (InvalidInput, ConflictError) as exc:
             return done(request, user, str(exc), ok=False)
-        message = f"{name} was added with {view.get('operations', 0)} tools."
+        count = view.get("operations", 0)
+        message = f"{name} was added with {count} tool{'s' if count != 1 else ''}."
         dropped = view.get("dropped") or []
         if dropped:
             message += f" {len(dropped)} operation(s) were dropped: " + "; ".join(

@@ -49,8 +49,11 @@ _STYLE = """
 body { margin:0; font: 16px/1.5 system-ui, -apple-system, "Segoe UI", sans-serif; color: var(--fg);
   background:#f6f7f9; }
 header { background:#fff; border-bottom:1px solid var(--line); }
-header .bar { max-width: 60rem; margin: 0 auto; padding: .75rem 1rem; display:flex; gap:1.5rem;
+header .bar { max-width: 80rem; margin: 0 auto; padding: .75rem 1rem; display:flex; gap:.5rem 1.5rem;
   align-items:center; flex-wrap: wrap; }
+.skip-link { position:absolute; left:-100vw; top:.5rem; background:#fff; padding:.5rem 1rem; z-index:10;
+  border:2px solid var(--accent); border-radius:6px; }
+.skip-link:focus { left:.5rem; }
 header .brand { font-weight: 700; }
 nav ul { list-style:none; display:flex; flex-wrap:wrap; gap:.25rem 1rem; margin:0; padding:0; }
 nav a { color: var(--accent); }
@@ -89,6 +92,7 @@ a.button { display:inline-block; text-decoration:none; font: inherit; padding: .
 a.button.danger { color: var(--bad); border-color: var(--bad); }
 a.button.primary { background: var(--accent); color:#fff; }
 .actions { display:flex; gap:.5rem; flex-wrap:wrap; align-items:center; }
+pre.snippet:empty { display:none; }
 pre.snippet { background:#101828; color:#f2f4f7; padding:.75rem; border-radius:6px; overflow-x:auto;
   white-space: pre; font-size:.85rem; margin:.25rem 0; max-width:100%; }
 .snippet-block { margin: .75rem 0; }
@@ -124,6 +128,7 @@ textarea { width:100%; min-height: 8rem; font-family: ui-monospace, monospace; f
   .card { padding: .75rem; }
 }
 main, .card, td { overflow-wrap: anywhere; }
+th { overflow-wrap: normal; word-break: keep-all; hyphens: none; }
 """
 
 _NAV = (
@@ -172,6 +177,7 @@ def html_page(
         '<!doctype html><html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>{e(title)} · Workbench</title><style>{_STYLE}</style>{SCRIPT if email else ''}</head><body>"
+        '<a class="skip-link" href="#main">Skip to main content</a>'
         f'<header><div class="bar"><span class="brand">Workbench</span>{nav}</div></header>'
         f'<main id="main"><h1>{e(title)}</h1>{body}</main></body></html>'
     )
@@ -186,7 +192,7 @@ def copy_block(block_id: str, text: str, label: str) -> str:
         f'<div class="snippet-block"><div class="row"><span class="muted">{e(label)}</span>'
         f'<button class="secondary" type="button" data-copy="{e(block_id)}" '
         f'aria-label="Copy {e(label)}">Copy</button></div>'
-        f'<pre class="snippet"><code id="{e(block_id)}">{text}</code></pre>'
+        f'<pre class="snippet" tabindex="0"><code id="{e(block_id)}">{text}</code></pre>'
         f'<div class="copy-status" role="status" data-copy-status="{e(block_id)}"></div></div>'
     )
 

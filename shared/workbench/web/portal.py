@@ -301,7 +301,7 @@ def portal_routes(web: WebContext) -> list[BaseRoute]:
                 f"<code>{e(gw.settings.mcp_url)}</code>.</p>"
                 f'<div class="row"><code class="secret" id="revealed-key" tabindex="0">{e(revealed)}</code></div>'
                 '<p class="actions"><button class="secondary" type="button" data-copy="revealed-key" '
-                'aria-label="Copy the API key">Copy key</button></p>'
+                ">Copy key</button></p>"
                 '<div class="copy-status" role="status" data-copy-status="revealed-key"></div></section>'
                 + setup_section(gw.settings.mcp_url, revealed, heading="Set up a client with this key")
             )
