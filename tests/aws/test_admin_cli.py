@@ -40,7 +40,12 @@ def stack(moto_endpoint: AwsEndpoint) -> Iterator[tuple[str, dict[str, str]]]:
     """(stack name, outputs) of template.yaml's stateful part deployed through CloudFormation."""
     cfn = _cloudformation(moto_endpoint)
     name = f"wb-admin-{uuid.uuid4().hex[:8]}"
-    cfn.create_stack(StackName=name, TemplateBody=json.dumps(stateful_template()))
+    cfn.create_stack(
+        StackName=name,
+        TemplateBody=json.dumps(stateful_template()),
+        # The test deletes the stack with its tables when done (a deployment keeps them protected).
+        Parameters=[{"ParameterKey": "DeletionProtection", "ParameterValue": "Disabled"}],
+    )
     described = cfn.describe_stacks(StackName=name)["Stacks"][0]
     assert described["StackStatus"] == "CREATE_COMPLETE", described
     outputs = {o["OutputKey"]: o["OutputValue"] for o in described["Outputs"]}

@@ -19,35 +19,35 @@ from workbench.stores.dynamodb import TABLES
 
 from tests.aws.conftest import FunctionSecret
 from tests.support.apigw import http_api_event, load_entry, response_json
-from tests.support.aws import load_template, on_call
+from tests.support.aws import dynamodb_grants, load_template, on_call
 
 pytestmark = pytest.mark.e2e
 
-# The actions of SAM's policy templates (DynamoDBReadPolicy / DynamoDBCrudPolicy) we call.
-READ = {"GetItem", "Query", "Scan", "BatchGetItem", "DescribeTable", "ConditionCheckItem"}
-CRUD = READ | {"PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem"}
-
 RESOURCES = load_template()["Resources"]
 STORE_OF = {logical: store for store, logical in TABLES.items()}
+TABLE_IDS = set(STORE_OF)
 
 
 class AccessDenied(Exception):
     pass
 
 
-def _grants(function: str, settings: Settings) -> tuple[dict[str, set[str]], set[str]]:
-    """(table name -> allowed DynamoDB actions, other allowed "service:Action"s) for one function."""
-    tables: dict[str, set[str]] = {}
+def _grants(function: str, settings: Settings) -> tuple[dict[str, tuple[set[str], set[str]]], set[str]]:
+    """(table name -> (allowed DynamoDB actions, queryable indexes), other allowed "service:Action"s)
+    for one function, from its statements in the template."""
+    statements = [s for p in RESOURCES[function]["Properties"]["Policies"] for s in p["Statement"]]
+    tables = {
+        settings.table_name(STORE_OF[logical]): grant
+        for logical, grant in dynamodb_grants(statements, TABLE_IDS).items()
+    }
     other: set[str] = set()
-    for policy in RESOURCES[function]["Properties"]["Policies"]:
-        for kind, args in policy.items():
-            if kind in ("DynamoDBReadPolicy", "DynamoDBCrudPolicy"):
-                name = settings.table_name(STORE_OF[args["TableName"]["Ref"]])
-                tables[name] = tables.get(name, set()) | (READ if kind == "DynamoDBReadPolicy" else CRUD)
-            elif kind == "Statement":
-                for statement in args:
-                    actions = statement["Action"]
-                    other |= {actions} if isinstance(actions, str) else set(actions)
+    for statement in statements:
+        if "Fn::If" in statement:
+            continue
+        actions = statement["Action"]
+        other |= {
+            a for a in ([actions] if isinstance(actions, str) else actions) if not a.startswith("dynamodb:")
+        }
     return tables, other
 
 
@@ -73,8 +73,11 @@ def as_function(
                 # A batch call names its tables in RequestItems; each must allow the action.
                 for table in params.get("RequestItems") or [params.get("TableName", "")]:
                     calls.append(f"{action} {table}")
-                    if action not in tables.get(table, set()):
-                        raise AccessDenied(f"{current['function']} may not {action} on {table}")
+                    actions, indexes = tables.get(table, (set(), set()))
+                    index = params.get("IndexName")
+                    if (index not in indexes) if index else (action not in actions):
+                        where = f"{table}/index/{index}" if index else table
+                        raise AccessDenied(f"{current['function']} may not {action} on {where}")
             elif f"{service}:{action}" not in other:
                 raise AccessDenied(f"{current['function']} may not {service}:{action}")
 

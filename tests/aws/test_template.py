@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from workbench.stores.dynamodb import TABLES
 
-from tests.support.aws import AwsEndpoint, load_template, template_refs
+from tests.support.aws import AwsEndpoint, dynamodb_grants, load_template, table_name_of
 from tests.support.processes import REPO
 
 T = load_template()
@@ -80,30 +80,29 @@ USER_DATA = {
 }
 
 
-def _policy_tables(fn: dict[str, Any]) -> dict[str, str]:
-    """table logical id -> "read" | "crud" from the function's SAM policy templates."""
-    out: dict[str, str] = {}
+def _statements(fn: dict[str, Any]) -> list[Any]:
+    """The function's policy statements: written out, never SAM's policy templates (which grant
+    Scan, BatchGetItem, DescribeTable, ... that no code path uses)."""
+    out: list[Any] = []
     for policy in fn["Properties"].get("Policies", []):
-        for name, args in policy.items():
-            if name in ("DynamoDBReadPolicy", "DynamoDBCrudPolicy"):
-                (table,) = template_refs(args)
-                out[table] = "read" if name == "DynamoDBReadPolicy" else "crud"
-            elif name == "Statement":
-                for stmt in args:
-                    assert not (template_refs(stmt.get("Resource")) & TABLE_IDS), (
-                        "tables only via policy templates"
-                    )
-            else:
-                pytest.fail(f"unexpected policy {name}")
+        assert set(policy) == {"Statement"}, f"unexpected policy {set(policy)}"
+        out += policy["Statement"]
     return out
+
+
+def _policy_tables(fn: dict[str, Any]) -> dict[str, str]:
+    """table logical id -> "read" | "crud" from the function's DynamoDB statements."""
+    grants = dynamodb_grants(_statements(fn), TABLE_IDS)
+    return {t: "read" if actions <= {"GetItem", "Query"} else "crud" for t, (actions, _) in grants.items()}
 
 
 def test_every_store_table_is_declared_and_passed_to_the_functions() -> None:
     assert set(TABLES.values()) == TABLE_IDS
     env = T["Globals"]["Function"]["Environment"]["Variables"]
     for store, logical in TABLES.items():
-        assert env[f"WORKBENCH_TABLE_{store.upper()}"] == {"Ref": logical}
-        assert any(o["Value"] == {"Ref": logical} for o in T["Outputs"].values()), f"{logical} not an output"
+        assert env[f"WORKBENCH_TABLE_{store.upper()}"] == table_name_of(logical)
+        outputs = [o["Value"] for o in T["Outputs"].values()]
+        assert table_name_of(logical) in outputs, f"{logical} not an output"
     assert "ApiUrl" in T["Outputs"]
 
 
@@ -142,15 +141,19 @@ def test_kms_is_symmetric_rotating_and_only_encrypt_decrypt_is_granted() -> None
     key = RESOURCES["DataKey"]["Properties"]
     assert key["KeySpec"] == "SYMMETRIC_DEFAULT" and key["EnableKeyRotation"] is True
     for fn in FUNCTIONS.values():
-        kms = [
-            s
-            for p in fn["Properties"]["Policies"]
-            for s in p.get("Statement", [])
-            if any(a.startswith("kms:") for a in s["Action"])
-        ]
+        statements = _statements(fn)
+        kms = [s for s in statements if "Action" in s and any(a.startswith("kms:") for a in s["Action"])]
         assert len(kms) == 1
         assert sorted(kms[0]["Action"]) == ["kms:Decrypt", "kms:GenerateDataKey"]
         assert kms[0]["Resource"] == {"Fn::GetAtt": "DataKey.Arn"}
+        # A secret under a customer-managed key: Decrypt on that key, through Secrets Manager only.
+        (conditional,) = [s["Fn::If"] for s in statements if "Fn::If" in s]
+        assert conditional[0] == "HasSecretKey" and conditional[2] == {"Ref": "AWS::NoValue"}
+        assert conditional[1]["Action"] == "kms:Decrypt"
+        assert conditional[1]["Resource"] == {"Ref": "ExistingSecretKmsKeyArn"}
+        assert conditional[1]["Condition"] == {
+            "StringEquals": {"kms:ViaService": {"Fn::Sub": "secretsmanager.${AWS::Region}.${AWS::URLSuffix}"}}
+        }
 
 
 def test_user_data_tables_have_pitr_and_expiring_tables_have_ttl_on_the_adapters_attribute() -> None:
@@ -191,7 +194,12 @@ def test_no_dynamic_reference_could_fail_a_deploy_and_no_secret_is_in_the_enviro
         "Fn::If": ["HasExistingSecret", {"Ref": "ExistingSecretArn"}, {"Ref": "AppSecret"}]
     }
     for name in T["Parameters"]:
-        assert "secret" not in name.lower() or name in ("ExistingSecretArn", "SecretCacheSeconds"), name
+        # Names of secrets and their key, never a secret value.
+        assert "secret" not in name.lower() or name in (
+            "ExistingSecretArn",
+            "ExistingSecretKmsKeyArn",
+            "SecretCacheSeconds",
+        ), name
 
 
 def test_the_stack_creates_its_secret_with_a_generated_session_secret_unless_given_one() -> None:
@@ -212,7 +220,7 @@ def env_secret_id() -> Any:
 @pytest.mark.parametrize("name", sorted(FUNCTIONS))
 def test_each_function_may_read_the_one_secret_and_nothing_else_of_secrets_manager(name: str) -> None:
     statements = [s for p in FUNCTIONS[name]["Properties"]["Policies"] for s in p.get("Statement", [])]
-    secrets = [s for s in statements if str(s["Action"]).startswith("secretsmanager:")]
+    secrets = [s for s in statements if str(s.get("Action")).startswith("secretsmanager:")]
     assert secrets == [
         {
             "Sid": "RunTimeSecrets",

@@ -98,6 +98,42 @@ def template_refs(value: Any) -> set[str]:
     return found
 
 
+def table_name_of(logical: str) -> dict[str, Any]:
+    """How the template names a table everywhere (environment, policies, outputs): the one it created,
+    or the existing one a parameter adopts (Adopt<Table>)."""
+    return {"Fn::If": [f"Create{logical}", {"Ref": logical}, {"Ref": f"Adopt{logical}"}]}
+
+
+def dynamodb_grants(statements: list[Any], tables: set[str]) -> dict[str, tuple[set[str], set[str]]]:
+    """table logical id -> (DynamoDB actions, indexes) that a policy's statements grant on it. Every
+    DynamoDB statement must name its tables by `table_name_of` (no wildcard, no other table)."""
+    out: dict[str, tuple[set[str], set[str]]] = {}
+    for statement in statements:
+        if "Fn::If" in statement:  # a conditional statement: not DynamoDB's (asserted by the caller)
+            continue
+        actions = statement["Action"]
+        actions = [actions] if isinstance(actions, str) else actions
+        dynamo = {a.removeprefix("dynamodb:") for a in actions if a.startswith("dynamodb:")}
+        if not dynamo:
+            continue
+        assert len(dynamo) == len(actions), f"DynamoDB mixed with other actions: {actions}"
+        resources = statement["Resource"]
+        for resource in resources if isinstance(resources, list) else [resources]:
+            arn, names = resource["Fn::Sub"]
+            (logical,) = template_refs(names) & tables
+            assert names == {"T": table_name_of(logical)}, resource
+            base = "arn:${AWS::Partition}:dynamodb:${AWS::Region}:${AWS::AccountId}:table/${T}"
+            index = arn.removeprefix(base).removeprefix("/index/") if arn != base else None
+            assert arn == base or (index and f"{base}/index/{index}" == arn and "*" not in index), arn
+            granted, indexes = out.setdefault(logical, (set(), set()))
+            if index:
+                assert dynamo == {"Query"}, f"an index is only queried: {arn} {dynamo}"
+                indexes.add(index)
+            else:
+                granted |= dynamo
+    return out
+
+
 def stateful_template(template: dict[str, Any] | None = None) -> dict[str, Any]:
     """template.yaml's stateful part — the tables, the KMS key and its alias, with the outputs that
     name them — as plain CloudFormation that moto's CloudFormation deploys (it has no SAM transform
