@@ -93,7 +93,8 @@ def _statements(fn: dict[str, Any]) -> list[Any]:
 def _policy_tables(fn: dict[str, Any]) -> dict[str, str]:
     """table logical id -> "read" | "crud" from the function's DynamoDB statements."""
     grants = dynamodb_grants(_statements(fn), TABLE_IDS)
-    return {t: "read" if actions <= {"GetItem", "Query"} else "crud" for t, (actions, _) in grants.items()}
+    reads = {"GetItem", "BatchGetItem", "Query"}
+    return {t: "read" if actions <= reads else "crud" for t, (actions, _) in grants.items()}
 
 
 def test_every_store_table_is_declared_and_passed_to_the_functions() -> None:
