@@ -89,7 +89,7 @@ def test_text_answers_are_text_binary_answers_base64_and_cookies_a_list() -> Non
     out = ApiGatewayV2(text)(http_api_event("GET", "/x"), None)
     assert out == {
         "statusCode": 200,
-        "headers": {"content-type": "application/json", "vary": "Origin, Cookie"},
+        "headers": {"content-type": "application/json", "vary": "Origin,Cookie"},
         "cookies": ["s=1; Path=/", "t=2; Path=/"],
         "body": '{"ok": true}',
         "isBase64Encoded": False,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import re
 import time
@@ -434,3 +435,35 @@ def test_responses_over_lambdas_6_mb_are_the_documented_error_on_rest_and_the_pr
     assert relayed["statusCode"] == 502, relayed.get("body", "")[:300]
     body = response_json(relayed)
     assert body["error"] == "RESPONSE_TOO_LARGE" and "The upstream answered" in body["message"]
+
+
+def test_a_windows_1252_text_body_passes_the_proxys_lambda_handler_byte_for_byte(
+    lambda_env: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Through the curl proxy on Lambda a text body in another charset than UTF-8 reaches the client
+    as the upstream sent it (once it came back with U+FFFD in place of each non-UTF-8 byte)."""
+    from tests.support.slowapi import CP1252_CSV, connect_slowapi, slow_upstream
+
+    with slow_upstream() as url:
+        monkeypatch.setenv("WORKBENCH_EXTRA_PLUGINS", "tests.support.slowapi")
+        monkeypatch.setenv("WB_SLOW_API_URL", url)
+        monkeypatch.setenv("WORKBENCH_EGRESS_ALLOW", "loopback")
+        gw = build_gateway(Settings.from_env())
+        ada = gw.stores.users.get_or_create("ada@example.com")
+        connect_slowapi(gw, ada.id)
+        token = gw.curl_session(gw.api_keys.resolve(gw.api_keys.mint(ada)), ["slowapi"], 900)["token"]
+        event = http_api_event(
+            "GET",
+            "/c/slowapi/cp1252",
+            route_key="ANY /c/{integration}/{proxy+}",
+            path_parameters={"integration": "slowapi", "proxy": "cp1252"},
+            headers={"authorization": f"Bearer {token}"},
+        )
+        relayed = load_entry("proxy").handler(event, None)
+    assert relayed["statusCode"] == 200, relayed
+    assert relayed["headers"]["content-type"] == "text/csv; charset=windows-1252"
+    # What API Gateway hands the client: base64 decoded, or text re-encoded as UTF-8.
+    body = relayed["body"]
+    received = base64.b64decode(body) if relayed["isBase64Encoded"] else body.encode("utf-8")
+    assert received == CP1252_CSV
+    assert len(received) == len(CP1252_CSV) == 42  # one byte a character

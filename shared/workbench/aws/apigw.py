@@ -7,8 +7,16 @@ imports are a measurable share of every cold start.
 
 The request scope carries `raw_path` (the path as the client sent it, still percent-encoded),
 `aws.event` and `aws.context` (the request deadline reads API Gateway's arrival time and the
-function's remaining time from them). A response body is sent as text when its content type is
-textual and it is not compressed, else base64-encoded.
+function's remaining time from them).
+
+The response follows Mangum's rules, so the client receives the bytes the app sent: a body whose
+content type is textual (and not compressed) is sent as text when it is UTF-8, and base64-encoded
+otherwise — a Latin-1 CSV or a windows-1252 page is never decoded with replacement characters
+(API Gateway sends a text body on as UTF-8, so only UTF-8 may travel as text). Repeated headers are
+joined with "," and every Set-Cookie is its own entry of `cookies`, as Mangum does; header values
+are read as UTF-8 (what API Gateway sends on), Latin-1 when they are not (where Mangum fails).
+tests/aws/test_apigw_differential.py runs a corpus of responses through this adapter and Mangum and
+compares what the client receives; the few places they differ on purpose are listed there.
 """
 
 from __future__ import annotations
@@ -157,21 +165,31 @@ def _response(status: int, raw_headers: list[tuple[bytes, bytes]], body: bytes) 
     headers: dict[str, str] = {}
     cookies: list[str] = []
     for name, value in raw_headers:
-        key = name.decode("latin-1").lower()
-        text = value.decode("latin-1")
+        key = _text(name).lower()
+        text = _text(value)
         if key == "set-cookie":
             cookies.append(text)  # payload 2.0: one list entry per cookie, never joined
         elif key in headers:
-            headers[key] = f"{headers[key]}, {text}"
+            headers[key] = f"{headers[key]},{text}"
         else:
             headers[key] = text
     out: dict[str, Any] = {"statusCode": status, "headers": headers}
     if cookies:
         out["cookies"] = cookies
     if _is_text(headers):
-        out["body"] = body.decode("utf-8", errors="replace")
-        out["isBase64Encoded"] = False
-    else:
-        out["body"] = base64.b64encode(body).decode()
-        out["isBase64Encoded"] = True
+        try:
+            out["body"] = body.decode("utf-8")  # strict: API Gateway re-encodes text as UTF-8
+            out["isBase64Encoded"] = False
+            return out
+        except UnicodeDecodeError:
+            pass  # text in another charset: its bytes travel as they are
+    out["body"] = base64.b64encode(body).decode()
+    out["isBase64Encoded"] = True
     return out
+
+
+def _text(raw: bytes) -> str:
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return raw.decode("latin-1")

@@ -1,5 +1,6 @@
 """A test plugin (an API key, `connect_slowapi` stores one) whose API is `slow_upstream()` on loopback: GET /fast answers at once,
-GET /slow only when the test lets it (or after 15 s), GET /big?bytes=N answers N bytes of JSON.
+GET /slow only when the test lets it (or after 15 s), GET /big?bytes=N answers N bytes of JSON,
+GET /cp1252 answers `CP1252_CSV`, a text body that is not UTF-8.
 
 Registered with WORKBENCH_EXTRA_PLUGINS=tests.support.slowapi; the API's URL comes from
 WB_SLOW_API_URL in the gateway process (in-process tests build the manifest directly).
@@ -18,7 +19,12 @@ from urllib.parse import parse_qs, urlsplit
 
 from workbench.engine.registry import ApiKeyAuth, ApiKeyField, Manifest
 
-__all__ = ["connect_slowapi", "make_manifest", "manifest", "slow_upstream"]
+__all__ = ["CP1252_CSV", "connect_slowapi", "make_manifest", "manifest", "slow_upstream"]
+
+# A windows-1252 CSV: curly quotes, a euro sign, an en dash and Latin-1 letters, none of it UTF-8.
+CP1252_CSV = "name;price;note\n\u201cCaf\u00e9\u201d;5 \u20ac;cr\u00e8me \u2013 br\u00fbl\u00e9e\n".encode(
+    "cp1252"
+)
 
 SLOW_CAP_SECONDS = 15.0  # a /slow request never outlives this, released or not
 
@@ -67,9 +73,12 @@ def slow_upstream(*, keep_alive: bool = False) -> Iterator[str]:
                 body = json.dumps({"data": "x" * max(0, size - 12)}).encode()
             else:
                 body = json.dumps({"fast": True}).encode()
+            kind = "application/json"
+            if url.path == "/cp1252":
+                body, kind = CP1252_CSV, "text/csv; charset=windows-1252"
             try:
                 self.send_response(200)
-                self.send_header("content-type", "application/json")
+                self.send_header("content-type", kind)
                 self.send_header("content-length", str(len(body)))
                 self.end_headers()
                 self.wfile.write(body)
