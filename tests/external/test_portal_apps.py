@@ -65,6 +65,9 @@ def test_add_test_and_remove_apps_with_their_state(portal_gw: Gateway, ups: Upst
     token = csrf_of(page.text)
     shared = card_of(page.text, "shared")  # the operator's server, for everyone, without Remove
     assert "from the operator" in shared and "Remove" not in shared
+    # Never asked for its tools yet: not "Connected" (issue 25), and no request was made to show it.
+    assert "Not contacted yet" in shared and "Connected" not in shared
+    assert ups.recorders["plain"].seen == []
     assert "Clear the discovery cache" not in page.text  # not an admin
 
     r = client.post(

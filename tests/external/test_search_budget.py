@@ -44,11 +44,15 @@ async def test_search_answers_within_3s_while_a_server_hangs(
     assert time.monotonic() - started < 3.5
     assert len(hang.seen) == 1  # it joined the discovery already under way
 
-    # Backing off: search skips it at once, and a call answers the same error without traffic.
+    # Backing off: search skips it at once, and a call answers the remembered error without
+    # traffic, saying that it is remembered (it did not wait another 3 s).
     names, took = await timed_search(agent, "echo text back")
     assert took < 0.5 and "plain_echo" in names
     started = time.monotonic()
-    assert await agent.run("hang_anything") == {"error": TRANSIENT}
+    assert await agent.run("hang_anything") == {
+        "error": "Transient error: external server 'hang' did not answer within 3 s (last tried 0 s ago, "
+        "not asked again this time; retried in 30 s). Try again later."
+    }
     assert time.monotonic() - started < 0.5
     assert len(hang.seen) == 1
 
@@ -73,7 +77,10 @@ async def test_a_server_that_recovers_is_back_after_the_background_retry(
     names, _ = await timed_search(agent, "look something up")
     assert "odd_lookup" not in names
     out = await agent.run("odd_lookup", q="x")
-    assert out == {"error": "External server 'odd' failed with HTTP 503 (retried once)."}
+    assert out == {
+        "error": "External server 'odd' failed with HTTP 503 (retried once) (last tried 0 s ago, not asked "
+        "again this time; retried in 30 s). Try again later."
+    }
 
     clock.advance(31)  # back-off over; the server is healthy again
     names, _ = await timed_search(agent, "look something up")  # starts the retry in the background

@@ -6,10 +6,12 @@
 - **Legacy** (2025-11-25 and earlier): initialize → notifications/initialized, then requests with
   the `Mcp-Session-Id` the server returned and the negotiated `MCP-Protocol-Version`.
 
-A server's era is found the way the 2026-07-28 transport page says: `server/discover` first; a
-`4xx` whose body is not a recognised modern JSON-RPC error means a legacy server, and the client
-falls back to `initialize` (offering 2025-11-25, accepting any earlier revision the server picks).
-An `UnsupportedProtocolVersion` error is modern: the client picks from the versions it lists.
+A server's era is found the way the 2026-07-28 transport page says: `server/discover` first. Only a
+2026-07-28 discovery result makes a modern session; any other answer falls back to `initialize`:
+a `4xx` (a pre-2026 SDK transport) offers 2025-11-25, a plain JSON-RPC answer (-32601 or any other
+error, or a result that is no 2026 discovery: a server written to seed 004) offers 2024-11-05, the
+revision seed 004's handshake names; any earlier revision the server picks is accepted. An
+`UnsupportedProtocolVersion` error is modern: the client picks from the versions it lists.
 
 A server may answer with plain JSON or an SSE stream; both work. Failures are typed so the service
 can apply the seed's table: 401/403 → `AuthRejected` (with the `WWW-Authenticate` challenge), 5xx →
@@ -59,6 +61,8 @@ MODERN_VERSION = "2026-07-28"
 # Handshake revisions we speak, newest first: the first is what `initialize` offers.
 LEGACY_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
 PROTOCOL_VERSION = LEGACY_VERSIONS[0]
+# The revision seed 004's handshake offers: what a server written to its four methods expects.
+SEED_VERSION = LEGACY_VERSIONS[-1]
 CLIENT_INFO = {"name": "workbench", "version": "0.1"}
 MAX_PAGES = 20  # tools/list pages followed per discovery
 MAX_BODY = 5_000_000  # bytes read from one response
@@ -263,25 +267,35 @@ class McpClient:
         )
 
     async def _open(self, client: httpx.AsyncClient, ep: Endpoint) -> McpSession:
-        """Find the server's era: a modern `server/discover` first, `initialize` as the fallback."""
+        """Find the server's era: a modern `server/discover` first, `initialize` as the fallback.
+
+        Only an answer that is a 2026-07-28 discovery (a result listing that version) makes a modern
+        session. Anything else falls back to the handshake, offering what that kind of server
+        expects: an HTTP 4xx the way a pre-2026 SDK transport refuses a modern request → the newest
+        legacy revision; a plain JSON-RPC answer (-32601 Method not found, any other error, or a
+        result that is no 2026 discovery: a server written to seed 004's four methods) → 2024-11-05,
+        the revision seed 004's handshake names. Transport failures (5xx, timeouts, 401/403) are not
+        answers and are raised."""
         modern = McpSession(protocol_version=MODERN_VERSION, modern=True)
         try:
             result = await self._request(client, ep, modern, "server/discover", {})
         except HttpRefused as exc:
-            if not exc.modern:
-                return await self._initialize(client, ep, PROTOCOL_VERSION)  # a legacy server
-            if exc.code != _UNSUPPORTED_VERSION:
-                raise
-            supported = exc.data.get("supported") if isinstance(exc.data, dict) else None
-            return await self._initialize(client, ep, _pick_legacy(ep.server, supported))
+            if exc.code == _UNSUPPORTED_VERSION:
+                supported = exc.data.get("supported") if isinstance(exc.data, dict) else None
+                return await self._initialize(client, ep, _pick_legacy(ep.server, supported))
+            return await self._initialize(client, ep, PROTOCOL_VERSION)  # an SDK-era legacy server
         except RpcError as exc:
-            if exc.code != _UNSUPPORTED_VERSION:
-                raise
-            supported = exc.data.get("supported") if isinstance(exc.data, dict) else None
-            return await self._initialize(client, ep, _pick_legacy(ep.server, supported))
+            if exc.code == _UNSUPPORTED_VERSION:
+                supported = exc.data.get("supported") if isinstance(exc.data, dict) else None
+                return await self._initialize(client, ep, _pick_legacy(ep.server, supported))
+            return await self._initialize(client, ep, SEED_VERSION)  # a plain JSON-RPC server
+        except ProtocolError:  # no answer, or an unreadable or malformed one: not a modern server
+            return await self._initialize(client, ep, SEED_VERSION)
         supported = result.get("supportedVersions")
-        if isinstance(supported, list) and MODERN_VERSION not in supported:
-            return await self._initialize(client, ep, _pick_legacy(ep.server, supported))
+        if not isinstance(supported, list) or MODERN_VERSION not in supported:
+            if isinstance(supported, list) and any(v in LEGACY_VERSIONS for v in supported):
+                return await self._initialize(client, ep, _pick_legacy(ep.server, supported))
+            return await self._initialize(client, ep, SEED_VERSION)
         meta = result.get("_meta")
         modern.server_version = _version_of(meta.get(_META_SERVER) if isinstance(meta, dict) else None)
         return modern
@@ -289,7 +303,15 @@ class McpClient:
     async def _initialize(self, client: httpx.AsyncClient, ep: Endpoint, offer: str) -> McpSession:
         session = McpSession()
         params = {"protocolVersion": offer, "capabilities": {}, "clientInfo": CLIENT_INFO}
-        result = await self._request(client, ep, session, "initialize", params)
+        try:
+            result = await self._request(client, ep, session, "initialize", params)
+        except RpcError:
+            if offer == SEED_VERSION:
+                raise
+            # A server that refuses the revision offered: seed 004's is the one every server knows.
+            session = McpSession()
+            params = {**params, "protocolVersion": SEED_VERSION}
+            result = await self._request(client, ep, session, "initialize", params)
         version = result.get("protocolVersion")
         if version not in LEGACY_VERSIONS:
             raise ProtocolError(

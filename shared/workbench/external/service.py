@@ -200,6 +200,7 @@ class _Failure:  # a failed discovery, remembered for a back-off period
     until: float  # back-off end
     stamp: tuple[float, float]
     attempts: int = 1
+    failed_at: float = 0.0
 
 
 Key = tuple[str, str]
@@ -593,7 +594,10 @@ class ExternalServers:
             entry = await self._discover(app, caller)
         except ExternalError as exc:
             fresh = self._find(user_id, name) or app
-            return {**self.view(fresh), "error": explain(exc, app)}
+            view = self.view(fresh)
+            if view["status"] == "ok":  # registered, but not usable: never "ok" beside an error
+                view["status"] = "unavailable"
+            return {**view, "error": explain(exc, app)}
         return {**out, "tools": sorted(entry.tools)}
 
     def view(self, app: App) -> dict[str, Any]:
@@ -847,7 +851,7 @@ class ExternalServers:
         key = self._key(app, caller)
         failure = self._failures.get(key)
         if failure is not None and failure.until > self.clock() and failure.stamp == _stamp(app, caller):
-            return _failing_tool(name, app.name, explain(failure.error, app)), manifest
+            return _failing_tool(name, app.name, remembered(failure, app, self.clock())), manifest
         try:
             entry = await self._discover(app, caller)
         except ExternalError as exc:
@@ -1036,7 +1040,8 @@ class ExternalServers:
                 previous = self._failures.get(key)
                 attempts = previous.attempts + 1 if previous and previous.stamp == stamp else 1
                 wait = min(BACKOFF_FIRST_SECONDS * 2 ** (attempts - 1), BACKOFF_MAX_SECONDS)
-                self._failures[key] = _Failure(exc, self.clock() + wait, stamp, attempts)
+                now = self.clock()
+                self._failures[key] = _Failure(exc, now + wait, stamp, attempts, failed_at=now)
             log_event("external_server_skipped", server=app.name, user=caller.user_id, reason=str(exc))
             await self.io.run(
                 self._record, app, {"lastError": explain(exc, app), "lastErrorAt": self.clock()}
@@ -1088,10 +1093,9 @@ class ExternalServers:
             log_event("external_server_token_refused", server=app.name, user=caller.user_id)
             return
         if app.operator:  # nothing stored to flag: remembered as a failure (an auth one) instead
+            now = self.clock()
             self._failures[self._key(app, caller)] = _Failure(
-                AuthRejected(app.name, 401),
-                self.clock() + BACKOFF_FIRST_SECONDS,
-                _stamp(app, caller),
+                AuthRejected(app.name, 401), now + BACKOFF_FIRST_SECONDS, _stamp(app, caller), failed_at=now
             )
         else:
             store = self._require_store()
@@ -1451,6 +1455,17 @@ def reconnect_message(server: str) -> str:
         f"External server '{server}' rejected Workbench's credentials, so its tools are unavailable until "
         f"you reconnect it: fix its token (vault_set, or apps_register_server again), then call "
         f"apps_refresh with name '{server}'."
+    )
+
+
+def remembered(failure: _Failure, app: App, now: float) -> str:
+    """A failure answered again from the back-off, saying so: the server was not asked this time
+    (a remembered timeout answers at once; it did not wait another timeout)."""
+    text = explain(failure.error, app).removesuffix(" Try again later.").rstrip().rstrip(".")
+    ago = max(0, round(now - failure.failed_at))
+    left = max(1, round(failure.until - now))
+    return (
+        f"{text} (last tried {ago} s ago, not asked again this time; retried in {left} s). Try again later."
     )
 
 

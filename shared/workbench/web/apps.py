@@ -57,6 +57,7 @@ _STATUS = {
     "off": '<span class="status off">Disabled</span>',
     "reconnect": '<span class="status warn">Needs reconnecting</span>',
     "error": '<span class="status warn">Last discovery failed</span>',
+    "new": '<span class="status off">Not contacted yet</span>',
 }
 
 
@@ -117,6 +118,8 @@ def apps_routes(web: WebContext) -> list[BaseRoute]:
             state = _STATUS["reconnect"]
         elif app.get("lastError") and not app.get("lastDiscovery"):
             state = _STATUS["error"]
+        elif not app.get("lastDiscovery"):  # registered or configured, never asked for its tools yet
+            state = _STATUS["new"]
         else:
             state = _STATUS["ok"]
         kind = "OpenAPI app" if app.get("kind") == "openapi" else "MCP server"
