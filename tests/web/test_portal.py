@@ -254,15 +254,24 @@ def test_sign_in_only_returns_to_paths_on_this_site(value: str | None, expected:
     assert safe_next(value) == expected
 
 
-def test_an_oauth_integration_without_its_client_shows_as_not_available(tmp_path: Path) -> None:
+def test_an_oauth_integration_without_its_client_is_folded_into_needs_setup(tmp_path: Path) -> None:
     gw = make_gateway(tmp_path, registry=build_registry(extra=TEST_PLUGINS), dev_login=True, plugin_env={})
     client = TestClient(create_web_app(gw), base_url="https://testserver", follow_redirects=False)
     client.post("/api/auth/dev-login", data={"email": "ada@example.com", "next": "/portal/integrations"})
     page = client.get("/portal/integrations").text
-    card = page[page.index('id="integration-testoauth"') :]
-    card = card[: card.index("</section>")]
-    assert "Not available" in card and "TESTOAUTH_CLIENT_ID is not set" in card
-    assert "/portal/integrations/testoauth/connect" not in card  # no Connect button that cannot work
+    # What can be connected comes first; the unconfigured ones are one folded section at the end,
+    # each saying how to enable it: the variable to set and the redirect URI to register.
+    assert page.index('id="sec-ready"') < page.index('id="sec-builtin"') < page.index('id="sec-setup"')
+    assert page.index('id="integration-testkey"') < page.index('id="sec-setup"')
+    assert 'id="integration-testoauth"' not in page  # no card, so no Connect button that cannot work
+    setup = page[page.index('id="setup-testoauth"') :]
+    setup = setup[: setup.index("</li>")]
+    assert "<code>TESTOAUTH_CLIENT_ID</code>" in setup and "<code>TESTOAUTH_CLIENT_SECRET</code>" in setup
+    assert "/api/auth/plugin/testoauth/callback" in setup
+    assert "/portal/integrations/testoauth/connect" not in page
+    # The built-ins that work at once are shown.
+    builtin = page[page.index('id="sec-builtin"') :]
+    assert "Jots" in builtin[: builtin.index("</section>")]
     # The API-key integration next to it is unaffected.
     assert "/portal/integrations/testkey/api-key" in page
     # Posting the connect form anyway comes back with the reason, and mints nothing.

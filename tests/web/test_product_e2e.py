@@ -75,7 +75,7 @@ def signed_in(gw: Gateway, browser: Any) -> Iterator[Any]:
     link = gw.printed("Sign in to the portal")
     assert link.startswith(f"{gw.base}/portal/signin/local?token=")
     page.goto(link)
-    page.wait_for_url("**/portal/integrations")
+    page.wait_for_url(f"{gw.base}/portal")  # the welcome page
     yield context
     context.close()
 
@@ -88,6 +88,13 @@ def test_first_start_prints_everything_and_the_link_signs_in_once(
     assert gw.key.startswith("wb_") and "API key for you@localhost" in log
     page = signed_in.pages[0]
     assert page.locator("header").inner_text().count("you@localhost") == 1
+    # The first page leads somewhere: the next steps, each a link, and what works already.
+    assert page.locator("h1").inner_text() == "Welcome to Workbench"
+    steps = page.locator("#next-steps + ol")
+    for href in ("/portal/connect-client", "/portal/playground", "/portal/integrations"):
+        assert steps.locator(f'a[href="{href}"]').count() == 1, href
+    assert "workbench client add claude-code" in steps.inner_text()
+    assert "Jots" in page.locator("#ready-now").locator("..").inner_text()
     screenshot(page, "20-first-run-signed-in")
     # the link is spent: another browser cannot use it again
     other = browser.new_context().new_page()

@@ -132,6 +132,7 @@ th { overflow-wrap: normal; word-break: keep-all; hyphens: none; }
 """
 
 _NAV = (
+    ("welcome", "/portal", "Home"),
     ("integrations", "/portal/integrations", "Integrations"),
     ("connect-client", "/portal/connect-client", "Connect a client"),
     ("api-keys", "/portal/api-keys", "API key"),

@@ -44,6 +44,18 @@ _NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
 _KEY_ID_RE = re.compile(r"^[A-Za-z0-9]{12}$")
 _MAX_FIELD = 4096
 _NO_SUCH_KEY = "That key does not exist or is revoked."
+# Where an operator registers Workbench as an OAuth app, by the integration name's first part.
+_PROVIDER_CONSOLES = {
+    "github": "https://github.com/settings/developers",
+    "google": "https://console.cloud.google.com/apis/credentials",
+    "slack": "https://api.slack.com/apps",
+    "atlassian": "https://developer.atlassian.com/console/myapps/",
+    "notion": "https://www.notion.so/profile/integrations",
+    "linear": "https://linear.app/settings/api/applications/new",
+    "hubspot": "https://developers.hubspot.com/",
+    "airtable": "https://airtable.com/create/oauth",
+    "stripe": "https://dashboard.stripe.com/apikeys",
+}
 _AUTH_LABEL = {"oauth2": "OAuth", "api_key": "API key", "cookie": "Browser session", "none": "No sign-in"}
 
 
@@ -160,6 +172,77 @@ def portal_routes(web: WebContext) -> list[BaseRoute]:
             )
         return facts
 
+    def sort_integrations(
+        conns: dict[str, Connection],
+    ) -> tuple[list[Manifest], list[Manifest], list[tuple[Manifest, str]]]:
+        """(connected, ready to connect, needing the operator's setup with the reason), each by name."""
+        connected: list[Manifest] = []
+        ready: list[Manifest] = []
+        needs_setup: list[tuple[Manifest, str]] = []
+        for m in sorted(gw.registry.manifests(), key=lambda m: m.display_name.lower()):
+            if m.builtin or isinstance(m.auth, NoAuth):
+                continue
+            why_not = unavailable(m)
+            if m.name in conns:
+                connected.append(m)
+            elif why_not is None:
+                ready.append(m)
+            else:
+                needs_setup.append((m, why_not))
+        return connected, ready, needs_setup
+
+    def built_in_section() -> str:
+        """What works at once, with no connection: the built-in tools and no-sign-in integrations."""
+        items = "".join(
+            f"<li><strong>{e(m.display_name)}</strong>"
+            + (f' <span class="muted">— {e(m.description)}</span>' if m.description else "")
+            + "</li>"
+            for m in sorted(gw.registry.manifests(), key=lambda m: m.display_name.lower())
+            if m.builtin or isinstance(m.auth, NoAuth)
+        )
+        if not items:
+            return ""
+        return (
+            '<section class="card" aria-labelledby="sec-builtin"><h2 id="sec-builtin">Built in: ready now</h2>'
+            '<p class="muted">These tools need no connection; your agents can use them already '
+            '(try one in the <a href="/portal/playground">playground</a>).</p>'
+            f'<ul class="result-list">{items}</ul></section>'
+        )
+
+    def setup_section_for(needs_setup: list[tuple[Manifest, str]]) -> str:
+        """Integrations the operator has not set up, folded into one section saying how to enable each."""
+        if not needs_setup:
+            return ""
+        rows = []
+        for m, why_not in needs_setup:
+            setting = why_not.removeprefix("Not configured on this gateway: ").removesuffix(" is not set.")
+            console = _PROVIDER_CONSOLES.get(m.name.split("-", 1)[0])
+            redirect_uri = gw.provider_oauth.redirect_uri(m.name) if gw.provider_oauth is not None else ""
+            secret_name = setting.replace("_CLIENT_ID", "_CLIENT_SECRET")
+            steps = [
+                "Register an OAuth app at the provider"
+                + (f' (<a href="{e(console)}" rel="noreferrer">{e(console)}</a>)' if console else ""),
+                f"with the redirect URI <code>{e(redirect_uri)}</code>" if redirect_uri else "",
+                f"then set <code>{e(setting)}</code> (and <code>{e(secret_name)}</code>) for the gateway"
+                if setting.endswith("_CLIENT_ID")
+                else e(why_not),
+            ]
+            rows.append(
+                f'<li id="setup-{e(m.name)}"><strong>{e(m.display_name)}</strong>: '
+                + ", ".join(s for s in steps if s)
+                + ".</li>"
+            )
+        return (
+            '<section class="card" aria-labelledby="sec-setup"><details>'
+            f'<summary><h2 id="sec-setup" class="inline">Needs setup on this gateway ({len(needs_setup)})</h2>'
+            "</summary>"
+            '<p class="muted">The operator enables these by registering Workbench as an OAuth app at each '
+            "provider: locally as environment variables before <code>workbench serve</code>, on AWS in the "
+            "stack's secret. docs/connections.md and docs/deploy.md in the Workbench repository have every "
+            "step.</p>"
+            f'<ul class="result-list">{"".join(rows)}</ul></details></section>'
+        )
+
     def integrations_page(request: Request, user: User) -> Response:
         q = request.query_params
         # A refused form comes back here (post/redirect/get) with its notice, sealed to the session so
@@ -176,11 +259,35 @@ def portal_routes(web: WebContext) -> list[BaseRoute]:
                 else None,
             ),
         )
-        manifests = [m for m in gw.registry.manifests() if not m.builtin and not isinstance(m.auth, NoAuth)]
         conns = {c.integration: c for c in gw.stores.connections.list_for(user.id)}  # one read, not one each
         csrf = csrf_field(web.csrf(request))
-        cards = "".join(integration_card(m, conns.get(m.name), csrf, errors.get(m.name)) for m in manifests)
-        body = flash + (cards or '<p class="muted">No integrations are installed on this gateway.</p>')
+        connected, ready, needs_setup = sort_integrations(conns)
+
+        def section(heading: str, slug: str, manifests: list[Manifest], intro: str = "") -> str:
+            if not manifests:
+                return ""
+            cards = "".join(
+                integration_card(m, conns.get(m.name), csrf, errors.get(m.name)) for m in manifests
+            )
+            return (
+                f'<section aria-labelledby="sec-{slug}"><h2 id="sec-{slug}">{e(heading)}</h2>{intro}{cards}'
+                "</section>"
+            )
+
+        body = (
+            flash
+            + section("Connected", "connected", connected)
+            + section(
+                "Ready to connect",
+                "ready",
+                ready,
+                '<p class="muted">Connect one and its tools appear to your agents at once.</p>',
+            )
+            + built_in_section()
+            + setup_section_for(needs_setup)
+        )
+        if not (connected or ready or needs_setup):
+            body += '<p class="muted">No integrations are installed on this gateway.</p>'
         response = page(request, user, "Integrations", body, "integrations")
         gw.sessions.clear_flash(response)
         return response
@@ -497,8 +604,41 @@ def portal_routes(web: WebContext) -> list[BaseRoute]:
             return redirect("/portal/clients?error=no-client")
         return redirect("/portal/clients?revoked=1")
 
-    async def home(request: Request) -> Response:
-        return redirect("/portal/integrations")
+    def welcome_page(request: Request, user: User) -> Response:
+        """Where sign-in lands: what to do next, and what already works."""
+        conns = {c.integration: c for c in gw.stores.connections.list_for(user.id)}
+        connected, ready, needs_setup = sort_integrations(conns)
+        integrations = f"{len(connected)} connected, {len(ready)} ready to connect" + (
+            f", {len(needs_setup)} need the operator's setup" if needs_setup else ""
+        )
+        steps = (
+            '<section class="card" aria-labelledby="next-steps"><h2 id="next-steps">Next steps</h2><ol>'
+            '<li><a href="/portal/connect-client">Connect a client</a>: Claude Code, Claude Desktop, Cursor, '
+            "VS Code, the Python and TypeScript SDKs or curl, to the MCP endpoint "
+            f"<code>{e(gw.settings.mcp_url)}</code>. From a terminal, "
+            "<code>workbench client add claude-code</code> writes the configuration for you.</li>"
+            '<li><a href="/portal/playground">Try a tool in the playground</a>: search the catalog and run a '
+            "tool by hand, as an agent would.</li>"
+            f'<li><a href="/portal/integrations">Connect an integration</a> ({e(integrations)}): its tools '
+            "appear to your agents at once.</li></ol></section>"
+        )
+        ready_now = "".join(
+            f"<li><strong>{e(m.display_name)}</strong>"
+            + (f' <span class="muted">— {e(m.description)}</span>' if m.description else "")
+            + "</li>"
+            for m in sorted(gw.registry.manifests(), key=lambda m: m.display_name.lower())
+            if m.builtin or isinstance(m.auth, NoAuth) or m.name in conns
+        )
+        now = (
+            '<section class="card" aria-labelledby="ready-now"><h2 id="ready-now">Ready now</h2>'
+            '<p class="muted">Your agents can use these tools already.</p>'
+            f'<ul class="result-list">{ready_now}</ul></section>'
+            if ready_now
+            else ""
+        )
+        return page(request, user, "Welcome to Workbench", steps + now, "welcome")
+
+    home = web.page(welcome_page)
 
     async def root(request: Request) -> Response:
         return redirect("/portal")
@@ -507,6 +647,7 @@ def portal_routes(web: WebContext) -> list[BaseRoute]:
         Route("/", root, methods=["GET"]),
         Route("/portal", home, methods=["GET"]),
         Route("/portal/", home, methods=["GET"]),
+        Route("/portal/welcome", home, methods=["GET"]),
         Route("/portal/integrations", web.page(integrations_page), methods=["GET"]),
         Route("/portal/integrations/{name}/connect", connect, methods=["POST"]),
         Route("/portal/integrations/{name}/api-key", api_key, methods=["POST"]),
