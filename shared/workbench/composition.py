@@ -324,7 +324,8 @@ class Gateway:
                     # That catalog is left out of search, said in the log; the rest still answers.
                     log_event("search_index_refused", user=principal.user.id, error=str(e))
                 else:
-                    hits = sorted([*hits, *own.search(query, limit)], key=lambda h: -h.score)[:limit]
+                    hits = sorted([*hits, *own.search(query, limit)], key=lambda h: (not h.named, -h.score))
+                    hits = hits[:limit]
         # Only the hit integrations: a cookie integration's check decrypts its stored cookies.
         status = await self.store_io.run(
             self.connection_status, principal.user.id, {hit.doc.integration for hit in hits}

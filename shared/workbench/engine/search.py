@@ -44,6 +44,7 @@ __all__ = [
     "SearchHit",
     "SearchIndex",
     "catalog_docs",
+    "implied_integrations",
     "stem",
     "tokens",
 ]
@@ -73,12 +74,23 @@ _STOP = _words_of(
 )
 
 
+# Words ending in -s that are not plurals, or whose singular means something else ("news" is not
+# "new", "sales" not "sale", "aws" not "aw"): never stemmed.
+_NOT_PLURAL = _words_of(
+    "news sales analytics status series species physics mathematics politics economics "
+    "logistics ethics always perhaps canvas alias atlas bias lens chaos kudos macos ios "
+    "postgres kubernetes redis jenkins aws sms dns cms gps ops https minutes customs means goods "
+    "thanks towards afterwards whereas"
+)
+
+
 def stem(word: str) -> str:
     """Light English stemmer for plurals and third-person -s, always to a real word: files→file,
-    issues→issue, replies→reply, branches→branch, addresses→address; status stays status.
+    issues→issue, replies→reply, branches→branch, addresses→address; status stays status, and so
+    does every word of _NOT_PLURAL (news, sales, analytics...), whose -s is not a plural's.
     -ed and -ing are left alone (measured: stripping them loses more than it finds). Words outside
     a-z are returned unchanged."""
-    if not word.isascii() or not word.isalpha() or len(word) < 3:
+    if not word.isascii() or not word.isalpha() or len(word) < 3 or word in _NOT_PLURAL:
         return word
     if len(word) == 3:  # prs→pr, ids→id; "bus" and "gas" are not plurals
         return word[:-1] if word.endswith("s") and word[1] not in "aeiou" else word
@@ -292,6 +304,85 @@ _VALUES = re.compile(
     r"|\b[\w.-]++/[\w.-]++"  # owner/repo
 )
 
+# Identifiers that belong to one integration imply it as if the query named it (an agent pastes the
+# id, not the service's name): each (pattern, integration). A Jira issue key (ABC-123: Linear's keys
+# look the same; a query that names Linear gets Linear's tools), a GitHub owner/repo, Stripe object
+# ids (cus_, ch_, pi_, in_, sub_...), Slack channel and user ids (C024BE91L), Salesforce record ids
+# (001..., 003..., 006...), Airtable ids (app/tbl/rec/fld/viw + 14), a sheet range (A1:C10), and a
+# service's own URL. Each has a test in tests/unit/test_search_identifiers.py.
+_IMPLIED: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"(?<![\w-])[A-Z][A-Z0-9]{1,9}-\d{1,7}\b"), "atlassian-jira"),
+    (
+        re.compile(
+            r"(?<![\w/.:@-])(?![a-z]+/[a-z]+(?![\w./-]))(?=[\w.-]*[a-z])[A-Za-z0-9][\w.-]{0,38}"
+            r"/(?=[\w.-]*[a-z])[A-Za-z0-9][\w.-]{0,99}(?![\w/])"
+        ),
+        "github",
+    ),
+    (
+        re.compile(r"(?<![\w/.:@-])[a-z][a-z0-9-]{1,38}/[a-z0-9][a-z0-9_.-]*[-_.0-9][a-z0-9_.-]*(?![\w/])"),
+        "github",
+    ),
+    (
+        re.compile(
+            r"\b(?:cus|ch|pi|in|sub|prod|price|re|pm|py|plink|txn|acct|seti|evt|po|tr|ii|si)"
+            r"_(?=[a-z]*[A-Z0-9])[A-Za-z0-9]{10,40}\b"
+        ),
+        "stripe",
+    ),
+    (re.compile(r"\b[CGDUW](?=[A-Z]*[0-9])[A-Z0-9]{8,10}\b"), "slack"),
+    (re.compile(r"\b00[0-9A-Za-z](?=[0-9]*[A-Za-z])[0-9A-Za-z]{12}(?:[0-9A-Za-z]{3})?\b"), "salesforce"),
+    (re.compile(r"\b(?:app|tbl|rec|fld|viw)(?=[a-z]*[A-Z0-9])[A-Za-z0-9]{14}\b"), "airtable"),
+    (re.compile(r"\b[A-Z]{1,3}[1-9][0-9]{0,6}:[A-Z]{1,3}[1-9][0-9]{0,6}\b"), "google-sheets"),
+    (re.compile(r"https?://(?:www\.)?github\.com/"), "github"),
+    (re.compile(r"https?://[\w-]+\.atlassian\.net/(?:browse|jira)/"), "atlassian-jira"),
+    (re.compile(r"https?://[\w-]+\.atlassian\.net/wiki/"), "atlassian-confluence"),
+    (re.compile(r"https?://(?:www\.)?notion\.(?:so|site)/"), "notion"),
+    (re.compile(r"https?://docs\.google\.com/spreadsheets/"), "google-sheets"),
+    (
+        re.compile(r"https?://(?:drive\.google\.com|docs\.google\.com/(?:document|presentation))/"),
+        "google-drive",
+    ),
+    (re.compile(r"https?://mail\.google\.com/"), "google-gmail"),
+    (re.compile(r"https?://calendar\.google\.com/"), "google-calendar"),
+    (re.compile(r"https?://app(?:-\w+)?\.hubspot\.com/"), "hubspot"),
+    (re.compile(r"https?://[\w.-]+\.(?:salesforce|force)\.com/"), "salesforce"),
+    (re.compile(r"https?://[\w-]+\.zendesk\.com/"), "zendesk"),
+    (re.compile(r"https?://linear\.app/"), "linear"),
+    (re.compile(r"https?://airtable\.com/"), "airtable"),
+    (re.compile(r"https?://dashboard\.stripe\.com/"), "stripe"),
+    (re.compile(r"https?://[\w-]+\.slack\.com/"), "slack"),
+)
+# Word pairs with a slash that are not an owner/repo.
+_NOT_REPO = _words_of("and/or read/write input/output on/off yes/no true/false either/or client/server i/o")
+
+
+_URL = re.compile(r"https?://\S++")
+
+
+def implied_integrations(query: str) -> set[str]:
+    """The integrations a query's identifiers belong to (see _IMPLIED)."""
+    return _implied(query)[0]
+
+
+def _implied(query: str) -> tuple[set[str], str]:
+    """(the integrations a query's identifiers imply, the query without those identifiers): a URL
+    counts for its host alone (ABC-1 inside a linear.app URL is Linear's, not Jira's)."""
+    found = set()
+    urls = _URL.findall(query) if "://" in query else ()
+    rest = _URL.sub(" ", query) if urls else query
+    for pattern, integration in _IMPLIED:
+        if pattern.pattern.startswith("https?"):
+            if any(pattern.match(url) for url in urls):
+                found.add(integration)
+            continue
+        for match in pattern.finditer(rest):
+            if integration != "github" or match.group().lower() not in _NOT_REPO:
+                found.add(integration)
+                rest = rest.replace(match.group(), " ")
+    return found, rest
+
+
 # A snake_case identifier in a description names another tool or a parameter
 # ("use superset_export_csv for files"), not what this tool does.
 _IDENTIFIER = re.compile(r"\b[A-Za-z0-9]+(?:_[A-Za-z0-9]+)+\b")
@@ -368,6 +459,7 @@ _TYPO = 0.7  # an unknown word corrected to an index term ("lsit" → list)
 _TYPO_MIN_LENGTH = 3  # shorter words are another real word one letter away too often
 _TYPO_MAX_LENGTH = 24  # no word is longer; a longer "word" is not worth its edit-distance cost
 _TYPO_TERMS = 8_000  # the typo index covers at most this many terms, the most common first
+_TYPO_LONG = 1_000  # of which the most common long ones (8+ letters) with two deletions, not one
 _PREFIX_TERMS = 32  # an unknown word completes to at most this many terms
 # Bounds on what one tool adds to an index, so that memory and build time grow with the number of
 # tools and nothing else: a term is at most _TERM_MAX characters (a longer run of letters, a hash or
@@ -382,7 +474,6 @@ _ARGUMENT_TERMS = 60
 # used (BFCL's longest questions are well inside both).
 _QUERY_CHARS = 2000
 _QUERY_TERMS = 64
-_NAMED_INTEGRATION = 1.2  # a tool of an integration the query names
 _SURFACE = 0.2  # the word also found as written, singular or plural ("comments" → list_comments)
 # to_bytes layout and everything an index depends on: a saved index from other settings is refused.
 _FORMAT = (
@@ -450,6 +541,9 @@ def catalog_docs(registry: Registry) -> list[SearchDoc]:
 class SearchHit:
     doc: SearchDoc
     score: float
+    # The query names this tool's integration, or holds an identifier of it: it ranks before
+    # every tool of an integration the query does not name (also across catalogs).
+    named: bool = False
 
 
 class _Parsed(NamedTuple):
@@ -630,6 +724,7 @@ class SearchIndex:
         del parsed
         clock.check()
         self._typo_terms, self._typo = self._build_typo_index()
+        self._by_name: dict[str, list[int]] | None = None
         clock.check()
 
     def _build_typo_index(self) -> tuple[list[str], array[int]]:
@@ -649,8 +744,14 @@ class SearchIndex:
         terms = sorted({*eligible, *(t for t in _SYNONYMS if len(t) >= _TYPO_MIN_LENGTH)})
         deletions: list[str] = []
         numbers: list[int] = []
+        long = set(
+            sorted((t for t in terms if len(t) >= 8), key=lambda t: -n_docs(t) if t in self._at else 0)[
+                :_TYPO_LONG
+            ]
+        )
         for number, term in enumerate(terms):
-            forms = {term, *(term[:i] + term[i + 1 :] for i in range(len(term)))}
+            # Two deletions for the most common long words (two slips in "invented" → "inventor").
+            forms = _deletes(term, 2 if term in long else 1)
             deletions += forms
             numbers += [number] * len(forms)
         keys = map(zlib.crc32, map(str.encode, deletions))
@@ -717,6 +818,7 @@ class SearchIndex:
         index._vocab = sorted(at)
         index._by_integration = by_integration
         index._typo_terms, index._typo = typo_terms, _array("Q", typo)
+        index._by_name = None
         return index
 
     # -- postings -----------------------------------------------------------------------------------
@@ -752,8 +854,8 @@ class SearchIndex:
         for action, share in _LEXICON.get(word, {}).items():
             if action in at:
                 found.setdefault(action, _SYNONYM * share)
-        if found or not word.isascii() or word.isdigit():
-            return found
+        if found or not word.isascii() or word.isdigit() or word in _NOT_PLURAL:
+            return found  # a word known for what it means ("news") is not another one mistyped
         # Nothing matches the word as written: complete a prefix, or correct a typo.
         if len(word) >= 3:
             i = bisect.bisect_left(self._vocab, word)
@@ -793,15 +895,16 @@ class SearchIndex:
 
     def search(self, query: str, limit: int = 10) -> list[SearchHit]:
         terms: dict[str, str] = {}  # index term → the word as first written
-        for term, written in _terms(_FRAMES.sub(" ", _VALUES.sub(" ", query[:_QUERY_CHARS]))):
+        implied, text = _implied(query[:_QUERY_CHARS])
+        for term, written in _terms(_FRAMES.sub(" ", _VALUES.sub(" ", text))):
             if term in _FILLER:
                 continue
             terms.setdefault(term, written)
             if len(terms) == _QUERY_TERMS:
                 break
-        if not terms or not self.docs:
+        if not self.docs or not (terms or implied):
             return []
-        first = next(iter(terms))
+        first = next(iter(terms), "")
         if first in _VERB_SENSE and not any(t in _ACTIONS for t in terms):
             # "message the team", "email bob the report": a noun used as the command is its verb.
             terms.setdefault(_VERB_SENSE[first], _VERB_SENSE[first])
@@ -850,14 +953,25 @@ class SearchIndex:
                 for doc in surfaced:
                     if doc in present:
                         scores[doc] += surface
+        # A query that names an integration, or holds one of its identifiers, is about it: its
+        # tools come before any other integration's ("zendesk tickets assigned to me", "comment on
+        # ABC-123"), even those no other word of the query matched (reads first, at score 0).
+        named = {d for t in terms if t in self._by_integration for d in self._by_integration[t]}
+        for integration in implied:
+            named.update(self._integration_docs().get(integration, ()))
+        for doc in named:
+            scores[doc] += 1e-9
         if not scores:
             return []
-        # A query that names an integration is about it: its tools come before another
-        # integration's tool that merely shares a rarer word ("zendesk tickets assigned to me").
-        for doc in {d for t in terms if t in self._by_integration for d in self._by_integration[t]}:
-            if doc in scores:
-                scores[doc] *= _NAMED_INTEGRATION
-        return self._ranked(scores, limit, matched, unmatched)
+        return self._ranked(scores, limit, matched, unmatched, named)
+
+    def _integration_docs(self) -> dict[str, list[int]]:
+        if self._by_name is None:
+            by_name: dict[str, list[int]] = defaultdict(list)
+            for i, d in enumerate(self.docs):
+                by_name[d.integration].append(i)
+            self._by_name = dict(by_name)
+        return self._by_name
 
     def _ranked(
         self,
@@ -865,16 +979,30 @@ class SearchIndex:
         limit: int,
         matched: list[tuple[float, dict[str, float]]],
         unmatched: float,
+        named: set[int],
     ) -> list[SearchHit]:
-        # The best `limit` without sorting every scored tool, plus any tied with the last of them,
-        # then ties broken by the prior and the name, so the order never depends on dict order.
-        top = heapq.nlargest(limit, scores, key=scores.__getitem__)
-        cutoff = scores[top[-1]]
-        chosen = [doc for doc, score in scores.items() if score >= cutoff]
-        chosen.sort(key=lambda d: (-scores[d], -self._prior[d], self.docs[d].name))
+        # The best `limit` (the named integration's tools first) without sorting every scored tool,
+        # plus any tied with the last of them, then ties broken by the prior and the name, so the
+        # order never depends on dict order.
+        if named.isdisjoint(scores):
+            named = set()
+
+        def rank(d: int) -> tuple[bool, float]:
+            return d in named, scores[d]
+
+        top = heapq.nlargest(limit, scores, key=rank)
+        cutoff = rank(top[-1])
+        chosen = [doc for doc in scores if rank(doc) >= cutoff]
+        chosen.sort(key=lambda d: (d not in named, -scores[d], -self._prior[d], self.docs[d].name))
         best = scores[chosen[0]]
-        calibrated = _coverage(_parse(self.docs[chosen[0]]).fields, matched, unmatched)
-        return [SearchHit(self.docs[d], round(calibrated * scores[d] / best, 4)) for d in chosen[:limit]]
+        calibrated = round(_coverage(_parse(self.docs[chosen[0]]).fields, matched, unmatched), 4)
+        hits = []
+        score = calibrated
+        for d in chosen[:limit]:
+            # Never above the hit before it: a named tool can outrank a higher raw score.
+            score = min(score, round(calibrated * scores[d] / best, 4))
+            hits.append(SearchHit(self.docs[d], score, d in named))
+        return hits
 
 
 _COUNT_BITS = 24  # a posting run's start and length packed in one int: start << 24 | length
