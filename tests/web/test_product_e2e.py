@@ -228,6 +228,17 @@ def test_activity_page_after_a_batch(gw: Gateway, signed_in: Any) -> None:
     shown = page.locator("td[data-label=Tool]").all_inner_texts()
     assert "no_such_tool" in shown and "create_jot" not in shown
     screenshot(page, "24-activity-failures")
+    # Which agent did it: the first-run key, named in the Caller column and on the execution's page.
+    row = page.locator("#executions tbody tr", has_text="no_such_tool").first
+    assert "API key" in row.locator("td[data-label=Caller]").inner_text()
+    assert row.locator("td[data-label=Integration]").inner_text() == "unknown tool"
+    row.locator("td[data-label=Tool] a").click()
+    page.wait_for_url("**/portal/activity/*")
+    assert page.locator("h1").inner_text() == "Execution"
+    facts = page.locator("#execution").inner_text()
+    assert "no_such_tool" in facts and "API key" in facts and "Failed" in facts
+    assert "Tool not found" in page.locator("#execution-error").inner_text()
+    screenshot(page, "25-activity-one-execution")
 
 
 def test_playground_runs_a_tool_through_mcp_with_the_session(gw: Gateway, signed_in: Any) -> None:

@@ -110,9 +110,8 @@ def test_activity_shows_only_the_users_executions_with_filters_paging_and_a_char
 
     first = client.get("/portal/activity")
     assert first.status_code == 200
-    assert (
-        "testoauth_tool_99" in first.text and "bob" not in first.text and "testkey_tool_1<" not in first.text
-    )
+    listed = first.text[first.text.index('id="executions"') :]  # the page's table (not per-tool durations)
+    assert "testoauth_tool_99" in listed and "bob" not in first.text and "testkey_tool_1<" not in listed
     assert first.text.count('<td data-label="Tool">') == PAGE_SIZE
     assert "&lt;script&gt;alert(" in first.text and "<script>alert(" not in first.text  # errors escaped
     assert (
@@ -162,3 +161,59 @@ def test_chart_counts_per_day_per_integration() -> None:
 def test_narrow_layout_rules_exist(browser_for: Browser, width: int) -> None:
     css = browser_for("ada@example.com").get("/portal/api-keys").text
     assert "@media (max-width: 40rem)" in css and "table.stack td[data-label]::before" in css
+
+
+def _mcp_execute(web_gw: Gateway, key: str, executions: list[dict[str, object]]) -> dict[str, object]:
+    from workbench.mcp.app import create_mcp_app
+
+    mcp = TestClient(create_mcp_app(web_gw), base_url="https://testserver")
+    r = mcp.post(
+        "/mcp",
+        json={
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "tools/call",
+            "params": {"name": "execute_tools", "arguments": {"executions": executions}},
+        },
+        headers={"Authorization": f"Bearer {key}", "MCP-Protocol-Version": "2025-06-18"},
+    )
+    return json.loads(r.json()["result"]["content"][0]["text"])  # type: ignore[no-any-return]
+
+
+def test_activity_says_which_agent_ran_each_call_and_opens_one_execution(
+    browser_for: Browser, web_gw: Gateway
+) -> None:
+    client = browser_for("ada@example.com")
+    ada = web_gw.stores.users.by_email("ada@example.com")
+    assert ada is not None
+    key = web_gw.api_keys.mint(ada, label="summariser")
+    web_gw.vault.set(ada.id, "TOKEN_S", "s3cr3t-vault-value")
+    _mcp_execute(
+        web_gw,
+        key,
+        [
+            {"tool": "create_jot", "args": {"title": "t {{vault:TOKEN_S}}", "body": "b"}},
+            {"tool": "no_such_tool", "args": {"password": "typed-in-secret", "q": "x"}},
+        ],
+    )
+    page = client.get("/portal/activity").text
+    assert page.count("API key &#x27;summariser&#x27;") == 2  # the caller column names the key
+    assert "unknown tool" in page and ">other<" not in page
+    assert 'id="durations"' in page and "create_jot" in page  # p50/p95 per tool
+    links = re.findall(r'href="(/portal/activity/[0-9a-f]{16}\?at=[^"]+)"', page)
+    assert len(links) == 2
+    details = [client.get(html.unescape(link)) for link in links]
+    assert all(d.status_code == 200 for d in details)
+    text = "".join(d.text for d in details)
+    assert "s3cr3t-vault-value" not in text and "typed-in-secret" not in text  # redacted when written
+    assert "[REDACTED]" in text and "&quot;q&quot;:&quot;x&quot;" in text
+    unknown = next(d.text for d in details if "no_such_tool" in d.text)
+    assert 'id="execution-error"' in unknown and "Tool not found" in unknown
+    assert "summariser" in unknown and "unknown tool" in unknown
+    # Another user cannot open it, nor learn that it exists.
+    other = browser_for("bob@example.com")
+    for link in links:
+        r = other.get(html.unescape(link))
+        assert r.status_code == 404 and "No such execution" in r.text
+    assert client.get("/portal/activity/zzzz?at=1").status_code == 404
+    assert client.get("/portal/activity/0123456789abcdef?at=nan").status_code == 404

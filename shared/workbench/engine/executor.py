@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import json
+import re
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from secrets import token_hex
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
@@ -346,16 +349,24 @@ class Engine:
         duration = time.perf_counter() - started
         success = "error" not in outcome
         error = audit_error if audit_error is not None else outcome.get("error")
+        principal = scope.principal
         event: dict[str, Any] = {
             "action": "EXECUTE",
-            "user": scope.principal.user.id,
+            "id": token_hex(8),  # the activity page opens one execution by it
+            "user": principal.user.id,
             "tool": call.tool,
             "success": success,
             "error": scrub(error, call.secrets) if error is not None else None,
             "duration_ms": round(duration * 1000, 3),
             "ts": self.clock(),
-            "via": scope.principal.via,
+            "via": principal.via,
+            "args": audit_arguments(call.args, call.secrets),
         }
+        # Which agent did it: the API key or OAuth client (ids; the page shows their names).
+        if principal.via == "api_key" and principal.credential_id:
+            event["key_id"] = principal.credential_id
+        if principal.client_id:
+            event["client_id"] = principal.client_id
         if integration is not None:
             event["integration"] = integration
         scope.events.append(event)  # written with the batch's other rows (see `batch`)
@@ -514,6 +525,30 @@ def _plugin_client() -> type[httpx.AsyncClient]:
             return super().build_request(method, url, **kwargs)
 
     return PluginClient
+
+
+# Argument names whose values are credentials an agent typed in: never kept in the audit.
+_SECRET_NAME = re.compile(
+    r"pass(word|phrase)?|secret|token|api[_-]?key|authorization|credential|cookie", re.I
+)
+AUDIT_ARGS_CHARS = 2000  # what one audit row keeps of a call's arguments
+
+
+def audit_arguments(args: Any, secrets: Sequence[str]) -> str:
+    """A call's arguments as the audit keeps them: vault values and secret-named fields redacted,
+    compact JSON, at most AUDIT_ARGS_CHARS characters (cut with "…")."""
+
+    def redact(value: Any) -> Any:
+        if isinstance(value, dict):
+            return {
+                str(k): "[REDACTED]" if _SECRET_NAME.search(str(k)) else redact(v) for k, v in value.items()
+            }
+        if isinstance(value, list):
+            return [redact(v) for v in value]
+        return value
+
+    text = json.dumps(scrub(redact(args), secrets), ensure_ascii=False, default=str, separators=(",", ":"))
+    return text if len(text) <= AUDIT_ARGS_CHARS else text[: AUDIT_ARGS_CHARS - 1] + "…"
 
 
 def _scrub_text(text: str, secrets: Sequence[str]) -> str:

@@ -119,7 +119,7 @@ textarea { width:100%; min-height: 8rem; font-family: ui-monospace, monospace; f
   header .bar { gap:.5rem 1rem; }
   header form { margin-left:0; }
   main { margin-top: 1rem; }
-  table.stack, table.stack tbody, table.stack tr, table.stack td { display:block; width:100%; }
+  table.stack, table.stack tbody, table.stack tr, table.stack td, table.stack tbody th { display:block; width:100%; }
   table.stack caption { display:block; text-align:left; }
   table.stack thead { position:absolute; width:1px; height:1px; overflow:hidden; clip:rect(0 0 0 0); }
   table.stack tr { border-bottom:1px solid var(--line); padding:.5rem 0; }
