@@ -8,6 +8,7 @@ WorkbenchError
 ├── ConflictError             a conditional write lost a race, or a name is taken
 ├── CryptoError               a blob that does not decrypt for its row
 ├── UpstreamTimeout           an upstream call ran past the timeout that applied to it
+├── RateLimited               a provider's rate limit, still in force after the one retry that fitted
 ├── ConfigError               the gateway's own settings cannot be read (its secret store)
 ├── Unavailable               the store or KMS cannot answer right now (throttled, 5xx, timeout,
 │                             dropped connection): nothing was decided, nothing is damaged; try again
@@ -36,6 +37,7 @@ __all__ = [
     "JobFailed",
     "NotConnected",
     "NotFound",
+    "RateLimited",
     "ReconnectRequired",
     "RegistryError",
     "Unavailable",
@@ -84,6 +86,20 @@ class UpstreamTimeout(WorkbenchError):
     def __init__(self, seconds: float | None) -> None:
         super().__init__(upstream_timeout_message(seconds))
         self.seconds = seconds
+
+
+class RateLimited(WorkbenchError):
+    """The provider answered with its rate limit and the wait it asks for does not fit the request
+    (or a retry met the limit again). A tool's answer then carries `retry_after` (seconds)."""
+
+    def __init__(self, integration: str, retry_after: int, detail: str) -> None:
+        super().__init__(
+            f"{integration} rate limit reached ({detail}). Retry after {retry_after} s."
+            if detail
+            else f"{integration} rate limit reached. Retry after {retry_after} s."
+        )
+        self.integration = integration
+        self.retry_after = retry_after
 
 
 def upstream_timeout(exc: BaseException) -> UpstreamTimeout | None:

@@ -59,6 +59,8 @@ class ToolResult:
     success: bool
     json: Any
     text: str
+    # A failure from a provider's rate limit: seconds until a retry may succeed (the answer's field).
+    retry_after: int | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {"success": self.success, "json": self.json, "text": self.text}
@@ -231,7 +233,7 @@ class Tool:
         except Exception as exc:
             if signal is not None and signal.aborted:
                 return _aborted(signal)
-            return ToolResult(False, None, _failure_text(exc))
+            return ToolResult(False, None, _failure_text(exc), _retry_after(exc))
         if signal is not None and signal.aborted:
             return _aborted(signal)  # aborted after the function resolved
         if isinstance(value, ToolResult):
@@ -279,6 +281,12 @@ def _failure_text(exc: Exception) -> str:
     # The tool's own wording wins when it wrapped the timeout in a message of its own.
     own = text and not isinstance(exc, UpstreamTimeout) and type(exc).__module__.split(".")[0] != "httpx"
     return text if own else str(timed_out)
+
+
+def _retry_after(exc: Exception) -> int | None:
+    from workbench.errors import RateLimited
+
+    return exc.retry_after if isinstance(exc, RateLimited) else None
 
 
 class _Aborted(Exception):

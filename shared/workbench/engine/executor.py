@@ -277,6 +277,7 @@ class Engine:
                 PlainErrors(inner or httpx.AsyncHTTPTransport(retries=1))
             )
         return _plugin_client()(
+            manifest.name,
             base_url=manifest.base_url,
             auth=auth,
             transport=self._shared_transport,
@@ -492,7 +493,10 @@ class Engine:
         if not result.success:
             if isinstance(ctx, _Context) and ctx.reconnect is not None:
                 return _not_connected(manifest.name, str(ctx.reconnect)), manifest.name, audit_error, True
-            return {"error": result.text}, manifest.name, audit_error, True
+            failed: dict[str, Any] = {"error": result.text}
+            if result.retry_after is not None:  # a provider's rate limit: when to try again
+                failed["retry_after"] = result.retry_after
+            return failed, manifest.name, audit_error, True
         if nesting_exceeds(result.json, MAX_RESULT_DEPTH):
             return (
                 {"error": f"The result of {tool.name} is nested deeper than {MAX_RESULT_DEPTH} levels"},
@@ -509,20 +513,47 @@ def _not_connected(integration: str, message: str) -> dict[str, Any]:
 
 
 @functools.cache
-def _plugin_client() -> type[httpx.AsyncClient]:
+def _plugin_client() -> Callable[..., httpx.AsyncClient]:
     """The client class a plugin's tools send through (made on first use: httpx loads lazily). A
     path a tool built from its arguments (`f"/repos/{args.owner}/{args.repo}"`) is refused when an
     argument put a dot segment in it: normalised away, `..` would reach another endpoint of the
     provider's API. One check for every plugin, whatever its tools interpolate."""
     import httpx
 
+    from workbench.errors import RateLimited
     from workbench.guard.paths import DOT_SEGMENT_MESSAGE, path_has_dot_segment
+    from workbench.guard.rate_limits import MAX_RETRY_WAIT, rate_limit
 
     class PluginClient(httpx.AsyncClient):
+        def __init__(self, integration: str, **options: Any) -> None:
+            super().__init__(**options)
+            self.integration = integration
+
         def build_request(self, method: str, url: httpx.URL | str, **kwargs: Any) -> httpx.Request:
             if path_has_dot_segment(str(url)):
                 raise ValueError(f"Invalid arguments: {DOT_SEGMENT_MESSAGE}")
             return super().build_request(method, url, **kwargs)
+
+        async def send(self, request: httpx.Request, **kwargs: Any) -> httpx.Response:
+            """Every provider's rate limit, one way: retried once after the wait it names when that
+            fits the request's deadline; otherwise RateLimited, whose `retry_after` the answer carries."""
+            read = not kwargs.get("stream", False)
+            response = await super().send(request, **kwargs)
+            limit = rate_limit(response, read=read)
+            if limit is None:
+                return response
+            await response.aclose()
+            left = deadline.remaining()
+            budget = min(MAX_RETRY_WAIT, left - 2.0 if left is not None else MAX_RETRY_WAIT)
+            if not limit.named or limit.wait > budget:
+                raise RateLimited(self.integration, limit.retry_after, limit.detail)
+            await asyncio.sleep(limit.wait)
+            response = await super().send(request, **kwargs)
+            again = rate_limit(response, read=read)
+            if again is None:
+                return response
+            await response.aclose()
+            raise RateLimited(self.integration, again.retry_after, again.detail)
 
     return PluginClient
 
