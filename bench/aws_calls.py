@@ -112,7 +112,7 @@ async def _calls_per_request(endpoint: AwsEndpoint) -> dict[str, Any]:
 
     setup = gateway()
     user = setup.stores.users.get_or_create("bench@example.com")
-    key = setup.api_keys.mint(user, label="bench")
+    key = setup.auth.mint_key(user, label="bench")
     for name in ("alpha", "beta"):
         setup.credentials.save(user.id, name, {"access_token": f"tok-{name}"}, expires_at=None)
 
@@ -165,7 +165,7 @@ async def _warm_calls(endpoint: AwsEndpoint) -> dict[str, Any]:
         registry=build_registry(plugins=False, extra=("tests.support.slow_plugin",)),
         key_provider=KmsKeyProvider.from_settings(settings, client=kms),
     )
-    key = gw.api_keys.mint(gw.stores.users.get_or_create("bench@example.com"), label="bench")
+    key = gw.auth.mint_key(gw.stores.users.get_or_create("bench@example.com"), label="bench")
     headers = {"authorization": f"Bearer {key}", "accept": "application/json, text/event-stream"}
     requests = {
         "tools/list": {"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
@@ -266,8 +266,8 @@ async def _idle_calls(endpoint: AwsEndpoint, idle: float) -> dict[str, Any]:
     )
     user = gw.stores.users.get_or_create("bench@example.com")
     gw.credentials.save(user.id, "acme", {"token": "upstream-secret-0123456789"})
-    keys = {kind: gw.api_keys.mint(user, label=kind) for kind in IDLE_GOALS}
-    curl = gw.curl_session(gw.api_keys.resolve(keys["curl proxy GET"]), ["acme"], 900)["token"]
+    keys = {kind: gw.auth.mint_key(user, label=kind) for kind in IDLE_GOALS}
+    curl = gw.curl.mint(gw.auth.api_keys.resolve(keys["curl proxy GET"]), ["acme"], 900)["token"]
 
     async def dns(host: str, port: int) -> list[str]:
         return ["127.0.0.1"]

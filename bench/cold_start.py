@@ -314,7 +314,7 @@ def _prepare_workbench(endpoint: AwsEndpoint) -> tuple[dict[str, str], str]:
     settings = endpoint.fresh_tables(public_url="https://gw.example.test")
     gateway = build_gateway(settings)
     user = gateway.stores.users.get_or_create("bench@example.com")
-    key = gateway.api_keys.mint(user, label="bench")
+    key = gateway.auth.mint_key(user, label="bench")
     env = {
         **AWS_ENV,
         **endpoint.env(settings),

@@ -39,7 +39,7 @@ async def _measure(requests: int, rounds: int) -> list[float]:
         "WORKBENCH_EXTRA_PLUGINS": "tests.support.slow_plugin",
     }
     gw = build_gateway(Settings.from_env(env))
-    key = gw.api_keys.mint(gw.stores.users.get_or_create("bench@example.com"))
+    key = gw.auth.mint_key(gw.stores.users.get_or_create("bench@example.com"))
     app = create_local_app(gw)
     call = {"executions": [{"tool": "probe_noop", "args": {}}]}
     body = json.dumps(

@@ -152,7 +152,7 @@ def _run_gateway(args: argparse.Namespace, sock: socket.socket, runfile: Path) -
     gateway = _gateway(args)
     settings = gateway.settings
     key = first_run(gateway, LOCAL_EMAIL)
-    user = gateway.stores.users.get_or_create(LOCAL_EMAIL)
+    user = gateway.auth.sign_in(LOCAL_EMAIL)
     loopback = _loopback_base(settings, sock.getsockname()[1])
     link = mint_signin_link(gateway, user, loopback)
     base = settings.public_url.rstrip("/")
@@ -181,8 +181,8 @@ def _run_gateway(args: argparse.Namespace, sock: socket.socket, runfile: Path) -
 
 def _keys_create(args: argparse.Namespace) -> int:
     gateway = _gateway(args)
-    user = gateway.stores.users.get_or_create(args.email)
-    print(gateway.api_keys.mint(user, label=args.label))
+    user = gateway.auth.sign_in(args.email)
+    print(gateway.auth.mint_key(user, label=args.label))
     if getattr(args, "stack", None):  # stdout stays the key alone, for scripts
         print(f"API key for {args.email} on stack {args.stack}: {gateway.settings.mcp_url}", file=sys.stderr)
     return 0
@@ -190,10 +190,10 @@ def _keys_create(args: argparse.Namespace) -> int:
 
 def _keys_list(args: argparse.Namespace) -> int:
     gateway = _gateway(args)
-    user = gateway.stores.users.by_email(args.email)
+    user = gateway.auth.user_by_email(args.email)
     if user is None:
         raise CliError(f"no user {args.email!r} on this gateway")
-    keys = sorted(gateway.stores.api_keys.list_for(user.id), key=lambda k: k.created_at)
+    keys = sorted(gateway.auth.keys_of(user.id), key=lambda k: k.created_at)
     if not keys:
         print(f"{args.email} has no API keys. Create one: workbench keys create {args.email}")
         return 0
@@ -216,8 +216,8 @@ def _key_id(value: str) -> str:
 def _keys_revoke(args: argparse.Namespace) -> int:
     gateway = _gateway(args)
     key_id = _key_id(args.key)
-    rec = gateway.stores.api_keys.get(key_id) if key_id else None
-    if rec is None or rec.revoked or not gateway.stores.api_keys.revoke(rec.user_id, key_id):
+    rec = gateway.auth.key(key_id) if key_id else None
+    if rec is None or rec.revoked or not gateway.auth.revoke_key(rec.user_id, key_id):
         raise CliError(f"no active API key wb_{key_id}_… (see: workbench keys list EMAIL)")
     print(f"revoked wb_{key_id}_…")
     return 0
@@ -236,7 +236,7 @@ def _signin_link(args: argparse.Namespace) -> int:
             f"{DEFAULT_PORT} (use --port PORT for another)",
             file=sys.stderr,
         )
-    user = gateway.stores.users.get_or_create(LOCAL_EMAIL)
+    user = gateway.auth.sign_in(LOCAL_EMAIL)
     print(mint_signin_link(gateway, user, base))
     return 0
 
@@ -274,7 +274,7 @@ def _external_clear(args: argparse.Namespace) -> int:
     assert gateway.external is not None
     user_id = None
     if args.user:
-        user = gateway.stores.users.by_email(args.user)
+        user = gateway.auth.user_by_email(args.user)
         if user is None:
             raise CliError(f"no user {args.user!r} on this gateway")
         user_id = user.id

@@ -1,6 +1,9 @@
 """The composition root: builds stores, keys, registry and services from Settings, once.
 
-Every surface (MCP, REST, web, proxy; local or Lambda) receives the same `Gateway`. What an API-key
+Every surface (MCP, REST, web, OAuth, proxy; local or Lambda) receives the same `Gateway`, and
+calls the application services it carries (workbench.services: `auth`, `runs`, `catalog`,
+`connections`, `curl`, `jots`; `external` for custom apps). The stores stay below the services:
+`Gateway.stores` is for this module and the tests, and no surface reads it. What an API-key
 tool call does not need — the OAuth server and its signing keys (jwt, cryptography's EC), portal
 sessions, the connect flow, provider OAuth, custom apps, the search index — is built, and its
 modules imported, the first time something asks for it: a cold start pays only for its request.
@@ -11,7 +14,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import time
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Mapping
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
@@ -20,13 +23,13 @@ from workbench.engine.blocking import BlockingPool
 from workbench.engine.executor import Engine
 from workbench.engine.registry import Manifest, Registry
 from workbench.errors import ConfigError
-from workbench.identity.auth import ApiKeys, AuthCache, KeysThatForget, Principal
+from workbench.identity.auth import AuthCache, KeysThatForget, Principal
 from workbench.identity.crypto import Cipher, KeyProvider, LocalKeyProvider, load_or_create_local_key
 from workbench.identity.secrets import SESSION_SECRET, EnvSecrets, SecretSource
 from workbench.identity.vault import Vault
 from workbench.observability import Metrics
 from workbench.settings import Settings
-from workbench.stores import Stores, User
+from workbench.stores import Stores
 
 if TYPE_CHECKING:
     import httpx
@@ -34,12 +37,16 @@ if TYPE_CHECKING:
     from workbench.browser.pool import BrowserPool
     from workbench.connections.flow import ConnectFlow
     from workbench.connections.provider_oauth import ProviderOAuth, TokenSet
-    from workbench.engine.index_cache import IndexCache
-    from workbench.engine.search import SearchIndex
     from workbench.external import ExternalServers
     from workbench.guard.egress import EgressPolicy, Resolver, Route
     from workbench.identity.tokens import SigningKeySource, TokenService
     from workbench.oauth.service import OAuthServer
+    from workbench.services.auth import AuthService
+    from workbench.services.catalog import CatalogService
+    from workbench.services.connections import ConnectionService
+    from workbench.services.curl import CurlSessions
+    from workbench.services.jots import JotService
+    from workbench.services.runs import RunService
     from workbench.web.sessions import SessionCodec
 
 __all__ = ["Gateway", "build_gateway", "build_registry"]
@@ -102,7 +109,6 @@ class Gateway:
         cipher: Cipher,
         credentials: Credentials,
         engine: Engine,
-        api_keys: ApiKeys,
         vault: Vault,
         metrics: Metrics,
         # The session secret, the SSO client secret and the plugins' OAuth clients (read at run time).
@@ -124,7 +130,6 @@ class Gateway:
         self.cipher = cipher
         self.credentials = credentials
         self.engine = engine
-        self.api_keys = api_keys
         self.vault = vault
         self.metrics = metrics
         self.secrets = secrets
@@ -160,7 +165,7 @@ class Gateway:
         return ProviderOAuth(self.settings, self.secrets, transport=self.EgressTransport())
 
     @cached_property
-    def connections(self) -> ConnectFlow:
+    def _connect_flow(self) -> ConnectFlow:
         from workbench.connections.flow import ConnectFlow
         from workbench.connections.verify import verify_credential
 
@@ -237,13 +242,11 @@ class Gateway:
         )
 
     @cached_property
-    def oauth(self) -> OAuthServer | None:
-        """The OAuth 2.1 authorization server for MCP clients (None when the store backend lacks its ports)."""
-        stores = self.stores
-        if not (stores.oauth_clients and stores.oauth_codes and stores.oauth_refresh):
-            return None
+    def oauth(self) -> OAuthServer:
+        """The OAuth 2.1 authorization server for MCP clients."""
         from workbench.oauth.service import OAuthServer
 
+        stores = self.stores
         return OAuthServer(
             self.settings,
             clients=stores.oauth_clients,
@@ -256,161 +259,81 @@ class Gateway:
             egress=self.egress,
         )
 
-    @property
-    def oauth_clients(self) -> OAuthServer | None:
-        """What the portal's MCP clients page reads (list_for_user / revoke_for_user)."""
-        return self.oauth
-
-    # -- queries used by several surfaces -----------------------------------------------------
-
-    async def verify(self, user: User, manifest: Manifest, credential: dict[str, Any]) -> bool:
-        """Check a credential with the manifest's probe before storing it (raises VerificationFailed)."""
-        from workbench.connections.verify import verify_credential
-
-        return await verify_credential(self.engine, user, manifest, credential)
-
-    def connection_status(self, user_id: str, only: Collection[str] | None = None) -> dict[str, bool]:
-        """Whether the user is connected to each integration (or to those in `only`). Blocking: a
-        store read, and a cookie integration's check decrypts its stored cookies."""
-        conns = {c.integration: c for c in self.stores.connections.list_for(user_id)}
-        return {
-            m.name: self.credentials.is_connected(m, conns.get(m.name))
-            for m in self.registry.manifests()
-            if only is None or m.name in only
-        }
+    # -- the application services (workbench.services) -----------------------------------------
 
     @cached_property
-    def _search(self) -> SearchIndex:
-        from workbench.engine import catalog_index
-        from workbench.engine.search import SearchIndex, catalog_docs
+    def auth(self) -> AuthService:
+        from workbench.services.auth import AuthService
 
-        # The layer ships the catalog's index prebuilt: no tools module is imported to search.
-        prebuilt = catalog_index.load(self.registry)
-        return prebuilt if prebuilt is not None else SearchIndex(catalog_docs(self.registry))
-
-    def search_index(self) -> SearchIndex:
-        return self._search
-
-    @cached_property
-    def search_indexes(self) -> IndexCache:
-        """Custom-app catalogs' indexes, built off the loop within their budgets."""
-        from workbench.engine.index_cache import IndexCache
-
-        return IndexCache(self.store_io)
-
-    async def search_tools(self, principal: Principal, query: str, limit: int) -> list[dict[str, Any]]:
-        """search_tools: built-in and plugin tools plus this caller's custom apps (never another user's)."""
-        from workbench.engine.search import SearchBudgetExceeded, SearchDoc
-        from workbench.observability import log_event
-        from workbench.tools import argument_text
-
-        # Built (or loaded) on a pool thread the first time, never on the event loop.
-        index: SearchIndex | None = self.__dict__.get("_search")
-        if index is None:
-            index = await self.store_io.run(self.search_index)
-        hits = index.search(query, limit)
-        custom_hints: dict[str, dict[str, Any]] = {}
-        if self.external is not None:
-            found = await self.external.catalog(principal.user.id)
-            custom_hints = {t.name: t.annotations for t in found}
-            custom = tuple(
-                SearchDoc(t.name, t.description, t.server, arguments=argument_text(t.input_schema))
-                for t in found
-            )
-            if custom:  # ranked alongside the shared catalog
-                try:
-                    own = await self.search_indexes.get(custom)
-                except SearchBudgetExceeded as e:
-                    # That catalog is left out of search, said in the log; the rest still answers.
-                    log_event("search_index_refused", user=principal.user.id, error=str(e))
-                else:
-                    hits = sorted([*hits, *own.search(query, limit)], key=lambda h: (not h.named, -h.score))
-                    hits = hits[:limit]
-        # Only the hit integrations: a cookie integration's check decrypts its stored cookies.
-        status = await self.store_io.run(
-            self.connection_status, principal.user.id, {hit.doc.integration for hit in hits}
+        return AuthService(
+            users=self.stores.users,
+            keys=self.stores.api_keys,
+            read_together=self.stores.read_together,
+            pending=self.stores.pending,
+            cache=self.auth_cache,
+            io=self.store_io,
+            oauth=lambda: self.oauth,
+            clock=self.clock,
         )
-        return [
-            {
-                "name": hit.doc.name,
-                "description": hit.doc.description,
-                "integration": hit.doc.integration,
-                "score": hit.score,
-                "connected": status.get(hit.doc.integration, True),
-                "annotations": self.annotations_of(hit.doc.name, hit.doc.integration, custom_hints),
-            }
-            for hit in hits
-        ]
 
-    def annotations_of(
-        self, tool_name: str, integration: str, custom: Mapping[str, dict[str, Any]] | None = None
-    ) -> dict[str, Any]:
-        """A tool's MCP annotations without importing its tools module (a plugin's come from its
-        manifest; a custom app's from its server, as discovered)."""
-        manifest = self.registry.manifest(integration)
-        if manifest is not None:
-            return manifest.annotations(tool_name)
-        return dict((custom or {}).get(tool_name) or {})
+    @cached_property
+    def runs(self) -> RunService:
+        from workbench.services.runs import RunService
 
-    async def authenticate(self, token: str) -> Principal:
-        """The principal behind a bearer token (API key, or an OAuth access token), from this
-        instance's AuthCache when it resolved the token moments ago; AuthError if none."""
-        cached = self.auth_cache.get(token)
-        if cached is not None:
-            return cached
-        generation = self.auth_cache.generation
-        holder = self.auth_cache.holder(token)  # an API key resolved here before: one read, not two
-        principal = await self.store_io.run(self.resolve_token, token, holder)
-        self.auth_cache.put(token, principal, generation)
-        return principal
+        return RunService(engine=self.engine, vault=self.vault, audit=self.stores.audit)
 
-    def resolve_token(self, token: str, holder: str | None = None) -> Principal:
-        """`authenticate` without the cache, blocking (store reads; the signing keys). `holder`:
-        whose API key the token was last time (AuthCache.holder)."""
-        from workbench.errors import AuthError
-        from workbench.identity.auth import looks_like_api_key
+    @cached_property
+    def connections(self) -> ConnectionService:
+        from workbench.services.connections import ConnectionService
 
-        if looks_like_api_key(token):
-            return self.api_keys.resolve(token, holder=holder)
-        if self.oauth is not None:
-            principal = self.oauth.verify_access_token(token)
-            if principal is not None:
-                return principal
-        raise AuthError("invalid token")
+        return ConnectionService(
+            registry=self.registry,
+            credentials=self.credentials,
+            pending=self.stores.pending,
+            engine=self.engine,
+            flow=lambda: self._connect_flow,
+            io=self.store_io,
+            clock=self.clock,
+        )
 
-    async def audit(self, event: dict[str, Any]) -> None:
-        """Write one audit event off the loop; never raises (a refused row is logged, not lost)."""
-        await self.engine.audit_writes.write([event])
+    @cached_property
+    def catalog(self) -> CatalogService:
+        from workbench.services.catalog import CatalogService
 
-    def vault_reader(self, user_id: str) -> Callable[[str], str | None]:
-        return self.vault.reader(user_id)
+        return CatalogService(
+            registry=self.registry,
+            engine=self.engine,
+            connections=self.connections,
+            external=lambda: self.external,
+        )
 
-    async def execute(
-        self,
-        principal: Principal,
-        executions: list[dict[str, Any]],
-        *,
-        compose: bool = False,
-        template: Any = None,
-        has_return: bool = False,
-    ) -> dict[str, Any]:
-        from workbench.engine.runs import run_compose, run_plain
+    @cached_property
+    def curl(self) -> CurlSessions:
+        from workbench.services.curl import CurlSessions
 
-        runner = run_compose if compose else run_plain
-        vault = self.vault_reader(principal.user.id)
-        return await runner(self.engine, vault, principal, executions, template, has_return)
+        return CurlSessions(
+            public_url=self.settings.public_url,
+            registry=self.registry,
+            auth=self.auth,
+            runs=self.runs,
+            tokens=lambda: self.tokens,
+            oauth=lambda: self.oauth,
+            read_together=self.stores.read_together,
+            clock=self.clock,
+        )
 
-    def curl_session(self, principal: Principal, integrations: list[str], expires_in: int) -> dict[str, Any]:
-        from workbench.proxy.session import mint_curl_session
+    @cached_property
+    def jots(self) -> JotService:
+        from workbench.services.jots import JotService
 
-        return mint_curl_session(self, principal, integrations, expires_in)
+        return JotService(self.stores.jots)
 
 
 class _BuiltinServices:
     """What built-in tools reach through `ctx.services`; never handed to plugins."""
 
     def __init__(self, stores: Stores, vault: Vault, settings: Settings) -> None:
-        self.stores = stores
+        self._stores = stores
         self.vault = vault
         self.settings = settings
         # The public URL jot links are built from.
@@ -426,6 +349,12 @@ class _BuiltinServices:
     @property
     def external(self) -> ExternalServers | None:
         return self.gateway.external if self.gateway is not None else None
+
+    @cached_property
+    def jots(self) -> JotService:
+        from workbench.services.jots import JotService
+
+        return JotService(self._stores.jots)
 
 
 def build_browser_pool(settings: Settings) -> BrowserPool:
@@ -501,7 +430,6 @@ def build_gateway(
         cipher=cipher,
         credentials=credentials,
         engine=engine,
-        api_keys=ApiKeys(stores.users, stores.api_keys, stores.read_together),
         vault=vault,
         metrics=metrics,
         secrets=secrets,

@@ -134,7 +134,7 @@ def test_the_engine_logs_rows_it_could_not_write_and_the_batch_answer_stands(
 
     with caplog.at_level(logging.ERROR, logger="workbench"):
         out = asyncio.run(
-            gw.execute(
+            gw.runs.execute(
                 me,
                 [
                     {"tool": "list_jots", "args": {}, "ref_id": None},

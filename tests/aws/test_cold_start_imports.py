@@ -58,7 +58,7 @@ def test_an_api_key_tool_call_imports_only_what_it_needs(
     from workbench.composition import build_gateway
 
     gw = build_gateway(aws_settings)
-    key = gw.api_keys.mint(gw.stores.users.get_or_create("ada@example.com"), label="cold")
+    key = gw.auth.mint_key(gw.stores.users.get_or_create("ada@example.com"), label="cold")
     body = {
         "jsonrpc": "2.0",
         "id": 1,

@@ -37,7 +37,7 @@ def _mcp_event(body: Any, token: str | None = None, **kw: Any) -> dict[str, Any]
 
 def _mint_key(settings: Settings, email: str = "ada@example.com") -> str:
     gw = build_gateway(settings)
-    return gw.api_keys.mint(gw.stores.users.get_or_create(email), label="handler test")
+    return gw.auth.mint_key(gw.stores.users.get_or_create(email), label="handler test")
 
 
 def test_mcp_without_token_is_401_with_www_authenticate(lambda_env: Settings) -> None:
@@ -358,7 +358,7 @@ def test_a_slow_upstream_inside_a_compose_answers_an_mcp_result_before_the_lambd
         gw = build_gateway(Settings.from_env())
         ada = gw.stores.users.get_or_create("ada@example.com")
         connect_slowapi(gw, ada.id)
-        key = gw.api_keys.mint(ada)
+        key = gw.auth.mint_key(ada)
         arguments = {
             "compose": True,
             "executions": [
@@ -395,7 +395,7 @@ def test_responses_over_lambdas_6_mb_are_the_documented_error_on_rest_and_the_pr
         gw = build_gateway(Settings.from_env())
         ada = gw.stores.users.get_or_create("ada@example.com")
         connect_slowapi(gw, ada.id)
-        key = gw.api_keys.mint(ada)
+        key = gw.auth.mint_key(ada)
         rest = load_entry("rest").handler
 
         def rest_call(size: int) -> dict[str, Any]:
@@ -421,7 +421,7 @@ def test_responses_over_lambdas_6_mb_are_the_documented_error_on_rest_and_the_pr
             body["message"],
         ), body
 
-        token = gw.curl_session(gw.api_keys.resolve(key), ["slowapi"], 900)["token"]
+        token = gw.curl.mint(gw.auth.api_keys.resolve(key), ["slowapi"], 900)["token"]
         proxy = load_entry("proxy").handler
         event = http_api_event(
             "GET",
@@ -451,7 +451,7 @@ def test_a_windows_1252_text_body_passes_the_proxys_lambda_handler_byte_for_byte
         gw = build_gateway(Settings.from_env())
         ada = gw.stores.users.get_or_create("ada@example.com")
         connect_slowapi(gw, ada.id)
-        token = gw.curl_session(gw.api_keys.resolve(gw.api_keys.mint(ada)), ["slowapi"], 900)["token"]
+        token = gw.curl.mint(gw.auth.api_keys.resolve(gw.auth.mint_key(ada)), ["slowapi"], 900)["token"]
         event = http_api_event(
             "GET",
             "/c/slowapi/cp1252",

@@ -101,7 +101,7 @@ def _setup(settings: Settings) -> tuple[str, str]:
     """A user with an API key (made with no policy in force, as the portal would)."""
     gw = build_gateway(settings)
     user = gw.stores.users.get_or_create("ada@example.com")
-    return gw.api_keys.mint(user, label="iam"), user.id
+    return gw.auth.mint_key(user, label="iam"), user.id
 
 
 def _mcp(handler: Any, key: str, method: str, params: dict[str, Any] | None = None) -> Any:

@@ -22,7 +22,7 @@ def _key(settings: Settings) -> str:
     from workbench.composition import build_gateway
 
     gw = build_gateway(settings)
-    return gw.api_keys.mint(gw.stores.users.get_or_create("ada@example.com"), label="obs")
+    return gw.auth.mint_key(gw.stores.users.get_or_create("ada@example.com"), label="obs")
 
 
 def _execute(handler: Any, key: str, executions: list[dict[str, Any]]) -> dict[str, Any]:

@@ -141,7 +141,7 @@ def test_a_gateway_with_no_plugin_secrets_starts_and_connect_says_not_configured
     secret_env: FunctionSecret,
 ) -> None:
     gw = build_gateway(Settings.from_env())
-    key = gw.api_keys.mint(gw.stores.users.get_or_create("ada@example.com"))
+    key = gw.auth.mint_key(gw.stores.users.get_or_create("ada@example.com"))
     handler = load_entry("mcp").handler
     answer = _connect(handler, key, "github")
     assert answer == {

@@ -592,7 +592,7 @@ def test_layer_contents_run_the_mcp_handler_on_python_312(tmp_path: Path, moto_e
         os.utime(source, (later, later))
     settings = moto_endpoint.fresh_tables()
     gw = build_gateway(settings)
-    key = gw.api_keys.mint(gw.stores.users.get_or_create("ada@example.com"))
+    key = gw.auth.mint_key(gw.stores.users.get_or_create("ada@example.com"))
     run_env = {
         "PATH": env["PATH"],
         "HOME": str(tmp_path),

@@ -62,7 +62,7 @@ def _gateway(endpoint: AwsEndpoint, log: Counter[str]) -> tuple[Gateway, Any]:
 async def test_warm_tools_list_makes_no_aws_call_and_one_tool_one(moto_endpoint: AwsEndpoint) -> None:
     log: Counter[str] = Counter()
     gw, _ = _gateway(moto_endpoint, log)
-    key = gw.api_keys.mint(gw.stores.users.get_or_create("ada@example.com"))
+    key = gw.auth.mint_key(gw.stores.users.get_or_create("ada@example.com"))
     headers = {"authorization": f"Bearer {key}", "accept": "application/json, text/event-stream"}
     one = _execute({"tool": "probe_noop", "args": {}})
     async with httpx.AsyncClient(
@@ -92,7 +92,7 @@ async def test_a_batch_reads_each_connection_once_and_writes_its_audit_once(
     log: Counter[str] = Counter()
     gw, _ = _gateway(moto_endpoint, log)
     user = gw.stores.users.get_or_create("ada@example.com")
-    key = gw.api_keys.mint(user)
+    key = gw.auth.mint_key(user)
     gw.credentials.save(user.id, "demo", {"access_token": "tok"})
     headers = {"authorization": f"Bearer {key}", "accept": "application/json, text/event-stream"}
     batch = _execute(
@@ -139,7 +139,7 @@ async def test_after_the_auth_cache_time_a_key_is_checked_again_in_one_read(
     )
     other_instance = build_gateway(settings)
     user = gw.stores.users.get_or_create("ada@example.com")
-    key = gw.api_keys.mint(user)
+    key = gw.auth.mint_key(user)
     headers = {"authorization": f"Bearer {key}", "accept": "application/json, text/event-stream"}
     one = _execute({"tool": "probe_noop", "args": {}})
     async with httpx.AsyncClient(

@@ -40,7 +40,7 @@ def instance(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[
         gw = build_gateway(Settings.from_env())
         user = gw.stores.users.get_or_create(EMAIL)
         connect_slowapi(gw, user.id)
-        yield gw, gw.api_keys.mint(user)
+        yield gw, gw.auth.mint_key(user)
         reset_instance()
 
 
@@ -136,7 +136,7 @@ def test_every_function_serves_mixed_sequences_on_one_instance(
     handler: Callable[[dict[str, Any], Any], dict[str, Any]] = load_entry(function).handler
     rest = load_entry("rest").handler  # the same instance: one gateway, one pool, one loop
     user = gw.stores.users.get_or_create(EMAIL)
-    token = str(gw.curl_session(gw.api_keys.resolve(key), ["slowapi"], 300)["token"])
+    token = str(gw.curl.mint(gw.auth.api_keys.resolve(key), ["slowapi"], 300)["token"])
 
     def own() -> None:
         if function == "mcp":

@@ -17,7 +17,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.asyncio(loop_scope="module")]
 
 
 async def run(gw: Gateway, email: str, tool: str, **args: Any) -> dict[str, Any]:
-    out = await gw.execute(principal_for(gw, email), [{"tool": tool, "args": args, "ref_id": None}])
+    out = await gw.runs.execute(principal_for(gw, email), [{"tool": tool, "args": args, "ref_id": None}])
     result: dict[str, Any] = out["results"][0]
     return result
 

@@ -129,14 +129,16 @@ async def test_a_cookie_connection_is_connected_only_while_its_session_cookie_li
 
     theme = {"name": "theme", "value": "dark", "domain": "127.0.0.1", "path": "/", "expires": -1}
     save(theme)  # signed out: the declared session cookie is missing
-    assert gw.connection_status(user.id)["cookie-site"] is False
+    assert gw.connections.status(user.id)["cookie-site"] is False
     save(theme, {"name": "sid", "value": "s", "domain": "127.0.0.1", "path": "/", "expires": now + 10})
-    assert gw.connection_status(user.id)["cookie-site"] is True
+    assert gw.connections.status(user.id)["cookie-site"] is True
     now += 11  # the session cookie has expired
-    assert gw.connection_status(user.id)["cookie-site"] is False
-    out = await gw.execute(principal_for(gw), [{"tool": "cookie_site_whoami", "args": {}, "ref_id": None}])
+    assert gw.connections.status(user.id)["cookie-site"] is False
+    out = await gw.runs.execute(
+        principal_for(gw), [{"tool": "cookie_site_whoami", "args": {}, "ref_id": None}]
+    )
     assert out["results"][0]["error"] == "NOT_CONNECTED"
     save(
         {"name": "sid", "value": "s", "domain": "127.0.0.1", "path": "/", "expires": -1}
     )  # a browser-session cookie
-    assert gw.connection_status(user.id)["cookie-site"] is True
+    assert gw.connections.status(user.id)["cookie-site"] is True

@@ -291,7 +291,7 @@ async def test_rejected_refresh_at_the_real_provider_asks_the_agent_to_connect(
         {"access_token": "old", "refresh_token": "revoked-at-provider"},
         expires_at=gw.clock() + 5,
     )
-    first = await gw.execute(ada, [{"tool": "testoauth_whoami", "args": {}, "ref_id": None}])
+    first = await gw.runs.execute(ada, [{"tool": "testoauth_whoami", "args": {}, "ref_id": None}])
     # The refusal's own call and every later one give the same answer, with the provider's reason,
     # in the shape that is the agent's cue to connect (issue 29: it was three different answers).
     refused = {
@@ -303,28 +303,28 @@ async def test_rejected_refresh_at_the_real_provider_asks_the_agent_to_connect(
     assert first["results"][0] == refused
     conn = gw.stores.connections.get(ada.user.id, "testoauth")
     assert conn is not None and conn.status == "reconnect_required"
-    again = await gw.execute(ada, [{"tool": "testoauth_whoami", "args": {}, "ref_id": None}])
+    again = await gw.runs.execute(ada, [{"tool": "testoauth_whoami", "args": {}, "ref_id": None}])
     assert again["results"][0] == refused
 
 
 def test_list_integrations_connected_per_auth_type(tmp_path: Path) -> None:
     gw = gateway_for(tmp_path, "http://127.0.0.1:9")
     ada = agent(gw, "ada@example.com").user
-    status = gw.connection_status(ada.id)
+    status = gw.connections.status(ada.id)
     assert status["open"] is True and status["testoauth"] is False and status["cookiesvc"] is False
     gw.credentials.save(ada.id, "testoauth", {"access_token": "x"}, expires_at=gw.clock() - 100)
     gw.credentials.save(
         ada.id, "cookiesvc", {"cookies": [{"name": "sid", "value": "1", "expires": gw.clock() - 1}]}
     )
-    status = gw.connection_status(ada.id)
+    status = gw.connections.status(ada.id)
     assert status["testoauth"] is True  # a stored token exists (even an expired one: it refreshes on use)
     assert status["cookiesvc"] is False  # cookie integrations: a live-cookie check
     gw.credentials.save(
         ada.id, "cookiesvc", {"cookies": [{"name": "sid", "value": "1", "expires": gw.clock() + 60}]}
     )
-    assert gw.connection_status(ada.id)["cookiesvc"] is True
+    assert gw.connections.status(ada.id)["cookiesvc"] is True
     gw.credentials.save(ada.id, "testoauth#refresh-lease", {})  # lease rows never count as integrations
-    assert set(gw.connection_status(ada.id)) == {m.name for m in gw.registry.manifests()}
+    assert set(gw.connections.status(ada.id)) == {m.name for m in gw.registry.manifests()}
 
 
 @pytest.mark.parametrize("tool", ["connect", "get_auth_url"])

@@ -142,7 +142,7 @@ async def test_the_probe_sends_the_documented_request_and_a_2xx_passes(name: str
     gw = _gateway(tmp_path, ok, seen=seen)
     manifest = gw.registry.manifest(name)
     assert manifest is not None
-    assert await gw.verify(principal_for(gw).user, manifest, _credential(name, extra)) is True
+    assert await gw.connections.verify(principal_for(gw).user, manifest, _credential(name, extra)) is True
     (request,) = seen
     assert (request.method, str(request.url)) == (method, url)
     assert request.headers.get("authorization", "") == (f"Bearer {TOKEN}" if auth is None else auth)
@@ -214,7 +214,7 @@ async def test_a_refusal_is_explained_with_the_providers_message(
     manifest = gw.registry.manifest(name)
     assert manifest is not None
     with pytest.raises(VerificationFailed) as failed:
-        await gw.verify(principal_for(gw).user, manifest, _credential(name, PROBES[name][0]))
+        await gw.connections.verify(principal_for(gw).user, manifest, _credential(name, PROBES[name][0]))
     assert str(failed.value) == message
 
 
@@ -233,7 +233,7 @@ async def test_a_malformed_field_fails_before_any_request(
     manifest = gw.registry.manifest("zendesk")
     assert manifest is not None
     with pytest.raises(VerificationFailed) as failed:
-        await gw.verify(principal_for(gw).user, manifest, credential)
+        await gw.connections.verify(principal_for(gw).user, manifest, credential)
     assert str(failed.value).startswith(message) and seen == []
 
 
@@ -242,7 +242,7 @@ async def test_a_superset_address_that_is_not_a_url_is_said_plainly(tmp_path: Pa
     manifest = gw.registry.manifest("superset")
     assert manifest is not None
     with pytest.raises(VerificationFailed) as failed:
-        await gw.verify(principal_for(gw).user, manifest, {**SUPERSET, "base_url": "bi.acme.com"})
+        await gw.connections.verify(principal_for(gw).user, manifest, {**SUPERSET, "base_url": "bi.acme.com"})
     assert str(failed.value) == (
         "The Superset connection has no valid base URL (e.g. https://superset.example.com); reconnect."
     )
@@ -297,7 +297,7 @@ async def test_network_failures_are_explained_in_plain_words(
     manifest = gw.registry.manifest("zendesk")
     assert manifest is not None
     with pytest.raises(VerificationFailed) as failed:
-        await gw.verify(principal_for(gw).user, manifest, {**ZENDESK, "subdomain": "nope"})
+        await gw.connections.verify(principal_for(gw).user, manifest, {**ZENDESK, "subdomain": "nope"})
     assert str(failed.value) == message
     assert "Errno" not in str(failed.value)
 
@@ -307,7 +307,7 @@ async def test_a_tool_call_that_cannot_reach_its_host_says_so_plainly(tmp_path: 
     gw = make_gateway(tmp_path, transport=_raising(_dns_failure()))
     principal = principal_for(gw)
     gw.credentials.save(principal.user.id, "zendesk", {**ZENDESK, "subdomain": "nope"})
-    out = await gw.execute(principal, [{"tool": "zendesk_list_tickets", "args": {}, "ref_id": None}])
+    out = await gw.runs.execute(principal, [{"tool": "zendesk_list_tickets", "args": {}, "ref_id": None}])
     assert out == {
         "results": [{"error": "Could not find the server nope.zendesk.com. Check the address for typos."}]
     }
@@ -319,7 +319,7 @@ async def test_a_closed_port_is_refused_plainly_over_real_http(tmp_path: Path) -
     assert manifest is not None
     port = free_port()
     with pytest.raises(VerificationFailed) as failed:
-        await gw.verify(
+        await gw.connections.verify(
             principal_for(gw).user, manifest, {**SUPERSET, "base_url": f"http://127.0.0.1:{port}"}
         )
     assert str(failed.value) == f"127.0.0.1:{port} refused the connection. Check the address and port."
@@ -483,7 +483,7 @@ async def test_the_check_goes_through_the_egress_policy(tmp_path: Path) -> None:
     manifest = gw.registry.manifest("superset")
     assert manifest is not None
     with pytest.raises(VerificationFailed) as failed:
-        await gw.verify(
+        await gw.connections.verify(
             principal_for(gw).user, manifest, {**SUPERSET, "base_url": "https://bi.internal.example"}
         )
     assert str(failed.value) == (

@@ -219,11 +219,11 @@ async def test_salesforce_my_domain_connect_then_an_expired_session_refreshes_at
     }
     assert len(provider.at("acme.my.salesforce.com", "/services/oauth2/userinfo")) == 1  # the probe
 
-    out = await gw.execute(principal, [{"tool": "salesforce_list_objects", "args": {}, "ref_id": None}])
+    out = await gw.runs.execute(principal, [{"tool": "salesforce_list_objects", "args": {}, "ref_id": None}])
     assert "result" in out["results"][0], out  # the session-1 token is still live
     # Hours later the session times out at Salesforce; nothing local knew when.
     provider.end_session()
-    out = await gw.execute(principal, [{"tool": "salesforce_list_objects", "args": {}, "ref_id": None}])
+    out = await gw.runs.execute(principal, [{"tool": "salesforce_list_objects", "args": {}, "ref_id": None}])
     assert out["results"][0]["result"]["objects"][0]["name"] == "Account", out
     sobjects = provider.at("acme.my.salesforce.com", "/services/data/v62.0/sobjects")
     assert [r.headers["authorization"] for r in sobjects] == [
@@ -367,12 +367,12 @@ async def test_slack_requests_user_scopes_and_a_tool_uses_the_user_token(tmp_pat
     }
 
     search_call = [{"tool": "slack_search_messages", "args": {"query": "invoice"}, "ref_id": None}]
-    out = await gw.execute(principal, search_call)
+    out = await gw.runs.execute(principal, search_call)
     assert out["results"][0]["result"]["messages"][0]["text"] == "invoice 42", out
     assert provider.at("slack.com", "/api/search.messages")[0].headers["authorization"] == "Bearer xoxp-user"
     # A connection made without the user scopes says how to fix it.
     gw.credentials.save(principal.user.id, "slack", {"access_token": "xoxb-bot"})
-    out = await gw.execute(principal, search_call)
+    out = await gw.runs.execute(principal, search_call)
     assert out == {
         "results": [
             {

@@ -120,7 +120,7 @@ def ended(
 
 
 async def run(gw: Gateway, principal: Principal, tool_name: str = "rt_whoami", **args: Any) -> dict[str, Any]:
-    out = await gw.execute(principal, [{"tool": tool_name, "args": args, "ref_id": None}])
+    out = await gw.runs.execute(principal, [{"tool": tool_name, "args": args, "ref_id": None}])
     result: dict[str, Any] = out["results"][0]
     return result
 
@@ -149,7 +149,9 @@ async def test_a_401_refreshes_once_and_the_request_is_retried_with_the_new_toke
 async def test_twenty_concurrent_rejections_in_one_process_make_one_refresh(tmp_path: Path) -> None:
     upstream = Upstream()
     gw, principal = ended(tmp_path, upstream)
-    out = await gw.execute(principal, [{"tool": "rt_whoami", "args": {}, "ref_id": None} for _ in range(8)])
+    out = await gw.runs.execute(
+        principal, [{"tool": "rt_whoami", "args": {}, "ref_id": None} for _ in range(8)]
+    )
     results = [r["result"]["token"] for r in out["results"]]
     more = await asyncio.gather(*(run(gw, principal) for _ in range(12)))
     assert results + [r["result"]["token"] for r in more] == ["at-1"] * 20

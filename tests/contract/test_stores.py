@@ -18,6 +18,7 @@ from workbench.stores import (
     PendingConnect,
     Stores,
 )
+from workbench.stores.dynamodb import dynamodb_tables
 
 NOW = 1_800_000_000.0
 
@@ -662,7 +663,7 @@ def test_refresh_token_family_revocation_and_listing(stores: Stores) -> None:
 def test_dynamodb_ttl_attributes_leave_time_to_report_expiry(stores: Stores) -> None:
     """DynamoDB only: TTL (whole epoch seconds) never deletes a record before it expires, and keeps an
     expired pending connect a day so a late wait still hears EXPIRED; audit keeps its retention."""
-    tables = stores.extra.get("dynamodb")
+    tables = dynamodb_tables(stores)
     if tables is None:
         pytest.skip("memory and SQLite have no TTL attribute")
     stores.pending.put(_pending(expires_at=NOW + 600.2))
@@ -690,7 +691,7 @@ def test_dynamodb_activity_is_a_query_never_a_scan_and_pages_past_filtered_event
     """DynamoDB only: the activity page reads with Query (the integration filter on the
     by_user_integration index), and a run of filtered-out events costs a bounded number of reads
     and hands back a cursor that resumes after them."""
-    tables = stores.extra.get("dynamodb")
+    tables = dynamodb_tables(stores)
     if tables is None:
         pytest.skip("memory and SQLite have no Query/Scan distinction")
     from tests.support.aws import on_call

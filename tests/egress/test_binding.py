@@ -33,9 +33,9 @@ async def test_revoking_the_api_key_stops_its_curl_sessions_at_once_everywhere(t
     gw = make_gateway(tmp_path)
     other = second_instance(gw)
     user = gw.stores.users.get_or_create("ada@example.com")
-    key, spare = gw.api_keys.mint(user), gw.api_keys.mint(user)
-    token = gw.curl_session(await gw.authenticate(key), ["github"], 600)["token"]
-    spare_token = gw.curl_session(await gw.authenticate(spare), ["github"], 600)["token"]
+    key, spare = gw.auth.mint_key(user), gw.auth.mint_key(user)
+    token = gw.curl.mint(await gw.auth.authenticate(key), ["github"], 600)["token"]
+    spare_token = gw.curl.mint(await gw.auth.authenticate(spare), ["github"], 600)["token"]
     for instance in (gw, other):
         assert proxy_get(instance, token).status_code != 401
 
@@ -54,9 +54,9 @@ async def test_revoking_the_oauth_client_in_the_portal_stops_its_curl_sessions(t
     with auth.http:
         client = auth.register()["client_id"]
         tokens = auth.tokens_for(client)
-        principal = await auth.gw.authenticate(tokens["access_token"])
+        principal = await auth.gw.auth.authenticate(tokens["access_token"])
         assert principal.via == "oauth" and principal.credential_id
-        curl = auth.gw.curl_session(principal, ["github"], 600)["token"]
+        curl = auth.gw.curl.mint(principal, ["github"], 600)["token"]
         other = second_instance(auth.gw)
         assert proxy_get(auth.gw, curl).status_code != 401
         assert proxy_get(other, curl).status_code != 401
@@ -74,7 +74,7 @@ async def test_revoking_the_refresh_token_stops_the_grants_curl_sessions(tmp_pat
     with auth.http:
         client = auth.register()["client_id"]
         tokens = auth.tokens_for(client)
-        curl = auth.gw.curl_session(await auth.gw.authenticate(tokens["access_token"]), ["github"], 600)[
+        curl = auth.gw.curl.mint(await auth.gw.auth.authenticate(tokens["access_token"]), ["github"], 600)[
             "token"
         ]
         assert proxy_get(auth.gw, curl).status_code != 401
@@ -83,7 +83,7 @@ async def test_revoking_the_refresh_token_stops_the_grants_curl_sessions(tmp_pat
         assert proxy_get(auth.gw, curl).json()["message"] == GRANT_REVOKED
         # A second grant of the same client is its own credential: unaffected by the first's revocation.
         fresh = auth.tokens_for(client, state="st-2")
-        curl2 = auth.gw.curl_session(await auth.gw.authenticate(fresh["access_token"]), ["github"], 600)[
+        curl2 = auth.gw.curl.mint(await auth.gw.auth.authenticate(fresh["access_token"]), ["github"], 600)[
             "token"
         ]
         assert proxy_get(auth.gw, curl2).status_code != 401

@@ -58,8 +58,8 @@ SCRIPT = textwrap.dedent(
     gw.credentials.save(user.id, "acme", {"token": "acme-secret-0123456789"})
 
     async def main():
-        principal = await gw.authenticate(gw.api_keys.mint(user))
-        token = gw.curl_session(principal, ["acme"], 600)["token"]
+        principal = await gw.auth.authenticate(gw.auth.mint_key(user))
+        token = gw.curl.mint(principal, ["acme"], 600)["token"]
         headers = {"Authorization": f"Bearer {token}"}
         async with httpx.AsyncClient(
             transport=httpx.ASGITransport(app=create_proxy_app(gw)), base_url="http://127.0.0.1:8787"

@@ -83,7 +83,7 @@ def url_for(host: str, inside: Canary, path: str = "") -> str:
 
 
 async def run(gw: Gateway, tool: str, args: dict[str, Any]) -> dict[str, Any]:
-    out = await gw.execute(principal_for(gw), [{"tool": tool, "args": args, "ref_id": None}])
+    out = await gw.runs.execute(principal_for(gw), [{"tool": tool, "args": args, "ref_id": None}])
     result: dict[str, Any] = out["results"][0]
     return result
 
@@ -446,7 +446,7 @@ async def test_the_proxy_never_reaches_an_internal_address(
     gw = _proxy_gateway(tmp_path, net, url_for(host, inside, "/api"))
     me = principal_for(gw)
     gw.credentials.save(me.user.id, "acme", {"token": "acme-secret-0123456789"})
-    token = gw.curl_session(me, ["acme"], 600)["token"]
+    token = gw.curl.mint(me, ["acme"], 600)["token"]
     async with httpx.AsyncClient(
         transport=httpx.ASGITransport(app=create_proxy_app(gw)), base_url="http://127.0.0.1:8787"
     ) as http:

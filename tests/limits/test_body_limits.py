@@ -79,7 +79,7 @@ async def send_both_ways(
 
 
 async def test_mcp_answers_413_with_a_json_rpc_error(gw: Gateway) -> None:
-    key = gw.api_keys.mint(principal_for(gw).user)
+    key = gw.auth.mint_key(principal_for(gw).user)
     async with client(create_local_app(gw)) as http:
         for r in await send_both_ways(
             http, "/mcp", 4 * MiB, {"Authorization": f"Bearer {key}", "Content-Type": "application/json"}
@@ -97,7 +97,7 @@ async def test_mcp_answers_413_with_a_json_rpc_error(gw: Gateway) -> None:
 
 async def test_rest_answers_413_after_checking_the_key(gw: Gateway) -> None:
     me = principal_for(gw)
-    key = gw.api_keys.mint(me.user)
+    key = gw.auth.mint_key(me.user)
     async with client(create_local_app(gw)) as http:
         for r in await send_both_ways(http, "/rest/jots", 4 * MiB, {"Authorization": f"Bearer {key}"}):
             assert (r.status_code, r.json()) == (413, {"error": "Request body too large (max 4 MiB)"})
@@ -166,7 +166,7 @@ async def test_portal_forms_answer_413_and_change_nothing(gw: Gateway) -> None:
 async def test_the_proxy_refuses_an_oversized_body_as_an_audited_413(gw: Gateway) -> None:
     me = principal_for(gw)
     gw.credentials.save(me.user.id, "demo", {"access_token": "tok-abcdefgh"})
-    token = gw.curl_session(me, ["demo"], 900)["token"]
+    token = gw.curl.mint(me, ["demo"], 900)["token"]
     async with client(create_proxy_app(gw)) as http:
         for r in await send_both_ways(http, "/c/demo/echo", 6 * MiB, {"Authorization": f"Bearer {token}"}):
             assert (r.status_code, r.json()) == (413, {"error": "Request body too large for the proxy"})
@@ -191,7 +191,7 @@ async def test_every_lambda_app_carries_the_guard(
     gw: Gateway, factory: Callable[[Gateway], Starlette], path: str, cap: int
 ) -> None:
     """The Lambda functions serve these factories' apps; each applies the same caps."""
-    key = gw.api_keys.mint(principal_for(gw).user)
+    key = gw.auth.mint_key(principal_for(gw).user)
     async with client(factory(gw), Authorization=f"Bearer {key}") as http:
         feed = Feed(3 * cap)
         r = await http.post(path, content=feed)
@@ -201,7 +201,7 @@ async def test_every_lambda_app_carries_the_guard(
 
 async def test_a_body_just_under_the_cap_reaches_the_handler_whole(gw: Gateway) -> None:
     me = principal_for(gw)
-    key = gw.api_keys.mint(me.user)
+    key = gw.auth.mint_key(me.user)
     jot = json.dumps({"tool": "create_jot", "args": {"title": "t", "body": "z" * 90_000}}).encode()
     raw = jot + b" " * (4 * MiB - len(jot))  # trailing whitespace is still one JSON value
 

@@ -289,7 +289,7 @@ def target(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Target]:
     )
     gw = build_gateway(settings_, key_provider=LocalKeyProvider.from_secret(os.urandom(32)))
     user = gw.stores.users.get_or_create("ada@example.com")
-    key = gw.api_keys.mint(user)
+    key = gw.auth.mint_key(user)
     gw.vault.set(user.id, "k", "fuzz-secret-value")
     with TestClient(create_local_app(gw), base_url=BASE, raise_server_exceptions=False) as http:
         cookie = f"{SESSION_COOKIE}={gw.sessions.issue(user.id)}"

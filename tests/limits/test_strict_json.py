@@ -183,7 +183,7 @@ async def test_mcp_refuses_what_is_not_strict_json_with_a_parse_error_and_audits
     gw: Gateway, raw: str
 ) -> None:
     me = principal_for(gw)
-    key = gw.api_keys.mint(me.user)
+    key = gw.auth.mint_key(me.user)
     r = await post(gw, raw, key)
     assert r.status_code == 400
     body = r.json()
@@ -198,7 +198,7 @@ async def test_mcp_refuses_what_is_not_strict_json_with_a_parse_error_and_audits
 
 @pytest.mark.parametrize("bad_id", ["{}", "[1]", "true", "false"])
 async def test_an_id_that_is_no_string_or_number_is_an_invalid_request(gw: Gateway, bad_id: str) -> None:
-    key = gw.api_keys.mint(principal_for(gw).user)
+    key = gw.auth.mint_key(principal_for(gw).user)
     r = await post(gw, '{"jsonrpc": "2.0", "id": ' + bad_id + ', "method": "ping"}', key)
     assert r.status_code == 400
     assert r.json()["id"] is None and r.json()["error"]["code"] == -32600
@@ -206,7 +206,7 @@ async def test_an_id_that_is_no_string_or_number_is_an_invalid_request(gw: Gatew
 
 async def test_a_deep_tool_argument_is_an_invalid_arguments_result_audited(gw: Gateway) -> None:
     me = principal_for(gw)
-    key = gw.api_keys.mint(me.user)
+    key = gw.auth.mint_key(me.user)
     deep = json.loads(nested(40))  # inside the document cap, over the arguments cap
     r = await post(gw, call({"executions": [{"tool": "free_item", "args": {"value": deep}}]}), key)
     assert r.status_code == 200
@@ -220,7 +220,7 @@ async def test_a_deep_tool_argument_is_an_invalid_arguments_result_audited(gw: G
 
 async def test_odd_upstream_values_leave_as_valid_json(gw: Gateway) -> None:
     me = principal_for(gw)
-    key = gw.api_keys.mint(me.user)
+    key = gw.auth.mint_key(me.user)
     r = await post(gw, call({"executions": [{"tool": "odd_values"}]}), key)
     assert r.status_code == 200
     body = json.loads(r.content.decode("utf-8"))  # strict UTF-8, valid JSON
@@ -239,7 +239,7 @@ async def test_odd_upstream_values_leave_as_valid_json(gw: Gateway) -> None:
 
 async def test_other_protocol_errors_are_audited_for_the_caller(gw: Gateway) -> None:
     me = principal_for(gw)
-    key = gw.api_keys.mint(me.user)
+    key = gw.auth.mint_key(me.user)
     r = await post(gw, json.dumps({"jsonrpc": "2.0", "id": 1, "method": "no/such"}), key)
     assert r.json()["error"]["code"] == -32601
     r = await post(gw, call({"executions": []}), key)

@@ -30,7 +30,7 @@ def gw(tmp_path: Path) -> Gateway:
 
 @pytest.fixture
 def key(gw: Gateway) -> str:
-    return gw.api_keys.mint(gw.stores.users.get_or_create("ada@example.com"))
+    return gw.auth.mint_key(gw.stores.users.get_or_create("ada@example.com"))
 
 
 async def post(

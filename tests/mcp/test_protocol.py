@@ -25,7 +25,7 @@ def gw(tmp_path: Path) -> Gateway:
 
 @pytest.fixture
 def key(gw: Gateway) -> str:
-    return gw.api_keys.mint(gw.stores.users.get_or_create("ada@example.com"))
+    return gw.auth.mint_key(gw.stores.users.get_or_create("ada@example.com"))
 
 
 async def post(gw: Gateway, body: Any, headers: dict[str, str] | None = None) -> httpx.Response:
@@ -292,7 +292,7 @@ def test_mcp_image_sentinel_turns_into_image_blocks_even_inside_a_batch() -> Non
 
 async def test_execute_tools_over_mcp_shares_one_60000_character_budget(tmp_path: Path) -> None:
     gw = make_gateway(tmp_path, registry=demo_registry(), transport=demo_upstream([]))
-    key = gw.api_keys.mint(gw.stores.users.get_or_create("ada@example.com"))
+    key = gw.auth.mint_key(gw.stores.users.get_or_create("ada@example.com"))
     one = {"tool": "free_item", "args": {"value": "x" * 20_000}}  # each result is over 40,000 characters
     resp = await post(
         gw,

@@ -391,7 +391,7 @@ def test_tokens_for_another_audience_expired_or_signed_by_another_key_are_reject
 
 
 def test_api_keys_still_work_next_to_oauth(auth: AS) -> None:
-    key = auth.gw.api_keys.mint(auth.user)
+    key = auth.gw.auth.mint_key(auth.user)
     assert whoami(auth, key)["id"] == auth.user.id
 
 

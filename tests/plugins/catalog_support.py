@@ -187,7 +187,7 @@ async def run_tool(plugin: Plugin, tmp_path: Path, tool: str, args: dict[str, An
     gw = make_gateway(tmp_path, transport=httpx.MockTransport(handler))
     principal = principal_for(gw)
     gw.credentials.save(principal.user.id, plugin.integration, plugin.credential)
-    out = await gw.execute(principal, [{"tool": tool, "args": args, "ref_id": None}])
+    out = await gw.runs.execute(principal, [{"tool": tool, "args": args, "ref_id": None}])
     if failures:
         raise failures[0]
     assert not pending, f"requests not made: {pending}; made: {seen}"

@@ -424,7 +424,7 @@ async def test_table_names_are_path_encoded(tmp_path: Path) -> None:
     gw = make_gateway(tmp_path, transport=httpx.MockTransport(handler))
     p = principal_for(gw)
     gw.credentials.save(p.user.id, "airtable", PLUGIN.credential)
-    await gw.execute(
+    await gw.runs.execute(
         p,
         [
             {

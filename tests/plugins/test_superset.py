@@ -679,10 +679,10 @@ async def test_a_batch_logs_in_once_and_reuses_the_token(tmp_path: Path) -> None
     p = principal_for(gw)
     gw.credentials.save(p.user.id, "superset", CRED)
     calls = [{"tool": "superset_list_schemas", "args": {"database_id": i}, "ref_id": None} for i in (1, 2, 3)]
-    out = await gw.execute(p, calls)
+    out = await gw.runs.execute(p, calls)
     assert out == {"results": [{"result": {"schemas": ["public"]}}] * 3}
     assert log.count("login") == 1
-    out = await gw.execute(p, calls[:1])  # a later call still reuses it
+    out = await gw.runs.execute(p, calls[:1])  # a later call still reuses it
     assert log.count("login") == 1
 
 
@@ -692,7 +692,9 @@ async def test_a_token_near_expiry_is_not_reused(tmp_path: Path) -> None:
     p = principal_for(gw)
     gw.credentials.save(p.user.id, "superset", CRED)
     for _ in range(2):
-        await gw.execute(p, [{"tool": "superset_list_schemas", "args": {"database_id": 1}, "ref_id": None}])
+        await gw.runs.execute(
+            p, [{"tool": "superset_list_schemas", "args": {"database_id": 1}, "ref_id": None}]
+        )
     assert log.count("login") == 2
 
 
@@ -704,9 +706,9 @@ async def test_a_revoked_reused_token_logs_in_again_once(tmp_path: Path) -> None
     p = principal_for(gw)
     gw.credentials.save(p.user.id, "superset", CRED)
     call = [{"tool": "superset_list_schemas", "args": {"database_id": 1}, "ref_id": None}]
-    await gw.execute(p, call)
+    await gw.runs.execute(p, call)
     revoked.add(old)  # e.g. the user logged out everywhere
-    out = await gw.execute(p, call)
+    out = await gw.runs.execute(p, call)
     assert out == {"results": [{"result": {"schemas": ["public"]}}]}
     assert log == [
         "login",
@@ -723,5 +725,7 @@ async def test_another_users_token_is_never_reused(tmp_path: Path) -> None:
     for email in ("ada@example.com", "bob@example.com"):
         p = principal_for(gw, email)
         gw.credentials.save(p.user.id, "superset", CRED)  # same Superset login, different workbench users
-        await gw.execute(p, [{"tool": "superset_list_schemas", "args": {"database_id": 1}, "ref_id": None}])
+        await gw.runs.execute(
+            p, [{"tool": "superset_list_schemas", "args": {"database_id": 1}, "ref_id": None}]
+        )
     assert log.count("login") == 2

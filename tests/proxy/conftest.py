@@ -309,7 +309,7 @@ class Proxy:
     base: str
 
     def token(self, *integrations: str, expires: int = 900) -> str:
-        minted = self.gateway.curl_session(self.principal, list(integrations or ("acme",)), expires)
+        minted = self.gateway.curl.mint(self.principal, list(integrations or ("acme",)), expires)
         assert "token" in minted, minted
         return str(minted["token"])
 
@@ -361,7 +361,7 @@ def start_proxy(
     )
     dns = FakeDns({UPSTREAM_HOST: ["127.0.0.1"], EVIL_HOST: ["127.0.0.1"], ALLOWED_EXTRA_HOST: ["127.0.0.1"]})
     app = create_proxy_app(gw, resolver=dns)
-    principal = gw.api_keys.resolve(gw.api_keys.mint(user))  # curl_session tokens are bound to a key
+    principal = gw.auth.api_keys.resolve(gw.auth.mint_key(user))  # curl_session tokens are bound to a key
     proxy = Proxy(gw, principal, dns, port, f"http://127.0.0.1:{port}")
     return proxy, ServerThread(app, port)
 

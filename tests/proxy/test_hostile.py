@@ -177,7 +177,7 @@ TOKEN_CASES = [
         "a Workbench API key",
         "/c/acme/items",
         401,
-        headers=bearer(lambda p: p.gateway.api_keys.mint(p.principal.user)),
+        headers=bearer(lambda p: p.gateway.auth.mint_key(p.principal.user)),
     ),
     Case("token only in the query", "/c/acme/items?access_token={token}", 401, headers=lambda p: {}),
     Case("a curl token also sent in the query", "/c/acme/items?t={token}", 400),
@@ -289,7 +289,7 @@ def test_hostile_request_is_refused(stack: Stack, case: Case) -> None:
     if "{token}" in target:
         target = target.replace("{token}", p.token("acme"))
     if "{apikey}" in target:
-        target = target.replace("{apikey}", p.gateway.api_keys.mint(p.principal.user))
+        target = target.replace("{apikey}", p.gateway.auth.mint_key(p.principal.user))
     if case.dns:
         p.dns.answers.update(case.dns)
     for name in case.drop:

@@ -157,7 +157,7 @@ def upstream(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[
         gw = build_gateway(Settings.from_env())
         ada = gw.stores.users.get_or_create("ada@example.com")
         connect_slowapi(gw, ada.id)
-        token = str(gw.curl_session(gw.api_keys.resolve(gw.api_keys.mint(ada)), ["slowapi"], 300)["token"])
+        token = str(gw.curl.mint(gw.auth.api_keys.resolve(gw.auth.mint_key(ada)), ["slowapi"], 300)["token"])
         yield api, gw, token
         reset_instance()
 

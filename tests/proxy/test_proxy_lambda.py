@@ -39,7 +39,7 @@ def _event(path: str, token: str) -> dict[str, Any]:
 
 def _token(gw: Gateway) -> str:
     user = gw.stores.users.get_or_create("ada@example.com")
-    minted = gw.curl_session(gw.api_keys.resolve(gw.api_keys.mint(user)), ["github"], 300)
+    minted = gw.curl.mint(gw.auth.api_keys.resolve(gw.auth.mint_key(user)), ["github"], 300)
     return str(minted["token"])
 
 
@@ -62,7 +62,7 @@ def test_encoded_traversal_in_raw_path_is_refused(env: Gateway, path: str) -> No
 def test_lambda_proxy_checks_the_token_and_the_connection(env: Gateway) -> None:
     handler = load_entry("proxy").handler
     user = env.stores.users.get_or_create("ada@example.com")
-    api_key = env.api_keys.mint(user)
+    api_key = env.auth.mint_key(user)
     denied = handler(_event("/c/github/user", api_key), None)
     assert denied["statusCode"] == 401
     assert (header(denied, "www-authenticate") or "").startswith("Bearer ")
@@ -98,7 +98,7 @@ def test_a_slow_upstream_answers_504_in_the_engines_words_before_the_lambda_time
         gw = build_gateway(Settings.from_env())
         ada = gw.stores.users.get_or_create("ada@example.com")
         connect_slowapi(gw, ada.id)
-        token = str(gw.curl_session(gw.api_keys.resolve(gw.api_keys.mint(ada)), ["slowapi"], 300)["token"])
+        token = str(gw.curl.mint(gw.auth.api_keys.resolve(gw.auth.mint_key(ada)), ["slowapi"], 300)["token"])
         started = time.monotonic()
         result = load_entry("proxy").handler(_event("/c/slowapi/slow", token), Context(4.5))
         elapsed = time.monotonic() - started

@@ -33,7 +33,7 @@ class Client:
 @pytest.fixture
 async def client(gateway: Gateway) -> AsyncIterator[Client]:
     user = gateway.stores.users.get_or_create("ada@example.com")
-    key = gateway.api_keys.mint(user)
+    key = gateway.auth.mint_key(user)
     transport = httpx.ASGITransport(create_rest_app(gateway))
     async with httpx.AsyncClient(transport=transport, base_url="http://gw") as http:
         yield Client(http, gateway, key, user.id)
@@ -194,7 +194,7 @@ async def test_missing_or_bad_credentials_are_401_with_a_challenge(
 async def test_a_revoked_key_is_401(client: Client) -> None:
     user = client.gateway.stores.users.get(client.user_id)
     assert user is not None
-    key = client.gateway.api_keys.mint(user)
+    key = client.gateway.auth.mint_key(user)
     assert (await client.post("/rest/jots", {"tool": "list_jots"}, key=key)).status_code == 200
     client.gateway.stores.api_keys.revoke(user.id, key.split("_")[1])
     assert (await client.post("/rest/jots", {"tool": "list_jots"}, key=key)).status_code == 401
@@ -208,7 +208,7 @@ async def test_auth_is_checked_before_the_body(client: Client) -> None:
 async def test_users_only_see_their_own_data(client: Client) -> None:
     await client.post("/rest/jots", {"tool": "create_jot", "args": {"title": "mine"}})
     other = client.gateway.stores.users.get_or_create("eve@example.com")
-    eve_key = client.gateway.api_keys.mint(other)
+    eve_key = client.gateway.auth.mint_key(other)
     r = await client.post("/rest/jots", {"tool": "list_jots"}, key=eve_key)
     assert "mine" not in r.text
 

@@ -163,7 +163,7 @@ def test_api_gateway_events_on_the_same_handler_are_http(
     lambda_env: Gateway, handler: Callable[[dict[str, Any], Any], dict[str, Any]]
 ) -> None:
     user = lambda_env.stores.users.get_or_create(EMAIL)
-    key = lambda_env.api_keys.mint(user)
+    key = lambda_env.auth.mint_key(user)
     denied = handler(_http_event({"tool": "list_jots"}, None), None)
     assert denied["statusCode"] == 401
     assert json.loads(denied["body"]) == {"error": "Unauthorized"}

@@ -98,7 +98,7 @@ def test_every_state_changing_form_needs_its_csrf_token_and_our_origin(
 ) -> None:
     ada = browser("ada@example.com")
     user = gw.stores.users.get_or_create("ada@example.com")
-    key = gw.api_keys.mint(user, label="keep")
+    key = gw.auth.mint_key(user, label="keep")
     key_id = key.split("_")[1]
     from workbench.stores import Jot
 

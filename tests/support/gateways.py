@@ -41,6 +41,6 @@ def make_gateway(
 
 def principal_for(gw: Gateway, email: str = "ada@example.com") -> Principal:
     """The user behind a real API key (what a curl_session token minted by them is bound to)."""
-    principal = gw.api_keys.resolve(gw.api_keys.mint(gw.stores.users.get_or_create(email)))
+    principal = gw.auth.api_keys.resolve(gw.auth.mint_key(gw.stores.users.get_or_create(email)))
     assert principal.via == "api_key" and principal.credential_id
     return principal

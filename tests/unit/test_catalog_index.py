@@ -53,7 +53,7 @@ from workbench.composition import build_gateway
 from workbench.settings import Settings
 gw = build_gateway(Settings(store="memory", data_dir=Path(tempfile.mkdtemp()), local_key="A" * 43 + "="))
 user = gw.stores.users.get_or_create("ada@example.com")
-hits = asyncio.run(gw.search_tools(Principal(user=user, via="api_key"), "create jira issue", 3))
+hits = asyncio.run(gw.catalog.search_tools(Principal(user=user, via="api_key"), "create jira issue", 3))
 tools = sorted(m for m in sys.modules if m.startswith("workbench_plugins.") and m.endswith(".tools"))
 print(json.dumps({{"first": hits[0]["name"], "tools_modules": tools}}))
 """

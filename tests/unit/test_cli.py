@@ -72,7 +72,7 @@ def test_keys_create_list_revoke(data_dir: Path, capsys: pytest.CaptureFixture[s
     assert main(["keys", "create", "ada@example.com", "--label", "laptop"]) == 0
     key = capsys.readouterr().out.strip()
     gw = build_gateway(Settings.from_env())
-    assert gw.api_keys.resolve(key).user.email == "ada@example.com"
+    assert gw.auth.api_keys.resolve(key).user.email == "ada@example.com"
     key_id = key.split("_")[1]
 
     assert main(["keys", "list", "ada@example.com"]) == 0

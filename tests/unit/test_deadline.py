@@ -83,7 +83,7 @@ async def test_a_batch_that_runs_out_of_time_keeps_finished_results(tmp_path: Pa
     batch = [{"tool": t, "args": {}, "ref_id": None} for t in ("slowapi_fast", "slowapi_slow", "slowapi_nap")]
     started = time.monotonic()
     with deadline.scope(Deadline(time.monotonic() + 1.5)):
-        out = await gw.execute(ada, batch)
+        out = await gw.runs.execute(ada, batch)
     elapsed = time.monotonic() - started
     assert elapsed < 2.0, elapsed  # answered at the deadline, not when the upstream or the nap ended
     fast, slow, nap = out["results"]
@@ -102,7 +102,7 @@ async def test_executions_the_deadline_leaves_no_time_for_are_not_run(tmp_path: 
     connect_slowapi(gw, ada.user.id)
     batch = [{"tool": t, "args": {}, "ref_id": None} for t in ("slowapi_nap", "slowapi_fast", "slowapi_fast")]
     with deadline.scope(Deadline(time.monotonic() + 0.5)):
-        out = await gw.execute(ada, batch)
+        out = await gw.runs.execute(ada, batch)
     assert out["results"] == [{"error": CUT_SHORT}, {"error": NOT_STARTED}, {"error": NOT_STARTED}]
     audit = [e for e in gw.stores.audit.list_for(ada.user.id) if e["action"] == "EXECUTE"]
     assert sorted(e["error"] for e in audit) == sorted([CUT_SHORT, NOT_STARTED, NOT_STARTED])
@@ -121,7 +121,9 @@ async def test_a_compose_that_runs_out_of_time_reports_the_step_in_the_failed_st
         {"tool": "slowapi_fast", "args": {}, "ref_id": "c"},
     ]
     with deadline.scope(Deadline(time.monotonic() + 1.0)):
-        out = await gw.execute(ada, steps, compose=True, template={"a": "{{step:a.fast}}"}, has_return=True)
+        out = await gw.runs.execute(
+            ada, steps, compose=True, template={"a": "{{step:a.fast}}"}, has_return=True
+        )
     assert out == {"index": 1, "ref_id": "b", "error": CUT_SHORT}
     tools = [e["tool"] for e in gw.stores.audit.list_for(ada.user.id) if e["action"] == "EXECUTE"]
     assert sorted(tools) == ["slowapi_fast", "slowapi_nap"]  # step c never ran
@@ -136,7 +138,7 @@ def test_a_slow_upstream_inside_a_compose_over_mcp_answers_before_the_deadline(
     gw = _gateway(tmp_path, upstream, request_deadline_seconds=3.0, deadline_margin_seconds=1.0)
     ada = gw.stores.users.get_or_create("ada@example.com")
     connect_slowapi(gw, ada.id)
-    key = gw.api_keys.mint(ada)
+    key = gw.auth.mint_key(ada)
     arguments = {
         "compose": True,
         "executions": [

@@ -218,7 +218,7 @@ async def test_a_deep_step_result_inserted_into_args_is_invalid_arguments(gw: Ga
 
 
 async def test_a_result_deeper_than_the_cap_is_an_error_not_a_crash(gw: Gateway, me: Principal) -> None:
-    out = await gw.execute(
+    out = await gw.runs.execute(
         me,
         [
             {"tool": "probe_deep", "args": {"levels": MAX_RESULT_DEPTH}, "ref_id": None},
@@ -238,7 +238,7 @@ async def test_a_result_deeper_than_the_cap_is_an_error_not_a_crash(gw: Gateway,
 
 async def test_an_upstream_timeout_names_the_limit_that_applied(gw: Gateway, me: Principal) -> None:
     gw.credentials.save(me.user.id, "demo", {"access_token": "tok"})
-    out = await gw.execute(
+    out = await gw.runs.execute(
         me,
         [
             {"tool": "demo_echo", "args": {"text": "x"}, "ref_id": None},  # read timeout (25 s)
@@ -270,7 +270,7 @@ async def test_an_undecryptable_connection_is_an_item_error_naming_the_integrati
         Connection(me.user.id, "demo", b"\x01\x05junk-not-a-blob", "connected", None, 0.0, 1)
     )
     gw.stores.connections.put(Connection(me.user.id, "crumbs", b"garbage", "connected", None, 0.0, 1))
-    out = await gw.execute(
+    out = await gw.runs.execute(
         me,
         [
             {"tool": "demo_echo", "args": {"text": "x"}, "ref_id": None},
@@ -325,7 +325,7 @@ async def test_a_failing_audit_store_does_not_turn_results_into_a_crash(gw: Gate
         raise OSError("disk full")
 
     gw.engine.audit.append = broken  # type: ignore[method-assign]
-    out = await gw.execute(me, [{"tool": "free_item", "args": {"value": 5}, "ref_id": None}])
+    out = await gw.runs.execute(me, [{"tool": "free_item", "args": {"value": 5}, "ref_id": None}])
     assert out["results"][0]["result"]["value"] == 5
 
 
@@ -344,7 +344,7 @@ async def test_odd_strings_reach_sqlite_audit_rows_without_an_encoding_error(tmp
         key_provider=LocalKeyProvider.from_secret(os.urandom(32)),
     )
     me = principal_for(gw)
-    out = await gw.execute(
+    out = await gw.runs.execute(
         me,
         [
             {"tool": "free_\ud800", "args": {}, "ref_id": None},
@@ -367,7 +367,7 @@ async def test_an_undecryptable_custom_app_row_is_named_and_says_to_register_it_
 
     assert gw.stores.external_servers is not None
     gw.stores.external_servers.put(ExternalServer(me.user.id, "legacy", "legacy_", b"\x01\x00not-a-blob"))
-    out = await gw.execute(
+    out = await gw.runs.execute(
         me,
         [
             {"tool": "legacy_echo", "args": {}, "ref_id": None},

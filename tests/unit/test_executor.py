@@ -33,7 +33,7 @@ async def test_mixed_batch_shapes_to_the_letter(gw: Gateway, seen: list[httpx.Re
     me = principal_for(gw)
     gw.credentials.save(me.user.id, "demo", {"access_token": "tok-123"})
     other = principal_for(gw, "bob@example.com")  # bob has no demo connection
-    out = await gw.execute(
+    out = await gw.runs.execute(
         me,
         [
             ex("demo_echo", {"text": "hi", "times": 2}),
@@ -56,7 +56,7 @@ async def test_mixed_batch_shapes_to_the_letter(gw: Gateway, seen: list[httpx.Re
     echo = next(r for r in seen if r.url.path == "/echo")  # the executions run concurrently
     assert echo.headers["authorization"] == "Bearer tok-123"
     assert json.loads(echo.content) == {"text": "hihi", "tags": []}  # defaults applied
-    not_connected = await gw.execute(other, [ex("demo_echo", {"text": "x"})])
+    not_connected = await gw.runs.execute(other, [ex("demo_echo", {"text": "x"})])
     assert not_connected == {
         "results": [
             {
@@ -71,7 +71,7 @@ async def test_mixed_batch_shapes_to_the_letter(gw: Gateway, seen: list[httpx.Re
 
 async def test_every_path_is_audited_with_integration_except_unknown_tool(gw: Gateway) -> None:
     me = principal_for(gw)
-    await gw.execute(
+    await gw.runs.execute(
         me,
         [
             ex("nope"),
@@ -96,7 +96,7 @@ async def test_every_path_is_audited_with_integration_except_unknown_tool(gw: Ga
 async def test_run_path_emits_log_line_and_metrics(gw: Gateway, caplog: pytest.LogCaptureFixture) -> None:
     me = principal_for(gw)
     with caplog.at_level(logging.INFO, logger="workbench"):
-        await gw.execute(me, [ex("free_item", {"value": 1}), ex("free_throw"), ex("nope")])
+        await gw.runs.execute(me, [ex("free_item", {"value": 1}), ex("free_throw"), ex("nope")])
     # Only this batch's execution lines: a busy machine may let another line (a background write's)
     # land in the capture too.
     lines = [json.loads(r.getMessage()) for r in caplog.records if '"tool_execution"' in r.getMessage()]
@@ -120,13 +120,13 @@ async def test_run_path_emits_log_line_and_metrics(gw: Gateway, caplog: pytest.L
 
 
 async def test_handler_failure_is_error_text(gw: Gateway) -> None:
-    out = await gw.execute(principal_for(gw), [ex("free_throw")])
+    out = await gw.runs.execute(principal_for(gw), [ex("free_throw")])
     assert out == {"results": [{"error": "kaboom"}]}
 
 
 async def test_safeparse_error_runs_with_raw_args_and_is_audited(gw: Gateway) -> None:
     me = principal_for(gw)
-    out = await gw.execute(me, [ex("free_broken", {"x": 5, "extra": "raw"})])
+    out = await gw.runs.execute(me, [ex("free_broken", {"x": 5, "extra": "raw"})])
     assert out == {"results": [{"result": {"raw": {"x": 5, "extra": "raw"}}}]}
     event = gw.stores.audit.list_for(me.user.id)[0]
     assert event["error"].startswith("SAFEPARSE_ERROR: ")
@@ -136,7 +136,7 @@ async def test_safeparse_error_runs_with_raw_args_and_is_audited(gw: Gateway) ->
 async def test_pool_of_exactly_eight_and_order_preserved(gw: Gateway) -> None:
     Gauge.peak = Gauge.current = 0
     calls = [ex("free_slow", {"ms": 30 + (i * 7) % 40}) for i in range(20)]
-    out = await gw.execute(principal_for(gw), calls)
+    out = await gw.runs.execute(principal_for(gw), calls)
     assert Gauge.peak == 8
     assert [r["result"]["slept"] for r in out["results"]] == [30 + (i * 7) % 40 for i in range(20)]
 
@@ -152,7 +152,7 @@ async def test_one_connection_read_per_integration_per_batch(gw: Gateway) -> Non
         return original(user_id, integration)
 
     gw.stores.connections.get = counting  # type: ignore[method-assign]
-    await gw.execute(me, [ex("demo_echo", {"text": str(i)}) for i in range(10)])
+    await gw.runs.execute(me, [ex("demo_echo", {"text": str(i)}) for i in range(10)])
     assert reads == ["demo"]
 
 
@@ -160,7 +160,7 @@ async def test_another_users_credential_is_never_used(gw: Gateway, seen: list[ht
     alice, bob = principal_for(gw, "alice@example.com"), principal_for(gw, "bob@example.com")
     gw.credentials.save(alice.user.id, "demo", {"access_token": "alice-token"})
     gw.credentials.save(bob.user.id, "demo", {"access_token": "bob-token"})
-    await gw.execute(bob, [ex("demo_echo", {"text": "x"})])
+    await gw.runs.execute(bob, [ex("demo_echo", {"text": "x"})])
     assert seen[-1].headers["authorization"] == "Bearer bob-token"
 
 
@@ -180,7 +180,7 @@ def test_credentials_are_stored_encrypted_and_bound_to_their_row(gw: Gateway) ->
 
 async def test_audit_event_fields_on_handler_failure_and_unknown_tool(gw: Gateway) -> None:
     me = principal_for(gw)
-    await gw.execute(me, [ex("free_throw"), ex("nope")])
+    await gw.runs.execute(me, [ex("free_throw"), ex("nope")])
     events = {e["tool"]: e for e in gw.stores.audit.list_for(me.user.id)}
     failed = events["free_throw"]
     assert {k: failed[k] for k in ("action", "user", "tool", "success", "error", "integration")} == {
@@ -208,7 +208,7 @@ async def test_sync_tools_run_off_the_event_loop_at_most_eight_at_once(gw: Gatew
     loop they would run one at a time (peak 1)."""
     SyncGauge.peak, SyncGauge.threads = 0, set()
     me = principal_for(gw)
-    out = await gw.execute(me, [ex("free_block", {"ms": 150}) for _ in range(20)])
+    out = await gw.runs.execute(me, [ex("free_block", {"ms": 150}) for _ in range(20)])
     assert out == {"results": [{"result": {"slept": 150}}] * 20}
     assert SyncGauge.peak == 8
     assert SyncGauge.threads and all(name.startswith("workbench-tool") for name in SyncGauge.threads)
@@ -248,7 +248,7 @@ async def test_a_plugin_without_auth_calls_its_api_through_ctx_http(tmp_path: Pa
         lambda: [open_ping],
     )
     gw = make_gateway(tmp_path, registry=registry, transport=httpx.MockTransport(upstream))
-    out = await gw.execute(principal_for(gw), [ex("open_ping")])
+    out = await gw.runs.execute(principal_for(gw), [ex("open_ping")])
     assert out == {"results": [{"result": {"status": 200, "pong": True}}]}
     assert [str(r.url) for r in seen] == ["https://api.open.test/v1/ping"]
     assert "authorization" not in seen[0].headers and "cookie" not in seen[0].headers

@@ -40,8 +40,8 @@ def gw(tmp_path: Path, clock: Clock) -> Gateway:
         wait_block_seconds=20,
         plugin_env={"DEMO_CLIENT_ID": "demo-client"},
     )
-    gateway.connections.clock = clock
-    gateway.connections.sleep = clock.sleep
+    gateway.connections.flow.clock = clock
+    gateway.connections.flow.sleep = clock.sleep
     return gateway
 
 
@@ -86,7 +86,7 @@ async def test_connect_mints_a_workbench_link_and_contacts_no_provider(gw: Gatew
     assert set(out) == {"connectionId", "type", "url"}
     assert out["type"] == "oauth2"
     assert out["url"] == f"http://127.0.0.1:8787/connect/{out['connectionId']}"
-    pending = gw.stores.pending.get(out["connectionId"], now=gw.connections.clock())
+    pending = gw.stores.pending.get(out["connectionId"], now=gw.connections.flow.clock())
     assert pending is not None and pending.user_id == me.user.id and pending.status == "PENDING"
     assert pending.expires_at - pending.created_at == 600  # CONNECT_TTL_SECONDS default
 

@@ -105,7 +105,7 @@ def _rpc(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
 
 async def test_no_store_or_key_call_runs_on_the_event_loop(gw: Gateway, seen: list[str]) -> None:
     user = gw.stores.users.get_or_create("ada@example.com")
-    key = gw.api_keys.mint(user)
+    key = gw.auth.mint_key(user)
     # An expired token with a refresh token: the first demo call refreshes (lease rows, writes).
     gw.credentials.save(
         user.id, "demo", {"access_token": "old", "refresh_token": "r1"}, expires_at=time.time() - 5
@@ -182,8 +182,8 @@ async def test_store_calls_go_through_while_blocking_tools_fill_their_pool(
     hold until the test lets them go, so had the store calls needed a tool thread, whoami would never
     answer (it gets 10 s)."""
     user = gw.stores.users.get_or_create("ada@example.com")
-    key = gw.api_keys.mint(user)
-    other = gw.api_keys.mint(gw.stores.users.get_or_create("bob@example.com"))
+    key = gw.auth.mint_key(user)
+    other = gw.auth.mint_key(gw.stores.users.get_or_create("bob@example.com"))
     seen.clear()  # the setup above ran on the test's loop
     headers = {"Authorization": f"Bearer {key}", "Accept": "application/json, text/event-stream"}
     async with httpx.AsyncClient(

@@ -82,11 +82,11 @@ def gw(tmp_path: Path, clock: Clock) -> Gateway:
 
 async def test_a_warm_instance_reads_the_key_and_user_once_per_ttl(gw: Gateway, clock: Clock) -> None:
     user = gw.stores.users.get_or_create("ada@example.com")
-    key = gw.api_keys.mint(user)
-    keys = gw.api_keys.keys = Counting(gw.api_keys.keys)
-    users = gw.api_keys.users = Counting(gw.api_keys.users)
+    key = gw.auth.mint_key(user)
+    keys = gw.auth.api_keys.keys = Counting(gw.auth.api_keys.keys)
+    users = gw.auth.api_keys.users = Counting(gw.auth.api_keys.users)
     together = Counting(gw.stores)
-    gw.api_keys._read_together = together.read_together
+    gw.auth.api_keys._read_together = together.read_together
     assert [await _status(gw, key) for _ in range(3)] == [200, 200, 200]
     assert (keys.calls, users.calls, together.calls) == (1, 1, 0)
     clock.now += 14.9
@@ -97,7 +97,7 @@ async def test_a_warm_instance_reads_the_key_and_user_once_per_ttl(gw: Gateway, 
 
 async def test_a_revoked_key_stops_working_at_once_on_this_instance(gw: Gateway) -> None:
     user = gw.stores.users.get_or_create("ada@example.com")
-    key, other = gw.api_keys.mint(user), gw.api_keys.mint(user)
+    key, other = gw.auth.mint_key(user), gw.auth.mint_key(user)
     assert await _status(gw, key) == 200 and await _status(gw, other) == 200  # both cached
     assert gw.stores.api_keys.revoke(user.id, key.split("_")[1])  # what the portal and the CLI call
     assert await _status(gw, key) == 401
@@ -151,18 +151,18 @@ async def test_a_failed_lookup_is_never_cached(gw: Gateway) -> None:
 
 async def test_a_store_failure_is_not_remembered(gw: Gateway) -> None:
     user = gw.stores.users.get_or_create("ada@example.com")
-    key = gw.api_keys.mint(user)
-    real = gw.api_keys.keys
+    key = gw.auth.mint_key(user)
+    real = gw.auth.api_keys.keys
 
     class Down:
         def get(self, key_id: str) -> None:
             raise OSError("store unreachable")
 
-    gw.api_keys.keys = Down()  # type: ignore[assignment]
+    gw.auth.api_keys.keys = Down()  # type: ignore[assignment]
     with pytest.raises(OSError):
-        await gw.authenticate(key)
-    gw.api_keys.keys = real
-    assert (await gw.authenticate(key)).user.id == user.id
+        await gw.auth.authenticate(key)
+    gw.auth.api_keys.keys = real
+    assert (await gw.auth.authenticate(key)).user.id == user.id
 
 
 def test_a_lookup_that_raced_a_revocation_is_not_stored() -> None:

@@ -114,7 +114,7 @@ def test_api_key_is_revealed_once_then_rotated_then_revoked(browser_for: Browser
     key = REVEALED.search(shown.text)
     assert key
     first = key.group(1)
-    assert web_gw.api_keys.resolve(first).user.email == "ada@example.com"
+    assert web_gw.auth.api_keys.resolve(first).user.email == "ada@example.com"
     assert first not in minted.text and first.split("_", 2)[2] not in minted.headers["set-cookie"]  # sealed
     # the snippets on that page are filled with the new key, and there is a connection test
     assert f"--header &quot;Authorization: Bearer {first}&quot;" in shown.text
@@ -129,15 +129,15 @@ def test_api_key_is_revealed_once_then_rotated_then_revoked(browser_for: Browser
     key_id = first.split("_")[1]
     confirm = client.get(f"/portal/api-keys/{key_id}/rotate")
     assert confirm.status_code == 200 and "Rotate key" in confirm.text and f"wb_{key_id}_…" in confirm.text
-    assert web_gw.api_keys.resolve(first)  # asking is not doing
+    assert web_gw.auth.api_keys.resolve(first)  # asking is not doing
     rotated = client.post(f"/portal/api-keys/{key_id}/rotate", data={"csrf": csrf_of(confirm.text)})
     assert rotated.status_code == 303
     after = client.get(rotated.headers["location"].split("#")[0]).text
     second = REVEALED.search(after)
     assert second and second.group(1) != first and "was revoked and replaced" in after
     with pytest.raises(AuthError):
-        web_gw.api_keys.resolve(first)
-    assert web_gw.api_keys.resolve(second.group(1)).user.email == "ada@example.com"
+        web_gw.auth.api_keys.resolve(first)
+    assert web_gw.auth.api_keys.resolve(second.group(1)).user.email == "ada@example.com"
 
     second_id = second.group(1).split("_")[1]
     confirm = client.get(f"/portal/api-keys/{second_id}/revoke")
@@ -148,7 +148,7 @@ def test_api_key_is_revealed_once_then_rotated_then_revoked(browser_for: Browser
     )
     assert "was revoked" in client.get(revoked.headers["location"]).text
     with pytest.raises(AuthError):
-        web_gw.api_keys.resolve(second.group(1))
+        web_gw.auth.api_keys.resolve(second.group(1))
 
 
 def test_a_flash_cookie_opens_only_in_the_session_that_made_it(browser_for: Browser, web_gw: Gateway) -> None:
@@ -162,7 +162,7 @@ def test_a_flash_cookie_opens_only_in_the_session_that_made_it(browser_for: Brow
 
 def test_another_users_key_cannot_be_revoked_or_rotated(browser_for: Browser, web_gw: Gateway) -> None:
     bob = web_gw.stores.users.get_or_create("bob@example.com")
-    bobs = web_gw.api_keys.mint(bob)
+    bobs = web_gw.auth.mint_key(bob)
     client = browser_for("ada@example.com")
     token = csrf_of(client.get("/portal/api-keys").text)
     for action in ("revoke", "rotate"):
@@ -171,7 +171,7 @@ def test_another_users_key_cannot_be_revoked_or_rotated(browser_for: Browser, we
         r = client.post(f"/portal/api-keys/{bobs.split('_')[1]}/{action}", data={"csrf": token})
         assert r.status_code == 303
         assert "does not exist or is revoked" in client.get(r.headers["location"]).text
-    assert web_gw.api_keys.resolve(bobs).user.id == bob.id
+    assert web_gw.auth.api_keys.resolve(bobs).user.id == bob.id
     assert bobs.split("_")[1] not in client.get("/portal/api-keys").text
 
 
@@ -202,17 +202,17 @@ def test_api_key_integration_uses_the_manifest_fields_and_stores_them_encrypted(
     conn = web_gw.stores.connections.get(user.id, "testkey")
     assert conn is not None and b"s3cret" not in conn.credential
     assert web_gw.credentials.load(conn) == {"key_id": "AK1", "key_secret": "s3cret"}
-    assert web_gw.connection_status(user.id)["testkey"] is True
+    assert web_gw.connections.status(user.id)["testkey"] is True
     assert "testkey is connected." in client.get("/portal/integrations?connected=testkey").text
 
     asked = client.get("/portal/integrations/testkey/disconnect")
     assert (
-        "Disconnect Test Key Service?" in asked.text and web_gw.connection_status(user.id)["testkey"] is True
+        "Disconnect Test Key Service?" in asked.text and web_gw.connections.status(user.id)["testkey"] is True
     )
     gone = client.post("/portal/integrations/testkey/disconnect", data={"csrf": token})
     assert gone.headers["location"] == "/portal/integrations?disconnected=testkey"
     assert web_gw.stores.connections.get(user.id, "testkey") is None
-    assert web_gw.connection_status(user.id)["testkey"] is False
+    assert web_gw.connections.status(user.id)["testkey"] is False
 
 
 def test_oauth_connect_button_goes_straight_to_the_provider_with_pkce(

@@ -186,7 +186,7 @@ def test_activity_says_which_agent_ran_each_call_and_opens_one_execution(
     client = browser_for("ada@example.com")
     ada = web_gw.stores.users.by_email("ada@example.com")
     assert ada is not None
-    key = web_gw.api_keys.mint(ada, label="summariser")
+    key = web_gw.auth.mint_key(ada, label="summariser")
     web_gw.vault.set(ada.id, "TOKEN_S", "s3cr3t-vault-value")
     _mcp_execute(
         web_gw,

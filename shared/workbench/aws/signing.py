@@ -65,7 +65,9 @@ class DynamoSigningKeys:
         cls, settings: Settings, cipher: Cipher, *, stores: Stores | None = None, client: Any | None = None
     ) -> DynamoSigningKeys:
         """Shares the stores' DynamoDB client when given them (one client per instance)."""
-        tables = stores.extra.get("dynamodb") if stores is not None else None
+        from workbench.stores.dynamodb import dynamodb_tables
+
+        tables = dynamodb_tables(stores) if stores is not None else None
         if client is None and tables is not None:
             return cls(settings.table_name("signing_keys"), cipher, lambda: tables.client)
         return cls(settings.table_name("signing_keys"), cipher, LazyClient("dynamodb", settings, client).get)

@@ -7,8 +7,6 @@ Each jot is also a web page on the jots host (`url`, for its owner signed in to 
 
 from __future__ import annotations
 
-import secrets
-import time
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -32,16 +30,6 @@ def _view(jot: Jot, ctx: Any, *, body: bool = True) -> dict[str, Any]:
     if jot.share_token is not None:
         out["shareUrl"] = f"{base}/jots/s/{jot.share_token}"
     return out
-
-
-def _share_token(current: str | None, shared: bool | None) -> str | None:
-    if shared is None:
-        return current
-    if not shared:
-        return None
-    from workbench.web.jots_host import new_share_token
-
-    return current or new_share_token()
 
 
 class CreateJot(BaseModel):
@@ -80,10 +68,7 @@ class SearchJots(BaseModel):
     keeps_arguments=True,
 )
 def create_jot(args: CreateJot, ctx: Any) -> dict[str, Any]:
-    now = time.time()
-    token = _share_token(None, args.shared)
-    jot = Jot("jot_" + secrets.token_urlsafe(12), ctx.user_id, args.title, args.body, now, now, token)
-    ctx.services.stores.jots.put(jot)
+    jot = ctx.services.jots.create(ctx.user_id, args.title, args.body, shared=args.shared)
     return _view(jot, ctx)
 
 
@@ -94,7 +79,7 @@ def create_jot(args: CreateJot, ctx: Any) -> dict[str, Any]:
     keywords=("show", "open", "view", "read", "display"),
 )
 def get_jot(args: JotId, ctx: Any) -> dict[str, Any]:
-    jot = ctx.services.stores.jots.get(ctx.user_id, args.id)
+    jot = ctx.services.jots.get(ctx.user_id, args.id)
     if jot is None:
         raise LookupError(NOT_FOUND)
     return _view(jot, ctx)
@@ -107,7 +92,7 @@ def get_jot(args: JotId, ctx: Any) -> dict[str, Any]:
     keywords=("show", "browse", "memos", "notebook", "overview"),
 )
 def list_jots(args: ListJots, ctx: Any) -> dict[str, Any]:
-    jots = ctx.services.stores.jots.list_for(ctx.user_id)[: args.limit]
+    jots = ctx.services.jots.list_for(ctx.user_id, args.limit)
     return {"jots": [_view(j, ctx, body=False) for j in jots]}
 
 
@@ -119,20 +104,11 @@ def list_jots(args: ListJots, ctx: Any) -> dict[str, Any]:
     keeps_arguments=True,
 )
 def update_jot(args: UpdateJot, ctx: Any) -> dict[str, Any]:
-    store = ctx.services.stores.jots
-    jot = store.get(ctx.user_id, args.id)
-    if jot is None:
-        raise LookupError(NOT_FOUND)
-    updated = Jot(
-        jot.id,
-        jot.user_id,
-        args.title if args.title is not None else jot.title,
-        args.body if args.body is not None else jot.body,
-        jot.created_at,
-        time.time(),
-        _share_token(jot.share_token, args.shared),
+    updated = ctx.services.jots.update(
+        ctx.user_id, args.id, title=args.title, body=args.body, shared=args.shared
     )
-    store.put(updated)
+    if updated is None:
+        raise LookupError(NOT_FOUND)
     return _view(updated, ctx)
 
 
@@ -143,7 +119,7 @@ def update_jot(args: UpdateJot, ctx: Any) -> dict[str, Any]:
     keywords=("remove", "erase", "discard", "throw away", "get rid"),
 )
 def delete_jot(args: JotId, ctx: Any) -> dict[str, Any]:
-    if not ctx.services.stores.jots.delete(ctx.user_id, args.id):
+    if not ctx.services.jots.delete(ctx.user_id, args.id):
         raise LookupError(NOT_FOUND)
     return {"deleted": args.id}
 
@@ -155,15 +131,8 @@ def delete_jot(args: JotId, ctx: Any) -> dict[str, Any]:
     keywords=("find", "look for", "lookup", "mentioning", "memos", "recall"),
 )
 def search_jots(args: SearchJots, ctx: Any) -> dict[str, Any]:
-    words = [w for w in args.query.lower().split() if w]
-    hits = []
-    for jot in ctx.services.stores.jots.list_for(ctx.user_id):
-        text = f"{jot.title}\n{jot.body}".lower()
-        score = sum(text.count(w) for w in words)
-        if score and all(w in text for w in words):
-            hits.append((score, jot))
-    hits.sort(key=lambda h: -h[0])
-    return {"jots": [_view(j, ctx, body=False) for _, j in hits[: args.limit]]}
+    hits = ctx.services.jots.search(ctx.user_id, args.query, args.limit)
+    return {"jots": [_view(j, ctx, body=False) for j in hits]}
 
 
 TOOLS = [create_jot, get_jot, list_jots, update_jot, delete_jot, search_jots]

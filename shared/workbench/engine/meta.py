@@ -323,11 +323,11 @@ class MetaTools:
     async def _search_tools(self, principal: Principal, args: dict[str, Any]) -> Any:
         query = _require_str(args, "query")
         limit = _opt_int(args, "limit", 10, 1, 50) or 10
-        return {"tools": await self.gw.search_tools(principal, query, limit)}
+        return {"tools": await self.gw.catalog.search_tools(principal, query, limit)}
 
     async def _get_tool_schema(self, principal: Principal, args: dict[str, Any]) -> Any:
         name = _require_str(args, "tool")
-        hit = await self.gw.engine.lookup(principal, name)
+        hit = await self.gw.catalog.lookup(principal, name)
         if hit is None:
             return {"error": "Tool not found"}
         tool, manifest = hit
@@ -335,26 +335,19 @@ class MetaTools:
         return {"schema": tool.json_schema(), "annotations": dict(annotations)}
 
     def _whoami(self, principal: Principal, args: dict[str, Any]) -> Any:
-        user = self.gw.stores.users.get(principal.user.id)
+        user = self.gw.auth.user(principal.user.id)
         if user is None:
             return {"error": "User not found"}
         return {"id": user.id, "email": user.email}
 
     def _list_integrations(self, principal: Principal, args: dict[str, Any]) -> Any:
-        status = self.gw.connection_status(principal.user.id)
-        listed = [
-            {"name": m.name, "version": m.version, "connected": status[m.name]}
-            for m in self.gw.registry.manifests()
-        ]
-        if self.gw.external is not None:  # the caller's custom apps and the operator's servers
-            listed += self.gw.external.integrations(principal.user.id)
-        return {"integrations": listed}
+        return {"integrations": self.gw.catalog.integrations(principal.user.id)}
 
     # -- execution -------------------------------------------------------------------------------
 
     async def _execute_tools(self, principal: Principal, args: dict[str, Any]) -> Any:
         executions, compose, template, has_return = parse_executions(args)
-        return await self.gw.execute(
+        return await self.gw.runs.execute(
             principal, executions, compose=compose, template=template, has_return=has_return
         )
 
@@ -380,4 +373,4 @@ class MetaTools:
         if not isinstance(names, list) or not names or not all(isinstance(n, str) for n in names):
             raise InvalidInput("'integrations' must be a non-empty array of strings")
         expires = _opt_int(args, "expiresInSeconds", 900, 60, 3600) or 900
-        return self.gw.curl_session(principal, names, expires)
+        return self.gw.curl.mint(principal, names, expires)

@@ -99,7 +99,7 @@ class AppOAuth:
         self,
         *,
         public_url: str,
-        store: ExternalServerStore | None,
+        store: ExternalServerStore,
         cipher: Cipher,
         pending: PendingStore,
         credentials: Credentials,
@@ -167,8 +167,6 @@ class AppOAuth:
         return f"#oauth:{app_name}"
 
     def plan(self, owner: str, app_name: str) -> Plan | None:
-        if self.store is None:
-            return None
         row = self.store.get(owner, self._row(app_name))
         if row is None:
             return None

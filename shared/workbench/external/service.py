@@ -211,7 +211,7 @@ class ExternalServers:
 
     def __init__(
         self,
-        store: ExternalServerStore | None,
+        store: ExternalServerStore,
         cipher: Cipher,
         vault: Vault,
         registry: Registry,
@@ -260,11 +260,6 @@ class ExternalServers:
         self.documents = BlockingPool(2, "workbench-documents")
 
     # -- registration --------------------------------------------------------------------------
-
-    def _require_store(self) -> ExternalServerStore:
-        if self.store is None:
-            raise InvalidInput("Custom apps are not available on this gateway's store backend yet.")
-        return self.store
 
     async def register(
         self,
@@ -400,7 +395,6 @@ class ExternalServers:
         )
 
     def _check_common(self, user_id: str, name: str, tool_prefix: str | None, timeout_ms: int) -> str:
-        self._require_store()
         if not isinstance(name, str) or not _NAME.match(name):
             raise InvalidInput(
                 "name must start with a lowercase letter and use only a-z, 0-9, '_' or '-' (at most 40)"
@@ -424,7 +418,7 @@ class ExternalServers:
         enabled: bool,
         timeout_ms: int,
     ) -> dict[str, Any]:
-        store = self._require_store()
+        store = self.store
         existing = store.get(user_id, name)
         if existing is not None and self.oauth is not None:
             before = self._app(existing)
@@ -561,7 +555,7 @@ class ExternalServers:
         return [self.view(self._app(r)) for r in self._rows(user_id)]
 
     def remove(self, user_id: str, name: str) -> None:
-        if name.startswith("#") or not self._require_store().delete(user_id, name):
+        if name.startswith("#") or not self.store.delete(user_id, name):
             raise NotFound(f"No custom app named '{name}'")
         self._forget((user_id, name))
         self._drop_oauth(user_id, name)
@@ -579,7 +573,7 @@ class ExternalServers:
             app = self.operator_apps[name]
             self._forget(self._key(app, caller))
         else:
-            store = self._require_store()
+            store = self.store
             server = store.get(user_id, name) if not name.startswith("#") else None
             if server is None:
                 raise NotFound(f"No custom app named '{name}'")
@@ -643,7 +637,7 @@ class ExternalServers:
         """Set (or with None/"" reset to the user id) the code `{workspaceCode}` stands for. A code
         belongs to one user at a time: another user's (or a user id other than the caller's) is
         refused, and the code the user leaves is released."""
-        store = self._require_store()
+        store = self.store
         if code and not _CODE.match(code):
             raise InvalidInput("workspace code must be 1-128 letters, digits, '.', '_', '~' or '-'")
         if code and dot_segment(code):
@@ -744,7 +738,7 @@ class ExternalServers:
         return out
 
     def _record(self, app: App, state: dict[str, Any]) -> None:
-        if app.operator or self.store is None:
+        if app.operator:
             return
         try:
             self.store.set_state(app.owner, app.name, json.dumps(state))
@@ -1098,7 +1092,7 @@ class ExternalServers:
                 AuthRejected(app.name, 401), now + BACKOFF_FIRST_SECONDS, _stamp(app, caller), failed_at=now
             )
         else:
-            store = self._require_store()
+            store = self.store
             current = store.get(app.owner, app.name)
             if current is not None and current.status != RECONNECT_REQUIRED:
                 store.put(
@@ -1211,8 +1205,6 @@ class ExternalServers:
 
     def _rows(self, user_id: str) -> list[ExternalServer]:
         """The user's app rows (settings rows, whose names start with '#', left out)."""
-        if self.store is None:
-            return []
         return [r for r in self.store.list_for(user_id) if not r.name.startswith("#")]
 
     def _apps(self, caller: _Caller) -> list[App]:
@@ -1221,7 +1213,7 @@ class ExternalServers:
     def _find(self, user_id: str, name: str) -> App | None:
         if name in self.operator_apps:
             return self.operator_apps[name]
-        if self.store is None or name.startswith("#"):
+        if name.startswith("#"):
             return None
         row = self.store.get(user_id, name)
         return self._app(row) if row is not None else None
@@ -1257,8 +1249,6 @@ class ExternalServers:
 
     def _caller(self, user_id: str) -> _Caller:
         """The user's workspace code and the newest clear that concerns them (two key reads)."""
-        if self.store is None:
-            return _Caller(user_id, user_id, 0.0)
         row = self.store.get(user_id, _SETTINGS_ROW)
         epoch = self.store.get(OPERATOR, _EPOCH_ROW)
         code = ""

@@ -84,7 +84,7 @@ def _session_principal(gateway: Gateway, request: Request) -> Principal:
         raise _Refused("Forbidden: a portal session is accepted only from the portal's own origin")
     if not gateway.sessions.check_csrf(request, request.headers.get(CSRF_HEADER)):
         raise _Refused("Forbidden: a portal session needs the portal's CSRF token (X-CSRF-Token)")
-    user = gateway.sessions.current_user(request, gateway.stores.users)
+    user = gateway.sessions.current_user(request, gateway.auth.user)
     if user is None:
         raise _Refused("Forbidden: the portal session has expired; sign in again")
     return Principal(user=user, via="session")

@@ -198,7 +198,7 @@ class McpServer:
         scheme, _, token = raw.partition(" ")
         if scheme.lower() != "bearer" or not token.strip():
             raise AuthError("missing bearer token")
-        return await self.gw.authenticate(token.strip())
+        return await self.gw.auth.authenticate(token.strip())
 
     async def handle(
         self, body: bytes, headers: Mapping[str, str], principal: Principal | None = None
@@ -252,7 +252,7 @@ class McpServer:
         return reply
 
     async def _audit_error(self, principal: Principal, method: str | None, code: int, message: str) -> None:
-        await self.gw.audit(
+        await self.gw.runs.audit(
             {
                 "action": "MCP_ERROR",
                 "user": principal.user.id,

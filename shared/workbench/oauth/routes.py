@@ -184,11 +184,7 @@ def _consent_body(req: AuthorizationRequest, user: User, txn: str, blob: str, cs
 
 
 def oauth_routes(gateway: Gateway) -> list[BaseRoute]:
-    server = gateway.oauth
-    if server is None:  # a store backend without the OAuth ports: no authorization server
-        return []
-    web = WebContext(gateway)
-    return _routes(gateway, server, web)
+    return _routes(gateway, gateway.oauth, WebContext(gateway))
 
 
 def _routes(gw: Gateway, server: OAuthServer, web: WebContext) -> list[BaseRoute]:
@@ -239,7 +235,7 @@ def _routes(gw: Gateway, server: OAuthServer, web: WebContext) -> list[BaseRoute
             return error_page(exc.description, 400, user)
         blob = _encode_request(req)
         txn = secrets.token_urlsafe(32)
-        gw.stores.pending.put_state(
+        gw.auth.put_state(
             OAuthState(
                 state=txn,
                 user_id=user.id,
@@ -261,7 +257,7 @@ def _routes(gw: Gateway, server: OAuthServer, web: WebContext) -> list[BaseRoute
         form = await web.checked_form(request, user)
         if isinstance(form, Response):
             return form
-        taken = gw.stores.pending.take_state(form.get("txn") or "", now=gw.clock())
+        taken = gw.auth.take_state(form.get("txn") or "")
         blob = form.get("request") or ""
         if taken is None or taken.integration != CONSENT_MARKER:
             return error_page("This authorization was already answered or has expired.", 400, user)

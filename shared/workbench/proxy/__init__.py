@@ -1,6 +1,5 @@
-"""The curl proxy surface: curl_session tokens and /c/<integration>/<path>."""
+"""The curl proxy surface: /c/<integration>/<path> (its tokens: workbench.services.curl)."""
 
 from workbench.proxy.app import create_proxy_app, proxy_routes
-from workbench.proxy.session import mint_curl_session
 
-__all__ = ["create_proxy_app", "mint_curl_session", "proxy_routes"]
+__all__ = ["create_proxy_app", "proxy_routes"]

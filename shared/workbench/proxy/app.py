@@ -38,7 +38,7 @@ from workbench.guard.bodylimit import BodyLimit, BodyRule, BodyTooLarge, guarded
 from workbench.guard.egress import EgressRefused, EgressTransport, Resolver
 from workbench.observability import log_event
 from workbench.proxy.guard import Refused, check_path, location_inside
-from workbench.proxy.session import TOKEN_TYPE, binding_key_id, binding_problem, proxy_audience
+from workbench.services.curl import TOKEN_TYPE
 
 if TYPE_CHECKING:
     from starlette.types import Receive, Scope, Send
@@ -310,7 +310,7 @@ class CurlProxy:
         hit = self._verified.get(key)
         if hit is not None and hit[1] > now:
             return hit[0]
-        claims = self.gw.tokens.verify(token, audience=proxy_audience(self.gw))
+        claims = self.gw.curl.verify(token)
         keep = min(float(claims["exp"]), now + self.gw.settings.auth_cache_seconds)
         if keep > now:
             if len(self._verified) >= _MAX_VERIFIED:
@@ -323,21 +323,16 @@ class CurlProxy:
     def _holder(
         self, claims: dict[str, Any], integration: str | None
     ) -> tuple[User | None, str | None, _Found | None]:
-        """The store reads of a request in one round trip (Stores.read_together), on the store pool:
-        the token's user; why its minting credential no longer stands behind it; and, for an
+        """The store reads of a request in one round trip (CurlSessions.read_holder), on the store
+        pool: the token's user; why its minting credential no longer stands behind it; and, for an
         integration the token grants, the user's connection, whether it is usable, and its
         credential decrypted when it needs no refresh."""
-        sub = str(claims.get("sub"))
         manifest = self.gw.registry.manifest(integration) if integration else None
-        found_now = self.gw.stores.read_together(
-            user_id=sub,
-            key_id=binding_key_id(claims),
-            connection=(sub, manifest.name) if manifest is not None else None,
-        )
+        found_now = self.gw.curl.read_holder(claims, manifest.name if manifest is not None else None)
         user = found_now.user
         if user is None:
             return None, None, None
-        revoked = binding_problem(self.gw, claims, api_key=found_now.api_key)
+        revoked = self.gw.curl.binding_problem(claims, api_key=found_now.api_key)
         if manifest is None or revoked is not None:
             return user, revoked, None
         conn = found_now.connection
@@ -352,7 +347,7 @@ class CurlProxy:
     async def _audit(self, event: dict[str, Any], started: float, status: int, error: str | None) -> None:
         success = error is None and status < 400
         duration = time.perf_counter() - started
-        await self.gw.audit(
+        await self.gw.runs.audit(
             {
                 **event,
                 "status": status,
@@ -484,7 +479,7 @@ class CurlProxy:
 
     def _kids(self) -> frozenset[str]:
         """The key ids Workbench signs with now (read once per request: keys rotate)."""
-        return frozenset(k.kid for k in self.gw.tokens.source.signing_keys())
+        return self.gw.curl.signing_kids()
 
     def _carries_workbench_secret(self, text: str, kids: frozenset[str]) -> bool:
         """A Workbench API key, or a JWT signed by one of Workbench's keys, anywhere in `text`."""
@@ -519,7 +514,7 @@ class CurlProxy:
         target: str,
         secrets: list[bytes],
     ) -> Response:
-        proxy_prefix = f"{proxy_audience(self.gw)}/{integration}"
+        proxy_prefix = f"{self.gw.curl.audience}/{integration}"
         headers: dict[str, str] = {}
         for name, value in upstream.headers.items():
             lname = name.lower()

@@ -36,7 +36,7 @@ async def _authenticate(gw: Gateway, request: Request) -> Principal:
     token = token.strip()
     if scheme.lower() != "bearer" or not looks_like_api_key(token):
         raise AuthError("a Workbench API key is required")
-    return await gw.authenticate(token)
+    return await gw.auth.authenticate(token)
 
 
 def rest_routes(gateway: Gateway) -> list[Route]:

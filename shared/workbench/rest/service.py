@@ -85,7 +85,7 @@ async def _check_integration(
     owners: dict[str, str] = {}
     # Once per distinct tool: a custom-app lookup reads the user's server registrations.
     for tool in dict.fromkeys(ex["tool"] for ex in executions):
-        hit = await gw.engine.lookup(principal, tool)
+        hit = await gw.catalog.lookup(principal, tool)
         if hit is not None:
             owners[tool] = hit[1].name
     if gw.registry.manifest(integration) is None and integration not in owners.values():
@@ -108,7 +108,7 @@ async def run_rest(gw: Gateway, principal: Principal, integration: str, payload:
     refused = await _check_integration(gw, principal, integration, executions)
     if refused is not None:
         return refused
-    outcome = await gw.execute(principal, executions)
+    outcome = await gw.runs.execute(principal, executions)
     results: list[dict[str, Any]] = outcome["results"]
     return RestReply(200, results[0] if single else {"results": results})
 
@@ -131,7 +131,7 @@ async def run_scheduled_job(gw: Gateway, event: dict[str, Any]) -> dict[str, Any
     if not isinstance(email, str) or not isinstance(integration, str) or not integration:
         log_event("scheduled_job_rejected", reason="user and integration are required", **summary)
         return {"error": "A scheduled job needs 'user' (an email) and 'integration'"}
-    user = await gw.store_io.run(gw.stores.users.by_email, email)
+    user = await gw.store_io.run(gw.auth.user_by_email, email)
     if user is None:
         log_event("scheduled_job_rejected", reason="unknown user", **summary)
         return {"error": f"Unknown user: {email}"}
@@ -141,7 +141,7 @@ async def run_scheduled_job(gw: Gateway, event: dict[str, Any]) -> dict[str, Any
     results = reply.body.get("results", [reply.body]) if reply.status == 200 else []
     failures = [r.get("error") for r in results if "error" in r]
     error = reply.body.get("error") if reply.status != 200 else (failures[0] if failures else None)
-    await gw.audit(
+    await gw.runs.audit(
         {
             "action": "SCHEDULE",
             "user": user.id,

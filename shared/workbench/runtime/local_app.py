@@ -102,7 +102,7 @@ def first_run(gateway: Gateway, email: str) -> str | None:
     marker = gateway.settings.data_dir / ".initialized"
     if marker.exists():
         return None
-    user = gateway.stores.users.get_or_create(email)
-    key = gateway.api_keys.mint(user, label="first run")
+    user = gateway.auth.sign_in(email)
+    key = gateway.auth.mint_key(user, label="first run")
     marker.write_text("1\n")
     return key

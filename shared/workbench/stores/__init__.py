@@ -456,19 +456,16 @@ class Stores:
     audit: AuditStore
     vault: VaultStore
     jots: JotStore
-    extra: dict[str, Any] = field(default_factory=dict)
-    # Custom apps (external MCP servers). None on a backend without an adapter yet: registration is refused.
-    external_servers: ExternalServerStore | None = None
-    # OAuth authorization server for MCP clients (workbench.oauth). None: the AS is unavailable.
-    oauth_clients: OAuthClientStore | None = None
-    oauth_codes: AuthorizationCodeStore | None = None
-    oauth_refresh: RefreshTokenStore | None = None
-    # Registration throttling of the OAuth AS (per client address and global).
-    oauth_rates: RateWindowStore | None = None
+    external_servers: ExternalServerStore  # custom apps (external MCP and OpenAPI servers)
+    # The OAuth authorization server for MCP clients (workbench.oauth), and its registration throttle.
+    oauth_clients: OAuthClientStore
+    oauth_codes: AuthorizationCodeStore
+    oauth_refresh: RefreshTokenStore
+    oauth_rates: RateWindowStore
+    # Portal sessions signed out before they expired (web/sessions.py).
+    session_revocations: SessionRevocationStore
     # An adapter that can read several aggregates in one round trip; otherwise one read each.
     batch_reads: BatchReads | None = None
-    # Portal sessions signed out before they expired (web/sessions.py). None: sign-out only clears the cookie.
-    session_revocations: SessionRevocationStore | None = None
 
     def read_together(
         self,

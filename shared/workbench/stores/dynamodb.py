@@ -49,7 +49,7 @@ from workbench.stores import (
     User,
 )
 
-__all__ = ["TABLES", "DynamoTables", "dynamodb_stores"]
+__all__ = ["TABLES", "DynamoTables", "dynamodb_stores", "dynamodb_tables"]
 
 # store name -> logical id of its table in template.yaml (tests create tables from the template).
 TABLES: dict[str, str] = {
@@ -1160,7 +1160,6 @@ def dynamodb_stores(settings: Settings, *, client: Any | None = None) -> Stores:
         audit=DynamoAudit(tables),
         vault=DynamoVault(tables),
         jots=DynamoJots(tables),
-        extra={"dynamodb": tables},
         external_servers=DynamoExternalServers(tables),
         oauth_clients=DynamoOAuthClients(tables),
         oauth_codes=DynamoAuthorizationCodes(tables),
@@ -1169,3 +1168,10 @@ def dynamodb_stores(settings: Settings, *, client: Any | None = None) -> Stores:
         batch_reads=DynamoBatchReads(tables),
         session_revocations=DynamoSessionRevocations(tables),
     )
+
+
+def dynamodb_tables(stores: Stores) -> DynamoTables | None:
+    """The tables (and their one client) behind stores built by `dynamodb_stores`; None for another
+    backend. The signing keys share that client instead of opening a second one."""
+    users = stores.users
+    return users.t if isinstance(users, DynamoUsers) else None

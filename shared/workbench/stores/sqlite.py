@@ -726,7 +726,6 @@ def sqlite_stores(path: Path | str) -> Stores:
         audit=SqliteAudit(db),
         vault=SqliteVault(db),
         jots=SqliteJots(db),
-        extra={"sqlite": db},
         external_servers=SqliteExternalServers(db),
         oauth_clients=SqliteOAuthClients(db),
         oauth_codes=SqliteAuthorizationCodes(db),

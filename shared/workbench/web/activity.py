@@ -103,7 +103,7 @@ class Callers:
         if via == "api_key":
             key_id = str(ev.get("key_id") or "")
             if self._keys is None:
-                self._keys = {k.key_id: k.label for k in self.gw.stores.api_keys.list_for(self.user.id)}
+                self._keys = {k.key_id: k.label for k in self.gw.auth.keys_of(self.user.id)}
             label = self._keys.get(key_id, "")
             if not key_id:
                 return "An API key"
@@ -111,8 +111,7 @@ class Callers:
         if via == "oauth":
             client_id = str(ev.get("client_id") or "")
             if client_id and client_id not in self._clients:
-                store = self.gw.stores.oauth_clients
-                client = store.get(client_id) if store is not None else None
+                client = self.gw.oauth.clients.registered(client_id)
                 self._clients[client_id] = client.client_name if client is not None else ""
             name = self._clients.get(client_id, "")
             return f"OAuth client {name}" if name else "An OAuth client"
@@ -234,10 +233,10 @@ def activity_routes(web: WebContext) -> list[BaseRoute]:
             limit=PAGE_SIZE,
             cursor=cursor,
         )
-        listing = gw.stores.audit.activity(user.id, query)
+        listing = gw.runs.activity(user.id, query)
         callers = Callers(gw, user)
         now = gw.clock()
-        recent = gw.stores.audit.activity(
+        recent = gw.runs.activity(
             user.id,
             ActivityQuery(integration=integration, since=now - CHART_DAYS * 86_400, limit=CHART_MAX_EVENTS),
         )
@@ -303,9 +302,7 @@ def activity_routes(web: WebContext) -> list[BaseRoute]:
         bounded number of pages (never another user's partition, never a scan)."""
         cursor = None
         for _ in range(DETAIL_PAGES):
-            found = gw.stores.audit.activity(
-                user.id, ActivityQuery(since=at - 0.001, limit=100, cursor=cursor)
-            )
+            found = gw.runs.activity(user.id, ActivityQuery(since=at - 0.001, limit=100, cursor=cursor))
             for ev in found.events:
                 if ev.get("id") == event_id:
                     return ev

@@ -188,8 +188,8 @@ class _Bridge:
                 403, "FORBIDDEN_ORIGIN", "Requests to the browser bridge must come from Workbench itself."
             )
         connection_id = request.path_params["connection_id"]
-        user = self.gw.sessions.current_user(request, self.gw.stores.users)
-        record = self.gw.stores.pending.get(connection_id, now=self.gw.clock())
+        user = self.gw.sessions.current_user(request, self.gw.auth.user)
+        record = self.gw.connections.pending(connection_id)
         if user is None or record is None or record.user_id != user.id:
             # No session, an unknown id and another user's id all look alike: no existence oracle.
             raise _Refused(
@@ -337,7 +337,7 @@ class _Bridge:
             )
         # Encrypted under the (user, integration) context; the agent never sees the values.
         self.gw.credentials.save(claim.user.id, claim.manifest.name, {"cookies": cookies})
-        self.gw.stores.pending.mark_connected(claim.record.id)
+        self.gw.connections.mark_connected(claim.record.id)
         await self.pool.close_capture(claim.record.id)
         return _json({"status": "CONNECTED", "integration": claim.manifest.name}, 200)
 

@@ -61,7 +61,7 @@ def connect_routes(web: WebContext) -> list[BaseRoute]:
 
     def link(request: Request, user: User) -> Response:
         connection_id = str(request.path_params["connection_id"])
-        rec = gw.stores.pending.get(connection_id, now=gw.clock())
+        rec = gw.connections.pending(connection_id)
         if rec is None or rec.user_id != user.id:
             return link_page(
                 request, user, "Link not valid", notices(("error", _REDEEM_TEXT["ACCOUNT_MISMATCH"])), 403

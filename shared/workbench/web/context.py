@@ -41,7 +41,7 @@ class WebContext:
     local: bool = False
 
     def user(self, request: Request) -> User | None:
-        return self.gw.sessions.current_user(request, self.gw.stores.users)
+        return self.gw.sessions.current_user(request, self.gw.auth.user)
 
     def csrf(self, request: Request) -> str:
         return self.gw.sessions.csrf_token(request)

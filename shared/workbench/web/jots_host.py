@@ -14,8 +14,6 @@ script, no external resource, and inline styles only.
 
 from __future__ import annotations
 
-import secrets
-from dataclasses import replace
 from html import escape
 from typing import TYPE_CHECKING
 from urllib.parse import parse_qs, urlencode, urlsplit
@@ -31,7 +29,7 @@ if TYPE_CHECKING:
     from workbench.composition import Gateway
     from workbench.stores import Jot, User
 
-__all__ = ["CSP", "jots_routes", "new_share_token"]
+__all__ = ["CSP", "jots_routes"]
 
 # No script at all; images only over https (a jot may embed one; Referrer-Policy keeps share links private).
 CSP = (
@@ -67,10 +65,6 @@ input[type=text] { font: inherit; width: 100%; }
 """
 
 
-def new_share_token() -> str:
-    return secrets.token_urlsafe(24)  # 192 bits: a share link cannot be guessed
-
-
 def _page(title: str, body: str, status: int = 200) -> HTMLResponse:
     html = (
         '<!doctype html><html lang="en"><head><meta charset="utf-8">'
@@ -99,11 +93,11 @@ def _same_origin(request: Request, base: str) -> bool:
 
 
 def jots_routes(gateway: Gateway) -> list[BaseRoute]:
-    jots = gateway.stores.jots
+    jots = gateway.jots
     base = gateway.settings.public_url.rstrip("/")
 
     def signed_in(request: Request) -> User | None:
-        return gateway.sessions.current_user(request, gateway.stores.users)
+        return gateway.sessions.current_user(request, gateway.auth.user)
 
     def owner_controls(request: Request, jot: Jot) -> str:
         csrf = escape(gateway.sessions.csrf_token(request), quote=True)
@@ -151,14 +145,12 @@ def jots_routes(gateway: Gateway) -> list[BaseRoute]:
         jot = jots.get(user.id, request.path_params["jot_id"])
         if jot is None:
             return _not_found()
-        share = request.path_params["action"] == "share"
-        token = (jot.share_token or new_share_token()) if share else None
-        jots.put(replace(jot, share_token=token))
+        jots.set_shared(user.id, jot.id, request.path_params["action"] == "share")
         return RedirectResponse(f"/jots/{jot.id}", status_code=303, headers=_HEADERS)
 
     async def shared(request: Request) -> Response:
         token = request.path_params["token"]
-        jot = jots.by_share_token(token) if 16 <= len(token) <= 128 else None
+        jot = jots.shared(token)
         if jot is None:
             return _not_found()
         return _page(jot.title, _jot_html(jot))

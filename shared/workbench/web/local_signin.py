@@ -74,7 +74,7 @@ def signin_link_command(public_url: str) -> str:
 def mint_signin_link(gw: Gateway, user: User, base_url: str) -> str:
     """A fresh one-time sign-in link for `user` at `base_url` (a loopback URL of the local gateway)."""
     token = secrets.token_urlsafe(32)
-    gw.stores.pending.put_state(
+    gw.auth.put_state(
         OAuthState(
             state=_digest(token),
             user_id=user.id,
@@ -98,8 +98,8 @@ def local_signin_routes(gw: Gateway) -> list[BaseRoute]:
                 status=403,
             )
         token = request.query_params.get("token") or ""
-        taken = gw.stores.pending.take_state(_digest(token), now=gw.clock()) if token else None
-        user = gw.stores.users.get(taken.user_id) if taken and taken.integration == _MARKER else None
+        taken = gw.auth.take_state(_digest(token)) if token else None
+        user = gw.auth.user(taken.user_id) if taken and taken.integration == _MARKER else None
         if user is None:
             body = notices(
                 (

@@ -259,7 +259,7 @@ def portal_routes(web: WebContext) -> list[BaseRoute]:
                 else None,
             ),
         )
-        conns = {c.integration: c for c in gw.stores.connections.list_for(user.id)}  # one read, not one each
+        conns = gw.connections.connections_of(user.id)  # one read, not one each
         csrf = csrf_field(web.csrf(request))
         connected, ready, needs_setup = sort_integrations(conns)
 
@@ -342,7 +342,7 @@ def portal_routes(web: WebContext) -> list[BaseRoute]:
             if refused is not None:
                 return form_error(request, m, f"{f.label}: {refused}")
         try:  # the manifest's probe, before anything is stored
-            checked = await gw.verify(user, m, values)
+            checked = await gw.connections.verify(user, m, values)
         except VerificationFailed as exc:
             return form_error(request, m, str(exc))
         verified_at = gw.clock() if checked else None
@@ -390,7 +390,7 @@ def portal_routes(web: WebContext) -> list[BaseRoute]:
     # -- API keys ------------------------------------------------------------------------------------
 
     def keys_page(request: Request, user: User) -> Response:
-        keys = gw.stores.api_keys.list_for(user.id)
+        keys = gw.auth.keys_of(user.id)
         revealed = gw.sessions.read_flash(request)  # the key the post before minted: shown once
         q = request.query_params
         done = {"revoked": "was revoked.", "rotated": "was revoked and replaced."}
@@ -474,10 +474,10 @@ def portal_routes(web: WebContext) -> list[BaseRoute]:
     @web.form_post
     async def mint(request: Request, user: User, form: dict[str, str]) -> Response:
         label = (form.get("label") or "").strip()[:100]
-        return key_minted(request, gw.api_keys.mint(user, label=label))
+        return key_minted(request, gw.auth.mint_key(user, label=label))
 
     def own_active_key(user: User, key_id: str) -> ApiKeyRecord | None:
-        rec = gw.stores.api_keys.get(key_id)
+        rec = gw.auth.key(key_id)
         return rec if rec is not None and rec.user_id == user.id and not rec.revoked else None
 
     def confirm_key(request: Request, user: User) -> Response:
@@ -515,21 +515,20 @@ def portal_routes(web: WebContext) -> list[BaseRoute]:
         rec = own_active_key(user, str(request.path_params["key_id"]))
         if rec is None:
             return redirect("/portal/api-keys?error=no-such-key")
-        key = gw.api_keys.mint(user, label=rec.label)
-        gw.stores.api_keys.revoke(user.id, rec.key_id)
+        key = gw.auth.mint_key(user, label=rec.label)
+        gw.auth.revoke_key(user.id, rec.key_id)
         return key_minted(request, key, f"?rotated={rec.key_id}")
 
     @web.form_post
     async def revoke(request: Request, user: User, form: dict[str, str]) -> Response:
         key_id = str(request.path_params["key_id"])
-        if own_active_key(user, key_id) is None or not gw.stores.api_keys.revoke(user.id, key_id):
+        if own_active_key(user, key_id) is None or not gw.auth.revoke_key(user.id, key_id):
             return redirect("/portal/api-keys?error=no-such-key")
         return redirect(f"/portal/api-keys?revoked={key_id}")
 
     # -- MCP clients -------------------------------------------------------------------------------
 
     def clients_page(request: Request, user: User) -> Response:
-        port = gw.oauth_clients  # None when the store backend has no OAuth authorization server
         q = request.query_params
         flash = notices(
             ("ok", "The client was revoked." if q.get("revoked") == "1" else None),
@@ -538,15 +537,8 @@ def portal_routes(web: WebContext) -> list[BaseRoute]:
                 "That client has no live tokens on your account." if q.get("error") == "no-client" else None,
             ),
         )
-        if port is None:
-            body = flash + (
-                '<section class="card"><p>No MCP client has signed in with OAuth on this gateway.</p>'
-                '<p class="muted">Clients that connect with OAuth appear here while they hold a live '
-                "refresh token; revoking one deletes its refresh tokens and outstanding codes.</p></section>"
-            )
-            return page(request, user, "MCP clients", body, "clients")
         rows = []
-        for c in port.list_for_user(user.id):
+        for c in gw.oauth.list_for_user(user.id):
             cid = e(c.client_id)
             name = e(c.client_name)
             rows.append(
@@ -579,9 +571,8 @@ def portal_routes(web: WebContext) -> list[BaseRoute]:
         return page(request, user, "MCP clients", body, "clients")
 
     def confirm_revoke_client(request: Request, user: User) -> Response:
-        port = gw.oauth_clients
         client_id = str(request.path_params["client_id"])
-        mine = [c for c in port.list_for_user(user.id) if c.client_id == client_id] if port else []
+        mine = [c for c in gw.oauth.list_for_user(user.id) if c.client_id == client_id]
         if not mine:
             return redirect("/portal/clients?error=no-client")
         return confirm(
@@ -598,15 +589,14 @@ def portal_routes(web: WebContext) -> list[BaseRoute]:
 
     @web.form_post
     async def revoke_client(request: Request, user: User, form: dict[str, str]) -> Response:
-        port = gw.oauth_clients
         client_id = str(request.path_params["client_id"])
-        if port is None or not port.revoke_for_user(user.id, client_id):
+        if not gw.oauth.revoke_for_user(user.id, client_id):
             return redirect("/portal/clients?error=no-client")
         return redirect("/portal/clients?revoked=1")
 
     def welcome_page(request: Request, user: User) -> Response:
         """Where sign-in lands: what to do next, and what already works."""
-        conns = {c.integration: c for c in gw.stores.connections.list_for(user.id)}
+        conns = gw.connections.connections_of(user.id)
         connected, ready, needs_setup = sort_integrations(conns)
         integrations = f"{len(connected)} connected, {len(ready)} ready to connect" + (
             f", {len(needs_setup)} need the operator's setup" if needs_setup else ""

@@ -24,7 +24,7 @@ from starlette.responses import Response
 from workbench.errors import ConfigError
 
 if TYPE_CHECKING:
-    from workbench.stores import SessionRevocationStore, User, UserStore
+    from workbench.stores import SessionRevocationStore, User
 
 __all__ = ["FLASH_COOKIE", "SESSION_COOKIE", "SessionCodec"]
 
@@ -99,14 +99,16 @@ class SessionCodec:
             return None
         return user_id
 
-    def current_user(self, request: Request, users: UserStore) -> User | None:
+    def current_user(self, request: Request, user: Callable[[str], User | None]) -> User | None:
+        """The signed-in user, looked up by id with `user` (AuthService.user; blocking); None when
+        there is no valid session, or it was signed out."""
         value = request.cookies.get(SESSION_COOKIE)
         user_id = self.read(value)
         if not user_id or value is None:
             return None
         if self.revocations is not None and self.revocations.is_revoked(_session_hash(value)):
             return None  # signed out (on whichever instance)
-        return users.get(user_id)
+        return user(user_id)
 
     def revoke(self, request: Request) -> None:
         """End the request's session server-side (sign-out): recorded until the session would have

@@ -126,7 +126,7 @@ def signin_routes(web: WebContext) -> list[BaseRoute]:
             url = await oidc.authorize_url(state=state, verifier=verifier)
         except OidcError as exc:
             return html_page("Sign in", notices(("error", str(exc))), status=502)
-        gw.stores.pending.put_state(
+        gw.auth.put_state(
             OAuthState(
                 state=state,
                 user_id="",
@@ -166,7 +166,7 @@ def signin_routes(web: WebContext) -> list[BaseRoute]:
         bound = request.cookies.get(SSO_COOKIE, "")
         if not state or not bound or not hmac.compare_digest(state, bound):
             return failed("This sign-in did not start in this browser, or it expired. Start again.")
-        taken = gw.stores.pending.take_state(state, now=gw.clock())
+        taken = gw.auth.take_state(state)
         if taken is None or taken.integration != SSO_STATE_MARKER:
             return failed("This sign-in response was already used or has expired. Start again.")
         if q.get("error"):
@@ -176,7 +176,7 @@ def signin_routes(web: WebContext) -> list[BaseRoute]:
             return failed("The sign-in provider's answer has no authorization code.")
         try:
             who = await oidc.finish(code=code, verifier=taken.code_verifier)
-            user = gw.stores.users.get_or_create(who.email)
+            user = gw.auth.sign_in(who.email)
             response = forget_sso(redirect(safe_next(taken.connection_id)))
             gw.sessions.set_cookie(response, user.id)
         except OidcError as exc:
@@ -197,7 +197,7 @@ def signin_routes(web: WebContext) -> list[BaseRoute]:
         if "@" not in email or len(email) > 254:
             query = urlencode({"error": "email", "next": next_path})
             return redirect(f"/portal/signin?{query}")
-        user = gw.stores.users.get_or_create(email)
+        user = gw.auth.sign_in(email)
         response = redirect(next_path)
         gw.sessions.set_cookie(response, user.id)
         return response

@@ -1,0 +1,122 @@
+"""Who is calling, and the users and credentials behind it.
+
+`authenticate` resolves a bearer token (an API key, or an OAuth access token of the authorization
+server) through this instance's `AuthCache`; a revocation made here drops the key from it at once
+(`KeysThatForget` wraps the key store below). Sign-in states (SSO, local sign-in links, the OAuth
+consent transaction) are one-time: a second `take_state` gets None.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from workbench.errors import AuthError
+from workbench.identity.auth import ApiKeys, AuthCache, Principal, looks_like_api_key
+
+if TYPE_CHECKING:
+    from workbench.engine.blocking import BlockingPool
+    from workbench.oauth.service import OAuthServer
+    from workbench.stores import (
+        ApiKeyRecord,
+        ApiKeyStore,
+        OAuthState,
+        PendingStore,
+        Snapshot,
+        User,
+        UserStore,
+    )
+
+__all__ = ["AuthService"]
+
+
+class AuthService:
+    def __init__(
+        self,
+        *,
+        users: UserStore,
+        keys: ApiKeyStore,
+        read_together: Callable[..., Snapshot],
+        pending: PendingStore,
+        cache: AuthCache,
+        io: BlockingPool,
+        oauth: Callable[[], OAuthServer],
+        clock: Callable[[], float],
+    ) -> None:
+        self._users = users
+        self._keys = keys
+        self._pending = pending
+        self.api_keys = ApiKeys(
+            users, keys, read_together
+        )  # minting and resolving `wb_` keys (workbench.identity.auth)
+        self._oauth = oauth  # built on first use: an API-key call never imports the OAuth server
+        self._io = io
+        self._clock = clock
+        self.cache = cache
+
+    # -- bearer tokens ---------------------------------------------------------------------------
+
+    async def authenticate(self, token: str) -> Principal:
+        """The principal behind a bearer token (API key, or an OAuth access token), from this
+        instance's AuthCache when it resolved the token moments ago; AuthError if none."""
+        cached = self.cache.get(token)
+        if cached is not None:
+            return cached
+        generation = self.cache.generation
+        holder = self.cache.holder(token)  # an API key resolved here before: one read, not two
+        principal = await self._io.run(self.resolve_token, token, holder)
+        self.cache.put(token, principal, generation)
+        return principal
+
+    def resolve_token(self, token: str, holder: str | None = None) -> Principal:
+        """`authenticate` without the cache, blocking (store reads; the signing keys). `holder`:
+        whose API key the token was last time (AuthCache.holder)."""
+        if looks_like_api_key(token):
+            return self.api_keys.resolve(token, holder=holder)
+        principal = self._oauth().verify_access_token(token)
+        if principal is None:
+            raise AuthError("invalid token")
+        return principal
+
+    # -- users (blocking) ------------------------------------------------------------------------
+
+    def user(self, user_id: str) -> User | None:
+        return self._users.get(user_id)
+
+    def user_by_email(self, email: str) -> User | None:
+        return self._users.by_email(email)
+
+    def sign_in(self, email: str) -> User:
+        """The user with this (verified) email, created on first sign-in."""
+        return self._users.get_or_create(email)
+
+    # -- API keys (blocking) ---------------------------------------------------------------------
+
+    def mint_key(self, user: User, label: str = "") -> str:
+        """A new API key for `user`, returned once; only its hash is kept."""
+        return self.api_keys.mint(user, label=label)
+
+    def keys_of(self, user_id: str) -> list[ApiKeyRecord]:
+        return self._keys.list_for(user_id)
+
+    def key(self, key_id: str) -> ApiKeyRecord | None:
+        """Any user's key record by id (the CLI's revoke; the curl proxy's binding check)."""
+        return self._keys.get(key_id)
+
+    def own_active_key(self, user: User, key_id: str) -> ApiKeyRecord | None:
+        """`user`'s unrevoked key with this id; None for another user's key, as for an unknown one."""
+        rec = self._keys.get(key_id)
+        return rec if rec is not None and rec.user_id == user.id and not rec.revoked else None
+
+    def revoke_key(self, user_id: str, key_id: str) -> bool:
+        """Revoke `user_id`'s key; this instance's cache forgets it at once. False if not theirs."""
+        return self._keys.revoke(user_id, key_id)
+
+    # -- one-time sign-in states (blocking) ------------------------------------------------------
+
+    def put_state(self, state: OAuthState) -> None:
+        self._pending.put_state(state)
+
+    def take_state(self, state: str) -> OAuthState | None:
+        """Return and delete the state atomically (None if unknown, taken or expired)."""
+        return self._pending.take_state(state, now=self._clock())

@@ -1,0 +1,130 @@
+"""What a caller can find: the tool search, one tool's schema, the list of integrations.
+
+The shared catalog (built-in and plugin tools) is searched through the index the layer ships
+prebuilt (workbench.engine.catalog_index), so no tools module is imported to search; a caller's
+custom apps are ranked alongside it and are never shown to another user.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from workbench.engine.executor import Engine
+    from workbench.engine.index_cache import IndexCache
+    from workbench.engine.registry import Manifest, Registry
+    from workbench.engine.search import SearchIndex
+    from workbench.external import ExternalServers
+    from workbench.identity.auth import Principal
+    from workbench.services.connections import ConnectionService
+    from workbench.tools import Tool
+
+__all__ = ["CatalogService"]
+
+
+class CatalogService:
+    def __init__(
+        self,
+        *,
+        registry: Registry,
+        engine: Engine,
+        connections: ConnectionService,
+        external: Callable[[], ExternalServers | None],
+    ) -> None:
+        self.registry = registry
+        self._engine = engine
+        self._connections = connections
+        self._external = external  # built on first use (custom apps)
+
+    @cached_property
+    def _index(self) -> SearchIndex:
+        from workbench.engine import catalog_index
+        from workbench.engine.search import SearchIndex, catalog_docs
+
+        # The layer ships the catalog's index prebuilt: no tools module is imported to search.
+        prebuilt = catalog_index.load(self.registry)
+        return prebuilt if prebuilt is not None else SearchIndex(catalog_docs(self.registry))
+
+    def search_index(self) -> SearchIndex:
+        return self._index
+
+    @cached_property
+    def search_indexes(self) -> IndexCache:
+        """Custom-app catalogs' indexes, built off the loop within their budgets."""
+        from workbench.engine.index_cache import IndexCache
+
+        return IndexCache(self._connections.io)
+
+    async def search_tools(self, principal: Principal, query: str, limit: int) -> list[dict[str, Any]]:
+        """search_tools: built-in and plugin tools plus this caller's custom apps (never another user's)."""
+        from workbench.engine.search import SearchBudgetExceeded, SearchDoc
+        from workbench.observability import log_event
+        from workbench.tools import argument_text
+
+        # Built (or loaded) on a pool thread the first time, never on the event loop.
+        index: SearchIndex | None = self.__dict__.get("_index")
+        if index is None:
+            index = await self._connections.io.run(self.search_index)
+        hits = index.search(query, limit)
+        custom_hints: dict[str, dict[str, Any]] = {}
+        external = self._external()
+        if external is not None:
+            found = await external.catalog(principal.user.id)
+            custom_hints = {t.name: t.annotations for t in found}
+            custom = tuple(
+                SearchDoc(t.name, t.description, t.server, arguments=argument_text(t.input_schema))
+                for t in found
+            )
+            if custom:  # ranked alongside the shared catalog
+                try:
+                    own = await self.search_indexes.get(custom)
+                except SearchBudgetExceeded as e:
+                    # That catalog is left out of search, said in the log; the rest still answers.
+                    log_event("search_index_refused", user=principal.user.id, error=str(e))
+                else:
+                    hits = sorted([*hits, *own.search(query, limit)], key=lambda h: (not h.named, -h.score))
+                    hits = hits[:limit]
+        # Only the hit integrations: a cookie integration's check decrypts its stored cookies.
+        status = await self._connections.io.run(
+            self._connections.status, principal.user.id, {hit.doc.integration for hit in hits}
+        )
+        return [
+            {
+                "name": hit.doc.name,
+                "description": hit.doc.description,
+                "integration": hit.doc.integration,
+                "score": hit.score,
+                "connected": status.get(hit.doc.integration, True),
+                "annotations": self.annotations_of(hit.doc.name, hit.doc.integration, custom_hints),
+            }
+            for hit in hits
+        ]
+
+    def annotations_of(
+        self, tool_name: str, integration: str, custom: Mapping[str, dict[str, Any]] | None = None
+    ) -> dict[str, Any]:
+        """A tool's MCP annotations without importing its tools module (a plugin's come from its
+        manifest; a custom app's from its server, as discovered)."""
+        manifest = self.registry.manifest(integration)
+        if manifest is not None:
+            return manifest.annotations(tool_name)
+        return dict((custom or {}).get(tool_name) or {})
+
+    async def lookup(self, principal: Principal, name: str) -> tuple[Tool, Manifest] | None:
+        """The tool this caller can run under `name` (shared catalog, then their custom apps)."""
+        return await self._engine.lookup(principal, name)
+
+    def integrations(self, user_id: str) -> list[dict[str, Any]]:
+        """list_integrations: every installed integration with this user's connection status, then
+        the user's custom apps and the operator's servers (blocking)."""
+        status = self._connections.status(user_id)
+        listed = [
+            {"name": m.name, "version": m.version, "connected": status[m.name]}
+            for m in self.registry.manifests()
+        ]
+        external = self._external()
+        if external is not None:
+            listed += external.integrations(user_id)
+        return listed
