@@ -248,15 +248,31 @@ def test_playground_runs_a_tool_through_mcp_with_the_session(gw: Gateway, signed
     page.click("#pg-search button[type=submit]")
     page.click("button[aria-label='Use create_jot']")
     assert page.input_value("#pg-execute-tool") == "create_jot"
-    page.click("#pg-schema button[type=submit]")
+    # "Use" fetched the schema, and the arguments are a form built from it (required fields first).
     page.locator("#pg-schema-out", has_text="title").wait_for()
-    assert "title" in json.loads(page.input_value("#pg-args"))  # required args, prefilled from the schema
-    page.fill("#pg-args", json.dumps({"title": "From the playground", "body": "made by hand"}))
+    page.locator("#pg-arg-title").wait_for()
+    assert page.locator("label[for=pg-arg-title]").inner_text() == "title (required)"
+    page.fill("#pg-arg-title", "From the playground")
+    page.fill("#pg-arg-body", "made by hand")
+    # The raw JSON view says the same thing, and edits there come back to the form.
+    page.check("#pg-raw")
+    assert json.loads(page.input_value("#pg-args")) == {
+        "title": "From the playground",
+        "body": "made by hand",
+    }
+    page.uncheck("#pg-raw")
+    assert page.input_value("#pg-arg-title") == "From the playground"
     page.click("#pg-execute button[type=submit]")
     page.locator("#pg-execute-out", has_text="result").wait_for()
     out = json.loads(page.locator("#pg-execute-out").inner_text())
     assert out["results"][0]["result"]["title"] == "From the playground"
+    # This session's runs: the call, reloadable.
+    history = page.locator("#pg-history li")
+    assert history.count() == 1 and "create_jot" in history.first.inner_text()
+    assert "succeeded" in history.first.inner_text()
     screenshot(page, "25-playground-ran-a-tool")
+    history.first.locator("button").click()
+    assert json.loads(page.input_value("#pg-args"))["title"] == "From the playground"
     titles = [
         j["title"]
         for j in gw.mcp("execute_tools", {"executions": [{"tool": "list_jots"}]})["results"][0]["result"][

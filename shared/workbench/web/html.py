@@ -112,6 +112,9 @@ select, textarea, input[type=number] { font: inherit; padding:.45rem; border:1px
 textarea { width:100%; min-height: 8rem; font-family: ui-monospace, monospace; font-size:.9rem; }
 .pager { display:flex; gap:1rem; justify-content:space-between; margin-top:.75rem; }
 .visually-hidden { position:absolute; width:1px; height:1px; overflow:hidden; clip:rect(0 0 0 0); white-space:nowrap; }
+fieldset.args { border:1px solid var(--line); border-radius:6px; margin:.75rem 0; padding:.25rem 1rem .75rem; }
+fieldset.args legend { font-weight:600; padding:0 .25rem; }
+label.inline-check { display:inline-flex; gap:.4rem; align-items:center; font-weight:normal; }
 .result-list { list-style:none; padding:0; margin:.5rem 0; }
 .result-list li { border-bottom:1px solid var(--line); padding:.5rem 0; }
 /* Narrow screens (a 390 px phone): tables become labelled stacks; nothing scrolls sideways. */

@@ -53,10 +53,16 @@ def playground_routes(web: WebContext) -> list[BaseRoute]:
             '<form id="pg-execute" aria-label="execute_tools">'
             '<label for="pg-execute-tool">Tool</label>'
             '<input id="pg-execute-tool" data-tool-field type="text" required>'
-            '<label for="pg-args">Arguments (JSON)</label>'
-            '<textarea id="pg-args" spellcheck="false">{}</textarea>'
+            '<fieldset id="pg-form" class="args"><legend>Arguments</legend>'
+            '<p class="muted">Get the schema (or press “Use” on a search result) for a form.</p></fieldset>'
+            '<p><label class="inline-check"><input id="pg-raw" type="checkbox"> Edit the arguments as JSON</label></p>'
+            '<div id="pg-raw-block" hidden><label for="pg-args">Arguments (JSON)</label>'
+            '<textarea id="pg-args" spellcheck="false">{}</textarea></div>'
             '<p><button type="submit">Run</button></p></form>'
-            '<pre class="snippet" id="pg-execute-out" aria-live="polite"></pre></section></div>'
+            '<pre class="snippet" id="pg-execute-out" aria-live="polite"></pre></section>'
+            '<section class="card" aria-labelledby="pg-4"><h2 id="pg-4">This session’s runs</h2>'
+            '<p class="muted" id="pg-history-empty">Nothing run yet in this tab.</p>'
+            '<ul id="pg-history" class="result-list"></ul></section></div>'
         )
         return html_page("Playground", body, email=user.email, csrf=web.csrf(request), active="playground")
 
