@@ -79,6 +79,15 @@ def build_stores(settings: Settings) -> Stores:
     return dynamodb_stores(settings)
 
 
+def build_audit_fallback(settings: Settings) -> Callable[[list[dict[str, Any]]], None] | None:
+    """AWS: the audit queue that takes rows DynamoDB throttled past the request's audit time."""
+    if not settings.audit_queue_url:
+        return None
+    from workbench.aws.audit_queue import SqsAuditQueue
+
+    return SqsAuditQueue(settings).defer
+
+
 def build_secret_source(settings: Settings) -> SecretSource:
     """AWS: the stack's Secrets Manager secret, read at run time. Local: the environment."""
     if settings.secret_id:
@@ -403,9 +412,16 @@ def build_gateway(
         """The one refresher: a custom app's OAuth credential names its own token endpoint and client."""
         gateway = late[0]
         app_oauth = gateway.external.oauth if "app_oauth" in stored else None
-        if app_oauth is not None:
-            return await app_oauth.refresh(refresh_token, stored)
-        return await gateway.provider_oauth.refresh(manifest, refresh_token, stored)
+        try:
+            if app_oauth is not None:
+                return await app_oauth.refresh(refresh_token, stored)
+            return await gateway.provider_oauth.refresh(manifest, refresh_token, stored)
+        except Exception:
+            # The stack alarms on these (template.yaml): a provider or a client secret gone bad.
+            metrics.inc(
+                "workbench_token_refresh_failures_total", {"integration": manifest.name, "success": "false"}
+            )
+            raise
 
     credentials = Credentials(stores.connections, cipher, clock=clock, refresh=refresh, io=store_io)
     vault = Vault(stores.vault, cipher)
@@ -422,6 +438,7 @@ def build_gateway(
         clock=clock,
         builtin_services=services,
         store_io=store_io,
+        audit_fallback=build_audit_fallback(settings),
     )
     gateway = Gateway(
         settings=settings,

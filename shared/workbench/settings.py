@@ -76,6 +76,10 @@ class Settings:
     result_cap_chars: int = 60_000
     execute_concurrency: int = 8
     audit_retention_days: int = 90
+    # How long one audit write may keep a request waiting (DynamoDB throttling): rows not written by
+    # then go to the audit queue (AWS: the stack's AuditRetryQueue) and are written from there.
+    audit_write_seconds: float = 0.5
+    audit_queue_url: str | None = None
     # Secret for portal session cookies and CSRF tokens (required with the kms key backend).
     session_secret: str | None = None
     # Development sign-in on the local gateway only; never set in production.
@@ -204,6 +208,8 @@ class Settings:
             oauth_access_token_ttl=_env_int(env, "WORKBENCH_OAUTH_ACCESS_TOKEN_TTL", 900),
             oauth_refresh_token_ttl=_env_int(env, "WORKBENCH_OAUTH_REFRESH_TOKEN_TTL", 30 * 86400),
             audit_retention_days=_env_int(env, "WORKBENCH_AUDIT_RETENTION_DAYS", 90),
+            audit_write_seconds=_env_float(env, "WORKBENCH_AUDIT_WRITE_SECONDS", 0.5),
+            audit_queue_url=env.get("WORKBENCH_AUDIT_QUEUE_URL") or None,
             external_servers=external,
             external_env={
                 name: env[name]

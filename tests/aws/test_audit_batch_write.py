@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -67,7 +68,9 @@ def _events(n: int, user: str = "usr_a") -> list[dict[str, Any]]:
 
 
 def _audit(settings: Settings, client: Any, sleeps: list[float]) -> DynamoAudit:
-    return DynamoAudit(DynamoTables(settings, client), sleep=sleeps.append)
+    """The store with its waits recorded instead of slept, and time enough for every round: these
+    tests pin the rounds; the write's time bound (audit_write_seconds) is test_audit_queue.py's."""
+    return DynamoAudit(DynamoTables(replace(settings, audit_write_seconds=60.0), client), sleep=sleeps.append)
 
 
 def _stored(settings: Settings, client: Any, user: str = "usr_a") -> list[dict[str, Any]]:
@@ -126,7 +129,10 @@ def test_the_engine_logs_rows_it_could_not_write_and_the_batch_answer_stands(
     settings = moto_endpoint.fresh_tables()
     stores = dynamodb_stores(settings, client=moto_endpoint.client())
     refusing = Throttled(moto_endpoint.client(), [], then_all=False)
-    stores.audit = DynamoAudit(DynamoTables(settings, refusing), sleep=lambda _s: None)
+    # No audit queue here (a local gateway), and time for every round (waits not slept).
+    stores.audit = DynamoAudit(
+        DynamoTables(replace(settings, audit_write_seconds=60.0), refusing), sleep=lambda _s: None
+    )
     gw = make_gateway(tmp_path)
     gw.stores.audit = stores.audit
     gw.engine.audit = stores.audit
@@ -150,3 +156,4 @@ def test_the_engine_logs_rows_it_could_not_write_and_the_batch_answer_stands(
     assert sorted(e["tool"] for e in line["events"]) == ["list_jots", "no_such_tool"]
     assert all(e["action"] == "EXECUTE" and e["user"] == me.user.id for e in line["events"])
     assert refusing.calls == [2] * DynamoAudit.WRITE_ROUNDS
+    assert gw.metrics.counter_value("workbench_audit_rows_dropped_total") == 2

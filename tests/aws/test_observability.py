@@ -192,3 +192,32 @@ def test_trace_headers() -> None:
     assert TraceHeader.parse("Root=1-a-b;Sampled=1") is None  # no parent to attach to
     assert TraceHeader.parse("Root=1-a-b;Parent=p;Sampled=?") is None
     assert TraceHeader.parse("Root=1-a-b; Parent=p; Sampled=1; Lineage=x:1") == TraceHeader("1-a-b", "p")
+
+
+def test_alarmed_counters_are_also_published_without_dimensions(
+    fresh_observability: None, capsys: Any
+) -> None:
+    """The stack's alarms watch one series per stack (the namespace is the stack's): audit rows
+    deferred or dropped, and token refresh failures, which also keep their per-integration series."""
+    from workbench.runtime.lambda_handler import _observability
+
+    obs = _observability()
+    obs.known_integrations(frozenset({"github"}))
+    obs.record_metric("workbench_audit_rows_deferred_total", {}, 3.0)
+    obs.record_metric("workbench_audit_rows_deferred_total", {}, 2.0)
+    obs.record_metric("workbench_audit_rows_dropped_total", {}, 1.0)
+    obs.record_metric(
+        "workbench_token_refresh_failures_total", {"integration": "github", "success": "false"}, 1.0
+    )
+    obs.flush_metrics()
+    records = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    (audit,) = [r for r in records if "workbench_audit_rows_deferred_total" in r]
+    assert audit["_aws"]["CloudWatchMetrics"][0]["Dimensions"] == [[]]
+    assert (audit["workbench_audit_rows_deferred_total"], audit["workbench_audit_rows_dropped_total"]) == (
+        5.0,
+        1.0,
+    )
+    assert "integration" not in audit
+    (refresh,) = [r for r in records if "workbench_token_refresh_failures_total" in r]
+    assert refresh["_aws"]["CloudWatchMetrics"][0]["Dimensions"] == [["integration", "success"], []]
+    assert (refresh["integration"], refresh["workbench_token_refresh_failures_total"]) == ("github", 1.0)

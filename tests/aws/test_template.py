@@ -311,7 +311,7 @@ def test_stateful_names_include_the_stack_and_a_failed_first_create_leaves_no_or
     assert RESOURCES["DataKeyAlias"]["Properties"]["AliasName"] == {
         "Fn::Sub": "alias/workbench-${AWS::StackName}"
     }
-    for logical in ("DataKey", "AppSecret", *TABLE_IDS - {"PendingTable"}):
+    for logical in ("DataKey", "AppSecret", *TABLE_IDS):
         assert RESOURCES[logical]["DeletionPolicy"] == "RetainExceptOnCreate", logical
         assert RESOURCES[logical]["UpdateReplacePolicy"] == "Retain", logical
     for logical in TABLE_IDS:

@@ -244,6 +244,7 @@ class Engine:
         clock: Callable[[], float] = time.time,
         builtin_services: Any = None,
         store_io: BlockingPool | None = None,
+        audit_fallback: Callable[[list[dict[str, Any]]], None] | None = None,
     ) -> None:
         self.registry = registry
         self.credentials = credentials
@@ -260,6 +261,8 @@ class Engine:
         self.tool_pool = BlockingPool(concurrency, "workbench-tool")
         # Blocking store calls run in their own pool, so eight blocking tools never starve them.
         self.store_io = store_io or BlockingPool(concurrency, "workbench-store")
+        # Where audit rows the store did not take in time go (AWS: the audit queue, re-driven).
+        self.audit_fallback = audit_fallback
         # Audit rows of requests that finish together share one store write (group commit).
         self.audit_writes = GroupWrite(self.write_audit, self.store_io)
 
@@ -300,16 +303,28 @@ class Engine:
                 await self.audit_writes.write(scope.events)
 
     def write_audit(self, events: list[dict[str, Any]]) -> None:
-        """One write for a batch's rows. Rows the store still refuses after its retries are logged
-        whole, as one error line, so no audit row vanishes; the batch's answer is unaffected."""
+        """One write for a batch's rows, bounded in time by the store (`audit_write_seconds`). Rows
+        the store did not take go to the audit fallback (the audit queue, written from there later;
+        counted as deferred); rows nothing took are logged whole, as one error line, and counted as
+        dropped, so no audit row vanishes unseen. The batch's answer is unaffected either way."""
         try:
             self.audit.append_many(events)
+            return
         except AuditNotWritten as exc:
-            log_error("audit_write_failed", error=exc.cause, count=len(exc.events), events=exc.events)
+            left, cause = exc.events, exc.cause
         except Exception as exc:  # a failing audit store must not turn a finished batch into a crash
-            log_error(
-                "audit_write_failed", error=f"{type(exc).__name__}: {exc}", count=len(events), events=events
-            )
+            left, cause = events, f"{type(exc).__name__}: {exc}"
+        if self.audit_fallback is not None:
+            try:
+                self.audit_fallback(left)
+            except Exception as exc:
+                cause = f"{cause}; the audit queue refused them too ({type(exc).__name__}: {exc})"
+            else:
+                self.metrics.inc("workbench_audit_rows_deferred_total", {}, len(left))
+                log_event("audit_write_deferred", error=cause, count=len(left))
+                return
+        self.metrics.inc("workbench_audit_rows_dropped_total", {}, len(left))
+        log_error("audit_write_failed", error=cause, count=len(left), events=left)
 
     async def run_batch(self, principal: Principal, calls: Sequence[ToolCall]) -> list[dict[str, Any]]:
         """Run calls through a pool of `concurrency` workers; results index-aligned with calls."""

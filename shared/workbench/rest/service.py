@@ -25,6 +25,7 @@ __all__ = [
     "COMPOSE_REFUSED",
     "SCHEDULE_SOURCE",
     "RestReply",
+    "handle_direct_event",
     "handle_schedule_event",
     "run_rest",
     "run_scheduled_job",
@@ -165,6 +166,20 @@ async def run_scheduled_job(gw: Gateway, event: dict[str, Any]) -> dict[str, Any
         error=error,
     )
     return reply.body
+
+
+async def handle_direct_event(gateway: Gateway, event: dict[str, Any]) -> dict[str, Any]:
+    """The REST function's events that did not come through API Gateway: a batch from the audit
+    queue (workbench.aws.audit_queue, written with the invocation's remaining time), else a
+    scheduled job."""
+    from workbench.aws.audit_queue import is_audit_queue_event, redrive
+    from workbench.guard import deadline
+
+    if is_audit_queue_event(event):
+        left = deadline.remaining()
+        until = time.monotonic() + (left if left is not None else 20.0)
+        return await gateway.store_io.run(redrive, gateway.stores.audit, event, until=until)
+    return await handle_schedule_event(gateway, event)
 
 
 async def handle_schedule_event(gateway: Gateway, event: dict[str, Any]) -> dict[str, Any]:

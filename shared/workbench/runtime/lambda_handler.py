@@ -46,8 +46,20 @@ AppFactory = Callable[["Gateway"], Any]
 _EMF_UNITS = {
     "workbench_tool_executions_total": "Count",
     "workbench_tool_execution_duration_seconds": "Seconds",
+    "workbench_token_refresh_failures_total": "Count",
+    "workbench_audit_rows_deferred_total": "Count",
+    "workbench_audit_rows_dropped_total": "Count",
 }
 _DIMENSIONS = ("integration", "success")
+# Counters the stack's alarms watch: also published without dimensions (one series per stack; the
+# namespace is the stack's), since an alarm names exact dimension values.
+_ALARMED = frozenset(
+    {
+        "workbench_token_refresh_failures_total",
+        "workbench_audit_rows_deferred_total",
+        "workbench_audit_rows_dropped_total",
+    }
+)
 
 # The one cached root of a Lambda instance: gateway + logging/metrics objects, built on first use.
 _instance: dict[str, Any] = {}
@@ -143,40 +155,49 @@ class _Observability:
             self._pending.append((name, labels, value))
 
     def flush_metrics(self) -> None:
-        """This request's executions as EMF, one record per (integration, success)."""
+        """This request's metrics as EMF: one record per (integration, success), and one without
+        dimensions for the instance-wide counters (audit rows deferred or dropped)."""
         if not self._pending:
             return
         pending, self._pending = self._pending, []
-        records: dict[tuple[str, str], dict[str, Any]] = {}
+        records: dict[tuple[str, str] | None, dict[str, Any]] = {}
         for name, labels, value in pending:
+            if "integration" not in labels:  # an instance-wide counter (audit rows): no dimensions
+                records.setdefault(None, {"tools": [], "values": {}})["values"].setdefault(name, []).append(
+                    value
+                )
+                continue
             integration = labels.get("integration") or "none"
             if integration not in self._known:
                 integration = "custom-app"  # user-named: never a dimension value
-            key = (integration, labels.get("success") or "none")
-            record = records.setdefault(key, {"tools": [], "values": {}})
+            record = records.setdefault(
+                (integration, labels.get("success") or "none"), {"tools": [], "values": {}}
+            )
             record["values"].setdefault(name, []).append(value)
             tool = labels.get("tool")
             if name == "workbench_tool_executions_total" and tool:
                 record["tools"].append(tool)
         stamp = int(time.time() * 1000)
-        for (integration, success), record in records.items():
+        for grouped, record in records.items():
             values = record["values"]
+            dimensions: list[list[str]] = [] if grouped is None else [list(_DIMENSIONS)]
+            if grouped is None or _ALARMED & set(values):
+                dimensions.append([])
             doc: dict[str, Any] = {
                 "_aws": {
                     "Timestamp": stamp,
                     "CloudWatchMetrics": [
                         {
                             "Namespace": self.namespace,
-                            "Dimensions": [list(_DIMENSIONS)],
+                            "Dimensions": dimensions,
                             "Metrics": [{"Name": n, "Unit": _EMF_UNITS[n]} for n in values],
                         }
                     ],
                 },
                 "service": self.service,
-                "integration": integration,
-                "success": success,
-                "tools": record["tools"],
             }
+            if grouped is not None:
+                doc.update(integration=grouped[0], success=grouped[1], tools=record["tools"])
             for metric, seen in values.items():
                 # A counter is one sum; durations keep each value (EMF takes up to 100 per record).
                 doc[metric] = sum(seen) if _EMF_UNITS[metric] == "Count" else seen[:100]

@@ -464,9 +464,10 @@ class DynamoAudit:
     """Audit rows, one item each; a batch's rows go in BatchWriteItem calls of at most 25 items.
 
     What DynamoDB leaves unprocessed (throttling) is sent again with full-jitter backoff, for
-    WRITE_ROUNDS rounds in all (about 3.5 s of waiting at most); a whole call that fails for a
-    transient reason counts as a round with nothing processed. Rows still not written then are
-    raised back as AuditNotWritten, so the engine logs them instead of losing them.
+    WRITE_ROUNDS rounds at most and never past the write's time (`audit_write_seconds`, 0.5 s by
+    default: a request waits no longer for its audit rows); a whole call that fails for a transient
+    reason counts as a round with nothing processed. Rows still not written then are raised back as
+    AuditNotWritten, so the engine hands them to the audit queue instead of losing them.
     """
 
     BATCH_ITEMS = 25  # BatchWriteItem's limit
@@ -481,6 +482,7 @@ class DynamoAudit:
         self.t = t
         self.table = t.name("audit")
         self.retention_seconds = t.settings.audit_retention_days * 86_400
+        self.write_seconds = t.settings.audit_write_seconds
         self._sleep = sleep
 
     def _item(self, event: dict[str, Any], written_ns: int) -> Item:
@@ -508,21 +510,30 @@ class DynamoAudit:
         now = time.time_ns()
         # One nanosecond apart: a batch's rows keep their order under the user's partition.
         rows = [(self._item(e, now + i), e) for i, e in enumerate(events)]
+        ends = time.monotonic() + self.write_seconds
         for start in range(0, len(rows), self.BATCH_ITEMS):
-            left, cause = self._write(rows[start : start + self.BATCH_ITEMS])
+            if start and time.monotonic() >= ends:
+                unwritten = [dict(e) for _, e in rows[start:]]
+                raise AuditNotWritten(unwritten, f"out of time after {start} of {len(rows)} row(s)")
+            left, cause = self._write(rows[start : start + self.BATCH_ITEMS], ends)
             if left:  # the store is refusing: the rest is handed back with this chunk's remainder
                 unwritten = left + [dict(e) for _, e in rows[start + self.BATCH_ITEMS :]]
                 raise AuditNotWritten(unwritten, cause)
 
-    def _write(self, chunk: list[tuple[Item, dict[str, Any]]]) -> tuple[list[dict[str, Any]], str]:
-        """Write one chunk; (the events still not written, why) once the rounds are spent."""
+    def _write(
+        self, chunk: list[tuple[Item, dict[str, Any]]], ends: float
+    ) -> tuple[list[dict[str, Any]], str]:
+        """Write one chunk; (the events still not written, why) once the rounds or the time are spent."""
         by_seq = {_get_s(item, "seq"): (item, event) for item, event in chunk}
         waiting = list(by_seq)
         cause = ""
         for round_no in range(self.WRITE_ROUNDS):
             if round_no:
-                delay = min(self.BACKOFF_CAP, self.BACKOFF_BASE * 2**round_no)
-                self._sleep(random.random() * delay)  # noqa: S311 - jitter, not a secret
+                delay = random.random() * min(self.BACKOFF_CAP, self.BACKOFF_BASE * 2**round_no)  # noqa: S311 - jitter
+                if time.monotonic() + delay >= ends:
+                    cause = f"{cause}; out of time" if cause else "out of time"
+                    break
+                self._sleep(delay)
             requests = [{"PutRequest": {"Item": by_seq[seq][0]}} for seq in waiting]
             try:
                 answer = self.t.client.batch_write_item(RequestItems={self.table: requests})
