@@ -42,6 +42,8 @@ class Op:
     body: frozenset[str] | None
     source: str
     scopes: frozenset[str] = frozenset()  # any one of these grants the operation (where published)
+    # The API family takes granular scopes only (Jira Software): every one of `scopes` is needed.
+    needs_all: bool = False
 
     @functools.cached_property
     def pattern(self) -> re.Pattern[str]:

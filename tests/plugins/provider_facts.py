@@ -12,7 +12,9 @@ from __future__ import annotations
 from tests.plugins.provider_definitions import Op
 
 
-def _ops(source: str, base: str, rows: list[tuple[str, str, str, str | None, str]]) -> list[Op]:
+def _ops(
+    source: str, base: str, rows: list[tuple[str, str, str, str | None, str]], *, needs_all: bool = False
+) -> list[Op]:
     return [
         Op(
             method,
@@ -21,6 +23,7 @@ def _ops(source: str, base: str, rows: list[tuple[str, str, str, str | None, str
             None if body is None else frozenset(body.split()),
             source,
             frozenset(scopes.split()),
+            needs_all=needs_all,
         )
         for method, path, query, body, scopes in rows
     ]
@@ -143,6 +146,8 @@ JIRA = [
             ),
         ],
     ),
+    # Jira Software accepts no classic scope: each operation names the granular scopes it needs,
+    # every one of them (Op.needs_all).
     *_ops(
         "Jira Software Cloud REST API (agile 1.0) OpenAPI",
         "https://api.atlassian.com/ex/jira/{cloudId}/rest/agile/1.0",
@@ -153,24 +158,25 @@ JIRA = [
                 "startAt maxResults type name projectKeyOrId accountIdLocation projectLocation includePrivate "
                 "negateLocationFiltering orderBy expand projectTypeLocation filterId",
                 None,
-                "read:jira-work",
+                "read:board-scope:jira-software read:project:jira",
             ),
-            ("GET", "/board/{boardId}/sprint", "startAt maxResults state", None, "read:jira-work"),
+            ("GET", "/board/{boardId}/sprint", "startAt maxResults state", None, "read:sprint:jira-software"),
             (
                 "GET",
                 "/sprint/{sprintId}/issue",
                 "startAt maxResults jql validateQuery fields expand",
                 None,
-                "read:jira-work",
+                "read:sprint:jira-software read:issue-details:jira read:jql:jira",
             ),
             (
                 "POST",
                 "/sprint/{sprintId}/issue",
                 "",
                 "issues rankAfterIssue rankBeforeIssue rankCustomFieldId",
-                "write:jira-work",
+                "write:sprint:jira-software",
             ),
         ],
+        needs_all=True,
     ),
 ]
 
@@ -282,6 +288,9 @@ HUBSPOT = _ops(
             "filterGroups sorts query properties limit after",
             "",
         ),
+        # HubSpot's owners guide and reference name GET /crm/v3/owners (no trailing slash); the SDKs'
+        # generated clients add one ("/crm/v3/owners/"), which the API also answers. The documented
+        # path is the one kept (checked December 2026, developers.hubspot.com crm-owners-v3 guide).
         ("GET", "/crm/v3/owners", "email after limit archived", None, "crm.objects.owners.read"),
         ("GET", "/crm/v3/pipelines/{objectType}", "", None, ""),
         ("GET", "/crm/v3/pipelines/{objectType}/{pipelineId}", "", None, ""),

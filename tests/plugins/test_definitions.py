@@ -128,7 +128,13 @@ def test_published_scopes_are_declared_by_the_tool() -> None:
     checked = 0
     for integration, tool, call in recorded():
         op = check(integration, tool, call)
-        if op.scopes:
+        if op.scopes and op.needs_all:
+            checked += 1
+            missing = op.scopes - scopes[tool]
+            assert not missing, f"{tool}: {call.url} accepts granular scopes only; it needs {sorted(missing)}"
+            classic = {s for s in scopes[tool] if s.count(":") == 1 and not s.startswith("offline")}
+            assert not classic, f"{tool}: {call.url}'s API family does not accept classic scopes {classic}"
+        elif op.scopes:
             checked += 1
             assert op.scopes & scopes[tool], f"{tool}: {call.url} needs one of {sorted(op.scopes)}"
     assert checked > 100
@@ -185,6 +191,8 @@ def test_linear_queries_and_variables_validate_against_the_schema() -> None:
         document = parse(call.json["query"])
         errors = validate(schema, document)
         assert not errors, f"{tool}: {[e.message for e in errors]}"
+        deprecated = _deprecated_fields(schema, document)
+        assert not deprecated, f"{tool} reads deprecated fields: {deprecated}"
         op = next(d for d in document.definitions if isinstance(d, OperationDefinitionNode))
         values = get_variable_values(schema, op.variable_definitions or [], call.json["variables"])
         assert not isinstance(values, list), f"{tool}: variables: {[e.message for e in values]}"
@@ -224,6 +232,26 @@ def test_a_wrong_linear_query_is_caught() -> None:
 
     bad = "query { issues(first: 5, sort: updatedAt) { nodes { id titel } } }"
     assert len(validate(_linear_schema(), parse(bad))) == 2
+    old = parse("query { projects(first: 5) { nodes { id state } } }")
+    assert _deprecated_fields(_linear_schema(), old) == ["Project.state"]
+
+
+def _deprecated_fields(schema: Any, document: Any) -> list[str]:
+    """`Type.field` for every deprecated field the document selects (Linear removes them later)."""
+    from graphql import TypeInfo, TypeInfoVisitor, Visitor, visit
+
+    info = TypeInfo(schema)
+    found: list[str] = []
+
+    class Deprecations(Visitor):
+        def enter_field(self, node: Any, *_: Any) -> None:
+            field = info.get_field_def()
+            parent = info.get_parent_type()
+            if field is not None and field.deprecation_reason is not None and parent is not None:
+                found.append(f"{parent.name}.{node.name.value}")
+
+    visit(document, TypeInfoVisitor(info, Deprecations()))
+    return found
 
 
 if __name__ == "__main__":

@@ -243,7 +243,7 @@ CASES = [
                         {
                             "id": "p1",
                             "name": "Checkout v2",
-                            "state": "started",
+                            "status": {"name": "In Progress", "type": "started"},
                             "progress": 0.4,
                             "targetDate": "2024-06-30",
                             "url": "https://linear.app/acme/project/checkout-v2",
@@ -259,6 +259,7 @@ CASES = [
                     "id": "p1",
                     "name": "Checkout v2",
                     "state": "started",
+                    "status": "In Progress",
                     "progress": 0.4,
                     "targetDate": "2024-06-30",
                     "url": "https://linear.app/acme/project/checkout-v2",
@@ -442,9 +443,10 @@ CASES += [
                         "project": {
                             "id": "proj-9",
                             "name": "Search v2",
-                            "state": "planned",
-                            "url": "https://linear.app/acme/project/search-v2",
+                            "status": {"name": "Planned", "type": "planned"},
+                            "progress": 0,
                             "targetDate": "2024-09-30",
+                            "url": "https://linear.app/acme/project/search-v2",
                         },
                     }
                 },
@@ -455,8 +457,10 @@ CASES += [
             "id": "proj-9",
             "name": "Search v2",
             "state": "planned",
-            "url": "https://linear.app/acme/project/search-v2",
+            "status": "Planned",
+            "progress": 0,
             "targetDate": "2024-09-30",
+            "url": "https://linear.app/acme/project/search-v2",
         },
     ),
     Case(

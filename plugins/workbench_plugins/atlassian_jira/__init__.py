@@ -11,7 +11,20 @@ manifest = Manifest(
     auth=OAuth2Auth(
         authorize_url="https://auth.atlassian.com/authorize",
         token_url="https://auth.atlassian.com/oauth/token",
-        scopes=("read:jira-work", "write:jira-work", "read:jira-user", "offline_access"),
+        # Classic scopes for the platform API (/rest/api/3); the Jira Software API (/rest/agile/1.0:
+        # boards, sprints) accepts granular scopes only, so those are requested too.
+        scopes=(
+            "read:jira-work",
+            "write:jira-work",
+            "read:jira-user",
+            "offline_access",
+            "read:board-scope:jira-software",
+            "read:project:jira",
+            "read:sprint:jira-software",
+            "write:sprint:jira-software",
+            "read:issue-details:jira",
+            "read:jql:jira",
+        ),
         extra_authorize_params=(("audience", "api.atlassian.com"), ("prompt", "consent")),
     ),
     base_url="https://api.atlassian.com",

@@ -605,7 +605,7 @@ class ListBoards(SiteArgs):
     "jira_list_boards",
     "List Jira Software boards (scrum and kanban), optionally for one project.",
     ListBoards,
-    scopes=("read:jira-work",),
+    scopes=("read:board-scope:jira-software", "read:project:jira"),
     keywords=("scrum", "kanban", "show"),
 )
 async def list_boards(args: ListBoards, ctx: ToolContext) -> Any:
@@ -639,7 +639,7 @@ class ListSprints(SiteArgs):
     "jira_list_sprints",
     "List the sprints of a Jira scrum board (active, future, closed) with their dates and goals.",
     ListSprints,
-    scopes=("read:jira-work",),
+    scopes=("read:sprint:jira-software",),
     keywords=("iterations", "active sprint", "current", "scrum", "running", "upcoming"),
 )
 async def list_sprints(args: ListSprints, ctx: ToolContext) -> Any:
@@ -672,7 +672,7 @@ class SprintIssues(SiteArgs):
     "jira_list_sprint_issues",
     "List the issues in a Jira sprint, optionally filtered with JQL.",
     SprintIssues,
-    scopes=("read:jira-work",),
+    scopes=("read:sprint:jira-software", "read:issue-details:jira", "read:jql:jira"),
     keywords=("sprint backlog", "tickets", "current sprint", "scope", "planned"),
 )
 async def list_sprint_issues(args: SprintIssues, ctx: ToolContext) -> Any:
@@ -698,7 +698,7 @@ class MoveToSprint(SiteArgs):
     "jira_move_issues_to_sprint",
     "Move Jira issues (up to 50) into a sprint.",
     MoveToSprint,
-    scopes=("write:jira-work",),
+    scopes=("write:sprint:jira-software",),
     keywords=("add", "put", "plan", "schedule", "tickets", "sprint planning", "next sprint"),
 )
 async def move_issues_to_sprint(args: MoveToSprint, ctx: ToolContext) -> Any:

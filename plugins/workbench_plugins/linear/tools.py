@@ -60,7 +60,9 @@ LIST_TEAMS = f"""query Teams($first: Int, $after: String) {{
 }}"""
 
 LIST_PROJECTS = f"""query Projects($first: Int, $after: String) {{
-  projects(first: $first, after: $after) {{ nodes {{ id name state progress targetDate url }} {_PAGE} }}
+  projects(first: $first, after: $after) {{
+    nodes {{ id name status {{ name type }} progress targetDate url }} {_PAGE}
+  }}
 }}"""
 
 LIST_USERS = f"""query Users($first: Int, $after: String) {{
@@ -331,13 +333,27 @@ async def list_teams(args: Page, ctx: ToolContext) -> Any:
 
 @tool(
     "linear_list_projects",
-    "List Linear projects with state, progress and target date.",
+    "List Linear projects with status, progress and target date.",
     Page,
     scopes=("read",),
     keywords=("roadmap", "initiatives", "show", "progress", "milestones"),
 )
 async def list_projects(args: Page, ctx: ToolContext) -> Any:
-    return _conn((await gql(ctx, LIST_PROJECTS, _page_vars(args))).get("projects") or {}, "projects")
+    return _conn(
+        (await gql(ctx, LIST_PROJECTS, _page_vars(args))).get("projects") or {}, "projects", _project
+    )
+
+
+def _project(node: dict[str, Any]) -> dict[str, Any]:
+    """`state` is the status's type (backlog, planned, started, paused, completed, canceled: what the
+    deprecated Project.state held); `status` its name as the workspace shows it."""
+    status = node.get("status") or {}
+    return {
+        **{k: node.get(k) for k in ("id", "name")},
+        "state": status.get("type"),
+        "status": status.get("name"),
+        **{k: node.get(k) for k in ("progress", "targetDate", "url")},
+    }
 
 
 @tool(
@@ -434,7 +450,7 @@ CYCLE_ISSUES = f"""query CycleIssues($id: String!, $first: Int, $after: String) 
 }}"""
 
 CREATE_PROJECT = """mutation ProjectCreate($input: ProjectCreateInput!) {
-  projectCreate(input: $input) { success project { id name state url targetDate } }
+  projectCreate(input: $input) { success project { id name status { name type } progress targetDate url } }
 }"""
 
 ARCHIVE_ISSUE = """mutation IssueArchive($id: String!) {
@@ -528,7 +544,8 @@ async def create_project(args: CreateProject, ctx: ToolContext) -> Any:
         }
     )
     res = (await gql(ctx, CREATE_PROJECT, {"input": project_input})).get("projectCreate") or {}
-    return {"success": res.get("success"), **(res.get("project") or {})}
+    project = res.get("project")
+    return {"success": res.get("success"), **(_project(project) if isinstance(project, dict) else {})}
 
 
 class IssueRef(BaseModel):
