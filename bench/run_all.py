@@ -24,6 +24,7 @@ BENCH = Path(__file__).resolve().parent
 SCRIPTS = (
     "cold_start",
     "aws_calls",
+    "audit_throttling",
     "batch",
     "mcp_throughput",
     "mcp_app_cpu",
@@ -196,6 +197,22 @@ ROWS = (
     ),
     Row(
         "search", "BFCL simple+multiple+parallel R@5", _get("bfcl", "r5"), "", ">= 0.90", lambda v: v >= 0.90
+    ),
+    Row(
+        "audit_throttling",
+        "audit: caller's added p99 wait, 50 % of writes throttled",
+        _get("added_p99_ms"),
+        "ms",
+        "< 1000",
+        lambda v: v < 1000,
+    ),
+    Row(
+        "audit_throttling",
+        "audit rows lost under 50 % throttling (after the redrive)",
+        _get("throttled", "lost"),
+        "",
+        "0",
+        lambda v: v == 0,
     ),
     Row("search", "BFCL typo variant R@5", _get("bfcl_typo", "r5"), "", ">= 0.88", lambda v: v >= 0.88),
     Row("search", "BFCL R@1", _get("bfcl", "r1"), "", ">= 0.72", lambda v: v >= 0.72),
