@@ -79,6 +79,8 @@ def test_axe_finds_no_violation_on_any_portal_page(portal: tuple[str, Any]) -> N
     states: list[tuple[str, str]] = [(path, "") for path in pages]
     states += [
         ("/portal/connect-client", "expand"),  # every client's snippets open
+        ("/portal/catalog", "expand"),  # every integration's tool table open
+        ("/portal/catalog?q=create+an+issue", ""),  # search results
         ("/portal/signin/local?token=not-a-token", ""),  # an error page
         ("/portal/integrations/no-such-integration/disconnect", ""),  # a refused confirmation
     ]

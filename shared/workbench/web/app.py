@@ -20,6 +20,7 @@ from workbench.guard.bodylimit import BodyRule, BodyTooLarge
 from workbench.web.activity import activity_routes
 from workbench.web.apps import BODY_RULES as APPS_BODY_RULES
 from workbench.web.apps import apps_routes
+from workbench.web.catalog import catalog_routes
 from workbench.web.client_setup import client_setup_routes
 from workbench.web.connect import connect_routes
 from workbench.web.context import MAX_FORM_BYTES, WebContext
@@ -60,6 +61,7 @@ def web_routes(gateway: Gateway, *, local: bool = False) -> list[BaseRoute]:
         *apps_routes(web),
         *client_setup_routes(web),
         *activity_routes(web),
+        *catalog_routes(web),
         *playground_routes(web),
         *static_routes(),
         *connect_routes(web),

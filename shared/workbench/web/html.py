@@ -100,6 +100,7 @@ pre.snippet { background:#101828; color:#f2f4f7; padding:.75rem; border-radius:6
 details.client { border-top:1px solid var(--line); padding:.5rem 0; }
 details.client > summary { cursor:pointer; font-weight:600; padding:.25rem 0; }
 .copy-status { font-size:.85rem; color: var(--ok); min-height:1.2em; }
+.badge.bad { color: var(--bad); border-color: var(--bad); }
 .badge { display:inline-block; font-size:.8rem; padding:0 .4rem; border-radius:4px; border:1px solid var(--line); }
 .chart svg { width:100%; height:auto; max-height: 16rem; }
 .legend { list-style:none; display:flex; flex-wrap:wrap; gap:.75rem; padding:0; margin:.5rem 0 0; font-size:.9rem; }
@@ -137,6 +138,7 @@ th { overflow-wrap: normal; word-break: keep-all; hyphens: none; }
 _NAV = (
     ("welcome", "/portal", "Home"),
     ("integrations", "/portal/integrations", "Integrations"),
+    ("catalog", "/portal/catalog", "Catalog"),
     ("connect-client", "/portal/connect-client", "Connect a client"),
     ("api-keys", "/portal/api-keys", "API key"),
     ("activity", "/portal/activity", "Activity"),
