@@ -84,14 +84,14 @@ async def call(gw: Gateway, key: str, version: str | None, name: str, args: dict
 @pytest.mark.parametrize("version", ["2025-06-18", "2025-11-25", MODERN])
 async def test_annotations_titles_and_output_schemas(gw: Gateway, key: str, version: str) -> None:
     tools = {t["name"]: t for t in await list_tools(gw, key, version)}
-    assert list(tools) == [t["name"] for t in META_TOOLS]
+    assert list(tools) == [t.name for t in META_TOOLS]
     for name, tool in tools.items():
         hints = tool["annotations"]
         assert tool["title"] and hints["title"] == tool["title"]
         assert hints["readOnlyHint"] is (name in READ_ONLY)
         # description and inputSchema are exactly the seed's, untouched
-        base = next(t for t in META_TOOLS if t["name"] == name)
-        assert tool["description"] == base["description"] and tool["inputSchema"] == base["inputSchema"]
+        base = next(t for t in META_TOOLS if t.name == name)
+        assert tool["description"] == base.description and tool["inputSchema"] == base.input_schema
     for name in ("execute_tools", "curl_session"):
         assert tools[name]["annotations"]["destructiveHint"] is True
         assert tools[name]["annotations"]["openWorldHint"] is True

@@ -37,8 +37,8 @@ async def _call(gw: Gateway, **args: object) -> dict[str, object]:
 
 
 def test_description_is_the_seed_text_verbatim() -> None:
-    [tool] = [t for t in META_TOOLS if t["name"] == "curl_session"]
-    assert tool["description"] == SEED_DESCRIPTION
+    [tool] = [t for t in META_TOOLS if t.name == "curl_session"]
+    assert tool.description == SEED_DESCRIPTION
 
 
 async def test_mint_answers_the_seed_shape_with_the_default_lifetime(gw: Gateway) -> None:

@@ -1,4 +1,12 @@
-"""The nine MCP meta-tools: their schemas, descriptions (as seed 001 gives them) and handlers.
+"""The nine MCP meta-tools, each declared once as a `MetaTool` record (seed 001's descriptions).
+
+A record holds everything about one tool: its name, description, input schema, title and behaviour
+hints (annotations), output schema (where the payload's shape is fixed and small), its handler, and
+where that handler runs (`runs`: "loop" for a coroutine that only awaits, "pool" for a plain function
+that is store reads and writes from start to end, run on the store pool). The MCP SDK's tool
+manager keeps the same shape (`mcp.server.fastmcp.tools.Tool`). `tools/list` (`listed_tools`),
+dispatch (`MetaTools.call`) and docs/meta-tools.md (`meta_tools_markdown`) all derive from
+`META_TOOLS`; adding a meta-tool is one record here (docs/contributing.md).
 
 Handlers return the JSON payload; each surface decides how to wrap it. Meta-tool arguments that
 fail the meta-tool's own schema raise `InvalidInput` (-32602 over MCP).
@@ -7,7 +15,10 @@ fail the meta-tool's own schema raise `InvalidInput` (-32602 over MCP).
 from __future__ import annotations
 
 import inspect
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, Literal
 
 from workbench.engine.runs import parse_executions
 from workbench.errors import InvalidInput
@@ -18,12 +29,66 @@ if TYPE_CHECKING:
 
 __all__ = [
     "META_TOOLS",
-    "OUTPUT_SCHEMAS",
-    "TOOL_ANNOTATIONS",
+    "MetaTool",
     "MetaTools",
     "listed_tools",
+    "meta_tool",
     "meta_tool_names",
+    "meta_tools_markdown",
 ]
+
+Handler = Callable[["Gateway", "Principal", dict[str, Any]], Any]
+
+
+@dataclass(frozen=True, slots=True)
+class MetaTool:
+    name: str
+    title: str
+    description: str
+    input_schema: Mapping[str, Any]
+    # MCP ToolAnnotations without the title (readOnlyHint, destructiveHint, idempotentHint, openWorldHint).
+    hints: Mapping[str, Any]
+    handler: Handler
+    # "loop": a coroutine function awaited on the event loop (it must not block);
+    # "pool": a plain function, run on the gateway's store pool (blocking store calls).
+    runs: Literal["loop", "pool"]
+    output_schema: Mapping[str, Any] | None = None
+    # `annotations` as clients of 2025-03-26+ read them: the title, then the hints.
+    annotations: Mapping[str, Any] = field(init=False)
+
+    def __post_init__(self) -> None:
+        is_coroutine = inspect.iscoroutinefunction(self.handler)
+        if (self.runs == "loop") != is_coroutine:
+            raise TypeError(
+                f"meta-tool {self.name}: runs={self.runs!r} needs a "
+                f"{'coroutine' if self.runs == 'loop' else 'plain'} function as its handler"
+            )
+        object.__setattr__(self, "annotations", MappingProxyType({"title": self.title, **self.hints}))
+
+    def listing(self, *, annotations: bool, structured: bool) -> dict[str, Any]:
+        """This tool as tools/list answers it for a protocol revision: `annotations` from
+        2025-03-26, `title` + `outputSchema` from 2025-06-18 (`structured`)."""
+        entry: dict[str, Any] = {
+            "name": self.name,
+            "description": self.description,
+            "inputSchema": _plain(self.input_schema),
+        }
+        if structured:
+            entry["title"] = self.title
+            if self.output_schema is not None:
+                entry["outputSchema"] = _plain(self.output_schema)
+        if annotations:
+            entry["annotations"] = dict(self.annotations)
+        return entry
+
+
+def _plain(value: Any) -> Any:
+    """A fresh JSON-ready copy (callers may mutate what they are handed)."""
+    if isinstance(value, Mapping):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    return value
 
 
 CURL_SESSION_DESCRIPTION = (
@@ -64,226 +129,6 @@ _EXECUTION_SCHEMA = {
     "required": ["tool"],
 }
 
-META_TOOLS: list[dict[str, Any]] = [
-    {
-        "name": "search_tools",
-        "description": (
-            'Search available tools by what you want to do, e.g. "create jira issue" or "send email". Matches '
-            "words in any order, tolerates typos and common synonyms, and returns the best matches first with a "
-            "relevance score. Returns the top 10 by default; pass limit (max 50) for more."
-        ),
-        "inputSchema": {
-            "type": "object",
-            "properties": {
-                "query": {"type": "string", "description": "What you want to do"},
-                "limit": {"type": "integer", "minimum": 1, "maximum": 50, "default": 10},
-            },
-            "required": ["query"],
-        },
-    },
-    {
-        "name": "get_tool_schema",
-        "description": "Get input schema for a specific tool",
-        "inputSchema": {
-            "type": "object",
-            "properties": {"tool": {"type": "string", "description": "Tool name"}},
-            "required": ["tool"],
-        },
-    },
-    {
-        "name": "execute_tools",
-        "description": EXECUTE_DESCRIPTION,
-        "inputSchema": {
-            "type": "object",
-            "properties": {
-                "executions": {"type": "array", "minItems": 1, "items": _EXECUTION_SCHEMA},
-                "compose": {"type": "boolean", "default": False},
-                "return": {"description": "Projection template over results by ref_id"},
-            },
-            "required": ["executions"],
-        },
-    },
-    {
-        "name": "whoami",
-        "description": (
-            "Return the current authenticated workbench user (id + email). Like /me — identity only, not "
-            "connected integrations."
-        ),
-        "inputSchema": {"type": "object", "properties": {}},
-    },
-    {
-        "name": "list_integrations",
-        "description": "List all available integrations and connection status",
-        "inputSchema": {"type": "object", "properties": {}},
-    },
-    {
-        "name": "connect",
-        "description": (
-            "Begin connecting an integration. Returns a connectionId and a workbench URL for the user to open. "
-            "The user must be signed in to workbench as the same account this agent is connected to; the link "
-            "will not work for anyone else. Call wait_for_connection afterward."
-        ),
-        "inputSchema": {
-            "type": "object",
-            "properties": {"integration": {"type": "string"}},
-            "required": ["integration"],
-        },
-    },
-    {
-        "name": "wait_for_connection",
-        "description": (
-            "Block until a connection started by connect() completes. Returns status CONNECTED, TIMEOUT, or "
-            "EXPIRED. One call blocks for at most about 20 seconds (the hosting platform's request limit); if "
-            "timeoutSec (counted from when connect() minted the link) has not yet passed, it returns status "
-            "PENDING and you should call it again with the same connectionId."
-        ),
-        "inputSchema": {
-            "type": "object",
-            "properties": {
-                "connectionId": {"type": "string"},
-                "timeoutSec": {"type": "integer", "minimum": 1, "maximum": 3600, "default": 600},
-            },
-            "required": ["connectionId"],
-        },
-    },
-    {
-        "name": "get_auth_url",
-        "description": "Deprecated alias of connect(). Get a URL to connect an integration.",
-        "inputSchema": {
-            "type": "object",
-            "properties": {"integration": {"type": "string"}},
-            "required": ["integration"],
-        },
-    },
-    {
-        "name": "curl_session",
-        "description": CURL_SESSION_DESCRIPTION,
-        "inputSchema": {
-            "type": "object",
-            "properties": {
-                "integrations": {"type": "array", "items": {"type": "string"}, "minItems": 1},
-                "expiresInSeconds": {"type": "integer", "minimum": 60, "maximum": 3600},
-            },
-            "required": ["integrations"],
-        },
-    },
-]
-
-
-_STR = {"type": "string"}
-_CONNECT_OUTPUT = {
-    "type": "object",
-    "properties": {
-        "connectionId": _STR,
-        "type": {"type": "string", "enum": ["oauth2", "cookie"]},
-        "url": _STR,
-        "error": _STR,
-    },
-}
-
-# What clients of 2025-03-26+ read next to each tool: a title and behaviour hints. execute_tools and
-# curl_session reach arbitrary third-party APIs with the user's credentials, so they are destructive
-# and open-world; the discovery and identity tools only read. `connect` writes a pending record
-# but never contacts the provider.
-TOOL_ANNOTATIONS: dict[str, dict[str, Any]] = {
-    "search_tools": {"title": "Search tools", "readOnlyHint": True, "openWorldHint": False},
-    "get_tool_schema": {"title": "Get a tool's input schema", "readOnlyHint": True, "openWorldHint": False},
-    "execute_tools": {
-        "title": "Execute tools",
-        "readOnlyHint": False,
-        "destructiveHint": True,
-        "idempotentHint": False,
-        "openWorldHint": True,
-    },
-    "whoami": {"title": "Who am I", "readOnlyHint": True, "openWorldHint": False},
-    "list_integrations": {"title": "List integrations", "readOnlyHint": True, "openWorldHint": False},
-    "connect": {
-        "title": "Connect an integration",
-        "readOnlyHint": False,
-        "destructiveHint": False,
-        "idempotentHint": False,
-        "openWorldHint": False,
-    },
-    "wait_for_connection": {"title": "Wait for a connection", "readOnlyHint": True, "openWorldHint": False},
-    "get_auth_url": {
-        "title": "Connect an integration (deprecated alias)",
-        "readOnlyHint": False,
-        "destructiveHint": False,
-        "idempotentHint": False,
-        "openWorldHint": False,
-    },
-    "curl_session": {
-        "title": "Mint a curl proxy session (high risk)",
-        "readOnlyHint": False,
-        "destructiveHint": True,
-        "idempotentHint": False,
-        "openWorldHint": True,
-    },
-}
-
-# outputSchema only where the payload's shape is fixed AND small enough never to meet the result
-# cap: an SDK client refuses a result without structuredContent when the tool declares one, and a
-# capped text block cannot carry it. search_tools, get_tool_schema and execute_tools carry
-# third-party text of any size, so they declare none (they still get structuredContent when whole).
-OUTPUT_SCHEMAS: dict[str, dict[str, Any]] = {
-    "whoami": {"type": "object", "properties": {"id": _STR, "email": _STR, "error": _STR}},
-    "list_integrations": {
-        "type": "object",
-        "properties": {
-            "integrations": {
-                "type": "array",
-                "items": {
-                    "type": "object",
-                    "properties": {"name": _STR, "version": _STR, "connected": {"type": "boolean"}},
-                    "required": ["name", "version", "connected"],
-                },
-            }
-        },
-        "required": ["integrations"],
-    },
-    "connect": _CONNECT_OUTPUT,
-    "get_auth_url": _CONNECT_OUTPUT,
-    "wait_for_connection": {
-        "type": "object",
-        "properties": {
-            "status": {"type": "string", "enum": ["CONNECTED", "PENDING", "TIMEOUT", "EXPIRED"]},
-            "message": _STR,
-            "error": _STR,
-        },
-    },
-    "curl_session": {
-        "type": "object",
-        "properties": {
-            "token": _STR,
-            "expiresIn": {"type": "integer"},
-            "proxyBaseUrl": _STR,
-            "usage": _STR,
-            "error": _STR,
-        },
-    },
-}
-
-
-def listed_tools(*, annotations: bool, structured: bool) -> list[dict[str, Any]]:
-    """The nine tools as tools/list answers them for a protocol revision: `annotations` from
-    2025-03-26, `title` + `outputSchema` from 2025-06-18 (`structured`)."""
-    tools = []
-    for tool in META_TOOLS:
-        entry = dict(tool)
-        hints = TOOL_ANNOTATIONS[tool["name"]]
-        if structured:
-            entry["title"] = hints["title"]
-            if tool["name"] in OUTPUT_SCHEMAS:
-                entry["outputSchema"] = OUTPUT_SCHEMAS[tool["name"]]
-        if annotations:
-            entry["annotations"] = dict(hints)
-        tools.append(entry)
-    return tools
-
-
-def meta_tool_names() -> list[str]:
-    return [t["name"] for t in META_TOOLS]
-
 
 def _require_str(args: dict[str, Any], key: str) -> str:
     value = args.get(key)
@@ -303,74 +148,328 @@ def _opt_int(args: dict[str, Any], key: str, default: int | None, lo: int, hi: i
     return value
 
 
+# -- the handlers -------------------------------------------------------------------------------
+
+
+async def _search_tools(gw: Gateway, principal: Principal, args: dict[str, Any]) -> Any:
+    query = _require_str(args, "query")
+    limit = _opt_int(args, "limit", 10, 1, 50) or 10
+    return {"tools": await gw.catalog.search_tools(principal, query, limit)}
+
+
+async def _get_tool_schema(gw: Gateway, principal: Principal, args: dict[str, Any]) -> Any:
+    name = _require_str(args, "tool")
+    hit = await gw.catalog.lookup(principal, name)
+    if hit is None:
+        return {"error": "Tool not found"}
+    tool, manifest = hit
+    annotations = tool.annotations or manifest.annotations(tool.name)
+    return {"schema": tool.json_schema(), "annotations": dict(annotations)}
+
+
+def _whoami(gw: Gateway, principal: Principal, args: dict[str, Any]) -> Any:
+    user = gw.auth.user(principal.user.id)
+    if user is None:
+        return {"error": "User not found"}
+    return {"id": user.id, "email": user.email}
+
+
+def _list_integrations(gw: Gateway, principal: Principal, args: dict[str, Any]) -> Any:
+    return {"integrations": gw.catalog.integrations(principal.user.id)}
+
+
+async def _execute_tools(gw: Gateway, principal: Principal, args: dict[str, Any]) -> Any:
+    executions, compose, template, has_return = parse_executions(args)
+    return await gw.runs.execute(
+        principal, executions, compose=compose, template=template, has_return=has_return
+    )
+
+
+async def _connect(gw: Gateway, principal: Principal, args: dict[str, Any]) -> Any:
+    integration = _require_str(args, "integration")
+    if gw.external is not None:  # an OAuth-protected custom app is set up on first connect
+        problem = await gw.external.before_connect(principal.user.id, integration)
+        if problem is not None:
+            return {"error": problem}
+    return await gw.store_io.run(gw.connections.start, principal.user, integration)
+
+
+async def _wait_for_connection(gw: Gateway, principal: Principal, args: dict[str, Any]) -> Any:
+    connection_id = _require_str(args, "connectionId")
+    timeout = _opt_int(args, "timeoutSec", 600, 1, 3600) or 600
+    return await gw.connections.wait(principal.user, connection_id, timeout)
+
+
+def _curl_session(gw: Gateway, principal: Principal, args: dict[str, Any]) -> Any:
+    names = args.get("integrations")
+    if not isinstance(names, list) or not names or not all(isinstance(n, str) for n in names):
+        raise InvalidInput("'integrations' must be a non-empty array of strings")
+    expires = _opt_int(args, "expiresInSeconds", 900, 60, 3600) or 900
+    return gw.curl.mint(principal, names, expires)
+
+
+# -- the records ---------------------------------------------------------------------------------
+
+_STR = {"type": "string"}
+_CONNECT_INPUT = {
+    "type": "object",
+    "properties": {"integration": {"type": "string"}},
+    "required": ["integration"],
+}
+_CONNECT_OUTPUT = {
+    "type": "object",
+    "properties": {
+        "connectionId": _STR,
+        "type": {"type": "string", "enum": ["oauth2", "cookie"]},
+        "url": _STR,
+        "error": _STR,
+    },
+}
+# Behaviour hints. execute_tools and curl_session reach arbitrary third-party APIs with the user's
+# credentials, so they are destructive and open-world; the discovery and identity tools only read.
+# `connect` writes a pending record but never contacts the provider.
+_READS = {"readOnlyHint": True, "openWorldHint": False}
+_CONNECTS = {"readOnlyHint": False, "destructiveHint": False, "idempotentHint": False, "openWorldHint": False}
+_REACHES_OUT = {
+    "readOnlyHint": False,
+    "destructiveHint": True,
+    "idempotentHint": False,
+    "openWorldHint": True,
+}
+
+# outputSchema only where the payload's shape is fixed AND small enough never to meet the result
+# cap: an SDK client refuses a result without structuredContent when the tool declares one, and a
+# capped text block cannot carry it. search_tools, get_tool_schema and execute_tools carry
+# third-party text of any size, so they declare none (they still get structuredContent when whole).
+META_TOOLS: tuple[MetaTool, ...] = (
+    MetaTool(
+        name="search_tools",
+        title="Search tools",
+        description=(
+            'Search available tools by what you want to do, e.g. "create jira issue" or "send email". Matches '
+            "words in any order, tolerates typos and common synonyms, and returns the best matches first with a "
+            "relevance score. Returns the top 10 by default; pass limit (max 50) for more."
+        ),
+        input_schema={
+            "type": "object",
+            "properties": {
+                "query": {"type": "string", "description": "What you want to do"},
+                "limit": {"type": "integer", "minimum": 1, "maximum": 50, "default": 10},
+            },
+            "required": ["query"],
+        },
+        hints=_READS,
+        handler=_search_tools,
+        runs="loop",
+    ),
+    MetaTool(
+        name="get_tool_schema",
+        title="Get a tool's input schema",
+        description="Get input schema for a specific tool",
+        input_schema={
+            "type": "object",
+            "properties": {"tool": {"type": "string", "description": "Tool name"}},
+            "required": ["tool"],
+        },
+        hints=_READS,
+        handler=_get_tool_schema,
+        runs="loop",
+    ),
+    MetaTool(
+        name="execute_tools",
+        title="Execute tools",
+        description=EXECUTE_DESCRIPTION,
+        input_schema={
+            "type": "object",
+            "properties": {
+                "executions": {"type": "array", "minItems": 1, "items": _EXECUTION_SCHEMA},
+                "compose": {"type": "boolean", "default": False},
+                "return": {"description": "Projection template over results by ref_id"},
+            },
+            "required": ["executions"],
+        },
+        hints=_REACHES_OUT,
+        handler=_execute_tools,
+        runs="loop",
+    ),
+    MetaTool(
+        name="whoami",
+        title="Who am I",
+        description=(
+            "Return the current authenticated workbench user (id + email). Like /me — identity only, not "
+            "connected integrations."
+        ),
+        input_schema={"type": "object", "properties": {}},
+        hints=_READS,
+        handler=_whoami,
+        runs="pool",
+        output_schema={"type": "object", "properties": {"id": _STR, "email": _STR, "error": _STR}},
+    ),
+    MetaTool(
+        name="list_integrations",
+        title="List integrations",
+        description="List all available integrations and connection status",
+        input_schema={"type": "object", "properties": {}},
+        hints=_READS,
+        handler=_list_integrations,
+        runs="pool",
+        output_schema={
+            "type": "object",
+            "properties": {
+                "integrations": {
+                    "type": "array",
+                    "items": {
+                        "type": "object",
+                        "properties": {"name": _STR, "version": _STR, "connected": {"type": "boolean"}},
+                        "required": ["name", "version", "connected"],
+                    },
+                }
+            },
+            "required": ["integrations"],
+        },
+    ),
+    MetaTool(
+        name="connect",
+        title="Connect an integration",
+        description=(
+            "Begin connecting an integration. Returns a connectionId and a workbench URL for the user to open. "
+            "The user must be signed in to workbench as the same account this agent is connected to; the link "
+            "will not work for anyone else. Call wait_for_connection afterward."
+        ),
+        input_schema=_CONNECT_INPUT,
+        hints=_CONNECTS,
+        handler=_connect,
+        runs="loop",
+        output_schema=_CONNECT_OUTPUT,
+    ),
+    MetaTool(
+        name="wait_for_connection",
+        title="Wait for a connection",
+        description=(
+            "Block until a connection started by connect() completes. Returns status CONNECTED, TIMEOUT, or "
+            "EXPIRED. One call blocks for at most about 20 seconds (the hosting platform's request limit); if "
+            "timeoutSec (counted from when connect() minted the link) has not yet passed, it returns status "
+            "PENDING and you should call it again with the same connectionId."
+        ),
+        input_schema={
+            "type": "object",
+            "properties": {
+                "connectionId": {"type": "string"},
+                "timeoutSec": {"type": "integer", "minimum": 1, "maximum": 3600, "default": 600},
+            },
+            "required": ["connectionId"],
+        },
+        hints=_READS,
+        handler=_wait_for_connection,
+        runs="loop",
+        output_schema={
+            "type": "object",
+            "properties": {
+                "status": {"type": "string", "enum": ["CONNECTED", "PENDING", "TIMEOUT", "EXPIRED"]},
+                "message": _STR,
+                "error": _STR,
+            },
+        },
+    ),
+    MetaTool(
+        name="get_auth_url",
+        title="Connect an integration (deprecated alias)",
+        description="Deprecated alias of connect(). Get a URL to connect an integration.",
+        input_schema=_CONNECT_INPUT,
+        hints=_CONNECTS,
+        handler=_connect,
+        runs="loop",
+        output_schema=_CONNECT_OUTPUT,
+    ),
+    MetaTool(
+        name="curl_session",
+        title="Mint a curl proxy session (high risk)",
+        description=CURL_SESSION_DESCRIPTION,
+        input_schema={
+            "type": "object",
+            "properties": {
+                "integrations": {"type": "array", "items": {"type": "string"}, "minItems": 1},
+                "expiresInSeconds": {"type": "integer", "minimum": 60, "maximum": 3600},
+            },
+            "required": ["integrations"],
+        },
+        hints=_REACHES_OUT,
+        handler=_curl_session,
+        runs="pool",
+        output_schema={
+            "type": "object",
+            "properties": {
+                "token": _STR,
+                "expiresIn": {"type": "integer"},
+                "proxyBaseUrl": _STR,
+                "usage": _STR,
+                "error": _STR,
+            },
+        },
+    ),
+)
+
+_BY_NAME: dict[str, MetaTool] = {t.name: t for t in META_TOOLS}
+
+
+def meta_tool(name: str) -> MetaTool | None:
+    return _BY_NAME.get(name)
+
+
+def meta_tool_names() -> list[str]:
+    return [t.name for t in META_TOOLS]
+
+
+def listed_tools(*, annotations: bool, structured: bool) -> list[dict[str, Any]]:
+    """The nine tools as tools/list answers them for a protocol revision: `annotations` from
+    2025-03-26, `title` + `outputSchema` from 2025-06-18 (`structured`)."""
+    return [t.listing(annotations=annotations, structured=structured) for t in META_TOOLS]
+
+
 class MetaTools:
-    """Handlers for the nine meta-tools, bound to one gateway."""
+    """Dispatch of the nine meta-tools for one gateway."""
 
     def __init__(self, gateway: Gateway) -> None:
         self.gw = gateway
 
     async def call(self, name: str, principal: Principal, args: dict[str, Any]) -> Any:
-        handler = getattr(self, f"_{name}", None)
-        if name not in meta_tool_names() or handler is None:
+        tool = _BY_NAME.get(name)
+        if tool is None:
             raise InvalidInput(f"Unknown tool: {name}")
-        if inspect.iscoroutinefunction(handler):
-            return await handler(principal, args)
-        # The plain handlers are store reads and writes from start to end: run in the store pool.
-        return await self.gw.store_io.run(handler, principal, args)
+        if tool.runs == "loop":
+            result: Awaitable[Any] = tool.handler(self.gw, principal, args)
+            return await result
+        return await self.gw.store_io.run(tool.handler, self.gw, principal, args)
 
-    # -- discovery ------------------------------------------------------------------------------
 
-    async def _search_tools(self, principal: Principal, args: dict[str, Any]) -> Any:
-        query = _require_str(args, "query")
-        limit = _opt_int(args, "limit", 10, 1, 50) or 10
-        return {"tools": await self.gw.catalog.search_tools(principal, query, limit)}
-
-    async def _get_tool_schema(self, principal: Principal, args: dict[str, Any]) -> Any:
-        name = _require_str(args, "tool")
-        hit = await self.gw.catalog.lookup(principal, name)
-        if hit is None:
-            return {"error": "Tool not found"}
-        tool, manifest = hit
-        annotations = tool.annotations or manifest.annotations(tool.name)
-        return {"schema": tool.json_schema(), "annotations": dict(annotations)}
-
-    def _whoami(self, principal: Principal, args: dict[str, Any]) -> Any:
-        user = self.gw.auth.user(principal.user.id)
-        if user is None:
-            return {"error": "User not found"}
-        return {"id": user.id, "email": user.email}
-
-    def _list_integrations(self, principal: Principal, args: dict[str, Any]) -> Any:
-        return {"integrations": self.gw.catalog.integrations(principal.user.id)}
-
-    # -- execution -------------------------------------------------------------------------------
-
-    async def _execute_tools(self, principal: Principal, args: dict[str, Any]) -> Any:
-        executions, compose, template, has_return = parse_executions(args)
-        return await self.gw.runs.execute(
-            principal, executions, compose=compose, template=template, has_return=has_return
+def meta_tools_markdown() -> str:
+    """docs/meta-tools.md, written from the records (tests/mcp/test_meta_tool_records.py keeps the
+    file equal to this). Regenerate with: uv run python -c "from workbench.engine.meta import
+    meta_tools_markdown as m; print(m(), end='')" > docs/meta-tools.md"""
+    lines = [
+        "# The meta-tools",
+        "",
+        "Generated from `shared/workbench/engine/meta.py` (`META_TOOLS`); do not edit by hand.",
+        "`tools/list` returns exactly these nine tools; plugin tools are found with `search_tools`",
+        "and run with `execute_tools`.",
+        "",
+        "| tool | title | read-only | destructive | open world | runs on | output schema |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for t in META_TOOLS:
+        hints = t.hints
+        lines.append(
+            f"| `{t.name}` | {t.title} | {_yes(hints.get('readOnlyHint'))} | {_yes(hints.get('destructiveHint'))} "
+            f"| {_yes(hints.get('openWorldHint'))} | {'event loop' if t.runs == 'loop' else 'store pool'} "
+            f"| {'yes' if t.output_schema is not None else 'no'} |"
         )
+    for t in META_TOOLS:
+        props = t.input_schema.get("properties", {})
+        required = set(t.input_schema.get("required", ()))
+        args = ", ".join(f"`{k}`{'' if k in required else ' (optional)'}" for k in props) or "none"
+        lines += ["", f"## `{t.name}`", "", t.description, "", f"Arguments: {args}."]
+    return "\n".join(lines) + "\n"
 
-    # -- connections -----------------------------------------------------------------------------
 
-    async def _connect(self, principal: Principal, args: dict[str, Any]) -> Any:
-        integration = _require_str(args, "integration")
-        if self.gw.external is not None:  # an OAuth-protected custom app is set up on first connect
-            problem = await self.gw.external.before_connect(principal.user.id, integration)
-            if problem is not None:
-                return {"error": problem}
-        return await self.gw.store_io.run(self.gw.connections.start, principal.user, integration)
-
-    _get_auth_url = _connect
-
-    async def _wait_for_connection(self, principal: Principal, args: dict[str, Any]) -> Any:
-        connection_id = _require_str(args, "connectionId")
-        timeout = _opt_int(args, "timeoutSec", 600, 1, 3600) or 600
-        return await self.gw.connections.wait(principal.user, connection_id, timeout)
-
-    def _curl_session(self, principal: Principal, args: dict[str, Any]) -> Any:
-        names = args.get("integrations")
-        if not isinstance(names, list) or not names or not all(isinstance(n, str) for n in names):
-            raise InvalidInput("'integrations' must be a non-empty array of strings")
-        expires = _opt_int(args, "expiresInSeconds", 900, 60, 3600) or 900
-        return self.gw.curl.mint(principal, names, expires)
+def _yes(flag: Any) -> str:
+    return "yes" if flag else "no"

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from workbench import __version__
-from workbench.engine.meta import OUTPUT_SCHEMAS, MetaTools, listed_tools
+from workbench.engine.meta import MetaTools, listed_tools, meta_tool
 from workbench.errors import AuthError, InvalidInput
 from workbench.guard.jsontext import JsonRejected, escape_lone_surrogates, finite, parse
 from workbench.identity.auth import Principal
@@ -395,7 +395,9 @@ class McpServer:
         # structuredContent (2025-06-18+) repeats the payload beside the unchanged text block, only
         # when that block holds all of it: a capped or image result must not slip the cap through it.
         # A tool with an outputSchema must always send it; those payloads are small by design.
-        if structured and (whole or name in OUTPUT_SCHEMAS) and isinstance(payload, dict):
+        tool = meta_tool(name)
+        declared = tool is not None and tool.output_schema is not None
+        if structured and (whole or declared) and isinstance(payload, dict):
             result["structuredContent"] = payload
         return result
 
