@@ -106,6 +106,33 @@ def test_tools_named_in_descriptions_exist() -> None:
                 assert known or not _VERB_REF.match(ref), f"{t.name} names a tool that does not exist: {ref}"
 
 
+_ID_ARG = re.compile(r"(_id|Id|_ids|Ids)$")
+_TOOL_NAME = re.compile(r"[a-z][a-z0-9]*(?:_[a-z0-9]+)+")
+
+
+def test_every_id_argument_says_which_tool_lists_it() -> None:
+    """An argument named `*_id` / `*Id` (or its plural) names, in its description, a tool that lists
+    or finds such ids: an agent that has no id yet knows where to get one (or the description says
+    why there is none, in words that name the source, like a spreadsheet URL and google_drive_search)."""
+    tools = _all_tools()
+    names = {t.name for _, t in tools}
+    missing = []
+    checked = 0
+    for _, t in tools:
+        for prop, spec in t.json_schema().get("properties", {}).items():
+            if not _ID_ARG.search(prop) or not isinstance(spec, dict):
+                continue
+            checked += 1
+            text = str(spec.get("description", ""))
+            items = spec.get("items")
+            if isinstance(items, dict):
+                text += " " + str(items.get("description", ""))
+            if not set(_TOOL_NAME.findall(text)) & names:
+                missing.append(f"{t.name}.{prop}: {text!r}")
+    assert checked > 150
+    assert not missing, "id arguments that name no listing tool:\n" + "\n".join(missing)
+
+
 def _q(call: Call) -> dict[str, Any]:
     return dict(call.query) if isinstance(call.query, list) else call.query
 

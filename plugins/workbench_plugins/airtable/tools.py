@@ -28,7 +28,7 @@ def _records(body: Any) -> dict[str, Any]:
 
 
 class Table(BaseModel):
-    base_id: str = Field(description="Base id (app...)")
+    base_id: str = Field(description="Base id (app...), from airtable_list_bases")
     table: str = Field(description="Table id (tbl...) or table name")
 
 
@@ -52,7 +52,7 @@ async def list_bases(args: Cursor, ctx: ToolContext) -> Any:
 
 
 class BaseId(BaseModel):
-    base_id: str = Field(description="Base id (app...)")
+    base_id: str = Field(description="Base id (app...), from airtable_list_bases")
 
 
 @tool(
@@ -141,7 +141,9 @@ async def search_records(args: SearchRecords, ctx: ToolContext) -> Any:
 
 
 class RecordRef(Table):
-    record_id: str = Field(description="Record id (rec...)")
+    record_id: str = Field(
+        description="Record id (rec...), from airtable_list_records or airtable_search_records"
+    )
 
 
 @tool(
@@ -176,7 +178,7 @@ async def create_records(args: CreateRecords, ctx: ToolContext) -> Any:
 
 
 class RecordUpdate(BaseModel):
-    id: str = Field(description="Record id (rec...)")
+    id: str = Field(description="Record id (rec...), from airtable_list_records or airtable_search_records")
     fields: dict[str, Any] = Field(description="Fields to change; others are left as they are")
 
 
@@ -228,7 +230,9 @@ async def upsert_records(args: UpsertRecords, ctx: ToolContext) -> Any:
 
 class DeleteRecords(Table):
     record_ids: list[str] = Field(
-        min_length=1, max_length=_MAX_WRITE, description="Up to 10 record ids (rec...)"
+        min_length=1,
+        max_length=_MAX_WRITE,
+        description="Up to 10 record ids (rec...), from airtable_list_records or airtable_search_records",
     )
 
 
@@ -289,7 +293,7 @@ async def create_table(args: CreateTable, ctx: ToolContext) -> Any:
 
 
 class CreateField(BaseId, FieldSpec):
-    table_id: str = Field(description="Table id (tbl...)")
+    table_id: str = Field(description="Table id (tbl...), from airtable_get_base_schema")
 
 
 @tool(

@@ -99,7 +99,9 @@ async def list_pages(args: ListPages, ctx: ToolContext) -> Any:
 
 
 class PageRef(SiteArgs):
-    pageId: str = Field(description="Page id")
+    pageId: str = Field(
+        description="Page id, from confluence_list_pages, confluence_search or confluence_list_child_pages"
+    )
 
 
 @tool(
@@ -120,7 +122,9 @@ class CreatePage(SiteArgs):
     spaceId: str = Field(description="Space id (confluence_list_spaces)")
     title: str = Field(min_length=1, description="Page title (unique within the space)")
     body: str = Field(description="Page content, e.g. '<p>Hello</p>' in storage format")
-    parentId: str | None = Field(default=None, description="Parent page id (default: the space home page)")
+    parentId: str | None = Field(
+        default=None, description="Parent page id, from confluence_list_pages (default: the space home page)"
+    )
     representation: Literal["storage", "wiki"] = Field(
         default="storage", description="Body format: storage (XHTML) or wiki markup"
     )

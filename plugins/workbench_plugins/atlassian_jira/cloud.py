@@ -24,7 +24,7 @@ RESOURCES = "/oauth/token/accessible-resources"
 class SiteArgs(BaseModel):
     cloudId: str | None = Field(
         default=None,
-        description="Atlassian site (cloud) id; optional when the connection reaches only one site",
+        description="Atlassian site (cloud) id, from jira_list_sites; optional when the connection reaches only one site",
     )
 
 

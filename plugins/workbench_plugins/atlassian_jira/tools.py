@@ -688,7 +688,7 @@ async def list_sprint_issues(args: SprintIssues, ctx: ToolContext) -> Any:
 
 
 class MoveToSprint(SiteArgs):
-    sprintId: int = Field(ge=1, description="Sprint id to move the issues into")
+    sprintId: int = Field(ge=1, description="Sprint id to move the issues into, from jira_list_sprints")
     issueKeys: list[str] = Field(
         min_length=1, max_length=50, description="Issue keys, at most 50, e.g. ['ACME-1']"
     )

@@ -650,7 +650,8 @@ class AddReviewComment(PrRef):
         description="Reply to this review comment id (then path/line/commitId are not needed)",
     )
     commitId: str | None = Field(
-        default=None, description="SHA of the PR commit to comment on (its head commit)"
+        default=None,
+        description="SHA of the PR commit to comment on (its head commit; commit shas come from github_list_commits)",
     )
     path: str | None = Field(default=None, description="File path in the diff, e.g. 'src/app.py'")
     line: int | None = Field(default=None, ge=1, description="Line of the file in the diff to comment on")

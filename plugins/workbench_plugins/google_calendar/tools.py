@@ -69,7 +69,10 @@ def _event(e: Any) -> dict[str, Any]:
 
 
 class _Cal(BaseModel):
-    calendarId: str = Field(default="primary", description="Calendar id or 'primary' (the user's calendar)")
+    calendarId: str = Field(
+        default="primary",
+        description="Calendar id from calendar_list_calendars, or 'primary' (the user's calendar)",
+    )
 
 
 class ListCalendars(BaseModel):
@@ -141,7 +144,7 @@ async def list_events(args: ListEvents, ctx: ToolContext) -> Any:
 
 
 class EventRef(_Cal):
-    eventId: str = Field(description="Event id")
+    eventId: str = Field(description="Event id, from calendar_list_events")
 
 
 @tool(

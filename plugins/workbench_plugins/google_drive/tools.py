@@ -61,7 +61,8 @@ async def _list(ctx: ToolContext, q: str, limit: int, page_token: str | None, or
 
 class ListFiles(BaseModel):
     folderId: str | None = Field(
-        default=None, description="Only files directly in this folder ('root' for My Drive)"
+        default=None,
+        description="Only files directly in this folder: a folder id from google_drive_list_files or google_drive_search ('root' for My Drive)",
     )
     q: str | None = Field(
         default=None,
@@ -110,7 +111,7 @@ async def search(args: Search, ctx: ToolContext) -> Any:
 
 
 class FileRef(BaseModel):
-    fileId: str = Field(description="Drive file id")
+    fileId: str = Field(description="Drive file id, from google_drive_list_files or google_drive_search")
 
 
 @tool(
@@ -236,7 +237,10 @@ async def update_file_content(args: UpdateContent, ctx: ToolContext) -> Any:
 
 class CreateFolder(BaseModel):
     name: str = Field(min_length=1, description="Folder name")
-    parentId: str | None = Field(default=None, description="Parent folder id (default: My Drive)")
+    parentId: str | None = Field(
+        default=None,
+        description="Parent folder id, from google_drive_list_files or google_drive_search (default: My Drive)",
+    )
 
 
 @tool(
@@ -291,7 +295,10 @@ async def update_file(args: UpdateFile, ctx: ToolContext) -> Any:
 
 class CopyFile(FileRef):
     name: str | None = Field(default=None, description="Name of the copy (default: 'Copy of …')")
-    parentId: str | None = Field(default=None, description="Folder for the copy")
+    parentId: str | None = Field(
+        default=None,
+        description="Folder id for the copy, from google_drive_list_files or google_drive_search",
+    )
 
 
 @tool(

@@ -150,7 +150,9 @@ class SearchMessages(BaseModel):
         default="",
         description="Gmail search, e.g. 'from:ada@example.com is:unread newer_than:7d' ('' for all)",
     )
-    labelIds: list[str] | None = Field(default=None, description="Only messages with all these labels")
+    labelIds: list[str] | None = Field(
+        default=None, description="Only messages with all these label ids (from gmail_list_labels)"
+    )
     limit: int = Field(default=10, ge=1, le=50, description="Messages per page")
     pageToken: str | None = Field(default=None, description="Cursor from the previous page")
 
@@ -469,7 +471,9 @@ class SearchThreads(BaseModel):
     q: str = Field(
         default="", description="Gmail search, e.g. 'from:ada@example.com newer_than:7d' ('' for all)"
     )
-    labelIds: list[str] | None = Field(default=None, description="Only threads with all these labels")
+    labelIds: list[str] | None = Field(
+        default=None, description="Only threads with all these label ids (from gmail_list_labels)"
+    )
     limit: int = Field(default=10, ge=1, le=50, description="Threads per page")
     pageToken: str | None = Field(default=None, description="Cursor from the previous page")
 

@@ -42,7 +42,9 @@ def _values(vr: Any) -> dict[str, Any]:
 
 
 class SheetRef(BaseModel):
-    spreadsheetId: str = Field(description="Spreadsheet id (from its URL: /spreadsheets/d/<id>/edit)")
+    spreadsheetId: str = Field(
+        description="Spreadsheet id: from its URL (/spreadsheets/d/<id>/edit), or its file id from google_drive_search"
+    )
 
 
 class Create(BaseModel):

@@ -94,7 +94,9 @@ async def list_contacts(args: Page, ctx: ToolContext) -> Any:
 
 
 class GetContact(BaseModel):
-    contact_id: str = Field(description="Contact id, or an email when id_property='email'")
+    contact_id: str = Field(
+        description="Contact id (from hubspot_search_contacts or hubspot_list_contacts), or an email when id_property='email'"
+    )
     id_property: Literal["hs_object_id", "email"] = Field(
         default="hs_object_id", description="What contact_id is: the record id or the contact's email"
     )
@@ -261,8 +263,12 @@ class CreateDeal(BaseModel):
     )
     amount: str | None = Field(default=None, description="Deal amount, e.g. '1500.00'")
     closedate: str | None = Field(default=None, description="Expected close date (ISO 8601)")
-    contact_id: str | None = Field(default=None, description="Associate the deal with this contact")
-    company_id: str | None = Field(default=None, description="Associate the deal with this company")
+    contact_id: str | None = Field(
+        default=None, description="Associate the deal with this contact (id from hubspot_search_contacts)"
+    )
+    company_id: str | None = Field(
+        default=None, description="Associate the deal with this company (id from hubspot_search_companies)"
+    )
 
 
 @tool(
@@ -315,9 +321,15 @@ async def update_deal(args: UpdateObject, ctx: ToolContext) -> Any:
 class CreateNote(BaseModel):
     body: str = Field(min_length=1, description="Note text (HTML allowed)")
     timestamp: str = Field(description="When the note happened (ISO 8601), e.g. 2024-05-01T10:00:00Z")
-    contact_id: str | None = Field(default=None, description="Attach to this contact")
-    company_id: str | None = Field(default=None, description="Attach to this company")
-    deal_id: str | None = Field(default=None, description="Attach to this deal")
+    contact_id: str | None = Field(
+        default=None, description="Attach to this contact (id from hubspot_search_contacts)"
+    )
+    company_id: str | None = Field(
+        default=None, description="Attach to this company (id from hubspot_search_companies)"
+    )
+    deal_id: str | None = Field(
+        default=None, description="Attach to this deal (id from hubspot_search_deals)"
+    )
 
 
 @tool(
@@ -469,7 +481,9 @@ ObjectType = Literal["contacts", "companies", "deals"]
 
 class ListAssociations(BaseModel):
     object_type: ObjectType = Field(description="Type of the record whose links to list")
-    object_id: str = Field(description="Id of that record")
+    object_id: str = Field(
+        description="Id of that record (from hubspot_search_contacts, hubspot_search_companies or hubspot_search_deals)"
+    )
     to_object_type: ObjectType = Field(description="Type of the linked records to list")
     limit: int = Field(default=100, ge=1, le=500, description="Results per page (max 500)")
     cursor: str | None = Field(default=None, description="nextCursor from the previous call")
@@ -504,9 +518,13 @@ async def list_associations(args: ListAssociations, ctx: ToolContext) -> Any:
 
 class Associate(BaseModel):
     object_type: ObjectType = Field(description="Type of the first record")
-    object_id: str = Field(description="Id of the first record")
+    object_id: str = Field(
+        description="Id of the first record (from hubspot_search_contacts, hubspot_search_companies or hubspot_search_deals)"
+    )
     to_object_type: ObjectType = Field(description="Type of the record to link it to")
-    to_object_id: str = Field(description="Id of the record to link it to")
+    to_object_id: str = Field(
+        description="Id of the record to link it to (from hubspot_search_contacts, hubspot_search_companies or hubspot_search_deals)"
+    )
 
 
 @tool(
@@ -546,9 +564,13 @@ class CreateTask(BaseModel):
     priority: Literal["LOW", "MEDIUM", "HIGH"] | None = Field(default=None, description="Task priority")
     task_type: Literal["TODO", "CALL", "EMAIL"] = Field(default="TODO", description="Kind of task")
     owner_id: str | None = Field(default=None, description="Owner id to assign it to (hubspot_list_owners)")
-    contact_id: str | None = Field(default=None, description="Link to this contact")
-    company_id: str | None = Field(default=None, description="Link to this company")
-    deal_id: str | None = Field(default=None, description="Link to this deal")
+    contact_id: str | None = Field(
+        default=None, description="Link to this contact (id from hubspot_search_contacts)"
+    )
+    company_id: str | None = Field(
+        default=None, description="Link to this company (id from hubspot_search_companies)"
+    )
+    deal_id: str | None = Field(default=None, description="Link to this deal (id from hubspot_search_deals)")
 
 
 @tool(

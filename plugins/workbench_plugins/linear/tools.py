@@ -131,7 +131,9 @@ class Page(BaseModel):
 
 
 class ListIssues(Page):
-    team_id: str | None = Field(default=None, description="Only this team's issues (team id)")
+    team_id: str | None = Field(
+        default=None, description="Only this team's issues (team id from linear_list_teams)"
+    )
     assigned_to_me: bool = Field(default=False, description="Only issues assigned to the connected user")
     state: str | None = Field(
         default=None, description="Only issues in this workflow state, e.g. 'In Progress'"
@@ -187,7 +189,9 @@ async def search_issues(args: SearchIssues, ctx: ToolContext) -> Any:
 
 
 class IssueId(BaseModel):
-    id: str = Field(description="Issue id or identifier, e.g. ENG-123")
+    id: str = Field(
+        description="Issue id or identifier, e.g. ENG-123 (from linear_list_issues or linear_search_issues)"
+    )
 
 
 @tool(
@@ -221,12 +225,12 @@ class CreateIssue(BaseModel):
     priority: int | None = Field(
         default=None, ge=0, le=4, description="0 none, 1 urgent, 2 high, 3 medium, 4 low"
     )
-    assignee_id: str | None = Field(default=None, description="User id to assign")
+    assignee_id: str | None = Field(default=None, description="User id to assign, from linear_list_users")
     state_id: str | None = Field(
         default=None, description="Workflow state id (see linear_list_workflow_states)"
     )
-    label_ids: list[str] | None = Field(default=None, description="Label ids")
-    project_id: str | None = Field(default=None, description="Project id")
+    label_ids: list[str] | None = Field(default=None, description="Label ids, from linear_list_labels")
+    project_id: str | None = Field(default=None, description="Project id, from linear_list_projects")
     due_date: str | None = Field(default=None, description="Due date, YYYY-MM-DD")
 
 
@@ -261,9 +265,13 @@ class UpdateIssue(IssueId):
     priority: int | None = Field(
         default=None, ge=0, le=4, description="0 none, 1 urgent, 2 high, 3 medium, 4 low"
     )
-    assignee_id: str | None = Field(default=None, description="User id to assign")
-    state_id: str | None = Field(default=None, description="Workflow state id to move the issue to")
-    label_ids: list[str] | None = Field(default=None, description="Replace the labels with these label ids")
+    assignee_id: str | None = Field(default=None, description="User id to assign, from linear_list_users")
+    state_id: str | None = Field(
+        default=None, description="Workflow state id to move the issue to, from linear_list_workflow_states"
+    )
+    label_ids: list[str] | None = Field(
+        default=None, description="Replace the labels with these label ids (from linear_list_labels)"
+    )
     due_date: str | None = Field(default=None, description="Due date, YYYY-MM-DD")
 
 
@@ -298,7 +306,9 @@ async def update_issue(args: UpdateIssue, ctx: ToolContext) -> Any:
 
 
 class AddComment(BaseModel):
-    issue_id: str = Field(description="Issue id or identifier, e.g. ENG-123")
+    issue_id: str = Field(
+        description="Issue id or identifier, e.g. ENG-123 (from linear_list_issues or linear_search_issues)"
+    )
     body: str = Field(min_length=1, description="Comment text (Markdown)")
 
 
@@ -368,7 +378,7 @@ async def list_users(args: Page, ctx: ToolContext) -> Any:
 
 
 class TeamPage(Page):
-    team_id: str | None = Field(default=None, description="Only this team's (team id)")
+    team_id: str | None = Field(default=None, description="Only this team's (team id from linear_list_teams)")
 
 
 def _team_vars(args: TeamPage) -> dict[str, Any]:
@@ -459,7 +469,9 @@ ARCHIVE_ISSUE = """mutation IssueArchive($id: String!) {
 
 
 class ListCycles(Page):
-    team_id: str | None = Field(default=None, description="Only this team's cycles (team id)")
+    team_id: str | None = Field(
+        default=None, description="Only this team's cycles (team id from linear_list_teams)"
+    )
     when: Literal["all", "active", "upcoming", "past"] = Field(
         default="all", description="Only the active cycle, upcoming ones or past ones"
     )
@@ -511,11 +523,15 @@ async def list_cycle_issues(args: CycleIssues, ctx: ToolContext) -> Any:
 class CreateProject(BaseModel):
     name: str = Field(min_length=1, max_length=255, description="Project name")
     team_ids: list[str] = Field(
-        min_length=1, max_length=20, description="Ids of the teams the project belongs to"
+        min_length=1,
+        max_length=20,
+        description="Ids of the teams the project belongs to, from linear_list_teams",
     )
     description: str | None = Field(default=None, max_length=255, description="Short summary")
     content: str | None = Field(default=None, description="Project description (Markdown)")
-    lead_id: str | None = Field(default=None, description="User id of the project lead")
+    lead_id: str | None = Field(
+        default=None, description="User id of the project lead, from linear_list_users"
+    )
     start_date: str | None = Field(
         default=None, pattern=r"^\d{4}-\d{2}-\d{2}$", description="Start, YYYY-MM-DD"
     )

@@ -144,7 +144,9 @@ async def search(args: Search, ctx: ToolContext) -> Any:
 
 
 class PageId(BaseModel):
-    page_id: str = Field(description="Notion page id (UUID, with or without dashes)")
+    page_id: str = Field(
+        description="Notion page id (UUID, with or without dashes), from notion_search or notion_query_database"
+    )
 
 
 @tool(
@@ -158,7 +160,9 @@ async def get_page(args: PageId, ctx: ToolContext) -> Any:
 
 
 class BlockChildren(Page):
-    block_id: str = Field(description="Page or block id whose content to read")
+    block_id: str = Field(
+        description="Page or block id whose content to read (pages from notion_search, blocks from notion_get_page_content)"
+    )
 
 
 @tool(
@@ -179,8 +183,12 @@ async def get_page_content(args: BlockChildren, ctx: ToolContext) -> Any:
 
 class CreatePage(BaseModel):
     title: str = Field(description="Page title")
-    parent_page_id: str | None = Field(default=None, description="Create as a sub-page of this page")
-    parent_database_id: str | None = Field(default=None, description="Create as a row of this database")
+    parent_page_id: str | None = Field(
+        default=None, description="Create as a sub-page of this page (page id from notion_search)"
+    )
+    parent_database_id: str | None = Field(
+        default=None, description="Create as a row of this database (database id from notion_search)"
+    )
     title_property: str = Field(
         default="title", description="Name of the database's title column (e.g. 'Name'); 'title' for pages"
     )
@@ -247,7 +255,9 @@ async def archive_page(args: PageId, ctx: ToolContext) -> Any:
 
 
 class AppendText(BaseModel):
-    block_id: str = Field(description="Page (or block) id to append to")
+    block_id: str = Field(
+        description="Page (or block) id to append to (from notion_search or notion_get_page_content)"
+    )
     text: str = Field(min_length=1, description="Text to append; blank lines separate paragraphs")
 
 
@@ -263,7 +273,7 @@ async def append_text(args: AppendText, ctx: ToolContext) -> Any:
 
 
 class DatabaseId(BaseModel):
-    database_id: str = Field(description="Notion database id")
+    database_id: str = Field(description="Notion database id, from notion_search")
 
 
 @tool(
@@ -356,7 +366,9 @@ def _comment(c: dict[str, Any]) -> dict[str, Any]:
 
 
 class ListComments(Page):
-    block_id: str = Field(description="Page or block id whose open comments to list")
+    block_id: str = Field(
+        description="Page or block id whose open comments to list (from notion_search or notion_get_page_content)"
+    )
 
 
 @tool(
@@ -402,7 +414,9 @@ async def _append(
 
 
 class AppendBlocks(BaseModel):
-    block_id: str = Field(description="Page (or block) id to append to")
+    block_id: str = Field(
+        description="Page (or block) id to append to (from notion_search or notion_get_page_content)"
+    )
     children: list[dict[str, Any]] = Field(
         min_length=1,
         max_length=_MAX_BLOCKS,
@@ -473,7 +487,7 @@ async def update_block(args: UpdateBlock, ctx: ToolContext) -> Any:
 
 
 class BlockId(BaseModel):
-    block_id: str = Field(description="Block id")
+    block_id: str = Field(description="Block id, from notion_get_page_content")
 
 
 @tool(
@@ -491,7 +505,7 @@ async def delete_block(args: BlockId, ctx: ToolContext) -> Any:
 
 
 class CreateDatabase(BaseModel):
-    parent_page_id: str = Field(description="Page to create the database in")
+    parent_page_id: str = Field(description="Page id to create the database in (from notion_search)")
     title: str = Field(min_length=1, max_length=2_000, description="Database title")
     title_property: str = Field(default="Name", min_length=1, description="Name of the title column")
     properties: dict[str, dict[str, Any]] | None = Field(

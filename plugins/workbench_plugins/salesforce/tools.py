@@ -266,7 +266,7 @@ async def list_reports(args: Limit, ctx: ToolContext) -> Any:
 
 
 class RunReport(BaseModel):
-    report_id: str = Field(description="Report id (00O...)")
+    report_id: str = Field(description="Report id (00O...), from salesforce_list_reports")
     max_rows: int = Field(default=200, ge=1, le=2000, description="Most detail rows to return")
 
 

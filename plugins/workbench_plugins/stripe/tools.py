@@ -149,7 +149,9 @@ async def search_customers(args: SearchCustomers, ctx: ToolContext) -> Any:
 
 
 class CustomerId(BaseModel):
-    customer_id: str = Field(description="Customer id (cus_...)")
+    customer_id: str = Field(
+        description="Customer id (cus_...), from stripe_search_customers or stripe_list_customers"
+    )
 
 
 @tool(
@@ -183,7 +185,9 @@ async def create_customer(args: CreateCustomer, ctx: ToolContext) -> Any:
 
 
 class ListInvoices(Page):
-    customer_id: str | None = Field(default=None, description="Only this customer's invoices")
+    customer_id: str | None = Field(
+        default=None, description="Only this customer's invoices (customer id from stripe_search_customers)"
+    )
     status: Literal["draft", "open", "paid", "uncollectible", "void"] | None = Field(
         default=None, description="Only invoices in this status"
     )
@@ -210,7 +214,7 @@ async def list_invoices(args: ListInvoices, ctx: ToolContext) -> Any:
 
 
 class InvoiceId(BaseModel):
-    invoice_id: str = Field(description="Invoice id (in_...)")
+    invoice_id: str = Field(description="Invoice id (in_...), from stripe_list_invoices")
 
 
 _LINE = ("id", "description", "amount", "currency", "quantity")
@@ -242,7 +246,7 @@ async def get_invoice(args: InvoiceId, ctx: ToolContext) -> Any:
 
 
 class CreateInvoice(BaseModel):
-    customer_id: str = Field(description="Customer to bill (cus_...)")
+    customer_id: str = Field(description="Customer to bill (cus_...), from stripe_search_customers")
     collection_method: Literal["charge_automatically", "send_invoice"] = Field(
         default="send_invoice", description="Charge the saved payment method, or email the invoice"
     )
@@ -276,12 +280,15 @@ async def create_invoice(args: CreateInvoice, ctx: ToolContext) -> Any:
 
 
 class AddInvoiceItem(BaseModel):
-    customer_id: str = Field(description="Customer the item is billed to (cus_...)")
+    customer_id: str = Field(
+        description="Customer the item is billed to (cus_...), from stripe_search_customers"
+    )
     amount: int = Field(description="Amount in the currency's smallest unit (e.g. cents)")
     currency: str = Field(default="usd", description="Three-letter ISO currency code, lower case")
     description: str | None = Field(default=None, description="Line item description")
     invoice_id: str | None = Field(
-        default=None, description="Draft invoice to add it to; omitted: pending until the next invoice"
+        default=None,
+        description="Draft invoice to add it to (id from stripe_list_invoices); omitted: pending until the next invoice",
     )
 
 
@@ -324,7 +331,9 @@ async def send_invoice(args: InvoiceId, ctx: ToolContext) -> Any:
 
 
 class ListPaymentIntents(Page):
-    customer_id: str | None = Field(default=None, description="Only this customer's payments")
+    customer_id: str | None = Field(
+        default=None, description="Only this customer's payments (customer id from stripe_search_customers)"
+    )
 
 
 @tool(
@@ -343,7 +352,10 @@ async def list_payments(args: ListPaymentIntents, ctx: ToolContext) -> Any:
 
 
 class ListSubscriptions(Page):
-    customer_id: str | None = Field(default=None, description="Only this customer's subscriptions")
+    customer_id: str | None = Field(
+        default=None,
+        description="Only this customer's subscriptions (customer id from stripe_search_customers)",
+    )
     status: (
         Literal["active", "past_due", "unpaid", "canceled", "incomplete", "trialing", "paused", "all"] | None
     ) = Field(default=None, description="Only subscriptions in this status (default: all but canceled)")
@@ -380,7 +392,7 @@ async def list_subscriptions(args: ListSubscriptions, ctx: ToolContext) -> Any:
 
 
 class CreateRefund(BaseModel):
-    payment_intent_id: str = Field(description="Payment to refund (pi_...)")
+    payment_intent_id: str = Field(description="Payment to refund (pi_...), from stripe_list_payments")
     amount: int | None = Field(
         default=None, ge=1, description="Partial amount in the smallest unit; omitted: all"
     )
@@ -486,7 +498,9 @@ async def create_product(args: CreateProduct, ctx: ToolContext) -> Any:
 
 
 class ListPrices(Page):
-    product_id: str | None = Field(default=None, description="Only prices of this product (prod_...)")
+    product_id: str | None = Field(
+        default=None, description="Only prices of this product (prod_...), from stripe_list_products"
+    )
     active: bool | None = Field(default=None, description="Only active (true) or inactive (false) prices")
     type: Literal["one_time", "recurring"] | None = Field(default=None, description="Only this kind of price")
 
@@ -513,7 +527,7 @@ async def list_prices(args: ListPrices, ctx: ToolContext) -> Any:
 
 
 class CreatePrice(BaseModel):
-    product_id: str = Field(description="Product the price is for (prod_...)")
+    product_id: str = Field(description="Product the price is for (prod_...), from stripe_list_products")
     unit_amount: int = Field(ge=0, description="Amount in the smallest unit (cents)")
     currency: str = Field(
         pattern=_CURRENCY, description="Three-letter ISO currency code, lower case, e.g. 'usd'"
@@ -573,7 +587,9 @@ async def create_payment_link(args: CreatePaymentLink, ctx: ToolContext) -> Any:
 
 
 class CancelSubscription(BaseModel):
-    subscription_id: str = Field(description="Subscription to cancel (sub_...)")
+    subscription_id: str = Field(
+        description="Subscription to cancel (sub_...), from stripe_list_subscriptions"
+    )
     at_period_end: bool = Field(
         default=False, description="Keep it until the paid period ends (true) or end it now (false)"
     )

@@ -316,7 +316,8 @@ async def get_table_columns(args: TableRef, ctx: ToolContext) -> Any:
 class Sql(BaseModel):
     sql: str = Field(min_length=1, description="SQL to run (SELECT ...)")
     database_id: int | None = Field(
-        default=None, description="Database id; omitted: the only SQL Lab database, if there is exactly one"
+        default=None,
+        description="Database id, from superset_list_databases; omitted: the only SQL Lab database, if there is exactly one",
     )
     schema_name: str | None = Field(default=None, description="Default schema for unqualified table names")
 
@@ -438,7 +439,7 @@ async def list_dashboards(args: Search, ctx: ToolContext) -> Any:
 
 
 class DashboardId(BaseModel):
-    dashboard_id: int = Field(description="Dashboard id")
+    dashboard_id: int = Field(description="Dashboard id, from superset_list_dashboards")
 
 
 @tool(
@@ -486,7 +487,7 @@ async def list_charts(args: Search, ctx: ToolContext) -> Any:
 
 
 class ChartData(BaseModel):
-    chart_id: int = Field(description="Chart id")
+    chart_id: int = Field(description="Chart id, from superset_list_charts")
     limit: int = Field(default=500, ge=1, le=10000, description="Most rows to return")
 
 

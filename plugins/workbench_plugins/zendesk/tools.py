@@ -100,7 +100,7 @@ async def list_tickets(args: Page, ctx: ToolContext) -> Any:
 
 
 class TicketId(BaseModel):
-    ticket_id: int = Field(description="Ticket number")
+    ticket_id: int = Field(description="Ticket number, from zendesk_list_tickets or zendesk_search_tickets")
 
 
 @tool(
@@ -164,8 +164,12 @@ class CreateTicket(BaseModel):
         default=None, description="Ticket type"
     )
     tags: list[str] | None = Field(default=None, description="Tags to set")
-    assignee_id: int | None = Field(default=None, description="Agent to assign")
-    group_id: int | None = Field(default=None, description="Group to assign")
+    assignee_id: int | None = Field(
+        default=None, description="Agent to assign (user id from zendesk_search_users or zendesk_list_users)"
+    )
+    group_id: int | None = Field(
+        default=None, description="Group to assign (group id from zendesk_list_groups)"
+    )
 
 
 @tool(
@@ -202,8 +206,12 @@ class UpdateTicket(TicketId):
     priority: Literal["urgent", "high", "normal", "low"] | None = Field(
         default=None, description="New priority"
     )
-    assignee_id: int | None = Field(default=None, description="Agent to assign")
-    group_id: int | None = Field(default=None, description="Group to assign")
+    assignee_id: int | None = Field(
+        default=None, description="Agent to assign (user id from zendesk_search_users or zendesk_list_users)"
+    )
+    group_id: int | None = Field(
+        default=None, description="Group to assign (group id from zendesk_list_groups)"
+    )
     subject: str | None = Field(default=None, description="New subject")
     tags: list[str] | None = Field(default=None, description="Replace the ticket's tags")
 
@@ -297,7 +305,9 @@ class CreateUser(BaseModel):
     name: str = Field(min_length=1, description="Full name")
     email: str | None = Field(default=None, description="Email address")
     role: Literal["end-user", "agent", "admin"] = Field(default="end-user", description="User role")
-    organization_id: int | None = Field(default=None, description="Organization to add the user to")
+    organization_id: int | None = Field(
+        default=None, description="Organization to add the user to (id from zendesk_list_organizations)"
+    )
 
 
 @tool(
