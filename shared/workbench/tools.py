@@ -29,10 +29,11 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
-from pydantic import BaseModel
+from workbench.arguments import Arguments
 
 if TYPE_CHECKING:
     import httpx
+    from pydantic import BaseModel
 
     from workbench.engine.blocking import BlockingPool
     from workbench.stores import User
@@ -171,7 +172,8 @@ class Tool:
     name: str
     description: str
     fn: ExecuteFn
-    input_model: type[BaseModel] | None = None
+    # A pydantic model, or `Arguments` (workbench.arguments: the built-in tools, no pydantic import).
+    input_model: type[BaseModel] | Arguments | None = None
     parameters: dict[str, Any] | None = None
     integration: str = ""
     # OAuth scopes the tool needs for every argument value its schema offers; the catalog test
@@ -193,7 +195,9 @@ class Tool:
 
     def json_schema(self) -> dict[str, Any]:
         if self._schema is None:
-            if self.input_model is not None:
+            if isinstance(self.input_model, Arguments):
+                self._schema = self.input_model.json_schema()
+            elif self.input_model is not None:
                 from workbench.engine.schema import portable_schema
 
                 self._schema = portable_schema(self.input_model)
@@ -203,6 +207,8 @@ class Tool:
 
     def argument_text(self) -> str:
         """Each argument's name and description, for search (cheap: no JSON Schema is built)."""
+        if isinstance(self.input_model, Arguments):
+            return self.input_model.argument_text()
         if self.input_model is not None:
             fields = self.input_model.model_fields.items()
             return " ".join(f"{name} {f.description or ''}" for name, f in fields)
@@ -330,7 +336,7 @@ def _summary(value: Any) -> str:
 def tool(
     name: str,
     description: str,
-    input_model: type[BaseModel] | None = None,
+    input_model: type[BaseModel] | Arguments | None = None,
     *,
     parameters: dict[str, Any] | None = None,
     scopes: tuple[str, ...] = (),

@@ -28,6 +28,9 @@ NOT_ON_THE_API_KEY_PATH = (
     "anyio",
     "jwt",
     "httpx",  # a built-in tool calls no upstream
+    "pydantic",  # the jots tools' arguments are declared without it (workbench.arguments)
+    "pydantic_core",
+    "importlib.metadata",
     "workbench.guard.egress",
     "cryptography.hazmat.primitives.asymmetric",
     "workbench.oauth",

@@ -38,6 +38,9 @@ def _gateway(tmp_path: Path, url: str, **settings: Any) -> Gateway:
     registry = build_registry(plugins=False)
     registry.add(make_manifest(url), lambda: importlib.import_module("tests.support.slowapi.tools").TOOLS)
     settings.setdefault("egress_allow", "loopback")  # the slow upstream listens on loopback
+    # Loaded now: the first import of its module (and of pydantic, which nothing before it in this
+    # process may have imported) is not what these deadlines are about.
+    registry.tools_of("slowapi")
     return make_gateway(tmp_path, registry=registry, **settings)
 
 

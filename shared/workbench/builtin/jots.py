@@ -9,8 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, Field
-
+from workbench.arguments import Arg, Arguments
 from workbench.builtin import JOTS
 from workbench.stores import Jot
 from workbench.tools import tool
@@ -32,32 +31,33 @@ def _view(jot: Jot, ctx: Any, *, body: bool = True) -> dict[str, Any]:
     return out
 
 
-class CreateJot(BaseModel):
-    title: str = Field(min_length=1, max_length=200, description="Short title")
-    body: str = Field(default="", max_length=100_000, description="Markdown text")
-    shared: bool = Field(default=False, description="Also create a share link anyone can open")
-
-
-class JotId(BaseModel):
-    id: str = Field(description="Jot id, as create_jot or list_jots returns it")
-
-
-class ListJots(BaseModel):
-    limit: int = Field(default=50, ge=1, le=200)
-
-
-class UpdateJot(BaseModel):
-    id: str
-    title: str | None = Field(default=None, min_length=1, max_length=200)
-    body: str | None = Field(default=None, max_length=100_000)
-    shared: bool | None = Field(
-        default=None, description="true: make (or keep) a share link; false: revoke it"
-    )
-
-
-class SearchJots(BaseModel):
-    query: str = Field(min_length=1, description="Words to look for in titles and bodies")
-    limit: int = Field(default=20, ge=1, le=100)
+# Declared without pydantic (workbench.arguments): an instance's first list_jots skips its import.
+CreateJot = Arguments(
+    "CreateJot",
+    Arg("title", str, min_length=1, max_length=200, description="Short title"),
+    Arg("body", str, default="", max_length=100_000, description="Markdown text"),
+    Arg("shared", bool, default=False, description="Also create a share link anyone can open"),
+)
+JotId = Arguments("JotId", Arg("id", str, description="Jot id, as create_jot or list_jots returns it"))
+ListJots = Arguments("ListJots", Arg("limit", int, default=50, ge=1, le=200))
+UpdateJot = Arguments(
+    "UpdateJot",
+    Arg("id", str),
+    Arg("title", str, optional=True, default=None, min_length=1, max_length=200),
+    Arg("body", str, optional=True, default=None, max_length=100_000),
+    Arg(
+        "shared",
+        bool,
+        optional=True,
+        default=None,
+        description="true: make (or keep) a share link; false: revoke it",
+    ),
+)
+SearchJots = Arguments(
+    "SearchJots",
+    Arg("query", str, min_length=1, description="Words to look for in titles and bodies"),
+    Arg("limit", int, default=20, ge=1, le=100),
+)
 
 
 @tool(
@@ -67,7 +67,7 @@ class SearchJots(BaseModel):
     keywords=("write down", "remember", "save", "record", "keep", "new"),
     keeps_arguments=True,
 )
-def create_jot(args: CreateJot, ctx: Any) -> dict[str, Any]:
+def create_jot(args: Any, ctx: Any) -> dict[str, Any]:
     jot = ctx.services.jots.create(ctx.user_id, args.title, args.body, shared=args.shared)
     return _view(jot, ctx)
 
@@ -78,7 +78,7 @@ def create_jot(args: CreateJot, ctx: Any) -> dict[str, Any]:
     JotId,
     keywords=("show", "open", "view", "read", "display"),
 )
-def get_jot(args: JotId, ctx: Any) -> dict[str, Any]:
+def get_jot(args: Any, ctx: Any) -> dict[str, Any]:
     jot = ctx.services.jots.get(ctx.user_id, args.id)
     if jot is None:
         raise LookupError(NOT_FOUND)
@@ -91,7 +91,7 @@ def get_jot(args: JotId, ctx: Any) -> dict[str, Any]:
     ListJots,
     keywords=("show", "browse", "memos", "notebook", "overview"),
 )
-def list_jots(args: ListJots, ctx: Any) -> dict[str, Any]:
+def list_jots(args: Any, ctx: Any) -> dict[str, Any]:
     jots = ctx.services.jots.list_for(ctx.user_id, args.limit)
     return {"jots": [_view(j, ctx, body=False) for j in jots]}
 
@@ -103,7 +103,7 @@ def list_jots(args: ListJots, ctx: Any) -> dict[str, Any]:
     keywords=("edit", "change", "rewrite", "fix", "share link", "publish", "unshare"),
     keeps_arguments=True,
 )
-def update_jot(args: UpdateJot, ctx: Any) -> dict[str, Any]:
+def update_jot(args: Any, ctx: Any) -> dict[str, Any]:
     updated = ctx.services.jots.update(
         ctx.user_id, args.id, title=args.title, body=args.body, shared=args.shared
     )
@@ -118,7 +118,7 @@ def update_jot(args: UpdateJot, ctx: Any) -> dict[str, Any]:
     JotId,
     keywords=("remove", "erase", "discard", "throw away", "get rid"),
 )
-def delete_jot(args: JotId, ctx: Any) -> dict[str, Any]:
+def delete_jot(args: Any, ctx: Any) -> dict[str, Any]:
     if not ctx.services.jots.delete(ctx.user_id, args.id):
         raise LookupError(NOT_FOUND)
     return {"deleted": args.id}
@@ -130,7 +130,7 @@ def delete_jot(args: JotId, ctx: Any) -> dict[str, Any]:
     SearchJots,
     keywords=("find", "look for", "lookup", "mentioning", "memos", "recall"),
 )
-def search_jots(args: SearchJots, ctx: Any) -> dict[str, Any]:
+def search_jots(args: Any, ctx: Any) -> dict[str, Any]:
     hits = ctx.services.jots.search(ctx.user_id, args.query, args.limit)
     return {"jots": [_view(j, ctx, body=False) for j in hits]}
 

@@ -20,8 +20,6 @@ from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from pydantic import ValidationError
-
 from workbench.connections.credentials import Credentials, token_of
 from workbench.engine.blocking import BlockingPool, GroupWrite
 from workbench.engine.registry import CookieAuth, Manifest, OAuth2Auth, Registry
@@ -35,6 +33,7 @@ from workbench.tools import CancelSignal, EmitFn, TokenKind, Tool, ToolContext
 
 if TYPE_CHECKING:
     import httpx
+    from pydantic import ValidationError
 
 __all__ = [
     "MAX_ARGS_DEPTH",
@@ -490,15 +489,21 @@ class Engine:
         if tool.input_model is not None:
             try:
                 args = tool.input_model.model_validate(call.args)
-            except ValidationError as exc:
-                return (
-                    {"error": f"Invalid arguments for {tool.name}: {validation_message(exc)}"},
-                    manifest.name,
-                    None,
-                    False,
+            except Exception as exc:
+                # pydantic is imported by now whenever this can be its error (a built-in tool's
+                # arguments that passed without the model never import it).
+                from pydantic import ValidationError
+
+                if isinstance(exc, ValidationError):
+                    return (
+                        {"error": f"Invalid arguments for {tool.name}: {validation_message(exc)}"},
+                        manifest.name,
+                        None,
+                        False,
+                    )
+                audit_error = (
+                    f"SAFEPARSE_ERROR: {exc}"  # the schema itself is broken: run with the raw arguments
                 )
-            except Exception as exc:  # the schema itself is broken: run with the raw arguments
-                audit_error = f"SAFEPARSE_ERROR: {exc}"
                 args = SimpleNamespace(**call.args)
 
         ctx: ToolContext = _Context(self, scope.principal.user, manifest, conn, vault_values=call.secrets)
