@@ -46,7 +46,7 @@ SDK_MODULE = "mcp.server.streamable_http"
 def _bench_registry() -> Any:
     from pydantic import BaseModel
     from workbench.composition import build_registry
-    from workbench.engine.registry import Manifest, OAuth2Auth
+    from workbench.manifest import Manifest, OAuth2Auth
     from workbench.sdk import api
     from workbench.tools import tool
 
@@ -233,7 +233,7 @@ async def _idle_calls(endpoint: AwsEndpoint, idle: float) -> dict[str, Any]:
     the pause is its key's first one since."""
     from workbench.aws.kms import KmsKeyProvider
     from workbench.composition import build_gateway, build_registry
-    from workbench.engine.registry import ApiKeyAuth, ApiKeyField, Manifest
+    from workbench.manifest import ApiKeyAuth, ApiKeyField, Manifest
     from workbench.mcp.app import create_mcp_app
     from workbench.proxy.app import create_proxy_app
     from workbench.stores.dynamodb import dynamodb_stores

@@ -21,12 +21,13 @@ from typing import TYPE_CHECKING, Any
 from workbench.connections.credentials import Credentials
 from workbench.engine.blocking import BlockingPool
 from workbench.engine.executor import Engine
-from workbench.engine.registry import Manifest, Registry
+from workbench.engine.registry import Registry
 from workbench.errors import ConfigError
 from workbench.identity.auth import AuthCache, KeysThatForget, Principal
 from workbench.identity.crypto import Cipher, KeyProvider, LocalKeyProvider, load_or_create_local_key
 from workbench.identity.secrets import SESSION_SECRET, EnvSecrets, SecretSource
 from workbench.identity.vault import Vault
+from workbench.manifest import Manifest
 from workbench.observability import Metrics
 from workbench.settings import Settings
 from workbench.stores import Stores

@@ -15,6 +15,11 @@ and an execute function, sync or async:
 A sync execute function runs in a thread (the engine's pool for sync tools), never on the event
 loop, so a slow one holds up neither the rest of its batch nor other requests.
 
+An integration is declared by a `Manifest` in its package's `__init__` (with its auth: `NoAuth`,
+`ApiKeyAuth` + `ApiKeyField`, `OAuth2Auth` + `LoginHosts`/`TokenRejected`, `CookieAuth`; a `Probe`;
+`Hint`s for tools whose name says less than what they do); those are importable from here too, so
+`workbench.tools` and `workbench.sdk` are the whole plugin API (docs/plugins.md).
+
 `Tool.execute(input, signal, emit)` always returns a `ToolResult` and never raises: a pre-aborted
 signal skips the function, an abort mid-flight wins the race even if the function ignores it, an
 abort that lands after the function resolved still wins, and an exception becomes
@@ -31,6 +36,19 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from workbench.arguments import Arguments
 
+from workbench.annotations import Hint
+from workbench.manifest import (
+    ApiKeyAuth,
+    ApiKeyField,
+    CookieAuth,
+    LoginHosts,
+    Manifest,
+    NoAuth,
+    OAuth2Auth,
+    Probe,
+    TokenRejected,
+)
+
 if TYPE_CHECKING:
     import httpx
     from pydantic import BaseModel
@@ -39,9 +57,19 @@ if TYPE_CHECKING:
     from workbench.stores import User
 
 __all__ = [
+    "ApiKeyAuth",
+    "ApiKeyField",
     "CancelSignal",
+    "CookieAuth",
     "EmitFn",
+    "Hint",
+    "LoginHosts",
+    "Manifest",
+    "NoAuth",
+    "OAuth2Auth",
+    "Probe",
     "TokenKind",
+    "TokenRejected",
     "Tool",
     "ToolContext",
     "ToolResult",
@@ -183,7 +211,7 @@ class Tool:
     # description do not already use ("money back" for a refund); search_tools indexes them.
     keywords: tuple[str, ...] = ()
     # MCP annotations (title, readOnlyHint, destructiveHint, idempotentHint, openWorldHint): set by
-    # the registry from the manifest (workbench.engine.annotations), or by a custom app's server.
+    # the registry from the manifest (workbench.annotations), or by a custom app's server.
     annotations: dict[str, Any] | None = None
     # The tool stores what it is given where it can be read again later (a jot, and its share link):
     # the engine refuses a call whose arguments hold a resolved {{vault:}} value, so a secret never

@@ -183,7 +183,7 @@ async def test_close_forgets_the_page_and_its_cookies(browser_gateway: Gateway, 
 
 async def test_plugin_tools_cannot_reach_the_browser(browser_gateway: Gateway) -> None:
     from workbench.engine.executor import _Context
-    from workbench.engine.registry import Manifest, NoAuth
+    from workbench.manifest import Manifest, NoAuth
 
     principal = principal_for(browser_gateway)
     plugin = Manifest(name="sneaky", version="1", display_name="Sneaky", auth=NoAuth())

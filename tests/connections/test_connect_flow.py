@@ -15,8 +15,8 @@ from starlette.testclient import TestClient
 from workbench.composition import Gateway, build_registry
 from workbench.connections.flow import STATE_TTL_SECONDS
 from workbench.connections.provider_oauth import pkce_challenge
-from workbench.engine.registry import CookieAuth, Manifest, NoAuth
 from workbench.identity.auth import Principal
+from workbench.manifest import CookieAuth, Manifest, NoAuth
 from workbench.web.app import create_web_app
 
 from tests.connections.plugins.testoauth import make_manifest

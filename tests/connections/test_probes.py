@@ -14,9 +14,9 @@ import httpx
 import pytest
 from starlette.testclient import TestClient
 from workbench.composition import Gateway, build_registry
-from workbench.engine.registry import ApiKeyAuth, NoAuth
 from workbench.errors import VerificationFailed
 from workbench.guard.plain_errors import describe_transport_error
+from workbench.manifest import ApiKeyAuth, NoAuth
 from workbench.web.app import create_web_app
 
 from tests.support.gateways import make_gateway, principal_for

@@ -21,8 +21,8 @@ import pytest
 from starlette.testclient import TestClient
 from workbench.composition import Gateway
 from workbench.connections.provider_oauth import login_host_for
-from workbench.engine.registry import LoginHosts
 from workbench.errors import InvalidInput
+from workbench.manifest import LoginHosts
 from workbench.web.app import create_web_app
 
 from tests.support.gateways import make_gateway, principal_for

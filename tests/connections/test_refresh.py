@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 from workbench.connections.credentials import LEASE_SUFFIX, Credentials
 from workbench.connections.provider_oauth import ProviderError, TokenSet
-from workbench.engine.registry import Manifest
 from workbench.errors import CredentialError, NotConnected, ReconnectRequired
 from workbench.identity.crypto import Cipher, LocalKeyProvider
+from workbench.manifest import Manifest
 from workbench.stores import Connection, ConnectionStore
 from workbench.stores.memory import memory_stores
 from workbench.stores.sqlite import sqlite_stores

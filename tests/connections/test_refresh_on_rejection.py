@@ -22,9 +22,9 @@ import httpx
 import pytest
 from pydantic import BaseModel
 from workbench.composition import Gateway, build_gateway, build_registry
-from workbench.engine.registry import Manifest, OAuth2Auth, TokenRejected
 from workbench.identity.auth import Principal
 from workbench.identity.crypto import LocalKeyProvider
+from workbench.manifest import Manifest, OAuth2Auth, TokenRejected
 from workbench.sdk import api
 from workbench.settings import Settings
 from workbench.stores import Stores

@@ -18,7 +18,7 @@ from urllib.parse import parse_qs, urlsplit
 import httpx
 import pytest
 from workbench.connections.provider_oauth import ProviderError, ProviderOAuth, pkce_verifier
-from workbench.engine.registry import Manifest, OAuth2Auth
+from workbench.manifest import Manifest, OAuth2Auth
 from workbench.settings import Settings
 
 from tests.connections.loopback_provider import CLIENT_ID, CLIENT_SECRET, Style, loopback_provider

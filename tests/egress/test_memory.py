@@ -19,7 +19,7 @@ SCRIPT = textwrap.dedent(
     from workbench.composition import build_gateway, build_registry
     from workbench.identity.crypto import LocalKeyProvider
     from workbench.proxy.app import create_proxy_app
-    from workbench.engine.registry import ApiKeyAuth, ApiKeyField, Manifest
+    from workbench.manifest import ApiKeyAuth, ApiKeyField, Manifest
     from workbench.settings import Settings
     from workbench.stores.memory import memory_stores
 

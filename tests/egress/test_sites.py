@@ -18,7 +18,7 @@ import pytest
 from starlette.testclient import TestClient
 from workbench.composition import Gateway, build_registry
 from workbench.connections.provider_oauth import ProviderError
-from workbench.engine.registry import ApiKeyAuth, ApiKeyField, Manifest, OAuth2Auth
+from workbench.manifest import ApiKeyAuth, ApiKeyField, Manifest, OAuth2Auth
 from workbench.oauth.errors import OAuthError
 from workbench.proxy.app import create_proxy_app
 from workbench.web.app import create_web_app

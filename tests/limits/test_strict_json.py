@@ -14,8 +14,8 @@ import httpx
 import pytest
 from pydantic import BaseModel
 from workbench.composition import Gateway
-from workbench.engine.registry import Manifest, NoAuth
 from workbench.guard.jsontext import MAX_DEPTH, JsonRejected, dumps, js_stringify, nesting_exceeds, parse
+from workbench.manifest import Manifest, NoAuth
 from workbench.runtime.local_app import create_local_app
 from workbench.tools import tool
 

@@ -218,7 +218,7 @@ def check_catalog(integration: str, module: Any) -> None:
     integration has none to declare)."""
     from jsonschema import Draft202012Validator
     from workbench.composition import build_registry
-    from workbench.engine.registry import OAuth2Auth
+    from workbench.manifest import OAuth2Auth
 
     registry = build_registry()
     manifest = registry.manifest(integration)

@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from workbench.annotations import HINT_KEYS, from_declared, from_method
 from workbench.composition import build_registry
-from workbench.engine.annotations import HINT_KEYS, from_declared, from_method
 
 from tests.plugins.catalog_support import Call
 from tests.plugins.test_catalog import _cases

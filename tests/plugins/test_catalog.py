@@ -18,7 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 from workbench.composition import build_registry
-from workbench.engine.registry import OAuth2Auth
+from workbench.manifest import OAuth2Auth
 from workbench.tools import Tool
 
 from tests.plugins.catalog_support import Call, Case

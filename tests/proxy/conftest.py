@@ -19,8 +19,8 @@ from typing import Any
 
 import pytest
 from workbench.composition import Gateway, build_registry
-from workbench.engine.registry import ApiKeyAuth, ApiKeyField, Manifest, OAuth2Auth
 from workbench.identity.auth import Principal
+from workbench.manifest import ApiKeyAuth, ApiKeyField, Manifest, OAuth2Auth
 from workbench.proxy.app import create_proxy_app
 from workbench.runtime.uvicorn_server import http_protocol
 

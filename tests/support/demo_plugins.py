@@ -10,8 +10,9 @@ from typing import Any, ClassVar
 import httpx
 from pydantic import BaseModel, Field
 from workbench.composition import Gateway, build_registry
-from workbench.engine.registry import Manifest, NoAuth, OAuth2Auth, Registry
+from workbench.engine.registry import Registry
 from workbench.identity.auth import Principal
+from workbench.manifest import Manifest, NoAuth, OAuth2Auth
 from workbench.sdk import api
 from workbench.tools import tool
 

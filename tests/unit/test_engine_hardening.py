@@ -14,10 +14,10 @@ from pydantic import BaseModel
 from workbench.composition import Gateway
 from workbench.engine.executor import MAX_ARGS_DEPTH, MAX_RESULT_DEPTH
 from workbench.engine.meta import MetaTools
-from workbench.engine.registry import CookieAuth, Manifest, NoAuth
 from workbench.errors import UpstreamTimeout, upstream_timeout_message
 from workbench.guard.jsontext import dumps
 from workbench.identity.auth import Principal
+from workbench.manifest import CookieAuth, Manifest, NoAuth
 from workbench.stores import Connection
 from workbench.tools import tool
 

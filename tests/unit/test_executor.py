@@ -218,7 +218,7 @@ async def test_a_plugin_without_auth_calls_its_api_through_ctx_http(tmp_path: Pa
     """An auth-none integration has no connection row: ctx.http still works (relative URLs join its
     base), sends no credential, and answers like any other tool."""
     from pydantic import BaseModel
-    from workbench.engine.registry import Manifest, NoAuth
+    from workbench.manifest import Manifest, NoAuth
     from workbench.tools import tool
 
     class NoArgs(BaseModel):

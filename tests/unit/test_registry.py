@@ -7,8 +7,9 @@ import subprocess
 import sys
 
 import pytest
-from workbench.engine.registry import Manifest, NoAuth, Registry
+from workbench.engine.registry import Registry
 from workbench.errors import RegistryError
+from workbench.manifest import Manifest, NoAuth
 from workbench.tools import tool
 
 from tests.support.processes import REPO

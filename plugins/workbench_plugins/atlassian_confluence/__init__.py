@@ -1,4 +1,4 @@
-from workbench.engine.registry import Manifest, OAuth2Auth, Probe
+from workbench.tools import Manifest, OAuth2Auth, Probe
 
 # Same Atlassian 3LO gateway as Jira: calls go to /ex/confluence/{cloudId}/wiki/... (see
 # workbench_plugins.atlassian_jira.cloud for how the site is chosen).

@@ -1,4 +1,4 @@
-from workbench.engine.registry import Manifest, OAuth2Auth, Probe
+from workbench.tools import Manifest, OAuth2Auth, Probe
 
 # Atlassian Cloud OAuth 2.0 (3LO): every call goes through the api.atlassian.com gateway, to
 # /ex/jira/{cloudId}/... for the site chosen by `cloudId` (or discovered; see cloud.py).

@@ -1,5 +1,4 @@
-from workbench.engine.annotations import Hint
-from workbench.engine.registry import Manifest, OAuth2Auth, Probe
+from workbench.tools import Hint, Manifest, OAuth2Auth, Probe
 
 manifest = Manifest(
     name="github",

@@ -1,4 +1,4 @@
-from workbench.engine.registry import Manifest, OAuth2Auth, Probe
+from workbench.tools import Manifest, OAuth2Auth, Probe
 
 manifest = Manifest(
     name="google-sheets",

@@ -1,5 +1,4 @@
-from workbench.engine.annotations import Hint
-from workbench.engine.registry import LoginHosts, Manifest, OAuth2Auth, Probe, TokenRejected
+from workbench.tools import Hint, LoginHosts, Manifest, OAuth2Auth, Probe, TokenRejected
 
 manifest = Manifest(
     name="salesforce",

@@ -1,4 +1,4 @@
-from workbench.engine.registry import Manifest, OAuth2Auth, Probe, TokenRejected
+from workbench.tools import Manifest, OAuth2Auth, Probe, TokenRejected
 
 manifest = Manifest(
     name="slack",

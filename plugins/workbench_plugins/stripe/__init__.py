@@ -1,5 +1,4 @@
-from workbench.engine.annotations import Hint
-from workbench.engine.registry import ApiKeyAuth, ApiKeyField, Manifest, Probe
+from workbench.tools import ApiKeyAuth, ApiKeyField, Hint, Manifest, Probe
 
 manifest = Manifest(
     name="stripe",

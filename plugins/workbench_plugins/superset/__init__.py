@@ -1,4 +1,4 @@
-from workbench.engine.registry import ApiKeyAuth, ApiKeyField, Manifest, Probe
+from workbench.tools import ApiKeyAuth, ApiKeyField, Manifest, Probe
 
 manifest = Manifest(
     name="superset",

@@ -7,8 +7,9 @@ else: a tool module (and its pydantic models) is imported when one of its tools 
 
 from __future__ import annotations
 
-from workbench.engine.annotations import Hint
-from workbench.engine.registry import Manifest, NoAuth, Registry, module_loader
+from workbench.annotations import Hint
+from workbench.engine.registry import Registry, module_loader
+from workbench.manifest import Manifest, NoAuth
 
 __all__ = ["APPS", "BROWSER", "JOTS", "VAULT", "register_builtins"]
 

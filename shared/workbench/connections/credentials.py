@@ -23,7 +23,6 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from workbench.engine.blocking import BlockingPool
-from workbench.engine.registry import ApiKeyAuth, CookieAuth, Manifest, NoAuth, OAuth2Auth
 from workbench.errors import (
     CredentialError,
     CredentialUnreadable,
@@ -33,6 +32,7 @@ from workbench.errors import (
     Unavailable,
 )
 from workbench.identity.crypto import Cipher
+from workbench.manifest import ApiKeyAuth, CookieAuth, Manifest, NoAuth, OAuth2Auth
 from workbench.stores import LEASE_SUFFIX, Connection, ConnectionStore
 from workbench.tools import TokenKind
 

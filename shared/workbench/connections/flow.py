@@ -19,10 +19,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from workbench.engine.blocking import BlockingPool
-from workbench.engine.registry import Manifest, OAuth2Auth, Registry
+from workbench.engine.registry import Registry
 from workbench.errors import InvalidInput, VerificationFailed
 from workbench.guard import deadline
 from workbench.guard.egress import EgressPolicy, EgressRefused
+from workbench.manifest import Manifest, OAuth2Auth
 from workbench.settings import Settings
 from workbench.stores import OAuthState, PendingConnect, PendingStore, User
 

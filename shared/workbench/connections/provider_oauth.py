@@ -25,12 +25,12 @@ from urllib.parse import parse_qsl, quote, urlencode, urlsplit
 
 import httpx
 
-from workbench.engine.registry import LoginHosts, Manifest, OAuth2Auth
 from workbench.errors import ConfigError, InvalidInput
 from workbench.guard.egress import EgressRefused
 from workbench.guard.jsontext import parse
 from workbench.guard.shared_http import SharedClient
 from workbench.identity.secrets import EnvSecrets, SecretSource, plugin_client_keys
+from workbench.manifest import LoginHosts, Manifest, OAuth2Auth
 from workbench.settings import Settings
 
 __all__ = [

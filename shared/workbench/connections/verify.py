@@ -15,10 +15,10 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 
-from workbench.engine.registry import Manifest, Probe
 from workbench.errors import CredentialError, VerificationFailed
 from workbench.guard.egress import EgressRefused
 from workbench.guard.plain_errors import plain_text
+from workbench.manifest import Manifest, Probe
 from workbench.sdk import UpstreamError, error_detail
 from workbench.tools import ToolContext, error_text
 

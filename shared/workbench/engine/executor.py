@@ -22,11 +22,12 @@ from urllib.parse import urlsplit
 
 from workbench.connections.credentials import Credentials, token_of
 from workbench.engine.blocking import BlockingPool, GroupWrite
-from workbench.engine.registry import CookieAuth, Manifest, OAuth2Auth, Registry
+from workbench.engine.registry import Registry
 from workbench.errors import AuditNotWritten, CredentialError, ReconnectRequired
 from workbench.guard import deadline
 from workbench.guard.jsontext import nesting_exceeds
 from workbench.identity.auth import Principal
+from workbench.manifest import CookieAuth, Manifest, OAuth2Auth
 from workbench.observability import Metrics, log_error, log_event
 from workbench.stores import AuditStore, Connection, User
 from workbench.tools import CancelSignal, EmitFn, TokenKind, Tool, ToolContext

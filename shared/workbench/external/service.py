@@ -40,11 +40,11 @@ from urllib.parse import quote
 
 import httpx
 
-from workbench.engine.annotations import from_declared, from_method
+from workbench.annotations import from_declared, from_method
 from workbench.engine.blocking import BlockingPool
 from workbench.engine.compose import BadRef, VaultMissing, resolve
 from workbench.engine.executor import scrub
-from workbench.engine.registry import RESERVED_NAMES, Manifest, NoAuth, OAuth2Auth, Registry
+from workbench.engine.registry import RESERVED_NAMES, Registry
 from workbench.errors import ConflictError, CredentialError, CryptoError, InvalidInput, NotConnected, NotFound
 from workbench.external.client import (
     MAX_BODY,
@@ -64,6 +64,7 @@ from workbench.guard.jsontext import JsonRejected, parse
 from workbench.guard.paths import DOT_SEGMENT_MESSAGE, dot_segment
 from workbench.identity.crypto import Cipher
 from workbench.identity.vault import Vault
+from workbench.manifest import Manifest, NoAuth, OAuth2Auth
 from workbench.observability import log_event, logger
 from workbench.stores import ExternalServer, ExternalServerStore
 from workbench.tools import Tool
@@ -144,7 +145,7 @@ class ExternalTool:
     description: str
     input_schema: dict[str, Any]
     # MCP annotations: as the server declared them (MCP's defaults for what it left out), or from
-    # an OpenAPI operation's HTTP method (workbench.engine.annotations).
+    # an OpenAPI operation's HTTP method (workbench.annotations).
     annotations: dict[str, Any] = field(default_factory=dict)
 
 

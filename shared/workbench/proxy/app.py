@@ -44,7 +44,7 @@ if TYPE_CHECKING:
     from starlette.types import Receive, Scope, Send
 
     from workbench.composition import Gateway
-    from workbench.engine.registry import Manifest
+    from workbench.manifest import Manifest
     from workbench.settings import Settings
     from workbench.stores import Connection, User
 

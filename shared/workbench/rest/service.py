@@ -172,13 +172,13 @@ async def handle_direct_event(gateway: Gateway, event: dict[str, Any]) -> dict[s
     """The REST function's events that did not come through API Gateway: a batch from the audit
     queue (workbench.aws.audit_queue, written with the invocation's remaining time), else a
     scheduled job."""
-    from workbench.aws.audit_queue import is_audit_queue_event, redrive
+    from workbench.aws.audit_queue import is_audit_queue_event
     from workbench.guard import deadline
 
     if is_audit_queue_event(event):
         left = deadline.remaining()
         until = time.monotonic() + (left if left is not None else 20.0)
-        return await gateway.store_io.run(redrive, gateway.stores.audit, event, until=until)
+        return await gateway.store_io.run(gateway.runs.redrive_audit, event, until)
     return await handle_schedule_event(gateway, event)
 
 

@@ -14,10 +14,11 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from workbench.engine.executor import Engine
     from workbench.engine.index_cache import IndexCache
-    from workbench.engine.registry import Manifest, Registry
+    from workbench.engine.registry import Registry
     from workbench.engine.search import SearchIndex
     from workbench.external import ExternalServers
     from workbench.identity.auth import Principal
+    from workbench.manifest import Manifest
     from workbench.services.connections import ConnectionService
     from workbench.tools import Tool
 

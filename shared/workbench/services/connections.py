@@ -16,7 +16,8 @@ if TYPE_CHECKING:
     from workbench.connections.flow import ConnectFlow, Redeemed
     from workbench.engine.blocking import BlockingPool
     from workbench.engine.executor import Engine
-    from workbench.engine.registry import Manifest, Registry
+    from workbench.engine.registry import Registry
+    from workbench.manifest import Manifest
     from workbench.stores import Connection, PendingConnect, PendingStore, User
 
 __all__ = ["ConnectionService"]

@@ -48,6 +48,13 @@ class RunService:
         """Write one audit event now (blocking: callers already on a store thread)."""
         self._audit.append(event)
 
+    def redrive_audit(self, event: dict[str, Any], until: float) -> dict[str, Any]:
+        """Write a batch of audit rows the audit queue held back (workbench.aws.audit_queue) before
+        `until` (time.monotonic()); blocking."""
+        from workbench.aws.audit_queue import redrive
+
+        return redrive(self._audit, event, until=until)
+
     def activity(self, user_id: str, query: ActivityQuery) -> ActivityPage:
         """One page of this user's own audit events (blocking)."""
         return self._audit.activity(user_id, query)

@@ -33,9 +33,9 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from workbench.engine.registry import CookieAuth, Manifest
 from workbench.guard.bodylimit import BodyRule, json_413
 from workbench.guard.jsontext import JsonRejected, parse
+from workbench.manifest import CookieAuth, Manifest
 from workbench.stores import PendingConnect, User
 
 if TYPE_CHECKING:

@@ -17,9 +17,9 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
-from workbench.engine.registry import Manifest, NoAuth, OAuth2Auth
 from workbench.errors import ConfigError
 from workbench.identity.auth import Principal
+from workbench.manifest import Manifest, NoAuth, OAuth2Auth
 from workbench.web.html import e, html_page
 
 if TYPE_CHECKING:

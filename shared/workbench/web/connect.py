@@ -19,8 +19,8 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
 from workbench.connections.flow import CallbackError
-from workbench.engine.registry import Manifest, OAuth2Auth
 from workbench.guard.jsontext import JsonRejected, parse
+from workbench.manifest import Manifest, OAuth2Auth
 from workbench.web.context import WebContext
 from workbench.web.html import (
     connection_failed_page,

@@ -27,9 +27,9 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
-from workbench.engine.registry import ApiKeyAuth, CookieAuth, Manifest, NoAuth, OAuth2Auth
 from workbench.errors import ConfigError, VerificationFailed
 from workbench.guard.egress import EgressPolicy, EgressRefused
+from workbench.manifest import ApiKeyAuth, CookieAuth, Manifest, NoAuth, OAuth2Auth
 from workbench.web.client_setup import setup_section
 from workbench.web.connect import login_host_fields, login_host_from
 from workbench.web.context import WebContext

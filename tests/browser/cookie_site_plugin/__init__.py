@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from urllib.parse import urlsplit
 
-from workbench.engine.registry import CookieAuth, Manifest
+from workbench.manifest import CookieAuth, Manifest
 
 __all__ = ["make_manifest", "manifest"]
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 
-from workbench.engine.registry import ApiKeyAuth, ApiKeyField, Manifest
+from workbench.manifest import ApiKeyAuth, ApiKeyField, Manifest
 
 __all__ = ["manifest"]
 

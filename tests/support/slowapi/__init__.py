@@ -17,7 +17,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from workbench.engine.registry import ApiKeyAuth, ApiKeyField, Manifest
+from workbench.manifest import ApiKeyAuth, ApiKeyField, Manifest
 
 __all__ = ["CP1252_CSV", "connect_slowapi", "make_manifest", "manifest", "slow_upstream"]
 

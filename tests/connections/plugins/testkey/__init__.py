@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from workbench.engine.registry import ApiKeyAuth, ApiKeyField, Manifest
+from workbench.manifest import ApiKeyAuth, ApiKeyField, Manifest
 
 __all__ = ["manifest"]
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 
-from workbench.engine.registry import ApiKeyAuth, ApiKeyField, Manifest, Probe
+from workbench.manifest import ApiKeyAuth, ApiKeyField, Manifest, Probe
 
 __all__ = ["manifest"]
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 
-from workbench.engine.registry import Manifest, OAuth2Auth
+from workbench.manifest import Manifest, OAuth2Auth
 
 __all__ = ["make_manifest", "manifest"]
 
