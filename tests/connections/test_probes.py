@@ -73,7 +73,7 @@ PROBES: dict[str, tuple[dict[str, Any], str, str, str | None, dict[str, str], An
         {"body": '{"query": "{ viewer { id } }"}', "content-type": "application/json"},
         {"data": {"viewer": {"id": "u1"}}},
     ),
-    "notion": ({}, "GET", "https://api.notion.com/v1/users/me", None, {"notion-version": "2022-06-28"}, {}),
+    "notion": ({}, "GET", "https://api.notion.com/v1/users/me", None, {"notion-version": "2025-09-03"}, {}),
     "salesforce": (
         {"instance_url": "https://acme.my.salesforce.com"},
         "GET",

@@ -76,7 +76,7 @@ def _style_of(manifest: Manifest) -> Style:
 CASES = [
     ("github", Style("form", "client_secret_post")),
     ("airtable", Style("form", "client_secret_basic")),
-    ("notion", Style("json", "client_secret_basic", (("Notion-Version", "2022-06-28"),), pkce=False)),
+    ("notion", Style("json", "client_secret_basic", (("Notion-Version", "2025-09-03"),), pkce=False)),
     # Salesforce: no expires_in, and the org's API host in the answer.
     (
         "salesforce",

@@ -7,7 +7,7 @@ pyproject.toml's dev group or package.json, never copied into this repository):
 |---|---|---|
 | Gmail, Drive, Calendar, Sheets | PyPI google-api-python-client | Google's discovery documents |
 | GitHub | npm @octokit/openapi | GitHub's OpenAPI description (api.github.com) |
-| Notion | npm @notionhq/client 2.x | the endpoint table (method, path, query and body params) of the SDK for Notion-Version 2022-06-28 |
+| Notion | npm @notionhq/client 5.x (as notion-client-2025-09-03) | the endpoint table (method, path, query and body params) of the SDK for Notion-Version 2025-09-03 |
 | Slack | PyPI slack-sdk | one method per Web API method, its parameters as arguments |
 | Stripe | PyPI stripe | one service method per endpoint, its parameters as a TypedDict |
 
@@ -175,10 +175,12 @@ _NOTION_ENTRY = re.compile(
 
 @functools.cache
 def notion() -> list[Op]:
-    pkg = NODE_MODULES / "@notionhq" / "client"
+    pkg = NODE_MODULES / "notion-client-2025-09-03"
     version = json.loads((pkg / "package.json").read_text())["version"]
-    text = (pkg / "build" / "src" / "api-endpoints.js").read_text()
-    source = f"@notionhq/client {version} endpoint table (Notion-Version 2022-06-28)"
+    src = pkg / "build" / "src"
+    # 5.x splits the table into one module per resource (api-endpoints/*.js).
+    text = "\n".join(p.read_text() for p in sorted((src / "api-endpoints").glob("*.js")))
+    source = f"@notionhq/client {version} endpoint table (Notion-Version 2025-09-03)"
     names = lambda raw: frozenset(re.findall(r'"([^"]+)"', raw))  # noqa: E731
     ops = []
     for _, method, _, query, body, path in _NOTION_ENTRY.findall(text):

@@ -30,7 +30,7 @@ READING_POSTS = {
     "https://api.notion.com/v1/search": "Notion's search takes its query as a body",
     "https://bi.example.com/api/v1/security/login": "Superset's sign-in, which every Superset tool makes first",
 }
-_NOTION_QUERY = re.compile(r"^https://api\.notion\.com/v1/databases/[^/]+/query$")
+_NOTION_QUERY = re.compile(r"^https://api\.notion\.com/v1/(databases|data_sources)/[^/]+/query$")
 _DESTRUCTIVE_WORDS = {
     "delete",
     "archive",

@@ -23,10 +23,11 @@ from tests.plugins.catalog_support import (
 )
 
 PLUGIN = Plugin("notion", {"access_token": "secret_notion_tok"}, "Bearer secret_notion_tok")
-V = {"notion-version": "2022-06-28"}
+V = {"notion-version": "2025-09-03"}
 API = "https://api.notion.com/v1"
 PAGE_ID = "59833787-2cf9-4fdf-8782-e53db20768a5"
 DB_ID = "d9824bdc-8445-4327-be8b-5b47500af6ce"
+DS_ID = "248104cd-477e-80af-bc30-000bd28de8f9"  # the database's data source (2025-09-03)
 
 PAGE = {
     "object": "page",
@@ -36,7 +37,7 @@ PAGE = {
     "created_by": {"object": "user", "id": "ee5f0f84-409a-440f-983a-a5315961c6e4"},
     "cover": None,
     "icon": {"type": "emoji", "emoji": "🐞"},
-    "parent": {"type": "database_id", "database_id": DB_ID},
+    "parent": {"type": "data_source_id", "data_source_id": DS_ID, "database_id": DB_ID},
     "archived": False,
     "properties": {
         "Store availability": {
@@ -75,7 +76,7 @@ PAGE_OUT = {
     "object": "page",
     "title": "Tuscan kale",
     "url": "https://www.notion.so/Tuscan-kale-598337872cf94fdf8782e53db20768a5",
-    "parent": {"type": "database_id", "id": DB_ID},
+    "parent": {"type": "data_source_id", "id": DS_ID, "database_id": DB_ID},
     "created_time": "2022-03-01T19:05:00.000Z",
     "last_edited_time": "2022-07-06T20:25:00.000Z",
     "archived": False,
@@ -98,6 +99,13 @@ DATABASE = {
     "parent": {"type": "page_id", "page_id": "98ad959b-2b6a-4774-80ee-00246fb0ea9b"},
     "url": "https://www.notion.so/d9824bdc84454327be8b5b47500af6ce",
     "archived": False,
+    "data_sources": [{"id": DS_ID, "name": "Grocery List"}],
+}
+DATA_SOURCE = {
+    "object": "data_source",
+    "id": DS_ID,
+    "parent": {"type": "database_id", "database_id": DB_ID},
+    "title": [{"type": "text", "text": {"content": "Grocery List"}, "plain_text": "Grocery List"}],
     "properties": {
         "Name": {"id": "title", "name": "Name", "type": "title", "title": {}},
         "Price": {"id": "evWq", "name": "Price", "type": "number", "number": {"format": "dollar"}},
@@ -110,6 +118,17 @@ DATABASE = {
                     {"id": "96eb", "name": "🥦Vegetable", "color": "green"},
                     {"id": "bb44", "name": "🍎Fruit", "color": "red"},
                 ]
+            },
+        },
+        "Supplier": {
+            "id": "rel1",
+            "name": "Supplier",
+            "type": "relation",
+            "relation": {
+                "data_source_id": "1c7b35e6-e67f-8096-bf3f-000ba938459e",
+                "database_id": "1c7b35e6-e67f-8096-bf3f-ffd2bd1a3e4a",
+                "type": "single_property",
+                "single_property": {},
             },
         },
     },
@@ -259,11 +278,12 @@ CASES = [
             "content": "Lacinato kale is a variety of kale.\n\nIt is delicious.",
         },
         [
+            Call("GET", f"{API}/databases/{DB_ID}", response=DATABASE, expect_headers=V),
             Call(
                 "POST",
                 f"{API}/pages",
                 json={
-                    "parent": {"database_id": DB_ID},
+                    "parent": {"type": "data_source_id", "data_source_id": DS_ID},
                     "properties": {
                         "Name": {"title": [{"type": "text", "text": {"content": "Tuscan kale"}}]},
                         "Price": {"number": 2.5},
@@ -292,7 +312,7 @@ CASES = [
                 },
                 response=PAGE,
                 expect_headers=V,
-            )
+            ),
         ],
         PAGE_OUT,
     ),
@@ -356,13 +376,19 @@ CASES = [
     Case(
         "notion_get_database",
         {"database_id": DB_ID},
-        [Call("GET", f"{API}/databases/{DB_ID}", response=DATABASE, expect_headers=V)],
+        [
+            Call("GET", f"{API}/databases/{DB_ID}", response=DATABASE, expect_headers=V),
+            Call("GET", f"{API}/data_sources/{DS_ID}", response=DATA_SOURCE, expect_headers=V),
+        ],
         {
             **DATABASE_OUT,
+            "data_sources": [{"id": DS_ID, "name": "Grocery List"}],
+            "data_source_id": DS_ID,
             "columns": {
                 "Name": {"type": "title"},
                 "Price": {"type": "number"},
                 "Food group": {"type": "select", "options": ["🥦Vegetable", "🍎Fruit"]},
+                "Supplier": {"type": "relation", "data_source_id": "1c7b35e6-e67f-8096-bf3f-000ba938459e"},
             },
         },
     ),
@@ -375,9 +401,10 @@ CASES = [
             "perPage": 10,
         },
         [
+            Call("GET", f"{API}/databases/{DB_ID}", response=DATABASE, expect_headers=V),
             Call(
                 "POST",
-                f"{API}/databases/{DB_ID}/query",
+                f"{API}/data_sources/{DS_ID}/query",
                 json={
                     "page_size": 10,
                     "filter": {"property": "Status", "status": {"equals": "In stock"}},
@@ -385,7 +412,7 @@ CASES = [
                 },
                 response=lst(PAGE),
                 expect_headers=V,
-            )
+            ),
         ],
         {"rows": [PAGE_OUT], "hasMore": False, "nextCursor": None},
     ),
@@ -577,17 +604,16 @@ CASES += [
                     "parent": {"type": "page_id", "page_id": PAGE_ID},
                     "title": [{"type": "text", "text": {"content": "Grocery List"}}],
                     "is_inline": False,
-                    "properties": {"Name": {"title": {}}, "Price": {"number": {"format": "dollar"}}},
+                    "initial_data_source": {
+                        "properties": {"Name": {"title": {}}, "Price": {"number": {"format": "dollar"}}}
+                    },
                 },
                 response={
                     "object": "database",
                     "id": DB_ID,
                     "title": [{"type": "text", "plain_text": "Grocery List"}],
                     "url": f"https://www.notion.so/{DB_ID.replace('-', '')}",
-                    "properties": {
-                        "Name": {"id": "title", "type": "title", "title": {}},
-                        "Price": {"id": "dia[", "type": "number", "number": {"format": "dollar"}},
-                    },
+                    "data_sources": [{"id": DS_ID, "name": "Grocery List"}],
                 },
                 expect_headers=V,
             )
@@ -596,6 +622,7 @@ CASES += [
             "id": DB_ID,
             "title": "Grocery List",
             "url": f"https://www.notion.so/{DB_ID.replace('-', '')}",
+            "data_source_id": DS_ID,
             "properties": {"Name": "title", "Price": "number"},
         },
     ),
@@ -622,7 +649,7 @@ async def test_create_page_needs_exactly_one_parent(tmp_path: Path) -> None:
         "notion_create_page",
         {"title": "Orphan"},
         [],
-        "Give exactly one of parent_page_id or parent_database_id",
+        "Give exactly one of parent_page_id or parent_database_id / parent_data_source_id",
     )
 
 
@@ -672,7 +699,7 @@ async def test_connecting_sends_client_credentials_as_http_basic(tmp_path: Path)
     )
     # A JSON body of the documented fields only (no client secret, no PKCE verifier) and the version header.
     assert request.headers["content-type"] == "application/json"
-    assert request.headers["notion-version"] == "2022-06-28"
+    assert request.headers["notion-version"] == "2025-09-03"
     assert json.loads(request.content) == {
         "grant_type": "authorization_code",
         "code": "code-123",
@@ -791,3 +818,92 @@ async def test_update_block_refuses_what_it_cannot_edit(
         [Call("GET", f"{API}/blocks/i1", response=block)],
     )
     assert out == {"results": [{"error": error}]}
+
+
+MULTI = {**DATABASE, "data_sources": [{"id": DS_ID, "name": "Groceries"}, {"id": "ds-2", "name": "Archive"}]}
+
+
+async def test_a_database_with_several_data_sources_asks_which(tmp_path: Path) -> None:
+    """Notion's upgrade guide: once a database has a second data source, a request that names only
+    the database cannot say which table it means. The tools answer with the choice instead."""
+    calls = [Call("GET", f"{API}/databases/{DB_ID}", response=MULTI, expect_headers=V)]
+    await run_error(
+        PLUGIN,
+        tmp_path,
+        "notion_query_database",
+        {"database_id": DB_ID},
+        calls,
+        f"This database has 2 data sources: Groceries (id {DS_ID}), Archive (id ds-2). Pass data_source_id.",
+    )
+    out = await run_tool(
+        PLUGIN,
+        tmp_path,
+        "notion_query_database",
+        {"data_source_id": "ds-2", "perPage": 5},
+        [
+            Call(
+                "POST",
+                f"{API}/data_sources/ds-2/query",
+                json={"page_size": 5},
+                response=lst(PAGE),
+                expect_headers=V,
+            )
+        ],
+    )
+    assert out["results"][0]["result"]["rows"] == [PAGE_OUT]
+    out = await run_tool(
+        PLUGIN,
+        tmp_path,
+        "notion_create_page",
+        {"parent_data_source_id": "ds-2", "title": "Old kale", "title_property": "Name"},
+        [
+            Call(
+                "POST",
+                f"{API}/pages",
+                json={
+                    "parent": {"type": "data_source_id", "data_source_id": "ds-2"},
+                    "properties": {"Name": {"title": [{"type": "text", "text": {"content": "Old kale"}}]}},
+                },
+                response=PAGE,
+                expect_headers=V,
+            )
+        ],
+    )
+    assert out["results"][0]["result"]["id"] == PAGE_ID
+    got = await run_tool(
+        PLUGIN,
+        tmp_path,
+        "notion_get_database",
+        {"database_id": DB_ID},
+        [Call("GET", f"{API}/databases/{DB_ID}", response=MULTI, expect_headers=V)],
+    )
+    result = got["results"][0]["result"]
+    assert result["columns"] is None and [d["name"] for d in result["data_sources"]] == [
+        "Groceries",
+        "Archive",
+    ]
+
+
+async def test_search_for_databases_finds_data_sources(tmp_path: Path) -> None:
+    source = {**DATA_SOURCE, "url": "https://www.notion.so/x", "created_time": "t", "last_edited_time": "t"}
+    out = await run_tool(
+        PLUGIN,
+        tmp_path,
+        "notion_search",
+        {"query": "grocery", "type": "database"},
+        [
+            Call(
+                "POST",
+                f"{API}/search",
+                json={
+                    "query": "grocery",
+                    "page_size": 25,
+                    "filter": {"property": "object", "value": "data_source"},
+                },
+                response=lst(source),
+                expect_headers=V,
+            )
+        ],
+    )
+    (hit,) = out["results"][0]["result"]["results"]
+    assert hit["object"] == "data_source" and hit["title"] == "Grocery List" and hit["id"] == DS_ID

@@ -17,11 +17,11 @@ manifest = Manifest(
         extra_authorize_params=(("owner", "user"),),
         token_auth="client_secret_basic",
         token_body="json",
-        token_headers=(("Notion-Version", "2022-06-28"),),
+        token_headers=(("Notion-Version", "2025-09-03"),),
         pkce=False,
     ),
     base_url="https://api.notion.com",
     tool_prefix="notion_",
     curl_proxy=True,
-    probe=Probe("GET", "/v1/users/me", headers=(("Notion-Version", "2022-06-28"),)),
+    probe=Probe("GET", "/v1/users/me", headers=(("Notion-Version", "2025-09-03"),)),
 )

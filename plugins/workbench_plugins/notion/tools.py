@@ -1,8 +1,11 @@
 """Notion API tools (https://developers.notion.com/reference).
 
-Every request carries `Notion-Version: 2022-06-28` (the version whose database endpoints these
-tools use). Lists page with `start_cursor`/`page_size` and answer `next_cursor`/`has_more`.
-Results flatten Notion's rich-text and property objects into plain values.
+Every request carries `Notion-Version: 2025-09-03`: a database is a container of one or more
+**data sources** (the tables: their columns and rows). Querying rows, reading columns and creating
+a row go to a data source: the tools take a `database_id` and use its data source when it has
+exactly one, or a `data_source_id` (listed by notion_get_database) when it has several. Lists page
+with `start_cursor`/`page_size` and answer `next_cursor`/`has_more`. Results flatten Notion's
+rich-text and property objects into plain values.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ from pydantic import BaseModel, Field
 from workbench.sdk import ToolError, api, pick
 from workbench.tools import ToolContext, tool
 
-NOTION_VERSION = "2022-06-28"
+NOTION_VERSION = "2025-09-03"
 _HEADERS = {"Notion-Version": NOTION_VERSION}
 
 
@@ -69,7 +72,7 @@ def prop_value(prop: dict[str, Any]) -> Any:
 
 
 def page_title(page: dict[str, Any]) -> str:
-    if page.get("object") == "database":
+    if page.get("object") in ("database", "data_source"):
         return plain_text(page.get("title"))
     for prop in (page.get("properties") or {}).values():
         if isinstance(prop, dict) and prop.get("type") == "title":
@@ -80,7 +83,26 @@ def page_title(page: dict[str, Any]) -> str:
 def _parent(obj: dict[str, Any]) -> dict[str, Any]:
     parent = obj.get("parent") or {}
     kind = parent.get("type", "")
-    return {"type": kind, "id": parent.get(kind) if kind != "workspace" else None}
+    out = {"type": kind, "id": parent.get(kind) if kind != "workspace" else None}
+    if kind == "data_source_id" and parent.get("database_id"):
+        out["database_id"] = parent["database_id"]  # a row: its data source, and that one's database
+    return out
+
+
+async def data_source_of(ctx: ToolContext, database_id: str | None, data_source_id: str | None) -> str:
+    """The data source a row operation goes to: the one given, or the database's only one."""
+    if data_source_id:
+        return data_source_id
+    if not database_id:
+        raise ToolError("Give database_id (from notion_search) or data_source_id (from notion_get_database).")
+    db = await _call(ctx, "GET", f"/databases/{database_id}")
+    sources = [d for d in db.get("data_sources") or [] if isinstance(d, dict) and d.get("id")]
+    if len(sources) == 1:
+        return str(sources[0]["id"])
+    if not sources:
+        raise ToolError(f"Notion database {database_id} has no data source this integration can see.")
+    listed = ", ".join(f"{d.get('name') or '(untitled)'} (id {d['id']})" for d in sources)
+    raise ToolError(f"This database has {len(sources)} data sources: {listed}. Pass data_source_id.")
 
 
 def _page(page: dict[str, Any], *, properties: bool = True) -> dict[str, Any]:
@@ -124,7 +146,9 @@ class Search(Page):
     query: str = Field(
         default="", description="Words in the page or database title; empty lists everything shared"
     )
-    type: Literal["page", "database"] | None = Field(default=None, description="Only pages or only databases")
+    type: Literal["page", "database"] | None = Field(
+        default=None, description="Only pages, or only databases (their data sources: the tables)"
+    )
 
 
 @tool(
@@ -135,8 +159,8 @@ class Search(Page):
 )
 async def search(args: Search, ctx: ToolContext) -> Any:
     body: dict[str, Any] = {"query": args.query, "page_size": args.perPage}
-    if args.type:
-        body["filter"] = {"property": "object", "value": args.type}
+    if args.type:  # since 2025-09-03 search finds a database's data sources, not the database
+        body["filter"] = {"property": "object", "value": "data_source" if args.type == "database" else "page"}
     if args.cursor:
         body["start_cursor"] = args.cursor
     res = await _call(ctx, "POST", "/search", json=body)
@@ -187,7 +211,12 @@ class CreatePage(BaseModel):
         default=None, description="Create as a sub-page of this page (page id from notion_search)"
     )
     parent_database_id: str | None = Field(
-        default=None, description="Create as a row of this database (database id from notion_search)"
+        default=None,
+        description="Create as a row of this database (database id from notion_search); its data source "
+        "when it has one, else pass parent_data_source_id",
+    )
+    parent_data_source_id: str | None = Field(
+        default=None, description="Create as a row of this data source (id from notion_get_database)"
     )
     title_property: str = Field(
         default="title", description="Name of the database's title column (e.g. 'Name'); 'title' for pages"
@@ -206,11 +235,14 @@ class CreatePage(BaseModel):
     keywords=("new", "add", "write", "document", "row", "entry", "item", "record"),
 )
 async def create_page(args: CreatePage, ctx: ToolContext) -> Any:
-    if bool(args.parent_page_id) == bool(args.parent_database_id):
-        raise ValueError("Give exactly one of parent_page_id or parent_database_id")
-    parent = (
-        {"page_id": args.parent_page_id} if args.parent_page_id else {"database_id": args.parent_database_id}
-    )
+    row = bool(args.parent_database_id or args.parent_data_source_id)
+    if bool(args.parent_page_id) == row:
+        raise ValueError("Give exactly one of parent_page_id or parent_database_id / parent_data_source_id")
+    if args.parent_page_id:
+        parent = {"page_id": args.parent_page_id}
+    else:
+        source = await data_source_of(ctx, args.parent_database_id, args.parent_data_source_id)
+        parent = {"type": "data_source_id", "data_source_id": source}
     body: dict[str, Any] = {
         "parent": parent,
         "properties": {args.title_property: {"title": _rich(args.title)}, **(args.properties or {})},
@@ -276,26 +308,61 @@ class DatabaseId(BaseModel):
     database_id: str = Field(description="Notion database id, from notion_search")
 
 
-@tool(
-    "notion_get_database",
-    "Get a Notion database's title and its columns (property names and types).",
-    DatabaseId,
-    keywords=("columns", "schema", "properties", "structure", "fields", "table"),
-)
-async def get_database(args: DatabaseId, ctx: ToolContext) -> Any:
-    db = await _call(ctx, "GET", f"/databases/{args.database_id}")
-    props = db.get("properties") or {}
+class GetDatabase(DatabaseId):
+    data_source_id: str | None = Field(
+        default=None,
+        description="Which of its data sources to show the columns of (an id from notion_get_database's "
+        "data_sources); default: the only one",
+    )
+
+
+def _columns(source: dict[str, Any]) -> dict[str, Any]:
     columns = {}
-    for name, prop in props.items():
+    for name, prop in (source.get("properties") or {}).items():
         kind = prop.get("type")
         options = (
             (prop.get(kind) or {}).get("options") if kind in ("select", "multi_select", "status") else None
         )
-        columns[name] = {"type": kind, **({"options": [o.get("name") for o in options]} if options else {})}
-    return {**_page(db, properties=False), "columns": columns}
+        column: dict[str, Any] = {"type": kind}
+        if options:
+            column["options"] = [o.get("name") for o in options]
+        if kind == "relation":  # which table its values are rows of
+            column["data_source_id"] = (prop.get("relation") or {}).get("data_source_id")
+        columns[name] = column
+    return columns
 
 
-class QueryDatabase(DatabaseId, Page):
+@tool(
+    "notion_get_database",
+    "Get a Notion database's title, its data sources (tables) and the columns (property names and types) "
+    "of its data source.",
+    GetDatabase,
+    keywords=("columns", "schema", "properties", "structure", "fields", "table", "data source"),
+)
+async def get_database(args: GetDatabase, ctx: ToolContext) -> Any:
+    db = await _call(ctx, "GET", f"/databases/{args.database_id}")
+    sources = [
+        {"id": d.get("id"), "name": d.get("name")}
+        for d in db.get("data_sources") or []
+        if isinstance(d, dict) and d.get("id")
+    ]
+    out = {**_page(db, properties=False), "data_sources": sources, "columns": None}
+    chosen = args.data_source_id or (sources[0]["id"] if len(sources) == 1 else None)
+    if chosen:
+        source = await _call(ctx, "GET", f"/data_sources/{chosen}")
+        out["data_source_id"] = chosen
+        out["columns"] = _columns(source)
+    return out
+
+
+class QueryDatabase(Page):
+    database_id: str | None = Field(
+        default=None, description="Notion database id, from notion_search (its only data source is queried)"
+    )
+    data_source_id: str | None = Field(
+        default=None,
+        description="Data source to query (id from notion_get_database), for a database with several",
+    )
     filter: dict[str, Any] | None = Field(
         default=None,
         description="Notion filter object, e.g. {'property': 'Status', 'status': {'equals': 'Done'}}",
@@ -307,11 +374,12 @@ class QueryDatabase(DatabaseId, Page):
 
 @tool(
     "notion_query_database",
-    "Query rows of a Notion database with an optional filter and sort.",
+    "Query rows of a Notion database (its data source) with an optional filter and sort.",
     QueryDatabase,
-    keywords=("rows", "entries", "filter", "sort", "list", "table", "records", "items"),
+    keywords=("rows", "entries", "filter", "sort", "list", "table", "records", "items", "data source"),
 )
 async def query_database(args: QueryDatabase, ctx: ToolContext) -> Any:
+    source = await data_source_of(ctx, args.database_id, args.data_source_id)
     body: dict[str, Any] = {"page_size": args.perPage}
     if args.filter:
         body["filter"] = args.filter
@@ -319,7 +387,7 @@ async def query_database(args: QueryDatabase, ctx: ToolContext) -> Any:
         body["sorts"] = args.sorts
     if args.cursor:
         body["start_cursor"] = args.cursor
-    res = await _call(ctx, "POST", f"/databases/{args.database_id}/query", json=body)
+    res = await _call(ctx, "POST", f"/data_sources/{source}/query", json=body)
     return {"rows": [_page(r) for r in res.get("results") or []], **_cursor(res)}
 
 
@@ -512,7 +580,9 @@ class CreateDatabase(BaseModel):
         default=None,
         max_length=100,
         description="Other columns in Notion's schema format, e.g. {'Status': {'select': {'options': "
-        "[{'name': 'Open'}]}}, 'Due': {'date': {}}}",
+        "[{'name': 'Open'}]}}, 'Due': {'date': {}}}; a relation names the table it links to: "
+        "{'Project': {'relation': {'data_source_id': '<id from notion_get_database>', "
+        "'single_property': {}}}}",
     )
     inline: bool = Field(default=False, description="Show it inline in the page (true) or as a child page")
 
@@ -533,14 +603,16 @@ async def create_database(args: CreateDatabase, ctx: ToolContext) -> Any:
             "parent": {"type": "page_id", "page_id": args.parent_page_id},
             "title": _rich(args.title),
             "is_inline": args.inline,
-            "properties": props,
+            "initial_data_source": {"properties": props},  # the columns live on its data source
         },
     )
+    sources = [d for d in db.get("data_sources") or [] if isinstance(d, dict)]
     return {
         "id": db.get("id"),
         "title": plain_text(db.get("title")),
         "url": db.get("url"),
-        "properties": {name: p.get("type") for name, p in (db.get("properties") or {}).items()},
+        "data_source_id": sources[0].get("id") if sources else None,
+        "properties": {name: next(iter(spec), None) for name, spec in props.items()},
     }
 
 
