@@ -146,11 +146,13 @@ def _run_gateway(args: argparse.Namespace, sock: socket.socket, runfile: Path) -
     from workbench.observability import configure_logging
     from workbench.runtime.local_app import create_local_app, first_run
     from workbench.runtime.uvicorn_server import http_protocol, server_options
+    from workbench.stores.migrations import migrate
     from workbench.web.local_signin import mint_signin_link
 
     configure_logging()
     gateway = _gateway(args)
     settings = gateway.settings
+    migrate(gateway.stores)  # the local data's first use by this version: bring its schema forward
     key = first_run(gateway, LOCAL_EMAIL)
     user = gateway.auth.sign_in(LOCAL_EMAIL)
     loopback = _loopback_base(settings, sock.getsockname()[1])
@@ -264,6 +266,22 @@ def _client_add(args: argparse.Namespace) -> int:
         return 0
     saved = f" (the previous file is {done.backup})" if done.backup else ""
     print(f"Added {args.name!r} ({url}, {how}) to {path}{saved}. Restart {args.client} to load it.")
+    return 0
+
+
+def _migrate(args: argparse.Namespace) -> int:
+    """Bring the data (local, or a stack's tables) to this version's schema; idempotent."""
+    from workbench.stores.migrations import SCHEMA_VERSION, migrate
+
+    gateway = _gateway(args)
+    schema = gateway.stores.schema
+    assert schema is not None
+    before = schema.version()
+    applied = migrate(gateway.stores)
+    if applied:
+        print(f"schema version {before} -> {applied[-1]} (applied {', '.join(map(str, applied))})")
+    else:
+        print(f"schema version {schema.version()}: up to date (this version writes {SCHEMA_VERSION})")
     return 0
 
 
@@ -411,6 +429,18 @@ def build_parser() -> argparse.ArgumentParser:
     add.add_argument("--config", metavar="FILE", help="write this file instead of the client's usual one")
     add.add_argument("--print", action="store_true", help="print the configuration instead of writing it")
     add.set_defaults(func=_client_add)
+
+    migrate = sub.add_parser(
+        "migrate",
+        parents=[deployed],
+        help="bring the stored data to this version's schema (idempotent)",
+        description=(
+            "Apply the data migrations this version has and the data lacks (workbench/stores/migrations.py), "
+            "recording the schema version in the data. Safe to run any number of times and from several "
+            "places at once; a deployed stack also runs it on every deploy (its CodeDeploy hook)."
+        ),
+    )
+    migrate.set_defaults(func=_migrate)
 
     external = sub.add_parser(
         "external",

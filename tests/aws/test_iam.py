@@ -142,7 +142,13 @@ def _roles() -> dict[str, list[Any]]:
             "arn:aws:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole",
             "arn:aws:iam::aws:policy/AWSXrayWriteOnlyAccess",
         ]
-    assert set(roles) == {"McpFunction", "RestFunction", "WebFunction", "ProxyFunction"}
+    assert set(roles) == {
+        "McpFunction",
+        "RestFunction",
+        "WebFunction",
+        "ProxyFunction",
+        "MigrateHookFunction",
+    }
     return roles
 
 
@@ -154,7 +160,9 @@ def test_the_code_reading_finds_every_tables_adapter() -> None:
     assert "Scan" not in set().union(*(a for a, _ in found.values()))
 
 
-@pytest.mark.parametrize("function", ["McpFunction", "RestFunction", "WebFunction", "ProxyFunction"])
+@pytest.mark.parametrize(
+    "function", ["McpFunction", "RestFunction", "WebFunction", "ProxyFunction", "MigrateHookFunction"]
+)
 def test_each_role_grants_only_what_the_code_calls_on_each_table(function: str) -> None:
     statements = _roles()[function]
     for statement in statements:
@@ -180,9 +188,26 @@ def test_only_the_portal_reads_the_audit_trail_and_never_changes_it() -> None:
     assert grants["AuditTable"] == ({"Query"}, {"by_user_integration"})
 
 
+def test_the_migration_hook_only_records_the_schema_version() -> None:
+    statements = _roles()["MigrateHookFunction"]
+    assert dynamodb_grants(statements, TABLE_IDS) == {"UsersTable": ({"GetItem", "PutItem"}, set())}
+    (schema,) = [s for s in statements if s.get("Sid") == "SchemaVersion"]
+    assert schema["Condition"] == {"ForAllValues:StringEquals": {"dynamodb:LeadingKeys": ["meta#schema"]}}
+    actions = {
+        a for s in statements for a in ([s["Action"]] if isinstance(s["Action"], str) else s["Action"])
+    }
+    assert actions == {
+        "dynamodb:GetItem",
+        "dynamodb:PutItem",
+        "codedeploy:PutLifecycleEventHookExecutionStatus",
+    }
+
+
 def test_a_secret_under_a_customer_managed_key_can_be_decrypted_through_secrets_manager() -> None:
     key = "arn:aws:kms:us-east-1:123456789012:key/11111111-2222-3333-4444-555555555555"
-    for statements in _roles().values():
+    for name, statements in _roles().items():
+        if name == "MigrateHookFunction":
+            continue  # reads no secret
         (conditional,) = [s["Fn::If"] for s in statements if "Fn::If" in s]
         condition, grant, otherwise = conditional
         assert condition == "HasSecretKey" and otherwise == {"Ref": "AWS::NoValue"}

@@ -14,7 +14,12 @@ from tests.support.aws import load_template, table_name_of
 
 T = load_template()
 RESOURCES: dict[str, Any] = T["Resources"]
-FUNCTIONS = {k: v for k, v in RESOURCES.items() if v["Type"] == "AWS::Serverless::Function"}
+# The four surfaces (the deploy's migration hook, MigrateHookFunction, has no routes: its own test).
+FUNCTIONS = {
+    k: v
+    for k, v in RESOURCES.items()
+    if v["Type"] == "AWS::Serverless::Function" and k != "MigrateHookFunction"
+}
 ALARMS = {k: v["Properties"] for k, v in RESOURCES.items() if v["Type"] == "AWS::CloudWatch::Alarm"}
 NAMESPACE = {"Fn::Sub": "Workbench/${AWS::StackName}"}
 ACTIONS = {"Fn::If": ["HasAlarmAction", [{"Ref": "AlarmActionArn"}], {"Ref": "AWS::NoValue"}]}
@@ -129,3 +134,12 @@ def test_tables_are_protected_retained_and_adoptable_by_name() -> None:
         assert table["DeletionPolicy"] == "RetainExceptOnCreate" and table["UpdateReplacePolicy"] == "Retain"
         assert table_name_of(logical) in [o["Value"] for o in T["Outputs"].values()]
     assert RESOURCES["ScheduleDeadLetterQueue"]["DeletionPolicy"] == "Retain"
+
+
+def test_every_deploy_migrates_the_data_before_traffic_shifts() -> None:
+    hook = RESOURCES["MigrateHookFunction"]["Properties"]
+    # SAM's CodeDeploy role may only invoke functions named CodeDeployHook_*.
+    assert hook["FunctionName"] == {"Fn::Sub": "CodeDeployHook_${AWS::StackName}-migrate"}
+    assert hook["Handler"] == "app.handler" and hook["CodeUri"] == "functions/migrate/"
+    preference = FUNCTIONS["RestFunction"]["Properties"]["DeploymentPreference"]
+    assert preference["Hooks"] == {"PreTraffic": {"Ref": "MigrateHookFunction"}}

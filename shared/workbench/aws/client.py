@@ -1,4 +1,5 @@
-"""A small AWS client for the JSON-protocol services the engine calls: DynamoDB, KMS, Secrets Manager, SQS.
+"""A small AWS client for the JSON-protocol services the engine calls: DynamoDB, KMS, Secrets Manager, SQS
+(and CodeDeploy, for the deploy hook).
 
 Why not boto3 on the request path: importing boto3 and creating the first client costs about 300 ms
 of a Lambda cold start (botocore loads and parses every service model it touches), several times
@@ -106,6 +107,8 @@ SERVICES: dict[str, Service] = {
     ),
     # SQS's JSON protocol (AmazonSQS.<Operation>): the audit rows DynamoDB could not take in time.
     "sqs": Service("sqs", "AmazonSQS", "application/x-amz-json-1.0", "SQS"),
+    # The deploy hook's one call (workbench/runtime/migrate_hook.py).
+    "codedeploy": Service("codedeploy", "CodeDeploy_20141006", "application/x-amz-json-1.1", "CodeDeploy"),
 }
 
 # botocore's standard retry mode: these codes (and HTTP 429, 500, 502, 503, 504) are retried ...

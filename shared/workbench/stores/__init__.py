@@ -9,6 +9,7 @@ takes `now` and treats an expired record as absent, because DynamoDB's TTL delet
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -447,6 +448,34 @@ class BatchReads(Protocol):
     ) -> Snapshot: ...
 
 
+class SchemaStore(Protocol):
+    """The version of the stored data's shape (workbench.stores.migrations), kept in the data itself.
+    0: never recorded (a store from before versions, or a new one)."""
+
+    def version(self) -> int: ...
+    def advance(self, current: int, to: int) -> bool:
+        """Record `to` if the stored version is still `current`; False if another runner moved it."""
+        ...
+
+
+class MemorySchema:
+    """A SchemaStore in memory (the memory stores, and any adapter that keeps none of its own)."""
+
+    def __init__(self) -> None:
+        self._version = 0
+        self._lock = threading.Lock()
+
+    def version(self) -> int:
+        return self._version
+
+    def advance(self, current: int, to: int) -> bool:
+        with self._lock:
+            if self._version != current:
+                return False
+            self._version = to
+            return True
+
+
 @dataclass(slots=True)
 class Stores:
     users: UserStore
@@ -466,6 +495,8 @@ class Stores:
     session_revocations: SessionRevocationStore
     # An adapter that can read several aggregates in one round trip; otherwise one read each.
     batch_reads: BatchReads | None = None
+    # The data's schema version (workbench.stores.migrations); in memory unless the adapter keeps it.
+    schema: SchemaStore | None = None
 
     def read_together(
         self,
@@ -483,6 +514,8 @@ class Stores:
     def __post_init__(self) -> None:
         if self.batch_reads is None:  # SQLite and memory: local reads, one after the other
             self.batch_reads = _OneByOne(self)
+        if self.schema is None:
+            self.schema = MemorySchema()
         # Lease rows live in every adapter's connections table; no caller of list_for should see them.
         if not isinstance(self.connections, ConnectionsWithoutLeases):
             self.connections = ConnectionsWithoutLeases(self.connections)

@@ -27,7 +27,7 @@ import re
 import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 from workbench.aws.clients import LazyClient, client_error_code
 from workbench.errors import AuditNotWritten, ConflictError
@@ -1160,6 +1160,36 @@ class DynamoBatchReads:
         return found
 
 
+class DynamoSchema:
+    """The schema version: one item of the users table (pk "meta#schema"), moved forward by a
+    conditional write, so two runners never both apply a step."""
+
+    _KEY: ClassVar[Item] = {"pk": _s("meta#schema")}
+
+    def __init__(self, t: DynamoTables) -> None:
+        self.t = t
+        self.table = t.name("users")
+
+    def version(self) -> int:
+        got = self.t.client.get_item(TableName=self.table, Key=self._KEY, ConsistentRead=True)
+        item = got.get("Item")
+        return int(_get_n(item, "version")) if item else 0
+
+    def advance(self, current: int, to: int) -> bool:
+        if current == 0:
+            cond: dict[str, Any] = {"ConditionExpression": "attribute_not_exists(pk) OR version = :c"}
+        else:
+            cond = {"ConditionExpression": "version = :c"}
+        done = self.t.conditional(
+            "put_item",
+            TableName=self.table,
+            Item={**self._KEY, "version": _n(to), "at": _n(time.time())},
+            ExpressionAttributeValues={":c": _n(current)},
+            **cond,
+        )
+        return done is not None
+
+
 def dynamodb_stores(settings: Settings, *, client: Any | None = None) -> Stores:
     """Every store over DynamoDB; one (lazily created) client shared by all of them."""
     tables = DynamoTables(settings, client)
@@ -1178,6 +1208,7 @@ def dynamodb_stores(settings: Settings, *, client: Any | None = None) -> Stores:
         oauth_rates=DynamoRateWindows(tables),
         batch_reads=DynamoBatchReads(tables),
         session_revocations=DynamoSessionRevocations(tables),
+        schema=DynamoSchema(tables),
     )
 
 

@@ -716,6 +716,23 @@ class SqliteRefreshTokens:
             return cur.rowcount
 
 
+class SqliteSchema:
+    """The schema version in SQLite's own header field for it (PRAGMA user_version)."""
+
+    def __init__(self, db: SqliteDatabase) -> None:
+        self.db = db
+
+    def version(self) -> int:
+        return int(self.db.query("PRAGMA user_version")[0][0])
+
+    def advance(self, current: int, to: int) -> bool:
+        with self.db.tx() as db:  # BEGIN IMMEDIATE: one writer reads and moves it at a time
+            if int(db.execute("PRAGMA user_version").fetchone()[0]) != current:
+                return False
+            db.execute(f"PRAGMA user_version = {int(to)}")
+        return True
+
+
 def sqlite_stores(path: Path | str) -> Stores:
     db = SqliteDatabase(path)
     return Stores(
@@ -732,4 +749,5 @@ def sqlite_stores(path: Path | str) -> Stores:
         oauth_refresh=SqliteRefreshTokens(db),
         oauth_rates=SqliteRateWindows(db),
         session_revocations=SqliteSessionRevocations(db),
+        schema=SqliteSchema(db),
     )
