@@ -292,6 +292,7 @@ HUBSPOT = _ops(
         # generated clients add one ("/crm/v3/owners/"), which the API also answers. The documented
         # path is the one kept (checked December 2026, developers.hubspot.com crm-owners-v3 guide).
         ("GET", "/crm/v3/owners", "email after limit archived", None, "crm.objects.owners.read"),
+        ("GET", "/crm/v3/properties/{objectType}", "archived dataSensitivity locale properties", None, ""),
         ("GET", "/crm/v3/pipelines/{objectType}", "", None, ""),
         ("GET", "/crm/v3/pipelines/{objectType}/{pipelineId}", "", None, ""),
         (

@@ -347,6 +347,71 @@ CASES = [
         },
     ),
     Case(
+        "hubspot_list_properties",
+        {"object_type": "deals"},
+        [
+            Call(
+                "GET",
+                f"{API}/crm/v3/properties/deals",
+                {"archived": "false"},
+                response={
+                    "results": [
+                        {
+                            "name": "dealstage",
+                            "label": "Deal Stage",
+                            "type": "enumeration",
+                            "fieldType": "radio",
+                            "description": "The stage of the deal.",
+                            "groupName": "dealinformation",
+                            "options": [
+                                {
+                                    "label": "Appointment Scheduled",
+                                    "value": "appointmentscheduled",
+                                    "displayOrder": 0,
+                                },
+                                {"label": "Closed Won", "value": "closedwon", "displayOrder": 5},
+                            ],
+                            "modificationMetadata": {"archivable": False, "readOnlyValue": False},
+                            "hidden": False,
+                        },
+                        {
+                            "name": "hs_object_id",
+                            "label": "Record ID",
+                            "type": "number",
+                            "fieldType": "number",
+                            "description": "The unique ID for this record.",
+                            "groupName": "dealinformation",
+                            "options": [],
+                            "modificationMetadata": {"archivable": True, "readOnlyValue": True},
+                        },
+                    ]
+                },
+            )
+        ],
+        {
+            "properties": [
+                {
+                    "name": "dealstage",
+                    "label": "Deal Stage",
+                    "type": "enumeration",
+                    "fieldType": "radio",
+                    "groupName": "dealinformation",
+                    "description": "The stage of the deal.",
+                    "options": ["appointmentscheduled", "closedwon"],
+                },
+                {
+                    "name": "hs_object_id",
+                    "label": "Record ID",
+                    "type": "number",
+                    "fieldType": "number",
+                    "groupName": "dealinformation",
+                    "description": "The unique ID for this record.",
+                    "readOnly": True,
+                },
+            ]
+        },
+    ),
+    Case(
         "hubspot_list_owners",
         {"email": "ada@example.com"},
         [

@@ -195,6 +195,15 @@ def _route(server: Recorder, seen: Seen) -> tuple[int, list[tuple[str, str]], by
         if auth != f"Bearer {FRESH_ACCESS_TOKEN}":
             return 401, [("Content-Type", "application/json")], b'{"error": "invalid_token"}'
         return 200, [("Content-Type", "application/json")], json.dumps({"you_sent": auth}).encode()
+    if path == "/api/limited":  # a provider's rate limit, with the headers that say when to retry
+        headers = [
+            ("Content-Type", "application/json"),
+            ("Retry-After", "30"),
+            ("X-RateLimit-Remaining", "0"),
+            ("X-RateLimit-Reset", "1900000000"),
+            ("RateLimit-Policy", '"default";q=100;w=60'),
+        ]
+        return 429, headers, b'{"message": "API rate limit exceeded"}'
     if path == "/api/status/418":
         return 418, [("Content-Type", "text/plain")], b"teapot"
     body = json.dumps({"method": seen.method, "target": seen.target, "body": seen.body.decode("latin-1")})

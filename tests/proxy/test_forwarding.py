@@ -121,6 +121,16 @@ def test_response_headers_are_a_safe_subset_and_links_point_back_at_the_proxy(
     assert r.headers["link"] == f'<{proxy.base}/c/acme/items?page=2>; rel="next"'
 
 
+def test_a_providers_rate_limit_comes_back_with_its_headers(proxy: Proxy) -> None:
+    """The curl proxy does not retry or reword a 429: the caller gets the provider's answer and every
+    header that says when to try again (issue 25)."""
+    r = httpx.get(f"{proxy.base}/c/acme/limited", headers={"Authorization": f"Bearer {proxy.token()}"})
+    assert r.status_code == 429 and r.json() == {"message": "API rate limit exceeded"}
+    assert r.headers["retry-after"] == "30"
+    assert r.headers["x-ratelimit-remaining"] == "0" and r.headers["x-ratelimit-reset"] == "1900000000"
+    assert r.headers["ratelimit-policy"] == '"default";q=100;w=60'
+
+
 def test_upstream_status_and_compressed_bodies_come_back(proxy: Proxy) -> None:
     h = {"Authorization": f"Bearer {proxy.token()}"}
     teapot = httpx.get(f"{proxy.base}/c/acme/status/418", headers=h)

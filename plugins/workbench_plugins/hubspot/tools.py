@@ -100,7 +100,9 @@ class GetContact(BaseModel):
     id_property: Literal["hs_object_id", "email"] = Field(
         default="hs_object_id", description="What contact_id is: the record id or the contact's email"
     )
-    properties: list[str] | None = Field(default=None, description="Property names to return")
+    properties: list[str] | None = Field(
+        default=None, description="Property internal names to return (from hubspot_list_properties)"
+    )
 
 
 @tool(
@@ -134,7 +136,9 @@ class Search(BaseModel):
     )
     limit: int = Field(default=20, ge=1, le=200, description="Results per page (max 200)")
     cursor: str | None = Field(default=None, description="nextCursor from the previous call")
-    properties: list[str] | None = Field(default=None, description="Property names to return")
+    properties: list[str] | None = Field(
+        default=None, description="Property internal names to return (from hubspot_list_properties)"
+    )
 
 
 async def _search(ctx: ToolContext, kind: str, args: Search, default_props: list[str]) -> Any:
@@ -178,7 +182,8 @@ class CreateContact(BaseModel):
     company: str | None = Field(default=None, description="Company name (text property)")
     jobtitle: str | None = Field(default=None, description="Job title")
     properties: dict[str, str] | None = Field(
-        default=None, description="Any other contact properties by name"
+        default=None,
+        description="Any other contact properties by internal name (from hubspot_list_properties)",
     )
 
 
@@ -197,7 +202,9 @@ async def create_contact(args: CreateContact, ctx: ToolContext) -> Any:
 
 class UpdateObject(BaseModel):
     id: str = Field(description="Record id")
-    properties: dict[str, str] = Field(description="Property values to set, by internal property name")
+    properties: dict[str, str] = Field(
+        description="Property values to set, by internal property name (from hubspot_list_properties)"
+    )
 
 
 @tool(
@@ -372,6 +379,37 @@ async def list_owners(args: ListOwners, ctx: ToolContext) -> Any:
         ),
         "nextCursor": after,
     }
+
+
+class ListProperties(BaseModel):
+    object_type: Literal["contacts", "companies", "deals"] = Field(
+        description="Which records' properties: contacts, companies or deals"
+    )
+    archived: bool = Field(default=False, description="List archived (deleted) properties instead")
+
+
+@tool(
+    "hubspot_list_properties",
+    "List the properties (fields) of HubSpot contacts, companies or deals: the internal names other "
+    "tools take, with labels, types and the allowed values of each.",
+    ListProperties,
+    scopes=("crm.objects.contacts.read", "crm.objects.companies.read", "crm.objects.deals.read"),
+    keywords=("fields", "columns", "schema", "internal names", "custom properties", "dropdown options"),
+)
+async def list_properties(args: ListProperties, ctx: ToolContext) -> Any:
+    body = await api(
+        ctx, "GET", f"/crm/v3/properties/{args.object_type}", params={"archived": str(args.archived).lower()}
+    )
+    out = []
+    for prop in body.get("results") or []:
+        item = pick(prop, "name", "label", "type", "fieldType", "groupName", "description")
+        options = prop.get("options") or []
+        if options:
+            item["options"] = [o.get("value") for o in options if isinstance(o, dict)]
+        if prop.get("modificationMetadata", {}).get("readOnlyValue"):
+            item["readOnly"] = True
+        out.append(item)
+    return {"properties": out}
 
 
 # -- companies and deals: read, search, update ----------------------------------------------------
@@ -612,6 +650,7 @@ TOOLS = [
     update_deal,
     create_note,
     list_owners,
+    list_properties,
     get_company,
     search_companies,
     update_company,
