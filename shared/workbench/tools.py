@@ -34,9 +34,8 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
-from workbench.arguments import Arguments
-
 from workbench.annotations import Hint
+from workbench.arguments import Arguments
 from workbench.manifest import (
     ApiKeyAuth,
     ApiKeyField,
