@@ -470,9 +470,6 @@ def _workbench_functions(python: str, layer: Path, endpoint: AwsEndpoint, api_ur
         **AWS_ENV,
         **endpoint.env(settings),
         "WORKBENCH_PUBLIC_URL": "https://gw.example.test",
-        "WORKBENCH_EXTRA_PLUGINS": "benchapi",
-        "WORKBENCH_EGRESS_ALLOW": "loopback",
-        "BENCH_API_URL": api_url,
         "POWERTOOLS_SERVICE_NAME": "workbench",
         "POWERTOOLS_METRICS_NAMESPACE": "Workbench",
         "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": "1024",
@@ -481,8 +478,18 @@ def _workbench_functions(python: str, layer: Path, endpoint: AwsEndpoint, api_ur
     host = "gw.example.test"
     list_jots = _mcp_call("execute_tools", {"executions": [{"tool": "list_jots", "args": {}}]})
 
+    # Only the two requests that reach the bench plugin load it: with it, the catalog is no longer
+    # the one the layer's prebuilt search index was made for.
+    plugin_env = {
+        "WORKBENCH_EXTRA_PLUGINS": "benchapi",
+        "WORKBENCH_EGRESS_ALLOW": "loopback",
+        "BENCH_API_URL": api_url,
+    }
+
     def fn(name: str, surface: str, event: dict[str, Any], expect: str) -> Function:
         env_for = {**env, "AWS_LAMBDA_FUNCTION_NAME": f"bench-{surface}"}
+        if name in ("plugin http", "curl proxy"):
+            env_for.update(plugin_env)
         code = REPO / "functions" / surface
         return Function(name, python, layer, code, env_for, event, extra_path=plugin_dir, expect=expect)
 

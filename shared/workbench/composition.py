@@ -23,7 +23,7 @@ from workbench.engine.blocking import BlockingPool
 from workbench.engine.executor import Engine
 from workbench.engine.registry import Registry
 from workbench.errors import ConfigError
-from workbench.identity.auth import AuthCache, KeysThatForget, Principal
+from workbench.identity.auth import AccessTokenVerifier, AuthCache, KeysThatForget, Principal
 from workbench.identity.crypto import Cipher, KeyProvider, LocalKeyProvider, load_or_create_local_key
 from workbench.identity.secrets import SESSION_SECRET, EnvSecrets, SecretSource
 from workbench.identity.vault import Vault
@@ -282,7 +282,7 @@ class Gateway:
             pending=self.stores.pending,
             cache=self.auth_cache,
             io=self.store_io,
-            oauth=lambda: self.oauth,
+            access_tokens=AccessTokenVerifier(lambda: self.tokens, self.settings.public_url),
             clock=self.clock,
         )
 

@@ -55,13 +55,17 @@ print(json.dumps({"status": answer["statusCode"], "body": answer["body"], "modul
 """
 
 
-def test_an_api_key_tool_call_imports_only_what_it_needs(
-    moto_endpoint: AwsEndpoint, aws_settings: Settings
-) -> None:
-    from workbench.composition import build_gateway
+# An OAuth access token is checked with the token service alone (a signature: jwt and cryptography's
+# EC are needed), never by building the authorization server.
+NOT_ON_THE_ACCESS_TOKEN_PATH = tuple(
+    m
+    for m in NOT_ON_THE_API_KEY_PATH
+    if m not in ("jwt", "cryptography.hazmat.primitives.asymmetric", "workbench.identity.tokens")
+)
 
-    gw = build_gateway(aws_settings)
-    key = gw.auth.mint_key(gw.stores.users.get_or_create("ada@example.com"), label="cold")
+
+def _first_list_jots(endpoint: AwsEndpoint, settings: Settings, token: str) -> list[str]:
+    """The modules a fresh MCP function has imported after answering one list_jots with `token`."""
     body = {
         "jsonrpc": "2.0",
         "id": 1,
@@ -73,11 +77,11 @@ def test_an_api_key_tool_call_imports_only_what_it_needs(
         "/mcp",
         route_key="ANY /mcp",
         body=body,
-        headers={"authorization": f"Bearer {key}", "mcp-protocol-version": "2025-06-18"},
+        headers={"authorization": f"Bearer {token}", "mcp-protocol-version": "2025-06-18"},
     )
     env = {
         "PATH": "/usr/bin:/bin",
-        **moto_endpoint.env(aws_settings),
+        **endpoint.env(settings),
         "WORKBENCH_PUBLIC_URL": "https://gw.example.test",
     }
     done = subprocess.run(
@@ -93,10 +97,37 @@ def test_an_api_key_tool_call_imports_only_what_it_needs(
     assert out["status"] == 200, out["body"]
     result = json.loads(json.loads(out["body"])["result"]["content"][0]["text"])
     assert result == {"results": [{"result": {"jots": []}}]}
-    loaded = [
-        m for m in out["modules"] if any(m == x or m.startswith(x + ".") for x in NOT_ON_THE_API_KEY_PATH)
-    ]
-    assert loaded == []
+    return list(out["modules"])
+
+
+def _among(modules: list[str], banned: tuple[str, ...]) -> list[str]:
+    return [m for m in modules if any(m == x or m.startswith(x + ".") for x in banned)]
+
+
+def test_an_api_key_tool_call_imports_only_what_it_needs(
+    moto_endpoint: AwsEndpoint, aws_settings: Settings
+) -> None:
+    from workbench.composition import build_gateway
+
+    gw = build_gateway(aws_settings)
+    key = gw.auth.mint_key(gw.stores.users.get_or_create("ada@example.com"), label="cold")
+    assert _among(_first_list_jots(moto_endpoint, aws_settings, key), NOT_ON_THE_API_KEY_PATH) == []
+
+
+def test_an_oauth_token_tool_call_never_builds_the_authorization_server(
+    moto_endpoint: AwsEndpoint, aws_settings: Settings
+) -> None:
+    from dataclasses import replace
+
+    from workbench.composition import build_gateway
+
+    gw = build_gateway(replace(aws_settings, public_url="https://gw.example.test"))
+    user = gw.stores.users.get_or_create("ada@example.com")
+    claims = {"sub": user.id, "email": user.email, "client_id": "cold-client", "scope": ""}
+    access = gw.tokens.mint(claims, audience=gw.oauth.audience, ttl_seconds=600)  # as the server issues it
+    modules = _first_list_jots(moto_endpoint, aws_settings, access)
+    assert "workbench.identity.tokens" in modules  # the token was checked...
+    assert _among(modules, NOT_ON_THE_ACCESS_TOKEN_PATH) == []  # ...without the server
 
 
 def test_the_mcp_app_and_the_portal_name_the_same_session_cookie() -> None:

@@ -22,12 +22,14 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from workbench.errors import AuthError
 from workbench.stores import ApiKeyRecord, ApiKeyStore, Snapshot, User, UserStore
 
 __all__ = [
     "MAX_AUTH_CACHE_SECONDS",
+    "AccessTokenVerifier",
     "ApiKeys",
     "AuthCache",
     "KeysThatForget",
@@ -54,6 +56,34 @@ class Principal:
     # The credential itself, so what it mints can be revoked with it: the API key's id, or the
     # OAuth grant (refresh-token family) when the grant has one.
     credential_id: str | None = None
+
+
+class AccessTokenVerifier:
+    """The authorization server's access tokens checked without the server itself (whose module
+    and ClientResolver an MCP request never needs): a signature, audience and expiry check by the
+    token service, then the claims it carries. No store read."""
+
+    def __init__(self, tokens: Callable[[], Any], public_url: str) -> None:
+        self._tokens = tokens  # () -> workbench.identity.tokens.TokenService, made on first use
+        self.audience = public_url.rstrip("/") + "/mcp"
+
+    def __call__(self, token: str) -> Principal | None:
+        """A Principal for our access tokens, AuthError for a JWT that is not one (wrong audience,
+        expired, unknown key), None for anything else."""
+        if token.count(".") != 2:
+            return None
+        claims = self._tokens().verify(token, audience=self.audience)
+        client_id, sub = claims.get("client_id"), claims.get("sub")
+        if not isinstance(client_id, str) or not isinstance(sub, str) or not sub:
+            raise AuthError("not an access token")
+        email = claims.get("email")
+        grant = claims.get("grant")
+        return Principal(
+            user=User(id=sub, email=email if isinstance(email, str) else "", created_at=0.0),
+            via="oauth",
+            client_id=client_id,
+            credential_id=grant if isinstance(grant, str) else None,
+        )
 
 
 def _hash(secret: str) -> str:

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode, urlsplit, urlunsplit
 
 from workbench.errors import AuthError
-from workbench.identity.auth import Principal
+from workbench.identity.auth import AccessTokenVerifier, Principal
 from workbench.oauth.clients import ClientResolver, hash_secret, register_client
 from workbench.oauth.errors import OAuthError, RedirectableError, TooManyRequests
 from workbench.observability import log_event
@@ -555,21 +555,7 @@ class OAuthServer:
     def verify_access_token(self, token: str) -> Principal | None:
         """Gateway token verifier: a Principal for our access tokens, AuthError for a JWT that is
         not one (wrong audience, expired, unknown key), None for anything else. No store read."""
-        if token.count(".") != 2:
-            return None
-        claims = self.tokens.verify(token, audience=self.audience)
-        client_id, sub = claims.get("client_id"), claims.get("sub")
-        if not isinstance(client_id, str) or not isinstance(sub, str) or not sub:
-            raise AuthError("not an access token")
-        email = claims.get("email")
-        grant = claims.get("grant")
-        user = User(id=sub, email=email if isinstance(email, str) else "", created_at=0.0)
-        return Principal(
-            user=user,
-            via="oauth",
-            client_id=client_id,
-            credential_id=grant if isinstance(grant, str) else None,
-        )
+        return AccessTokenVerifier(lambda: self.tokens, self.issuer)(token)
 
     # -- the portal's MCP clients page ---------------------------------------------------------------
 

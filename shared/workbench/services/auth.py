@@ -12,11 +12,10 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from workbench.errors import AuthError
-from workbench.identity.auth import ApiKeys, AuthCache, Principal, looks_like_api_key
+from workbench.identity.auth import AccessTokenVerifier, ApiKeys, AuthCache, Principal, looks_like_api_key
 
 if TYPE_CHECKING:
     from workbench.engine.blocking import BlockingPool
-    from workbench.oauth.service import OAuthServer
     from workbench.stores import (
         ApiKeyRecord,
         ApiKeyStore,
@@ -40,7 +39,7 @@ class AuthService:
         pending: PendingStore,
         cache: AuthCache,
         io: BlockingPool,
-        oauth: Callable[[], OAuthServer],
+        access_tokens: AccessTokenVerifier,
         clock: Callable[[], float],
     ) -> None:
         self._users = users
@@ -49,7 +48,8 @@ class AuthService:
         self.api_keys = ApiKeys(
             users, keys, read_together
         )  # minting and resolving `wb_` keys (workbench.identity.auth)
-        self._oauth = oauth  # built on first use: an API-key call never imports the OAuth server
+        # The OAuth server's access tokens, checked without building (or importing) the server.
+        self._access_tokens = access_tokens
         self._io = io
         self._clock = clock
         self.cache = cache
@@ -73,7 +73,7 @@ class AuthService:
         whose API key the token was last time (AuthCache.holder)."""
         if looks_like_api_key(token):
             return self.api_keys.resolve(token, holder=holder)
-        principal = self._oauth().verify_access_token(token)
+        principal = self._access_tokens(token)
         if principal is None:
             raise AuthError("invalid token")
         return principal
