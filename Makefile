@@ -31,6 +31,7 @@ lint: setup
 	$(UV) run --frozen ruff check .
 	$(UV) run --frozen ruff format --check .
 	$(UV) run --frozen mypy
+	$(UV) run --frozen lint-imports
 
 unit: setup
 	$(UV) run --frozen pytest -q -m "not e2e"

@@ -459,7 +459,26 @@ def build_parser() -> argparse.ArgumentParser:
     )
     clear.add_argument("--user", metavar="EMAIL", help="only this user's entries")
     clear.set_defaults(func=_external_clear)
+
+    index = sub.add_parser(
+        "catalog-index",
+        help="write the catalog's prebuilt search index (the layer build runs this)",
+        description="Build the search index of every installed integration into FILE (infra/layer/Makefile).",
+    )
+    index.add_argument("file", metavar="FILE", help="where to write it (workbench/engine/catalog_index.bin)")
+    index.set_defaults(func=_catalog_index)
     return parser
+
+
+def _catalog_index(args: argparse.Namespace) -> int:
+    from workbench.composition import build_registry
+    from workbench.engine import catalog_index
+
+    out = Path(args.file)
+    registry = build_registry()
+    out.write_bytes(catalog_index.build(registry))
+    print(f"{out}: search index of {len(registry.manifests())} integrations")
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:

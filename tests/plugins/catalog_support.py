@@ -263,3 +263,11 @@ async def exchange_code(tmp_path: Path, manifest: Any, response: dict[str, Any])
     tokens = await oauth.exchange_code(manifest, code="code-123", verifier="v" * 43)
     assert len(sent) == 1
     return sent[0], tokens
+
+
+def plugin_packages() -> list[str]:
+    """Every plugin the registry loads from workbench_plugins, by package name (manifest
+    `atlassian-jira` is package `atlassian_jira`); each has its tests in tests/plugins/test_<name>.py."""
+    from workbench.composition import build_registry
+
+    return sorted(m.name.replace("-", "_") for m in build_registry().manifests() if not m.builtin)

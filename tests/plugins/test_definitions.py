@@ -105,19 +105,19 @@ def test_every_request_is_a_documented_operation(integration: str) -> None:
 def test_every_tool_has_a_checked_request() -> None:
     registry = build_registry()
     checked = {tool for _, tool, _ in recorded()}
-    for name, entry in registry._entries.items():
-        if entry.manifest.builtin:
+    for manifest in registry.manifests():
+        if manifest.builtin:
             continue
-        missing = set(registry.tools_of(name)) - checked
-        assert not missing, f"{name}: tools with no recorded request to check: {missing}"
+        missing = set(registry.tools_of(manifest.name)) - checked
+        assert not missing, f"{manifest.name}: tools with no recorded request to check: {missing}"
 
 
 def _tool_scopes() -> dict[str, set[str]]:
     registry = build_registry()
     out: dict[str, set[str]] = {}
-    for name, entry in registry._entries.items():
-        if not entry.manifest.builtin:
-            out.update({t.name: set(t.scopes) for t in registry.tools_of(name).values()})
+    for manifest in registry.manifests():
+        if not manifest.builtin:
+            out.update({t.name: set(t.scopes) for t in registry.tools_of(manifest.name).values()})
     return out
 
 

@@ -17,26 +17,9 @@ from typing import Any
 
 import pytest
 
-from tests.plugins.catalog_support import Call, Case, Plugin, run_tool
+from tests.plugins.catalog_support import Call, Case, Plugin, plugin_packages, run_tool
 
-MODULES = [
-    "airtable",
-    "atlassian_confluence",
-    "atlassian_jira",
-    "github",
-    "google_calendar",
-    "google_drive",
-    "google_gmail",
-    "google_sheets",
-    "hubspot",
-    "linear",
-    "notion",
-    "salesforce",
-    "slack",
-    "stripe",
-    "superset",
-    "zendesk",
-]
+MODULES = plugin_packages()
 
 
 def first_case(module: str) -> tuple[Plugin, Case]:

@@ -2,7 +2,7 @@
 
 The first `search_tools` of an instance otherwise pays for importing every plugin's tools module
 (about 270 pydantic models) and indexing them: a few hundred milliseconds on a cold instance. The
-layer build (infra/layer/Makefile) runs `python -m workbench.engine.catalog_index <path>` and ships the
+layer build (infra/layer/Makefile) runs `python -m workbench.cli catalog-index <path>` and ships the
 result beside this module; an instance loads it instead, importing no tools module at all.
 
 It is used only when it describes this registry: the same integrations (extra plugins configured on
@@ -10,13 +10,12 @@ the gateway, or a catalog changed since the build, and the index is built as bef
 engine version (`SearchIndex.from_bytes` refuses another). Locally there is no file: the index is
 built on the first search.
 
-    python -m workbench.engine.catalog_index OUT_PATH
+    python -m workbench.cli catalog-index OUT_PATH
 """
 
 from __future__ import annotations
 
 import marshal
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -54,17 +53,3 @@ def load(registry: Registry, path: Path | None = None) -> SearchIndex | None:
         return SearchIndex.from_bytes(data)
     except ValueError:
         return None
-
-
-def main(argv: list[str]) -> int:
-    from workbench.composition import build_registry
-
-    out = Path(argv[0])
-    registry = build_registry()
-    out.write_bytes(build(registry))
-    print(f"{out}: search index of {len(_integrations(registry))} integrations")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))

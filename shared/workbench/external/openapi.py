@@ -20,7 +20,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import quote, urljoin, urlsplit
+from urllib.parse import quote, urlsplit
 
 from workbench.guard.paths import DOT_SEGMENT_MESSAGE, dot_segment
 
@@ -441,10 +441,3 @@ def _join(base_url: str, path: str) -> str:
     if urlsplit(joined).netloc != urlsplit(base).netloc:  # pragma: no cover - defensive
         raise ValueError("the operation path leaves the app's server")
     return joined
-
-
-def resolve_base(document_url: str, server_url: str) -> str:
-    """A relative `servers[0].url` is relative to where the document came from."""
-    if not server_url:
-        return ""
-    return urljoin(document_url, server_url) if document_url else server_url

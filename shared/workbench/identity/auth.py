@@ -219,12 +219,6 @@ class AuthCache:
             self.generation += 1
             self._entries = {k: e for k, e in self._entries.items() if e.key_id != key_id}
 
-    def forget_user(self, user_id: str) -> None:
-        """Everything cached for a user (their account is gone or locked)."""
-        with self._lock:
-            self.generation += 1
-            self._entries = {k: e for k, e in self._entries.items() if e.principal.user.id != user_id}
-
 
 class KeysThatForget:
     """An ApiKeyStore whose `revoke` also drops the key from this instance's AuthCache, whoever

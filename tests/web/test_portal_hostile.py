@@ -7,16 +7,34 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlsplit
 
 import pytest
 from starlette.routing import Route
 from workbench.composition import Gateway
+from workbench.runtime.local_app import create_local_app
 from workbench.stores import ActivityQuery, Stores
 
 from tests.contract.conftest import stores  # noqa: F401  (the every-adapter fixture)
-from tests.review.conftest import ORIGIN, Browser
+from tests.web.hostile_support import ORIGIN, Browser, review_gateway, sign_in
+
+
+@pytest.fixture
+def gw(tmp_path: Path) -> Gateway:
+    return review_gateway(tmp_path)
+
+
+@pytest.fixture
+def app(gw: Gateway) -> Any:
+    return create_local_app(gw)
+
+
+@pytest.fixture
+def browser(app: Any) -> Callable[[str], Browser]:
+    return lambda email: sign_in(app, email)
+
 
 # Values a URL may carry where the code expects a number, a name or an id.
 HOSTILE_CURSORS = [

@@ -1,19 +1,16 @@
-"""The hostile review's fixtures: the whole local app (every surface on one port, as `workbench
+"""The hostile portal tests' helpers: the whole local app (every surface on one port, as `workbench
 serve` mounts it) over a real SQLite store, and browsers signed in as different users."""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from dataclasses import dataclass
 from html import unescape
 from pathlib import Path
 from typing import Any
 
-import pytest
 from starlette.testclient import TestClient
 from workbench.composition import Gateway, build_gateway, build_registry
-from workbench.runtime.local_app import create_local_app
 from workbench.settings import Settings
 
 ORIGIN = "https://wb.example"
@@ -66,18 +63,3 @@ def sign_in(app: Any, email: str) -> Browser:
     r = client.post("/api/auth/dev-login", data={"email": email, "next": "/portal/integrations"})
     assert r.status_code == 303, r.text
     return Browser(client, email)
-
-
-@pytest.fixture
-def gw(tmp_path: Path) -> Gateway:
-    return review_gateway(tmp_path)
-
-
-@pytest.fixture
-def app(gw: Gateway) -> Any:
-    return create_local_app(gw)
-
-
-@pytest.fixture
-def browser(app: Any) -> Callable[[str], Browser]:
-    return lambda email: sign_in(app, email)
