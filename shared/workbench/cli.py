@@ -146,13 +146,12 @@ def _run_gateway(args: argparse.Namespace, sock: socket.socket, runfile: Path) -
     from workbench.observability import configure_logging
     from workbench.runtime.local_app import create_local_app, first_run
     from workbench.runtime.uvicorn_server import http_protocol, server_options
-    from workbench.stores.migrations import migrate
     from workbench.web.local_signin import mint_signin_link
 
     configure_logging()
     gateway = _gateway(args)
     settings = gateway.settings
-    migrate(gateway.stores)  # the local data's first use by this version: bring its schema forward
+    gateway.schema.migrate()  # the local data's first use by this version: bring its schema forward
     key = first_run(gateway, LOCAL_EMAIL)
     user = gateway.auth.sign_in(LOCAL_EMAIL)
     loopback = _loopback_base(settings, sock.getsockname()[1])
@@ -271,17 +270,13 @@ def _client_add(args: argparse.Namespace) -> int:
 
 def _migrate(args: argparse.Namespace) -> int:
     """Bring the data (local, or a stack's tables) to this version's schema; idempotent."""
-    from workbench.stores.migrations import SCHEMA_VERSION, migrate
-
-    gateway = _gateway(args)
-    schema = gateway.stores.schema
-    assert schema is not None
+    schema = _gateway(args).schema
     before = schema.version()
-    applied = migrate(gateway.stores)
+    applied = schema.migrate()
     if applied:
         print(f"schema version {before} -> {applied[-1]} (applied {', '.join(map(str, applied))})")
     else:
-        print(f"schema version {schema.version()}: up to date (this version writes {SCHEMA_VERSION})")
+        print(f"schema version {schema.version()}: up to date (this version writes {schema.latest})")
     return 0
 
 

@@ -48,6 +48,7 @@ if TYPE_CHECKING:
     from workbench.services.curl import CurlSessions
     from workbench.services.jots import JotService
     from workbench.services.runs import RunService
+    from workbench.services.schema import SchemaService
     from workbench.web.sessions import SessionCodec
 
 __all__ = ["Gateway", "build_gateway", "build_registry"]
@@ -285,6 +286,12 @@ class Gateway:
             access_tokens=AccessTokenVerifier(lambda: self.tokens, self.settings.public_url),
             clock=self.clock,
         )
+
+    @cached_property
+    def schema(self) -> SchemaService:
+        from workbench.services.schema import SchemaService
+
+        return SchemaService(self.stores)
 
     @cached_property
     def runs(self) -> RunService:

@@ -10,9 +10,9 @@ import logging
 from typing import Any
 
 from workbench.aws.clients import make_client
+from workbench.composition import build_stores
+from workbench.services.schema import SchemaService
 from workbench.settings import Settings
-from workbench.stores.dynamodb import dynamodb_stores
-from workbench.stores.migrations import migrate
 
 __all__ = ["handler"]
 
@@ -26,7 +26,7 @@ def handler(
     status = "Succeeded"
     answer: dict[str, Any]
     try:
-        applied = migrate(stores or dynamodb_stores(settings))
+        applied = SchemaService(stores or build_stores(settings)).migrate()
         answer = {"status": status, "applied": applied}
         logger.info("migrations applied: %s", applied or "none")
     except Exception as exc:  # reported to CodeDeploy, which stops the deploy
