@@ -131,6 +131,8 @@ ORDERING: dict[str, Callable[[Call], bool]] = {
     "github_list_pr_reviews": lambda c: not {"sort", "direction"} & set(_q(c)),
     "github_list_pr_review_comments": lambda c: not {"sort", "direction"} & set(_q(c)),
     "github_list_workflow_runs": lambda c: not {"sort", "direction"} & set(_q(c)),
+    # Releases come newest first (by created_at) and take no ordering parameter.
+    "github_list_releases": lambda c: not {"sort", "direction"} & set(_q(c)),
     "jira_list_comments": lambda c: _q(c).get("orderBy") == "-created",
     # Jira returns an issue's worklogs in the order they were created.
     "jira_list_worklogs": lambda c: "orderBy" not in _q(c),

@@ -214,6 +214,67 @@ CASES = [
         },
     ),
     Case(
+        "github_get_pr_diff",
+        {"owner": "octocat", "repo": "Hello-World", "number": 1347},
+        [
+            Call(
+                "GET",
+                f"{REPO}/pulls/1347",
+                response="diff --git a/file1.txt b/file1.txt\n--- a/file1.txt\n+++ b/file1.txt\n@@ -1 +1 @@\n-a\n+b\n",
+                headers={"content-type": "text/plain; charset=utf-8"},
+                expect_headers={"accept": "application/vnd.github.diff"},
+            )
+        ],
+        {
+            "diff": "diff --git a/file1.txt b/file1.txt\n--- a/file1.txt\n+++ b/file1.txt\n@@ -1 +1 @@\n-a\n+b\n"
+        },
+    ),
+    Case(
+        "github_list_releases",
+        {"owner": "octocat", "repo": "Hello-World", "perPage": 1},
+        [
+            Call(
+                "GET",
+                f"{REPO}/releases",
+                {"per_page": 1, "page": 1},
+                response=[
+                    {
+                        "url": f"{REPO}/releases/1",
+                        "html_url": "https://github.com/octocat/Hello-World/releases/v1.0.0",
+                        "id": 1,
+                        "author": USER,
+                        "tag_name": "v1.0.0",
+                        "target_commitish": "master",
+                        "name": "v1.0.0",
+                        "body": "Description of the release",
+                        "draft": False,
+                        "prerelease": False,
+                        "created_at": "2013-02-27T19:35:32Z",
+                        "published_at": "2013-02-27T19:35:32Z",
+                        "assets": [],
+                    }
+                ],
+                headers=LINK_NEXT,
+            )
+        ],
+        {
+            "releases": [
+                {
+                    "id": 1,
+                    "tag_name": "v1.0.0",
+                    "name": "v1.0.0",
+                    "draft": False,
+                    "prerelease": False,
+                    "published_at": "2013-02-27T19:35:32Z",
+                    "html_url": "https://github.com/octocat/Hello-World/releases/v1.0.0",
+                    "author_login": "octocat",
+                    "body": "Description of the release",
+                }
+            ],
+            "nextPage": 3,
+        },
+    ),
+    Case(
         "github_merge_pr",
         {
             "owner": "octocat",

@@ -345,6 +345,21 @@ CASES = [
         {**title_only(PAGE_OUT), "archived": True},
     ),
     Case(
+        "notion_move_page",
+        {"page_id": PAGE_ID, "parent_database_id": DB_ID},
+        [
+            Call("GET", f"{API}/databases/{DB_ID}", response=DATABASE, expect_headers=V),
+            Call(
+                "POST",
+                f"{API}/pages/{PAGE_ID}/move",
+                json={"parent": {"type": "data_source_id", "data_source_id": DS_ID}},
+                response=PAGE,
+                expect_headers=V,
+            ),
+        ],
+        PAGE_OUT,
+    ),
+    Case(
         "notion_append_text",
         {"block_id": PAGE_ID, "text": "Lacinato kale is a variety of kale."},
         [

@@ -188,6 +188,46 @@ async def list_pr_files(args: ListPrFiles, ctx: ToolContext) -> Any:
     return {"files": shaped, "nextPage": nxt}
 
 
+@tool(
+    "github_get_pr_diff",
+    "Get a pull request's whole diff (unified diff text of every changed file).",
+    PrRef,
+    scopes=("repo",),
+    keywords=("patch", "changes", "code review", "what changed", "unified diff"),
+)
+async def get_pr_diff(args: PrRef, ctx: ToolContext) -> Any:
+    resp = await api_response(
+        ctx,
+        "GET",
+        f"/repos/{args.owner}/{args.repo}/pulls/{args.number}",
+        headers={"Accept": "application/vnd.github.diff"},
+    )
+    return {"diff": trim(resp.text, 60_000)}
+
+
+class ListReleases(_Repo, _Paged):
+    pass
+
+
+@tool(
+    "github_list_releases",
+    "List a repository's releases, newest first, with their tags and notes.",
+    ListReleases,
+    scopes=("repo",),
+    keywords=("versions", "tags", "changelog", "release notes", "published", "latest version"),
+)
+async def list_releases(args: ListReleases, ctx: ToolContext) -> Any:
+    releases, nxt = await _page(ctx, f"/repos/{args.owner}/{args.repo}/releases", args)
+    shaped = []
+    for r in releases:
+        item = pick(
+            r, "id", "tag_name", "name", "draft", "prerelease", "published_at", "html_url", "author.login"
+        )
+        item["body"] = trim(r.get("body"), 3_000)
+        shaped.append(item)
+    return {"releases": shaped, "nextPage": nxt}
+
+
 class MergePr(PrRef):
     method: Literal["merge", "squash", "rebase"] = Field(default="merge", description="Merge method")
     commitTitle: str | None = Field(default=None, description="Title of the merge commit")
@@ -867,6 +907,8 @@ TOOLS = [
     create_pr,
     get_pr,
     list_pr_files,
+    get_pr_diff,
+    list_releases,
     merge_pr,
     review_pr,
     list_issues,

@@ -286,6 +286,38 @@ async def archive_page(args: PageId, ctx: ToolContext) -> Any:
     )
 
 
+class MovePage(PageId):
+    parent_page_id: str | None = Field(
+        default=None, description="Move under this page (page id from notion_search)"
+    )
+    parent_database_id: str | None = Field(
+        default=None,
+        description="Move into this database as a row (database id from notion_search); its data source when "
+        "it has one, else pass parent_data_source_id",
+    )
+    parent_data_source_id: str | None = Field(
+        default=None, description="Move into this data source as a row (id from notion_get_database)"
+    )
+
+
+@tool(
+    "notion_move_page",
+    "Move a Notion page under another page, or into a database as a row.",
+    MovePage,
+    keywords=("relocate", "reparent", "file under", "put in", "nest", "reorganize"),
+)
+async def move_page(args: MovePage, ctx: ToolContext) -> Any:
+    row = bool(args.parent_database_id or args.parent_data_source_id)
+    if bool(args.parent_page_id) == row:
+        raise ValueError("Give exactly one of parent_page_id or parent_database_id / parent_data_source_id")
+    if args.parent_page_id:
+        parent = {"type": "page_id", "page_id": args.parent_page_id}
+    else:
+        source = await data_source_of(ctx, args.parent_database_id, args.parent_data_source_id)
+        parent = {"type": "data_source_id", "data_source_id": source}
+    return _page(await _call(ctx, "POST", f"/pages/{args.page_id}/move", json={"parent": parent}))
+
+
 class AppendText(BaseModel):
     block_id: str = Field(
         description="Page (or block) id to append to (from notion_search or notion_get_page_content)"
@@ -623,6 +655,7 @@ TOOLS = [
     create_page,
     update_page,
     archive_page,
+    move_page,
     append_text,
     get_database,
     query_database,
