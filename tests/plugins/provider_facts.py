@@ -67,6 +67,7 @@ JIRA = [
                 _JIRA_ISSUE_BODY,
                 "write:jira-work",
             ),
+            ("DELETE", "/issue/{issueIdOrKey}", "deleteSubtasks", None, "write:jira-work"),
             (
                 "PUT",
                 "/issue/{issueIdOrKey}/assignee",

@@ -194,6 +194,12 @@ CASES = [
         {"key": "ED-1", "updated": ["labels", "summary"]},
     ),
     Case(
+        "jira_delete_issue",
+        {"cloudId": CLOUD, "issueKey": "ED-1", "deleteSubtasks": True},
+        [Call("DELETE", f"{J}/issue/ED-1", {"deleteSubtasks": "true"}, status=204)],
+        {"key": "ED-1", "deleted": True},
+    ),
+    Case(
         "jira_add_comment",
         {"cloudId": CLOUD, "issueKey": "ED-1", "body": "Lorem ipsum dolor sit amet."},
         [

@@ -235,6 +235,31 @@ async def update_issue(args: UpdateIssue, ctx: ToolContext) -> Any:
     return {"key": args.issueKey, "updated": sorted(fields)}
 
 
+class DeleteIssue(_IssueRef):
+    deleteSubtasks: bool = Field(
+        default=False,
+        description="Also delete its subtasks (Jira refuses to delete an issue that has any otherwise)",
+    )
+
+
+@tool(
+    "jira_delete_issue",
+    "Delete a Jira issue for good (and its subtasks when asked).",
+    DeleteIssue,
+    scopes=("write:jira-work",),
+    keywords=("remove", "erase", "destroy", "get rid of", "ticket", "bug"),
+)
+async def delete_issue(args: DeleteIssue, ctx: ToolContext) -> Any:
+    base = await site_path(ctx, args.cloudId, "jira")
+    await api(
+        ctx,
+        "DELETE",
+        f"{base}/rest/api/3/issue/{args.issueKey}",
+        params={"deleteSubtasks": "true" if args.deleteSubtasks else None},
+    )
+    return {"key": args.issueKey, "deleted": True}
+
+
 class AddComment(_IssueRef):
     body: str = Field(min_length=1, description="Comment text (plain text)")
 
@@ -715,6 +740,7 @@ TOOLS = [
     get_issue,
     create_issue,
     update_issue,
+    delete_issue,
     add_comment,
     list_comments,
     list_transitions,
