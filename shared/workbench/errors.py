@@ -44,6 +44,7 @@ __all__ = [
     "UpstreamTimeout",
     "VerificationFailed",
     "WorkbenchError",
+    "as_unavailable",
     "upstream_timeout",
     "upstream_timeout_message",
 ]
@@ -148,6 +149,66 @@ class Unavailable(WorkbenchError):
         super().__init__(f"Workbench's {what} is temporarily unavailable. Try again in a moment.")
         self.what = what
         self.detail = detail
+
+    @classmethod
+    def in_outcome(cls, outcome: Any) -> Unavailable | None:
+        """The outage an execution's outcome reports (`{"error": <these words>}`), if it does."""
+        error = outcome.get("error") if isinstance(outcome, dict) and len(outcome) == 1 else None
+        for what in ("storage", "key service"):
+            if error == str(cls(what)):
+                return cls(what)
+        return None
+
+
+# botocore's exceptions for a call that did not get an answer (imported by name: no botocore here).
+_BOTOCORE_UNREACHABLE = frozenset(
+    {
+        "HTTPClientError",
+        "EndpointConnectionError",
+        "ConnectTimeoutError",
+        "ReadTimeoutError",
+        "ConnectionClosedError",
+    }
+)
+
+
+def as_unavailable(exc: BaseException) -> Unavailable | None:
+    """The outage `exc` stands for, itself or in its cause chain: an AWS call that failed after
+    its retries with a throttle, a 5xx, a timeout or a dropped connection (our client's or
+    botocore's), or a SQLite database that stayed locked. None when it is anything else."""
+    current: BaseException | None = exc
+    for _ in range(8):
+        if current is None:
+            return None
+        if isinstance(current, Unavailable):
+            return current
+        detail = _outage_detail(current)
+        if detail is not None:
+            return Unavailable("storage", detail)
+        current = current.__cause__ or current.__context__
+    return None
+
+
+def _outage_detail(exc: BaseException) -> str | None:
+    """For the log: what failed (an AWS error code, an exception name), None if not an outage."""
+    response = getattr(exc, "response", None)
+    names = {cls.__name__ for cls in type(exc).__mro__}
+    if "AwsConnectionError" in names:
+        return f"AwsConnectionError: {exc}"
+    if isinstance(response, dict) and isinstance(response.get("Error"), dict):
+        from workbench.aws.client import RETRYABLE_CODES  # only ever reached with an AWS error
+
+        code = str(response["Error"].get("Code") or "")
+        status = int((response.get("ResponseMetadata") or {}).get("HTTPStatusCode") or 0)
+        if code in RETRYABLE_CODES or status >= 500 or status == 429 or getattr(exc, "retryable", False):
+            return f"{getattr(exc, 'operation_name', '')} {code} (HTTP {status})".strip()
+        return None
+    if type(exc).__module__.startswith("botocore") and names & _BOTOCORE_UNREACHABLE:
+        return type(exc).__name__
+    if type(exc).__name__ == "OperationalError" and type(exc).__module__ == "sqlite3":
+        text = str(exc).lower()
+        return f"sqlite: {exc}" if "locked" in text or "busy" in text else None
+    return None
 
 
 class JobFailed(WorkbenchError):

@@ -305,8 +305,11 @@ def argument_text(schema: Mapping[str, Any]) -> str:
 
 def _failure_text(exc: Exception) -> str:
     """error_text, except that a timeout says so and names the limit (httpx's own text is empty)."""
-    from workbench.errors import UpstreamTimeout, upstream_timeout
+    from workbench.errors import UpstreamTimeout, as_unavailable, upstream_timeout
 
+    outage = as_unavailable(exc)
+    if outage is not None:  # the store or KMS: "try again", never the AWS message
+        return str(outage)
     text = error_text(exc)
     timed_out = upstream_timeout(exc)
     if timed_out is None:

@@ -294,9 +294,11 @@ def test_the_templates_nightly_schedule_event_runs_through_the_rest_handler(lamb
     assert failed.value.result == {"results": [{"error": refused}]}
 
 
-def test_dynamodb_unreachable_fails_fast_with_a_500_and_a_logged_request(
+def test_dynamodb_unreachable_fails_fast_with_a_json_rpc_error_and_a_logged_request(
     lambda_env: Settings, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """Issue 29 replaced the bare text/plain 500 this test used to expect: an MCP client gets a
+    JSON-RPC error saying to try again, with Retry-After, and no internals."""
     from tests.support.processes import free_port
 
     key = _mint_key(lambda_env)
@@ -305,10 +307,19 @@ def test_dynamodb_unreachable_fails_fast_with_a_500_and_a_logged_request(
     started = time.monotonic()
     result = handler(_mcp_event(_rpc("tools/list"), token=key), None)
     assert time.monotonic() - started < 10  # retries are bounded, far inside API Gateway's 30 s
-    assert result["statusCode"] == 500 and result["body"] == "Internal Server Error"  # no internals leak
+    assert result["statusCode"] == 503 and header(result, "retry-after") == "2"
+    assert response_json(result) == {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "error": {
+            "code": -32000,
+            "message": "Workbench's storage is temporarily unavailable. Try again in a moment.",
+            "data": {"retryAfter": 2},
+        },
+    }
     lines = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.startswith("{")]
     requests = [line for line in lines if line.get("message") == "request"]
-    assert requests[-1]["status"] == 500 and requests[-1]["path"] == "/mcp"
+    assert requests[-1]["status"] == 503 and requests[-1]["path"] == "/mcp"
 
 
 def test_an_http_event_after_a_scheduled_job_on_the_same_instance(lambda_env: Settings) -> None:

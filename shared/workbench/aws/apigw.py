@@ -122,6 +122,7 @@ class ApiGatewayV2:
         headers: list[tuple[bytes, bytes]] = []
         chunks: list[bytes] = []
         finished = False
+        started = False
         disconnected = asyncio.Event()
 
         async def receive() -> dict[str, Any]:
@@ -133,8 +134,9 @@ class ApiGatewayV2:
             return {"type": "http.disconnect"}
 
         async def send(message: dict[str, Any]) -> None:
-            nonlocal status, headers, finished
+            nonlocal status, headers, finished, started
             if message["type"] == "http.response.start":
+                started = True
                 status = int(message["status"])
                 headers = list(message.get("headers") or [])
             elif message["type"] == "http.response.body":
@@ -143,9 +145,18 @@ class ApiGatewayV2:
                     finished = True
                     disconnected.set()
 
+        scope = _scope(event, context)
         try:
-            await self.app(_scope(event, context), receive, send)
-        except Exception:
+            await self.app(scope, receive, send)
+        except Exception as exc:
+            from workbench.errors import as_unavailable
+
+            outage = as_unavailable(exc)
+            if outage is not None and not started:  # nothing sent yet: the surface's outage answer
+                from workbench.guard.outage import log_outage, outage_reply
+
+                log_outage(scope["path"], outage)
+                return _response(*outage_reply(scope["path"], outage))
             logger.exception("unhandled error in the ASGI app")
             if finished:  # the app answered (Starlette sends its 500 page, then re-raises)
                 return _response(status, headers, b"".join(chunks))

@@ -61,6 +61,7 @@ from workbench.observability.tracing import span
 
 __all__ = [
     "MAX_ATTEMPTS",
+    "RETRYABLE_CODES",
     "SERVICES",
     "AwsConnectionError",
     "AwsError",
@@ -137,6 +138,7 @@ _RETRYABLE = _THROTTLING | {
     "PriorRequestNotComplete",
     "ReplicatedWriteConflictException",
 }
+RETRYABLE_CODES = _RETRYABLE  # an error with one of these codes, after the retries, is an outage
 _RETRYABLE_STATUS = frozenset({500, 502, 503, 504})
 _THROTTLE_STATUS = 429  # a throttle whatever the body says
 

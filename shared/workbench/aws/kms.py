@@ -15,15 +15,26 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from workbench.aws.clients import LazyClient, client_error_code
-from workbench.errors import CryptoError
+from workbench.errors import CryptoError, Unavailable, as_unavailable
 
 if TYPE_CHECKING:
     from workbench.settings import Settings
 
 __all__ = ["KmsKeyProvider"]
 
-# Errors that mean "this blob is not for this row/key", as opposed to KMS being unreachable.
-_REFUSED = {"InvalidCiphertextException", "IncorrectKeyException", "AccessDeniedException"}
+# The only answers that mean "this blob is not for this row/key" (its context or key differs, or it
+# is damaged): a credential that gets one must be connected (a vault secret set) again. Anything
+# else (a throttle, a 5xx, a timeout, a dropped connection, a key that is disabled or that this
+# function may not use) is KMS not helping this time: Unavailable, and the stored blob is kept.
+_REFUSED = {"InvalidCiphertextException", "IncorrectKeyException"}
+
+
+def _unavailable(operation: str, exc: Exception) -> Unavailable:
+    outage = as_unavailable(exc)
+    detail = (
+        outage.detail if outage is not None else f"{operation} {client_error_code(exc) or type(exc).__name__}"
+    )
+    return Unavailable("key service", detail)
 
 
 class KmsKeyProvider:
@@ -62,10 +73,9 @@ class KmsKeyProvider:
                 KeyId=self.key_id, KeySpec="AES_256", EncryptionContext=dict(context)
             )
         except Exception as exc:
-            code = client_error_code(exc)
-            if code is None:
-                raise
-            raise CryptoError(f"KMS GenerateDataKey failed: {code}") from exc
+            if client_error_code(exc) is None and as_unavailable(exc) is None:
+                raise  # not an answer from KMS, nor a failure to get one: a bug, not an outage
+            raise _unavailable("GenerateDataKey", exc) from exc
         # Blobs record the key ARN KMS answered with, even when configured by alias.
         self.key_id = str(out.get("KeyId") or self.key_id)
         return bytes(out["Plaintext"]), bytes(out["CiphertextBlob"])
@@ -76,9 +86,9 @@ class KmsKeyProvider:
             out = self.client.decrypt(CiphertextBlob=wrapped, KeyId=key_id, EncryptionContext=dict(context))
         except Exception as exc:
             code = client_error_code(exc)
-            if code is None:
-                raise
             if code in _REFUSED:
                 raise CryptoError("data key does not unwrap for this row") from exc
-            raise CryptoError(f"KMS Decrypt failed: {code}") from exc
+            if code is None and as_unavailable(exc) is None:
+                raise
+            raise _unavailable("Decrypt", exc) from exc
         return bytes(out["Plaintext"])

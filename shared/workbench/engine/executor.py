@@ -23,7 +23,7 @@ from urllib.parse import urlsplit
 from workbench.connections.credentials import Credentials, token_of
 from workbench.engine.blocking import BlockingPool, GroupWrite
 from workbench.engine.registry import Registry
-from workbench.errors import AuditNotWritten, CredentialError, ReconnectRequired
+from workbench.errors import AuditNotWritten, CredentialError, ReconnectRequired, as_unavailable
 from workbench.guard import deadline
 from workbench.guard.jsontext import nesting_exceeds
 from workbench.identity.auth import Principal
@@ -356,8 +356,9 @@ class Engine:
             outcome, integration, audit_error, ran = await self._within_deadline(scope, call, signal, emit)
             outcome = dict(scrub(outcome, call.secrets))
         except Exception as exc:  # the engine never throws
+            outage = as_unavailable(exc)  # a store or KMS outage says "try again", in plain words
             outcome, integration, audit_error, ran = (
-                {"error": f"Internal error: {type(exc).__name__}"},
+                {"error": str(outage) if outage else f"Internal error: {type(exc).__name__}"},
                 None,
                 None,
                 False,

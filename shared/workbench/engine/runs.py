@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from workbench.engine.compose import BadRef, Resolution, VaultMissing, project, resolve, template_refs
 from workbench.engine.executor import ToolCall
-from workbench.errors import InvalidInput
+from workbench.errors import InvalidInput, as_unavailable
 
 if TYPE_CHECKING:
     from workbench.engine.executor import Engine
@@ -81,9 +81,9 @@ def _call_for(ex: dict[str, Any], steps: dict[str, Any] | None, vault: Any) -> T
     except VaultMissing as exc:  # also VaultUnreadable: the row exists but does not decrypt
         return ToolCall(ex["tool"], {}, ex["ref_id"], refused={"error": str(exc)})
     except Exception as exc:  # a store failure while reading the vault: this item fails, audited
-        return ToolCall(
-            ex["tool"], {}, ex["ref_id"], refused={"error": f"Internal error: {type(exc).__name__}"}
-        )
+        outage = as_unavailable(exc)
+        error = str(outage) if outage else f"Internal error: {type(exc).__name__}"
+        return ToolCall(ex["tool"], {}, ex["ref_id"], refused={"error": error})
     return ToolCall(ex["tool"], res.value, ex["ref_id"], tuple(res.secrets), uses_vault=bool(res.secrets))
 
 

@@ -140,6 +140,8 @@ def guarded_app(
     from starlette.applications import Starlette
     from starlette.middleware import Middleware
 
+    from workbench.guard.outage import OutageGuard
+
     async def too_large(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, BodyTooLarge)
         return _rule_for(rules, request.url.path).render(request, exc)
@@ -147,6 +149,7 @@ def guarded_app(
     handlers: dict[Any, Callable[[Request, Exception], Awaitable[Response]]] = {BodyTooLarge: too_large}
     return Starlette(
         routes=list(routes),
-        middleware=[*middleware, Middleware(BodyLimit, rules=rules)],
+        # Outermost: a store or KMS outage in any layer below answers in the surface's shape.
+        middleware=[Middleware(OutageGuard), *middleware, Middleware(BodyLimit, rules=rules)],
         exception_handlers=handlers,
     )

@@ -15,6 +15,7 @@ from urllib.parse import urlsplit
 from workbench.guard import deadline
 from workbench.guard.bodylimit import BodyRule, BodyTooLarge, json_413
 from workbench.guard.jsontext import dumps
+from workbench.guard.outage import OutageGuard
 from workbench.identity.auth import Principal
 from workbench.mcp.protocol import INVALID_REQUEST, McpServer
 
@@ -114,8 +115,13 @@ class McpEndpoint:
     def __init__(self, gateway: Gateway) -> None:
         self.gateway = gateway
         self.server = McpServer(gateway)
+        # A store or KMS outage outside a JSON-RPC dispatch (the session read) is a JSON-RPC error too.
+        self._guarded = OutageGuard(self._serve)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await self._guarded(scope, receive, send)
+
+    async def _serve(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["method"] != "POST":
             await _reply(send, 405, headers={"Allow": "POST"})
             return

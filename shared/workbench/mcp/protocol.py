@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from workbench import __version__
 from workbench.engine.meta import MetaTools, listed_tools, meta_tool
-from workbench.errors import AuthError, InvalidInput
+from workbench.errors import AuthError, InvalidInput, as_unavailable
 from workbench.guard.jsontext import JsonRejected, escape_lone_surrogates, finite, parse
 from workbench.identity.auth import Principal
 
@@ -224,18 +224,29 @@ class McpServer:
             return await self._refused(headers, principal, reply)
         req_id = message.get("id")
         is_notification = "id" not in message
-        if principal is None:
-            try:
-                principal = await self.authenticate(headers)
-            except AuthError as exc:
-                return self._unauthorized(req_id, str(exc))
-        if is_notification:
-            return HttpReply(202)
         try:
-            result = await self._dispatch(message, headers, principal)
-        except _RpcError as exc:
-            await self._audit_error(principal, message["method"], exc.code, exc.message)
-            return HttpReply(exc.status, _error(req_id, exc.code, exc.message, exc.data))
+            if principal is None:
+                try:
+                    principal = await self.authenticate(headers)
+                except AuthError as exc:
+                    return self._unauthorized(req_id, str(exc))
+            if is_notification:
+                return HttpReply(202)
+            try:
+                result = await self._dispatch(message, headers, principal)
+            except _RpcError as exc:
+                await self._audit_error(principal, message["method"], exc.code, exc.message)
+                return HttpReply(exc.status, _error(req_id, exc.code, exc.message, exc.data))
+        except Exception as exc:
+            outage = as_unavailable(exc)
+            if outage is None:
+                raise
+            # The store or KMS did not answer: a JSON-RPC error for this request, "try again".
+            from workbench.guard.outage import RPC_UNAVAILABLE, log_outage
+
+            log_outage("/mcp", outage)
+            rpc = _error(req_id, RPC_UNAVAILABLE, str(outage), {"retryAfter": outage.retry_after})
+            return HttpReply(503, rpc, {"Retry-After": str(outage.retry_after)})
         return HttpReply(200, {"jsonrpc": "2.0", "id": req_id, "result": result})
 
     async def _refused(

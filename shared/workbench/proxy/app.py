@@ -36,6 +36,7 @@ from workbench.errors import AuthError, CredentialError, UpstreamTimeout, upstre
 from workbench.guard import deadline
 from workbench.guard.bodylimit import BodyLimit, BodyRule, BodyTooLarge, guarded_app, json_413
 from workbench.guard.egress import EgressRefused, EgressTransport, Resolver
+from workbench.guard.outage import OutageGuard
 from workbench.observability import log_event
 from workbench.proxy.guard import Refused, check_path, location_inside
 from workbench.services.curl import TOKEN_TYPE
@@ -628,10 +629,12 @@ class DirectProxy:
 
     def __init__(self, proxy: CurlProxy, settings: Settings) -> None:
         self.proxy = proxy
-        self._app: Any = deadline.DeadlineMiddleware(
-            BodyLimit(self._handle, BODY_RULES),
-            budget=settings.request_deadline_seconds,
-            margin=settings.deadline_margin_seconds,
+        self._app: Any = OutageGuard(
+            deadline.DeadlineMiddleware(
+                BodyLimit(self._handle, BODY_RULES),
+                budget=settings.request_deadline_seconds,
+                margin=settings.deadline_margin_seconds,
+            )
         )
 
     @staticmethod

@@ -50,7 +50,7 @@ def rest_routes(gateway: Gateway) -> list[Route]:
         except JsonRejected as exc:
             return _json(400, {"error": f"Malformed JSON body: {exc}"})
         reply = await run_rest(gateway, principal, request.path_params["integration"], payload)
-        return _json(reply.status, reply.body)
+        return _json(reply.status, reply.body, {"Retry-After": "2"} if reply.status == 503 else None)
 
     async def not_allowed(request: Request) -> Response:
         return _json(405, {"error": "Method not allowed; use POST"}, {"Allow": "POST"})

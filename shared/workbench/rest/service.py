@@ -4,7 +4,9 @@ no JSON-RPC envelope and no result cap. Shared by POST /rest/:integration and sc
 Body: {"tool": "...", "args": {...}} for one tool (answered with that execution's own {result} or
 error object) or {"executions": [...]} for a batch (answered with {"results": [...]}).
 Request-level problems (malformed body, compose/return, a tool of another integration) are HTTP
-400, an unknown integration 404 — all as {"error": "..."}. Per-tool failures are data: HTTP 200.
+400, an unknown integration 404 — all as {"error": "..."}. Per-tool failures are data: HTTP 200,
+except when every execution failed for want of the store or KMS (an outage): 503
+{"error": "TEMPORARILY_UNAVAILABLE", "message": ...} with Retry-After, as for any outage on /rest.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from workbench.engine.runs import parse_executions
-from workbench.errors import InvalidInput, JobFailed
+from workbench.errors import InvalidInput, JobFailed, Unavailable
 from workbench.identity.auth import Principal
 from workbench.observability import log_event
 
@@ -111,6 +113,9 @@ async def run_rest(gw: Gateway, principal: Principal, integration: str, payload:
         return refused
     outcome = await gw.runs.execute(principal, executions)
     results: list[dict[str, Any]] = outcome["results"]
+    outages = [Unavailable.in_outcome(r) for r in results]
+    if results and all(outages):  # nothing ran for want of the store or KMS: 503, try again
+        return RestReply(503, {"error": "TEMPORARILY_UNAVAILABLE", "message": str(outages[0])})
     return RestReply(200, results[0] if single else {"results": results})
 
 
