@@ -70,10 +70,10 @@ class Surfaces:
     def __init__(self, gw: Gateway) -> None:
         self.gw = gw
         self.user = gw.stores.users.get_or_create("ada@example.com")
-        self.key = gw.api_keys.mint(self.user)
+        self.key = gw.auth.mint_key(self.user)
         self.session = gw.sessions.issue(self.user.id)
-        principal = gw.api_keys.resolve(self.key)
-        self.curl = str(gw.curl_session(principal, ["github"], 900)["token"])
+        principal = gw.auth.api_keys.resolve(self.key)
+        self.curl = str(gw.curl.mint(principal, ["github"], 900)["token"])
         self.http = httpx.AsyncClient(
             transport=httpx.ASGITransport(app=create_local_app(gw)), base_url="https://gw.example.test"
         )
@@ -212,9 +212,9 @@ def test_each_lambda_function_answers_an_outage_in_its_shape(
 ) -> None:
     gw = build_gateway(Settings.from_env())  # the functions' own settings (their public URL)
     user = gw.stores.users.get_or_create("ada@example.com")
-    key = gw.api_keys.mint(user)
+    key = gw.auth.mint_key(user)
     session = gw.sessions.issue(user.id)
-    curl = str(gw.curl_session(gw.api_keys.resolve(key), ["github"], 900)["token"])
+    curl = str(gw.curl.mint(gw.auth.api_keys.resolve(key), ["github"], 900)["token"])
     with fault_proxy(moto_endpoint.url) as proxy:
         monkeypatch.setenv("WORKBENCH_AWS_ENDPOINT_URL", proxy.url)
         bearer = {"authorization": f"Bearer {key}", "mcp-protocol-version": "2025-06-18"}
@@ -274,7 +274,7 @@ def test_a_cold_lambda_instance_under_an_outage_answers_in_its_shape(
     from workbench.runtime.lambda_handler import reset_instance
 
     gw = build_gateway(lambda_env)
-    key = gw.api_keys.mint(gw.stores.users.get_or_create("ada@example.com"))
+    key = gw.auth.mint_key(gw.stores.users.get_or_create("ada@example.com"))
     with fault_proxy(moto_endpoint.url) as proxy:
         monkeypatch.setenv("WORKBENCH_AWS_ENDPOINT_URL", proxy.url)
         reset_instance()
