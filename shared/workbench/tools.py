@@ -232,6 +232,30 @@ class Tool:
                 self._schema = self.parameters or {"type": "object", "properties": {}}
         return self._schema
 
+    def secret_argument_names(self) -> frozenset[str]:
+        """Names of the arguments that carry a secret: schema properties marked `writeOnly` (pydantic:
+        `Field(json_schema_extra={"writeOnly": True})`) or `format: password`, at any depth. The audit
+        keeps every argument of that name redacted."""
+        names: set[str] = set()
+
+        def walk(node: Any) -> None:
+            if isinstance(node, dict):
+                props = node.get("properties")
+                if isinstance(props, dict):
+                    for name, prop in props.items():
+                        if isinstance(prop, dict) and (
+                            prop.get("writeOnly") is True or prop.get("format") == "password"
+                        ):
+                            names.add(str(name))
+                for value in node.values():
+                    walk(value)
+            elif isinstance(node, list):
+                for value in node:
+                    walk(value)
+
+        walk(self.json_schema())
+        return frozenset(names)
+
     def argument_text(self) -> str:
         """Each argument's name and description, for search (cheap: no JSON Schema is built)."""
         if isinstance(self.input_model, Arguments):

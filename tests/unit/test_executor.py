@@ -252,3 +252,25 @@ async def test_a_plugin_without_auth_calls_its_api_through_ctx_http(tmp_path: Pa
     assert out == {"results": [{"result": {"status": 200, "pong": True}}]}
     assert [str(r.url) for r in seen] == ["https://api.open.test/v1/ping"]
     assert "authorization" not in seen[0].headers and "cookie" not in seen[0].headers
+
+
+def test_secret_arguments_are_declared_by_the_schema_and_redacted_in_the_audit() -> None:
+    """A tool's writeOnly / password arguments (the vault's value, a custom app's token, header
+    value, query value, client secret) are never kept in an audit row's arguments, at any depth."""
+    from workbench.composition import build_registry
+    from workbench.engine.executor import audit_arguments
+
+    registry = build_registry(plugins=False)
+    vault_set, register = registry.find("vault_set"), registry.find("apps_register_openapi")
+    assert vault_set is not None and register is not None
+    assert vault_set.secret_argument_names() == {"value"}
+    assert {"token", "value", "clientSecret"} <= register.secret_argument_names()
+    kept = audit_arguments({"name": "API", "value": "sk-live-1"}, (), vault_set.secret_argument_names())
+    assert "sk-live-1" not in kept and '"name":"API"' in kept
+    nested = audit_arguments(
+        {"name": "x", "auth": {"type": "header", "headerName": "X-Key", "value": "hv-2"}},
+        (),
+        register.secret_argument_names(),
+    )
+    assert "hv-2" not in nested and "X-Key" in nested
+    assert len(audit_arguments({"q": "y" * 10_000}, ())) == 2000  # capped

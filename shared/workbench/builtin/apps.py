@@ -28,14 +28,24 @@ class NoAuthSpec(BaseModel):
 class BearerSpec(BaseModel):
     model_config = ConfigDict(extra="forbid")
     type: Literal["bearer"]
-    token: str = Field(min_length=1, max_length=4096, description="Token, best as {{vault:NAME}}")
+    token: str = Field(
+        min_length=1,
+        max_length=4096,
+        description="Token, best as {{vault:NAME}}",
+        json_schema_extra={"writeOnly": True},
+    )
 
 
 class HeaderSpec(BaseModel):
     model_config = ConfigDict(extra="forbid")
     type: Literal["header"]
     headerName: str = Field(min_length=1, max_length=64, description="e.g. X-Api-Key")
-    value: str = Field(min_length=1, max_length=4096, description="Header value, best as {{vault:NAME}}")
+    value: str = Field(
+        min_length=1,
+        max_length=4096,
+        description="Header value, best as {{vault:NAME}}",
+        json_schema_extra={"writeOnly": True},
+    )
 
 
 class OAuthSpec(BaseModel):
@@ -50,7 +60,10 @@ class OAuth2Spec(BaseModel):
         min_length=1, max_length=512, description="The OAuth client you registered with the API"
     )
     clientSecret: str = Field(
-        default="", max_length=4096, description="Its secret (empty for a public client)"
+        default="",
+        max_length=4096,
+        description="Its secret (empty for a public client)",
+        json_schema_extra={"writeOnly": True},
     )
     scopes: list[str] | None = Field(
         default=None, description="Scopes to ask for (default: all the flow lists)"
@@ -62,7 +75,12 @@ class QuerySpec(BaseModel):
     model_config = ConfigDict(extra="forbid")
     type: Literal["query"]
     name: str = Field(min_length=1, max_length=64, description="Query parameter name, e.g. api_key")
-    value: str = Field(min_length=1, max_length=4096, description="Its value, best as {{vault:NAME}}")
+    value: str = Field(
+        min_length=1,
+        max_length=4096,
+        description="Its value, best as {{vault:NAME}}",
+        json_schema_extra={"writeOnly": True},
+    )
 
 
 class RegisterOpenApi(BaseModel):

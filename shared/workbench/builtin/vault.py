@@ -27,7 +27,12 @@ class VaultName(BaseModel):
 
 
 class VaultSet(VaultName):
-    value: str = Field(min_length=1, max_length=16_384, description="The secret value (never returned)")
+    value: str = Field(
+        min_length=1,
+        max_length=16_384,
+        description="The secret value (never returned)",
+        json_schema_extra={"writeOnly": True},  # never kept in the audit either
+    )
 
 
 class NoArgs(BaseModel):

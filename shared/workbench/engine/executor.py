@@ -12,7 +12,7 @@ import functools
 import json
 import re
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from secrets import token_hex
@@ -247,6 +247,7 @@ class Engine:
         audit_fallback: Callable[[list[dict[str, Any]]], None] | None = None,
     ) -> None:
         self.registry = registry
+        self._secret_names: dict[str, frozenset[str]] = {}  # tool name -> its secret arguments
         self.credentials = credentials
         self.audit = audit
         self.metrics = metrics
@@ -377,7 +378,7 @@ class Engine:
             "duration_ms": round(duration * 1000, 3),
             "ts": self.clock(),
             "via": principal.via,
-            "args": audit_arguments(call.args, call.secrets),
+            "args": audit_arguments(call.args, call.secrets, self._secret_argument_names(call.tool)),
         }
         # Which agent did it: the API key or OAuth client (ids; the page shows their names).
         if principal.via == "api_key" and principal.credential_id:
@@ -402,6 +403,22 @@ class Engine:
                 error=event["error"],
             )
         return outcome
+
+    def _secret_argument_names(self, tool_name: str) -> frozenset[str]:
+        """The arguments of this tool that carry secrets (none known for a custom app's tool)."""
+        known = self._secret_names.get(tool_name)
+        if known is not None:
+            return known
+        try:
+            tool = self.registry.find(tool_name)
+            names = tool.secret_argument_names() if tool is not None else None
+        except Exception:  # a module or schema that fails to load is reported by the pipeline itself
+            return frozenset()
+        if names is None:
+            return frozenset()
+        # Bounded by the registry's tools: unknown and custom-app names are never kept here.
+        self._secret_names[tool_name] = names
+        return names
 
     async def _within_deadline(
         self, scope: BatchScope, call: ToolCall, signal: CancelSignal | None, emit: EmitFn | None
@@ -587,14 +604,16 @@ _SECRET_NAME = re.compile(
 AUDIT_ARGS_CHARS = 2000  # what one audit row keeps of a call's arguments
 
 
-def audit_arguments(args: Any, secrets: Sequence[str]) -> str:
-    """A call's arguments as the audit keeps them: vault values and secret-named fields redacted,
-    compact JSON, at most AUDIT_ARGS_CHARS characters (cut with "…")."""
+def audit_arguments(args: Any, secrets: Sequence[str], secret_names: Collection[str] = ()) -> str:
+    """A call's arguments as the audit keeps them: vault values, the tool's secret arguments (its
+    schema's writeOnly / password fields, `secret_names`) and secret-looking names redacted, compact
+    JSON, at most AUDIT_ARGS_CHARS characters (cut with "…")."""
 
     def redact(value: Any) -> Any:
         if isinstance(value, dict):
             return {
-                str(k): "[REDACTED]" if _SECRET_NAME.search(str(k)) else redact(v) for k, v in value.items()
+                str(k): "[REDACTED]" if k in secret_names or _SECRET_NAME.search(str(k)) else redact(v)
+                for k, v in value.items()
             }
         if isinstance(value, list):
             return [redact(v) for v in value]
