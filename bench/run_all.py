@@ -31,6 +31,7 @@ SCRIPTS = (
     "proxy",
     "search",
     "search_hybrid",
+    "hostile_inputs",
 )
 
 
@@ -277,6 +278,22 @@ ROWS = (
         "ms",
         "< 300 ms",
         lambda v: v < 300,
+    ),
+    Row(
+        "hostile_inputs",
+        "longest event-loop stall while a hostile document or path is answered",
+        _get("worst_stall_ms"),
+        "ms",
+        "< 50 ms",
+        lambda v: v < 50,
+    ),
+    Row(
+        "hostile_inputs",
+        "hostile inputs answered with a clear error (no 5xx, no internal error)",
+        lambda d: 1.0 if d.get("all_ok") else 0.0,
+        "",
+        "1",
+        lambda v: v == 1,
     ),
 )
 

@@ -1387,7 +1387,9 @@ def parse_document(document: Any) -> Any:
     except yamltext.YamlRejected as exc:
         if "not valid YAML" in str(exc):
             raise InvalidInput("document is neither valid JSON nor valid YAML") from None
-        raise
+        # A fresh exception: the caught one carries the composer's frames, one per nesting level,
+        # and whoever formats or walks that traceback on the event loop would pay for every one.
+        raise InvalidInput(str(exc)) from None
 
 
 def read_document(document: Any, only: set[str] | None) -> tuple[Any, Compiled]:
