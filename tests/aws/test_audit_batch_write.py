@@ -7,7 +7,6 @@ are handed back (AuditNotWritten) and the engine logs them whole, as one error l
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 from dataclasses import replace
 from pathlib import Path
@@ -21,6 +20,7 @@ from workbench.stores.dynamodb import DynamoAudit, DynamoTables, dynamodb_stores
 
 from tests.support.aws import AwsEndpoint
 from tests.support.gateways import make_gateway, principal_for
+from tests.support.logs import events as log_events
 
 pytestmark = pytest.mark.e2e
 
@@ -149,10 +149,10 @@ def test_the_engine_logs_rows_it_could_not_write_and_the_batch_answer_stands(
             )
         )
     assert out == {"results": [{"result": {"jots": []}}, {"error": "Tool not found"}]}
-    lines = [json.loads(r.getMessage()) for r in caplog.records if "audit_write_failed" in r.getMessage()]
+    lines = log_events(caplog.records, "audit_write_failed")
     assert len(lines) == 1
     line = lines[0]
-    assert line["level"] == "error" and line["count"] == 2 and "unprocessed" in line["error"]
+    assert line["level"] == "ERROR" and line["count"] == 2 and "unprocessed" in line["error"]
     assert sorted(e["tool"] for e in line["events"]) == ["list_jots", "no_such_tool"]
     assert all(e["action"] == "EXECUTE" and e["user"] == me.user.id for e in line["events"])
     assert refusing.calls == [2] * DynamoAudit.WRITE_ROUNDS

@@ -13,6 +13,7 @@ from workbench.composition import Gateway
 
 from tests.external.conftest import Agent, FakeClock
 from tests.external.servers import BEARER_TOKEN, Upstreams
+from tests.support.logs import line as log_line
 from tests.support.processes import free_port
 
 pytestmark = pytest.mark.e2e
@@ -317,7 +318,7 @@ async def test_malformed_schema_dropped_with_warning_others_load(
         "odd_slow",
         "odd_title",
     ]
-    warnings = [json.loads(r.getMessage()) for r in caplog.records if r.levelno == logging.WARNING]
+    warnings = [log_line(r) for r in caplog.records if r.levelno == logging.WARNING]
     assert {(w["event"], w["tool"]) for w in warnings} == {
         ("external_tool_dropped", "broken_props"),
         ("external_tool_dropped", "broken_extra"),

@@ -4,13 +4,14 @@ portal's MCP clients service."""
 from __future__ import annotations
 
 import base64
-import json
 import logging
 from typing import Any
 
 import pytest
 
 from tests.oauth.conftest import AS, MCP, REDIRECT, pkce
+from tests.support.logs import events as log_events
+from tests.support.logs import text as log_text
 
 
 def refresh(auth: AS, token: str, client_id: str, **extra: str) -> Any:
@@ -45,10 +46,10 @@ def test_every_refresh_rotates_and_reusing_a_rotated_token_revokes_the_family(
     dead = refresh(auth, third["refresh_token"], client)
     assert dead.json()["error"] == "invalid_grant"
     # The reuse is logged (who, which client, how many tokens died) and no token value is.
-    reused = [json.loads(r.getMessage()) for r in caplog.records if "oauth_refresh_reused" in r.getMessage()]
+    reused = log_events(caplog.records, "oauth_refresh_reused")
     assert reused and reused[0]["client_id"] == client and reused[0]["user"] == auth.user.id
     assert reused[0]["revoked"] == 3
-    assert not any(first["refresh_token"] in r.getMessage() for r in caplog.records)
+    assert not any(first["refresh_token"] in log_text(r) for r in caplog.records)
     assert auth.gw.stores.oauth_refresh.list_for(auth.user.id) == []  # type: ignore[union-attr]
 
 

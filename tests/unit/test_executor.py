@@ -13,6 +13,7 @@ from workbench.engine.executor import scrub
 
 from tests.support.demo_plugins import Gauge, SyncGauge, demo_registry, demo_upstream
 from tests.support.gateways import make_gateway, principal_for
+from tests.support.logs import events as log_events
 
 
 @pytest.fixture
@@ -99,7 +100,7 @@ async def test_run_path_emits_log_line_and_metrics(gw: Gateway, caplog: pytest.L
         await gw.runs.execute(me, [ex("free_item", {"value": 1}), ex("free_throw"), ex("nope")])
     # Only this batch's execution lines: a busy machine may let another line (a background write's)
     # land in the capture too.
-    lines = [json.loads(r.getMessage()) for r in caplog.records if '"tool_execution"' in r.getMessage()]
+    lines = log_events(caplog.records, "tool_execution")
     lines.sort(key=lambda line: line["tool"])  # the two run concurrently: either may log first
     assert [(line["tool"], line["success"]) for line in lines] == [("free_item", True), ("free_throw", False)]
     assert lines[1]["error"] == "kaboom" and lines[0]["integration"] == "free"

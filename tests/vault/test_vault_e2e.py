@@ -16,6 +16,7 @@ from workbench.composition import Gateway
 from tests.external.conftest import *  # noqa: F403  (the SDK upstreams, gateway and agents)
 from tests.external.conftest import Agent
 from tests.external.servers import Upstreams
+from tests.support.logs import text as log_text
 
 pytestmark = pytest.mark.e2e
 
@@ -28,7 +29,7 @@ class Lines(logging.Handler):
         self.lines: list[str] = []
 
     def emit(self, record: logging.LogRecord) -> None:
-        self.lines.append(record.getMessage())
+        self.lines.append(log_text(record))
 
 
 @pytest.fixture

@@ -65,7 +65,7 @@ from workbench.guard.paths import DOT_SEGMENT_MESSAGE, dot_segment
 from workbench.identity.crypto import Cipher
 from workbench.identity.vault import Vault
 from workbench.manifest import Manifest, NoAuth, OAuth2Auth
-from workbench.observability import log_event, logger
+from workbench.observability import log_event, log_warning
 from workbench.stores import ExternalServer, ExternalServerStore
 from workbench.tools import Tool
 
@@ -304,7 +304,7 @@ class ExternalServers:
         # Parsing and compiling a large (or hostile) document is CPU work: off the event loop.
         parsed, compiled = await self.documents.run(read_document, document, only)
         for label, why in compiled.dropped:
-            _warn("openapi_operation_dropped", app=name, user=user_id, operation=label, reason=why)
+            log_warning("openapi_operation_dropped", app=name, user=user_id, operation=label, reason=why)
         if not compiled.operations:
             raise InvalidInput("document: no usable operation (each needs an operationId)")
         url = base_url or compiled.base_url
@@ -744,7 +744,7 @@ class ExternalServers:
         try:
             self.store.set_state(app.owner, app.name, json.dumps(state))
         except Exception as exc:  # the portal's view is best effort; discovery itself succeeded
-            _warn("external_state_not_saved", app=app.name, error=type(exc).__name__)
+            log_warning("external_state_not_saved", app=app.name, error=type(exc).__name__)
 
     # -- cache -----------------------------------------------------------------------------------
 
@@ -1052,7 +1052,9 @@ class ExternalServers:
             if why is None and full in tools:
                 why = "the server listed it twice"
             if why is not None:
-                _warn("external_tool_dropped", server=app.name, user=caller.user_id, tool=label, reason=why)
+                log_warning(
+                    "external_tool_dropped", server=app.name, user=caller.user_id, tool=label, reason=why
+                )
                 continue
             schema = item.get("inputSchema") or {"type": "object", "properties": {}}
             hints = from_declared(item.get("annotations"), f"{app.title or app.name}: {item['name']}")
@@ -1402,10 +1404,6 @@ def read_document(document: Any, only: set[str] | None) -> tuple[Any, Compiled]:
 
 
 # -- helpers -------------------------------------------------------------------------------------
-
-
-def _warn(event: str, **fields: Any) -> None:
-    logger.warning(json.dumps({"ts": round(time.time(), 3), "event": event, "level": "warning", **fields}))
 
 
 def _context(user_id: str, name: str) -> dict[str, str]:

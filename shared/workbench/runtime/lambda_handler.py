@@ -5,17 +5,12 @@ boto3 nor anything heavy. The gateway (the composition root) is built once per i
 the first event, and shared by every surface the instance serves; boto3 clients are created when
 the first store/KMS call needs them.
 
-Observability:
-- Logs: one JSON object per line on stdout (`_JsonLines`); the API Gateway request id is the
-  correlation id, and the engine's own `workbench` logger writes through the same formatter. The
-  environment names are powertools' (POWERTOOLS_SERVICE_NAME, POWERTOOLS_LOG_LEVEL,
-  POWERTOOLS_METRICS_NAMESPACE), the convention Lambda tooling knows.
-- Metrics: CloudWatch EMF, written once per request (not once per execution):
-  `workbench_tool_executions_total` (Count) and `workbench_tool_execution_duration_seconds`
-  (Seconds) per (integration, success). Dimensions stay bounded: the tool names are a property of
-  the record, never a dimension, and every custom app counts under the one integration "custom-app".
-- Traces: one X-Ray subsegment per request, with DynamoDB/KMS calls as children (workbench.observability.tracing:
-  straight to the X-Ray daemon, no X-Ray SDK).
+Observability (workbench.observability, wired here per request):
+- Logs: JSON lines on stdout, the engine's `workbench` logger included, through the one formatter
+  (`observability.logs.JsonLines`); the API Gateway request id is the correlation id.
+- Metrics: CloudWatch EMF written once per request (`observability.metrics.EmfWriter`).
+- Traces: one X-Ray subsegment per request, with DynamoDB/KMS calls as children
+  (`observability.tracing`: straight to the X-Ray daemon, no X-Ray SDK).
 """
 
 from __future__ import annotations
@@ -23,16 +18,16 @@ from __future__ import annotations
 import asyncio
 import importlib
 import inspect
-import json
 import logging
 import os
-import sys
 import threading
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from workbench.observability.logs import CurrentStdout, JsonLines
+from workbench.observability.metrics import EmfWriter
 from workbench.observability.tracing import request_span
 
 if TYPE_CHECKING:
@@ -43,95 +38,30 @@ __all__ = ["Handler", "instance_gateway", "lambda_handler_for", "reset_instance"
 Handler = Callable[[dict[str, Any], Any], dict[str, Any]]
 AppFactory = Callable[["Gateway"], Any]
 
-_EMF_UNITS = {
-    "workbench_tool_executions_total": "Count",
-    "workbench_tool_execution_duration_seconds": "Seconds",
-    "workbench_token_refresh_failures_total": "Count",
-    "workbench_audit_rows_deferred_total": "Count",
-    "workbench_audit_rows_dropped_total": "Count",
-}
-_DIMENSIONS = ("integration", "success")
-# Counters the stack's alarms watch: also published without dimensions (one series per stack; the
-# namespace is the stack's), since an alarm names exact dimension values.
-_ALARMED = frozenset(
-    {
-        "workbench_token_refresh_failures_total",
-        "workbench_audit_rows_deferred_total",
-        "workbench_audit_rows_dropped_total",
-    }
-)
-
 # The one cached root of a Lambda instance: gateway + logging/metrics objects, built on first use.
 _instance: dict[str, Any] = {}
 _instance_lock = threading.Lock()
 
 
-class _CurrentStdout(logging.StreamHandler):  # type: ignore[type-arg]
-    """Writes to whatever sys.stdout is now (Lambda: the log stream; tests: their capture)."""
-
-    @property
-    def stream(self) -> Any:
-        return sys.stdout
-
-    @stream.setter
-    def stream(self, value: Any) -> None:
-        pass
-
-
-# The LogRecord's own attributes: anything else on a record came in through `extra=` and is a field.
-_RECORD_FIELDS = frozenset(vars(logging.LogRecord("", 0, "", 0, "", (), None))) | {"message", "asctime"}
-
-
-class _JsonLines(logging.Formatter):
-    """One JSON object per line, with the fields CloudWatch Logs Insights queries lean on (level,
-    location, message, timestamp, service, correlation_id, the function's request id) and every
-    `extra=` field of the record. A few lines of our own instead of powertools' Logger, whose
-    import was a measurable share of each cold start."""
-
-    def __init__(self, service: str) -> None:
-        super().__init__()
-        self.service = service
-        self.correlation_id: str | None = None
-
-    def format(self, record: logging.LogRecord) -> str:
-        line: dict[str, Any] = {
-            "level": record.levelname,
-            "location": f"{record.funcName}:{record.lineno}",
-            "message": record.getMessage(),
-            "timestamp": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created))
-            + f".{int(record.msecs):03d}Z",
-            "service": self.service,
-        }
-        if self.correlation_id:
-            line["correlation_id"] = self.correlation_id
-        for key, value in vars(record).items():
-            if key not in _RECORD_FIELDS and not key.startswith("_"):
-                line[key] = value
-        if record.exc_info and record.exc_info[0] is not None:
-            line["exception_name"] = record.exc_info[0].__name__
-            line["exception"] = self.formatException(record.exc_info)
-        return json.dumps(line, default=str, ensure_ascii=False)
-
-
 class _Observability:
+    """This instance's log handler, EMF writer and X-Ray daemon address, read from the environment
+    once (the names are Powertools', the convention Lambda tooling knows)."""
+
     def __init__(self) -> None:
         service = os.environ.get("POWERTOOLS_SERVICE_NAME", "workbench")
         self.service = service
-        self.namespace = os.environ.get("POWERTOOLS_METRICS_NAMESPACE", "Workbench")
         level_name = os.environ.get("POWERTOOLS_LOG_LEVEL") or os.environ.get("LOG_LEVEL") or "INFO"
         self.level = logging.getLevelName(level_name.upper())
         if not isinstance(self.level, int):
             self.level = logging.INFO
-        self.formatter = _JsonLines(service)
-        self.handler = _CurrentStdout()
+        self.formatter = JsonLines(service)
+        self.handler = CurrentStdout()
         self.handler.setFormatter(self.formatter)
-        # The engine's own logger: its tool-execution lines and ours share one JSON format.
+        # The engine's own logger: its event lines and ours share one JSON format.
         self.logger = logging.getLogger("workbench")
         # Where Lambda's X-Ray daemon listens (set only when the function's tracing is Active).
         self.xray_daemon = os.environ.get("AWS_XRAY_DAEMON_ADDRESS")
-        # This request's metric records, written as EMF when it ends.
-        self._pending: list[tuple[str, dict[str, str], float]] = []
-        self._known: frozenset[str] = frozenset()
+        self.emf = EmfWriter(os.environ.get("POWERTOOLS_METRICS_NAMESPACE", "Workbench"), service)
 
     def set_correlation_id(self, value: str | None) -> None:
         """The API Gateway request id (or the invocation's) on every line until the next request."""
@@ -148,60 +78,14 @@ class _Observability:
         target.setLevel(self.level)
 
     def known_integrations(self, names: frozenset[str]) -> None:
-        self._known = names
+        self.emf.known = names
 
     def record_metric(self, name: str, labels: dict[str, str], value: float) -> None:
-        if name in _EMF_UNITS:
-            self._pending.append((name, labels, value))
+        self.emf.record(name, labels, value)
 
     def flush_metrics(self) -> None:
-        """This request's metrics as EMF: one record per (integration, success), and one without
-        dimensions for the instance-wide counters (audit rows deferred or dropped)."""
-        if not self._pending:
-            return
-        pending, self._pending = self._pending, []
-        records: dict[tuple[str, str] | None, dict[str, Any]] = {}
-        for name, labels, value in pending:
-            if "integration" not in labels:  # an instance-wide counter (audit rows): no dimensions
-                records.setdefault(None, {"tools": [], "values": {}})["values"].setdefault(name, []).append(
-                    value
-                )
-                continue
-            integration = labels.get("integration") or "none"
-            if integration not in self._known:
-                integration = "custom-app"  # user-named: never a dimension value
-            record = records.setdefault(
-                (integration, labels.get("success") or "none"), {"tools": [], "values": {}}
-            )
-            record["values"].setdefault(name, []).append(value)
-            tool = labels.get("tool")
-            if name == "workbench_tool_executions_total" and tool:
-                record["tools"].append(tool)
-        stamp = int(time.time() * 1000)
-        for grouped, record in records.items():
-            values = record["values"]
-            dimensions: list[list[str]] = [] if grouped is None else [list(_DIMENSIONS)]
-            if grouped is None or _ALARMED & set(values):
-                dimensions.append([])
-            doc: dict[str, Any] = {
-                "_aws": {
-                    "Timestamp": stamp,
-                    "CloudWatchMetrics": [
-                        {
-                            "Namespace": self.namespace,
-                            "Dimensions": dimensions,
-                            "Metrics": [{"Name": n, "Unit": _EMF_UNITS[n]} for n in values],
-                        }
-                    ],
-                },
-                "service": self.service,
-            }
-            if grouped is not None:
-                doc.update(integration=grouped[0], success=grouped[1], tools=record["tools"])
-            for metric, seen in values.items():
-                # A counter is one sum; durations keep each value (EMF takes up to 100 per record).
-                doc[metric] = sum(seen) if _EMF_UNITS[metric] == "Count" else seen[:100]
-            sys.stdout.write(json.dumps(doc, separators=(",", ":")) + "\n")
+        """This request's metrics as EMF (workbench.observability.metrics.EmfWriter)."""
+        self.emf.flush()
 
 
 def _observability() -> _Observability:
