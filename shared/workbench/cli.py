@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from workbench import __version__
+from workbench.errors import WorkbenchError
 from workbench.settings import DEFAULT_PORT, Settings
 
 if TYPE_CHECKING:
@@ -26,7 +27,7 @@ DEFAULT_HOST = "127.0.0.1"
 LOCAL_EMAIL = "you@localhost"  # the local gateway's own user (first run mints its key)
 
 
-class CliError(Exception):
+class CliError(WorkbenchError):
     """A problem the user can fix; printed as one line, exit status 1."""
 
 

@@ -1,9 +1,18 @@
 """One exception tree for the engine. Each surface maps it to wire errors in one place.
 
+Every exception class in `workbench` and `workbench_plugins` descends from `WorkbenchError`
+(tests/unit/test_exception_tree.py imports every module and fails on any class outside the tree).
+Where a caller relies on a library base too, the class has both (`JsonRejected` is also a
+`ValueError`). The classes defined here are the ones several parts raise; the others live beside
+the code that raises them, named below with their module.
+
 WorkbenchError
 ├── AuthError                 no/bad credential for Workbench itself (MCP -32001, HTTP 401)
 ├── NotFound                  a thing that does not exist *for this caller*
 ├── InvalidInput              bad input from a caller (HTTP 400, MCP -32602)
+│   ├── guard.bodylimit.BodyTooLarge                    a request body over its cap (HTTP 413)
+│   ├── guard.jsontext.JsonRejected (also ValueError)   a body that is not strict JSON
+│   └── guard.yamltext.YamlRejected (also ValueError)   a YAML document over its limits, or not YAML
 ├── RegistryError             a plugin refused at load (reserved name, bad manifest)
 ├── ConflictError             a conditional write lost a race, or a name is taken
 ├── CryptoError               a blob that does not decrypt for its row
@@ -18,7 +27,56 @@ WorkbenchError
 │   ├── NotConnected          no stored credential for (user, integration)
 │   ├── ReconnectRequired     the provider refused the credential for good; the user must connect again
 │   └── CredentialUnreadable  the stored credential does not decrypt; the user must connect again
-└── VerificationFailed        connecting: the credential did not pass the manifest's probe (nothing stored)
+├── VerificationFailed        connecting: the credential did not pass the manifest's probe (nothing stored)
+│
+│   -- what plugin authors raise (workbench.sdk) --
+├── sdk.ToolError             a tool's own failure, shown to the agent as the tool's error
+├── sdk.UpstreamError         the provider answered with an error status
+│
+│   -- transport and guard --
+├── guard.egress.EgressRefused        a destination the egress policy refuses
+│   └── ResponseTooLarge              an upstream answer over its decoded-size cap
+├── aws.client.AwsFailure             a call to AWS that did not succeed
+│   ├── AwsError                      AWS answered with an error (botocore's ClientError shape)
+│   └── AwsConnectionError            AWS could not be reached, or its answer was cut off
+│
+│   -- engine --
+├── engine.compose.BadRef             a compose reference that cannot be resolved
+├── engine.compose.VaultMissing       a {{vault.NAME}} reference with no such secret
+│   └── VaultUnreadable               the secret exists but does not decrypt
+├── engine.search.SearchBudgetExceeded  a catalog too large to index within its budget
+│
+│   -- connections and sign-in --
+├── connections.provider_oauth.ProviderError  the provider refused a token request, or was unreachable
+├── connections.flow.CallbackError    a connect callback that cannot complete (state, code, provider)
+├── web.oidc.OidcError                SSO sign-in failed (the message is safe to show)
+├── web.client_config.ClientConfigError  a client's config file that cannot be merged (nothing written)
+├── oauth.errors.OAuthError           an OAuth 2.1 error answer of the authorization server
+│   ├── RedirectableError             ... sent back to the client's redirect URI
+│   └── TooManyRequests               ... a rate limit (HTTP 429)
+│
+│   -- external MCP servers and custom apps --
+├── external.client.ExternalError     a call to an external MCP server that failed
+│   ├── Unreachable, TimedOut, DestinationRefused, AuthRejected, ServerFailed, SessionExpired, RpcError
+│   ├── ProtocolError                 an answer that is not MCP
+│   │   └── HttpRefused               an HTTP error status instead of an answer
+│   └── external.service.NeedsConnect the user must connect the server first
+├── external.oauth.OAuthSetupError    an external server's OAuth setup that cannot be used
+├── external.openapi.OpenApiError (also ValueError)      an OpenAPI document that cannot be used
+├── external.operator.OperatorConfigError (also ValueError)  the operator's server list is invalid
+│
+│   -- the browser --
+├── browser.page.BrowserError         a browser operation the caller can act on (bad selector, page error)
+│   └── browser.pool.BrowserUnavailable  no browser could be started or reached
+├── browser.cdp.CdpError              the browser answered a DevTools command with an error
+│   └── CdpClosed                     the DevTools connection closed
+│
+│   -- the command line --
+├── cli.CliError                      a problem the user can fix: one line, exit status 1
+│
+│   -- private control flow, never leaving their module --
+└── mcp.app._Refused, mcp.protocol._RpcError, proxy.app._Denied, web.browser_bridge._Refused,
+    tools._Aborted, external.openapi._Unresolvable
 """
 
 from __future__ import annotations

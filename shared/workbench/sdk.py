@@ -25,6 +25,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import httpx
 
+from workbench.errors import WorkbenchError
 from workbench.tools import TokenKind, ToolContext
 
 __all__ = [
@@ -45,12 +46,12 @@ _MAX_ERROR_TEXT = 500
 _LINK_NEXT = re.compile(r'<([^>]*)>\s*;[^,]*\brel="?next"?')
 
 
-class ToolError(Exception):
+class ToolError(WorkbenchError):
     """A failure the tool explains itself (bad combination of arguments, nothing found); its message
     becomes the execution's `{error}`."""
 
 
-class UpstreamError(Exception):
+class UpstreamError(WorkbenchError):
     """An upstream API answered with an error status."""
 
     def __init__(self, integration: str, status: int, detail: str) -> None:

@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from workbench.annotations import Hint
 from workbench.arguments import Arguments
+from workbench.errors import WorkbenchError
 from workbench.manifest import (
     ApiKeyAuth,
     ApiKeyField,
@@ -349,7 +350,7 @@ def _retry_after(exc: Exception) -> int | None:
     return exc.retry_after if isinstance(exc, RateLimited) else None
 
 
-class _Aborted(Exception):
+class _Aborted(WorkbenchError):
     pass
 
 

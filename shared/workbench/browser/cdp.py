@@ -15,6 +15,8 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from workbench.errors import WorkbenchError
+
 __all__ = ["CdpClosed", "CdpConnection", "CdpError", "EventListener"]
 
 EventListener = Callable[[str, dict[str, Any], str | None], None]
@@ -23,7 +25,7 @@ EventListener = Callable[[str, dict[str, Any], str | None], None]
 _MAX_MESSAGE = 64 * 1024 * 1024
 
 
-class CdpError(Exception):
+class CdpError(WorkbenchError):
     """The browser answered a command with an error."""
 
     def __init__(self, method: str, message: str, code: int | None = None) -> None:

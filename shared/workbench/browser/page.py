@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from workbench.browser.cdp import CdpConnection, CdpError
+from workbench.errors import WorkbenchError
 
 __all__ = ["VIEWPORT", "BrowserError", "BrowserPage", "PageState"]
 
@@ -39,7 +40,7 @@ _KEYS: dict[str, tuple[int, str]] = {
 KEY_NAMES = tuple(_KEYS)
 
 
-class BrowserError(Exception):
+class BrowserError(WorkbenchError):
     """A browser operation failed in a way the caller can act on (bad selector, page error...)."""
 
 

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from workbench.engine.blocking import BlockingPool
 from workbench.engine.registry import Registry
-from workbench.errors import InvalidInput, VerificationFailed
+from workbench.errors import InvalidInput, VerificationFailed, WorkbenchError
 from workbench.guard import deadline
 from workbench.guard.egress import EgressPolicy, EgressRefused
 from workbench.manifest import Manifest, OAuth2Auth
@@ -49,7 +49,7 @@ class Redeemed:
     body: dict[str, Any]
 
 
-class CallbackError(Exception):
+class CallbackError(WorkbenchError):
     """A provider callback that cannot complete; the message is shown to the person (HTTP 400)."""
 
 

@@ -25,7 +25,7 @@ from urllib.parse import parse_qsl, quote, urlencode, urlsplit
 
 import httpx
 
-from workbench.errors import ConfigError, InvalidInput
+from workbench.errors import ConfigError, InvalidInput, WorkbenchError
 from workbench.guard.egress import EgressRefused
 from workbench.guard.jsontext import parse
 from workbench.guard.shared_http import SharedClient
@@ -57,7 +57,7 @@ def pkce_challenge(verifier: str) -> str:
     return base64.urlsafe_b64encode(digest).rstrip(b"=").decode("ascii")
 
 
-class ProviderError(Exception):
+class ProviderError(WorkbenchError):
     """The provider refused a token request (`error` is its OAuth error code), or could not be reached.
 
     `permanent` is true when the grant itself was refused (invalid_grant and friends), so asking

@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from workbench.errors import WorkbenchError
 from workbench.guard.jsontext import js_stringify
 
 __all__ = ["BadRef", "Resolution", "VaultMissing", "VaultUnreadable", "project", "resolve", "template_refs"]
@@ -27,14 +28,14 @@ _STEP = re.compile(r"([A-Za-z0-9_-]+)((?:\.[^.{}]+)*)")
 _VAULT = re.compile(r"[A-Za-z0-9_.-]+")
 
 
-class BadRef(Exception):
+class BadRef(WorkbenchError):
     def __init__(self, ref: str, reason: str) -> None:
         super().__init__(f"{ref}: {reason}")
         self.ref = ref
         self.reason = reason
 
 
-class VaultMissing(Exception):
+class VaultMissing(WorkbenchError):
     def __init__(self, name: str, message: str | None = None) -> None:
         super().__init__(message or f"Vault secret '{name}' not found")
         self.name = name

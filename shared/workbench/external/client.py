@@ -34,6 +34,7 @@ from typing import Any, TypeVar
 
 import httpx
 
+from workbench.errors import WorkbenchError
 from workbench.guard.egress import EgressRefused
 from workbench.guard.jsontext import JsonRejected, parse
 from workbench.guard.shared_http import SharedTransport
@@ -78,7 +79,7 @@ _UNSUPPORTED_VERSION = -32022
 _SAFE_HEADER_VALUE = re.compile(r"^[\x21-\x7e]([\x20-\x7e]*[\x21-\x7e])?$")
 
 
-class ExternalError(Exception):
+class ExternalError(WorkbenchError):
     """Base of every failure talking to an external server."""
 
     def __init__(self, server: str, message: str) -> None:

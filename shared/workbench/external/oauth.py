@@ -40,7 +40,7 @@ from workbench.connections.provider_oauth import (
     pkce_verifier,
     refusal_is_permanent,
 )
-from workbench.errors import CryptoError, NotConnected
+from workbench.errors import CryptoError, NotConnected, WorkbenchError
 from workbench.guard.egress import EgressRefused, ResponseTooLarge, read_bounded
 from workbench.guard.jsontext import JsonRejected, parse
 from workbench.guard.shared_http import SharedClient
@@ -62,7 +62,7 @@ _TIMEOUT = httpx.Timeout(10.0, connect=5.0)
 _PARAM = re.compile(r'([A-Za-z_][A-Za-z0-9_-]*)\s*=\s*("(?:[^"\\]|\\.)*"|[^\s,]+)')
 
 
-class OAuthSetupError(Exception):
+class OAuthSetupError(WorkbenchError):
     """The server's OAuth setup cannot be used; the message says why, for the user."""
 
 

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote, urlsplit
 
+from workbench.errors import WorkbenchError
 from workbench.guard.paths import DOT_SEGMENT_MESSAGE, dot_segment
 
 __all__ = ["METHODS", "OpenApiError", "Operation", "build_request", "compile_document", "security_schemes"]
@@ -40,7 +41,7 @@ _RESERVED_HEADERS = frozenset(
 )
 
 
-class OpenApiError(ValueError):
+class OpenApiError(WorkbenchError, ValueError):
     """The document as a whole cannot be used (not OpenAPI 3.x, no operations, no server URL)."""
 
 
@@ -100,7 +101,7 @@ class Compiled:
     dropped: list[tuple[str, str]] = field(default_factory=list)  # (label, reason)
 
 
-class _Unresolvable(Exception):
+class _Unresolvable(WorkbenchError):
     pass
 
 

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from workbench.engine.registry import RESERVED_NAMES, Registry
+from workbench.errors import WorkbenchError
 from workbench.external.openapi import OpenApiError, compile_document
 from workbench.external.service import DEFAULT_TIMEOUT_MS, OPERATOR, App, parse_document
 
@@ -37,7 +38,7 @@ _HEADER = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,64}$")  # an RFC 9110 token
 _FIELDS = {"name", "url", "auth", "enabled", "toolPrefix", "timeout", "type", "spec", "document"}
 
 
-class OperatorConfigError(ValueError):
+class OperatorConfigError(WorkbenchError, ValueError):
     """The operator's external server configuration cannot be used; the message names the entry."""
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+from workbench.errors import WorkbenchError
 from workbench.guard import deadline
 from workbench.guard.bodylimit import BodyRule, BodyTooLarge, json_413
 from workbench.guard.jsontext import dumps
@@ -70,7 +71,7 @@ def _same_origin(origin: str, request: Request, public_url: str) -> bool:
     return (got.scheme, got.netloc) in ((own.scheme, own.netloc), (request.url.scheme, request.url.netloc))
 
 
-class _Refused(Exception):
+class _Refused(WorkbenchError):
     """A portal-session call that may not use the session (answered 403)."""
 
 

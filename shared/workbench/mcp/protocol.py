@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from workbench import __version__
 from workbench.engine.meta import MetaTools, listed_tools, meta_tool
-from workbench.errors import AuthError, InvalidInput, as_unavailable
+from workbench.errors import AuthError, InvalidInput, WorkbenchError, as_unavailable
 from workbench.guard.jsontext import JsonRejected, escape_lone_surrogates, finite, parse
 from workbench.identity.auth import Principal
 
@@ -64,7 +64,7 @@ class HttpReply:
     headers: dict[str, str] = field(default_factory=dict)
 
 
-class _RpcError(Exception):
+class _RpcError(WorkbenchError):
     def __init__(self, code: int, message: str, status: int = 200, data: Any = None) -> None:
         super().__init__(message)
         self.code, self.message, self.status, self.data = code, message, status, data

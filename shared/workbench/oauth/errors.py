@@ -3,10 +3,12 @@ human-readable description and the HTTP status. Mapped to the wire in one place 
 
 from __future__ import annotations
 
+from workbench.errors import WorkbenchError
+
 __all__ = ["OAuthError", "RedirectableError", "TooManyRequests"]
 
 
-class OAuthError(Exception):
+class OAuthError(WorkbenchError):
     def __init__(self, error: str, description: str, status: int = 400) -> None:
         super().__init__(description)
         self.error = error

@@ -32,7 +32,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from workbench.connections.credentials import token_of
-from workbench.errors import AuthError, CredentialError, UpstreamTimeout, upstream_timeout
+from workbench.errors import AuthError, CredentialError, UpstreamTimeout, WorkbenchError, upstream_timeout
 from workbench.guard import deadline
 from workbench.guard.bodylimit import BodyLimit, BodyRule, BodyTooLarge, guarded_app, json_413
 from workbench.guard.egress import EgressRefused, EgressTransport, Resolver
@@ -128,7 +128,7 @@ class _Found:
     problem: CredentialError | None = None  # why the stored credential cannot be used
 
 
-class _Denied(Exception):
+class _Denied(WorkbenchError):
     """A refusal after authentication: JSON body, status, audited."""
 
     def __init__(self, status: int, body: dict[str, Any]) -> None:

@@ -33,6 +33,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from workbench.errors import WorkbenchError
 from workbench.guard.bodylimit import BodyRule, json_413
 from workbench.guard.jsontext import JsonRejected, parse
 from workbench.manifest import CookieAuth, Manifest
@@ -164,7 +165,7 @@ class _Claim:
     auth: CookieAuth
 
 
-class _Refused(Exception):
+class _Refused(WorkbenchError):
     def __init__(self, status: int, error: str, message: str) -> None:
         super().__init__(message)
         self.status, self.error, self.message = status, error, message

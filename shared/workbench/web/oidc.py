@@ -25,6 +25,7 @@ from urllib.parse import quote, urlencode
 import httpx
 
 from workbench.connections.provider_oauth import pkce_challenge
+from workbench.errors import WorkbenchError
 from workbench.guard.shared_http import SharedClient
 
 __all__ = ["OidcClient", "OidcError", "SignedIn", "nonce_for"]
@@ -34,7 +35,7 @@ _ASYMMETRIC = ("RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "E
 _CACHE_SECONDS = 3600
 
 
-class OidcError(Exception):
+class OidcError(WorkbenchError):
     """Sign-in failed; the message is safe to show to the person signing in."""
 
 
