@@ -23,6 +23,7 @@ BENCH = Path(__file__).resolve().parent
 # In the order they run; search_hybrid is an experiment with its own report (not a goal).
 SCRIPTS = (
     "cold_start",
+    "library_cost",
     "aws_calls",
     "audit_throttling",
     "batch",
@@ -111,6 +112,23 @@ ROWS = (
         "MB",
         "",
         lambda v: True,
+    ),
+    *(
+        Row(
+            "library_cost",
+            f"marginal cold CPU: {label} − ours",
+            lambda data, label=label: data["pairs"][label]["library"] - data["pairs"][label]["ours"],
+            "ms",
+            "",
+            lambda v: True,
+        )
+        for label in (
+            "boto3 (import + one client)",
+            "Mangum (one event)",
+            "Powertools Logger (one line)",
+            "Powertools Metrics (one EMF flush)",
+            "X-Ray SDK (one segment)",
+        )
     ),
     Row(
         "aws_calls",

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from workbench.runtime.lambda_handler import _ALARMED, _EMF_UNITS
+from workbench.observability.metrics import ALARMED, EMF_UNITS
 from workbench.stores.dynamodb import TABLES
 
 from tests.support.aws import load_template, table_name_of
@@ -68,7 +68,7 @@ def test_api_dynamodb_refresh_and_audit_alarms() -> None:
     ):
         alarm = ALARMS[logical]
         assert (alarm["Namespace"], alarm["MetricName"], alarm.get("Dimensions")) == (NAMESPACE, metric, None)
-        assert metric in _EMF_UNITS and metric in _ALARMED
+        assert metric in EMF_UNITS and metric in ALARMED
     for logical, queue in (
         ("AuditDeadLetterAlarm", "AuditDeadLetterQueue"),
         ("ScheduleDeadLetterAlarm", "ScheduleDeadLetterQueue"),

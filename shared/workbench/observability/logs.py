@@ -13,8 +13,8 @@ and success = 0` works in Logs Insights. `extra=` fields of an ordinary `logger.
 top-level keys too; an exception adds `exception_name` and `exception`.
 
 Why our own formatter and not the Powertools Logger (the design card's library): the Powertools
-Logger costs more cold-start CPU than it saves here (bench/library_cost.py; the figures are in
-docs/observability.md), and this is all of it. tests/aws/test_log_lines.py keeps the Powertools
+Logger costs 39 ms of cold-start CPU where this costs 3 (bench/library_cost.py; docs/deploy.md),
+and this is all of it. tests/aws/test_log_lines.py keeps the Powertools
 Logger beside it as the oracle: the same record through both, the same fields out.
 """
 
