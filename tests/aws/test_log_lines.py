@@ -215,7 +215,7 @@ def test_on_lambda_an_execute_tools_writes_its_fields_at_the_top_with_the_execut
     from workbench.composition import build_gateway
 
     gw = build_gateway(lambda_env)
-    key = gw.api_keys.mint(gw.stores.users.get_or_create("ada@example.com"), label="lines")
+    key = gw.auth.mint_key(gw.stores.users.get_or_create("ada@example.com"), label="lines")
     body = {
         "jsonrpc": "2.0",
         "id": 1,
