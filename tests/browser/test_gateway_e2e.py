@@ -64,7 +64,11 @@ async def agent(run: Running) -> AsyncIterator[ClientSession]:
 
 async def call(session: ClientSession, tool: str, args: dict[str, Any]) -> Any:
     result = await session.call_tool(tool, args)
-    assert result.is_error is False, result
+    payload = json.loads(result.content[0].text)  # type: ignore[union-attr]
+    # isError says whether the whole answer failed: a meta-tool's {"error"}, or every item of a batch.
+    items = payload.get("results") if isinstance(payload, dict) else None
+    failed = all("error" in i for i in items) if items else isinstance(payload, dict) and "error" in payload
+    assert result.is_error is failed, result
     assert len(result.content) == 1 and result.content[0].type == "text"
     return json.loads(result.content[0].text)
 
