@@ -7,6 +7,7 @@ retained with everything it held."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 import uuid
@@ -46,14 +47,21 @@ def stack(moto_endpoint: AwsEndpoint) -> Iterator[tuple[Any, str]]:
     name = f"wb-restore-{uuid.uuid4().hex[:8]}"
     cfn.create_stack(StackName=name, TemplateBody=json.dumps(stateful_template()))  # tables protected
     assert _status(cfn, name) == "CREATE_COMPLETE"
+    created = [
+        r["PhysicalResourceId"]
+        for r in cfn.describe_stack_resources(StackName=name)["StackResources"]
+        if r["ResourceType"] == "AWS::DynamoDB::Table"
+    ]
     yield cfn, name
+    # Clean up: every table the stack made (retained ones included) and the restored one.
     ddb = moto_endpoint.client("dynamodb")
-    for table in ddb.list_tables()["TableNames"]:
-        if table.startswith(name):
+    tables = [*created, f"{name}-audit-restored"]
+    for table in tables:
+        with contextlib.suppress(Exception):
             ddb.update_table(TableName=table, DeletionProtectionEnabled=False)
     cfn.delete_stack(StackName=name)
-    for table in ddb.list_tables()["TableNames"]:
-        if table.startswith(name):
+    for table in tables:
+        with contextlib.suppress(Exception):
             ddb.delete_table(TableName=table)
 
 
