@@ -103,6 +103,9 @@ _EPOCH_ROW = "#epoch"  # (#operator, #epoch): stamped by an admin clear of every
 # operator's server scopes a catalog (and its calls) by, so a second user choosing it would act as
 # the first one there. Its `state` is the holder's user id.
 _CODE_OWNER = "#workspace"
+# (user, #slot#NN): the per-user cap, taken atomically (see `_claim_slot`); `state` names the app.
+_SLOT = "#slot#"
+_SLOT_GRACE_SECONDS = 60.0
 # An app's config blob must fit a DynamoDB item (400 KB) with room for the other attributes.
 MAX_CONFIG_BYTES = 350_000
 MAX_OPENAPI_CHARS = 5_000_000
@@ -425,14 +428,17 @@ class ExternalServers:
             before = self._app(existing)
             if (before.url, before.auth_type) != (config.get("url"), auth_type):
                 self._drop_oauth(user_id, name)  # another server: its tokens and client are not ours
-        if existing is None and len(self._rows(user_id)) >= MAX_SERVERS_PER_USER:
-            raise ConflictError(f"At most {MAX_SERVERS_PER_USER} custom apps per user; remove one first.")
         blob = self.cipher.encrypt_json(config, _context(user_id, name))
         if len(blob) > MAX_CONFIG_BYTES:
             raise InvalidInput(
                 "the app is too large to store: register fewer operations (pass operations: "
                 "[operationId or tag, ...])"
             )
+        slot = None
+        if existing is None:
+            slot = self._claim_slot(user_id, name)
+            if slot is None:
+                raise ConflictError(f"At most {MAX_SERVERS_PER_USER} custom apps per user; remove one first.")
         now = self.clock()
         server = ExternalServer(
             user_id=user_id,
@@ -447,9 +453,40 @@ class ExternalServers:
             created_at=existing.created_at if existing else now,
             updated_at=self._next_stamp(existing.updated_at) if existing else now,
         )
-        store.put(server)
+        if slot is None:
+            store.put(server)
+        elif not store.create(server):  # the same name registered elsewhere at this moment: replace it
+            store.delete(user_id, slot)
+            store.put(server)
         self._forget(self._key(self._app(server), None))
         return self.view(self._app(server))
+
+    def _claim_slot(self, user_id: str, name: str) -> str | None:
+        """Take one of the user's MAX_SERVERS_PER_USER slots for a new app, atomically: a slot is a
+        row (user, "#slot#NN") created only if absent, so 60 registrations at once on any number of
+        instances store exactly as many apps as there were free slots. Apps registered before slots
+        existed count against the cap; a slot whose app never appeared (its registration failed
+        part way) is freed after a minute. None when every slot is taken."""
+        rows = self.store.list_for(user_id)
+        apps = {r.name for r in rows if not r.name.startswith("#")}
+        slots = [r for r in rows if r.name.startswith(_SLOT)]
+        unslotted = len(apps - {r.state for r in slots} - {name})
+        now = self.clock()
+        for stale in slots:
+            if stale.state not in apps and now - stale.created_at > _SLOT_GRACE_SECONDS:
+                self.store.delete(user_id, stale.name)
+        for i in range(MAX_SERVERS_PER_USER - unslotted):
+            key = f"{_SLOT}{i:02d}"
+            if self.store.create(
+                ExternalServer(user_id, key, "", b"", created_at=now, updated_at=now, state=name)
+            ):
+                return key
+        return None
+
+    def _release_slot(self, user_id: str, name: str) -> None:
+        for row in self.store.list_for(user_id):
+            if row.name.startswith(_SLOT) and row.state == name:
+                self.store.delete(user_id, row.name)
 
     async def _check_url(self, user_id: str, url: str, what: str = "url") -> None:
         if not isinstance(url, str) or not url or len(url) > 2048:
@@ -558,6 +595,7 @@ class ExternalServers:
     def remove(self, user_id: str, name: str) -> None:
         if name.startswith("#") or not self.store.delete(user_id, name):
             raise NotFound(f"No custom app named '{name}'")
+        self._release_slot(user_id, name)
         self._forget((user_id, name))
         self._drop_oauth(user_id, name)
 

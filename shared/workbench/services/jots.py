@@ -14,12 +14,15 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from workbench.errors import ConflictError
 from workbench.stores import Jot
 
 if TYPE_CHECKING:
     from workbench.stores import JotStore
 
 __all__ = ["JotService", "new_share_token"]
+
+_ATTEMPTS = 8  # lost races in a row before a change answers ConflictError
 
 
 def new_share_token() -> str:
@@ -61,30 +64,51 @@ class JotService:
         body: str | None = None,
         shared: bool | None = None,
     ) -> Jot | None:
-        """Change what is given (shared: True keeps or makes a share link, False revokes it)."""
-        jot = self._store.get(user_id, jot_id)
-        if jot is None:
-            return None
-        updated = Jot(
-            jot.id,
-            jot.user_id,
-            title if title is not None else jot.title,
-            body if body is not None else jot.body,
-            jot.created_at,
-            self._clock(),
-            _share_token(jot.share_token, shared),
+        """Change what is given (shared: True keeps or makes a share link, False revokes it).
+
+        A read-modify-write on the version it read (`updated_at`): when another edit (another
+        instance, the portal) wrote first, the change is applied again to what that edit stored, so a
+        title edit and a body edit made at the same moment both survive. After a few lost races in
+        a row it answers ConflictError, which the agent can retry."""
+        return self._change(
+            user_id,
+            jot_id,
+            lambda jot: Jot(
+                jot.id,
+                jot.user_id,
+                title if title is not None else jot.title,
+                body if body is not None else jot.body,
+                jot.created_at,
+                self._later_than(jot),
+                _share_token(jot.share_token, shared),
+            ),
         )
-        self._store.put(updated)
-        return updated
 
     def set_shared(self, user_id: str, jot_id: str, shared: bool) -> Jot | None:
-        """Make (or keep) or revoke the share link, leaving the jot's text and time alone."""
-        jot = self._store.get(user_id, jot_id)
-        if jot is None:
-            return None
-        changed = replace(jot, share_token=_share_token(jot.share_token, shared))
-        self._store.put(changed)
-        return changed
+        """Make (or keep) or revoke the share link, leaving the jot's text alone."""
+        return self._change(
+            user_id,
+            jot_id,
+            lambda jot: replace(
+                jot, share_token=_share_token(jot.share_token, shared), updated_at=self._later_than(jot)
+            ),
+        )
+
+    def _change(self, user_id: str, jot_id: str, change: Callable[[Jot], Jot]) -> Jot | None:
+        for _ in range(_ATTEMPTS):
+            jot = self._store.get(user_id, jot_id)
+            if jot is None:
+                return None
+            changed = change(jot)
+            if self._store.put_if(changed, expected_updated_at=jot.updated_at):
+                return changed
+        raise ConflictError(
+            f"Jot {jot_id} is being changed elsewhere at the same moment; nothing was changed. Try again."
+        )
+
+    def _later_than(self, jot: Jot) -> float:
+        """Now, and always after the version it replaces (the version is what writes compare)."""
+        return max(self._clock(), jot.updated_at + 0.001)
 
     def delete(self, user_id: str, jot_id: str) -> bool:
         return self._store.delete(user_id, jot_id)

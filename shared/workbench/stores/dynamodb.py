@@ -652,7 +652,8 @@ class DynamoJots:
             _get_opt_s(item, "share_token"),
         )
 
-    def put(self, jot: Jot) -> None:
+    @staticmethod
+    def _item(jot: Jot) -> Item:
         item: Item = {
             "user_id": _s(jot.user_id),
             "id": _s(jot.id),
@@ -663,7 +664,22 @@ class DynamoJots:
         }
         if jot.share_token:
             item["share_token"] = _s(jot.share_token)  # absent otherwise: the index stays sparse
-        self.t.client.put_item(TableName=self.table, Item=item)
+        return item
+
+    def put(self, jot: Jot) -> None:
+        self.t.client.put_item(TableName=self.table, Item=self._item(jot))
+
+    def put_if(self, jot: Jot, *, expected_updated_at: float) -> bool:
+        return (
+            self.t.conditional(
+                "put_item",
+                TableName=self.table,
+                Item=self._item(jot),
+                ConditionExpression="updated_at = :expected",
+                ExpressionAttributeValues={":expected": _n(expected_updated_at)},
+            )
+            is not None
+        )
 
     def get(self, user_id: str, jot_id: str) -> Jot | None:
         got = self.t.client.get_item(

@@ -188,9 +188,19 @@ class MemoryVault:
 class MemoryJots:
     def __init__(self) -> None:
         self._rows: dict[str, Jot] = {}
+        self._lock = threading.Lock()
 
     def put(self, jot: Jot) -> None:
-        self._rows[jot.id] = jot
+        with self._lock:
+            self._rows[jot.id] = jot
+
+    def put_if(self, jot: Jot, *, expected_updated_at: float) -> bool:
+        with self._lock:
+            current = self._rows.get(jot.id)
+            if current is None or current.user_id != jot.user_id or current.updated_at != expected_updated_at:
+                return False
+            self._rows[jot.id] = jot
+            return True
 
     def get(self, user_id: str, jot_id: str) -> Jot | None:
         jot = self._rows.get(jot_id)

@@ -440,6 +440,25 @@ class SqliteJots:
                 (jot.id, jot.user_id, jot.title, jot.body, jot.created_at, jot.updated_at, jot.share_token),
             )
 
+    def put_if(self, jot: Jot, *, expected_updated_at: float) -> bool:
+        with self.db.tx() as db:
+            return (
+                db.execute(
+                    "UPDATE jots SET title = ?, body = ?, updated_at = ?, share_token = ? "
+                    "WHERE id = ? AND user_id = ? AND updated_at = ?",
+                    (
+                        jot.title,
+                        jot.body,
+                        jot.updated_at,
+                        jot.share_token,
+                        jot.id,
+                        jot.user_id,
+                        expected_updated_at,
+                    ),
+                ).rowcount
+                == 1
+            )
+
     def get(self, user_id: str, jot_id: str) -> Jot | None:
         rows = self.db.query("SELECT * FROM jots WHERE id = ? AND user_id = ?", (jot_id, user_id))
         return self._jot(rows[0]) if rows else None
