@@ -248,3 +248,73 @@ NO_TOOL: list[str] = [
     "how do I learn to play the guitar",
     "what's the best way to fall asleep faster",
 ]
+
+# A second multilingual set, written before the cross-lingual lexicon in engine/search.py
+# (_CROSS_LINGUAL) and never seen while writing it. MULTILINGUAL above was read while that lexicon
+# was written, so from then on it counts as seen; this one is the untuned measure.
+MULTILINGUAL_B: dict[str, list[tuple[str, str]]] = {
+    "es": [
+        ("borra el mensaje que envié por error en Slack", "slack_delete_message"),
+        ("añade un comentario a la tarea de Linear", "linear_add_comment"),
+        ("crea una página nueva en Notion con el acta", "notion_create_page"),
+        ("descarga el archivo adjunto del correo de Gmail", "gmail_get_attachment"),
+        ("lista las ramas del repositorio en GitHub", "github_list_branches"),
+        ("actualiza el contacto de HubSpot con su nuevo teléfono", "hubspot_update_contact"),
+    ],
+    "de": [
+        ("Sende eine E-Mail über Gmail an das Team", "gmail_send_email"),
+        ("Lege einen neuen Kunden in Stripe an", "stripe_create_customer"),
+        ("Zeige alle Kanäle in Slack", "slack_list_channels"),
+        ("Erstelle einen Pull Request auf GitHub", "github_create_pr"),
+        ("Suche Tickets in Zendesk zum Thema Rückerstattung", "zendesk_search_tickets"),
+        ("Aktualisiere die Seite in Confluence", "confluence_update_page"),
+    ],
+    "fr": [
+        ("crée un ticket Jira pour ce bug", "jira_create_issue"),
+        ("recherche les messages Slack qui parlent du lancement", "slack_search_messages"),
+        ("supprime l'événement de mon agenda Google", "calendar_delete_event"),
+        ("liste les clients dans Stripe", "stripe_list_customers"),
+        ("ajoute des lignes à la feuille Google Sheets", "sheets_append_rows"),
+        ("télécharge le fichier depuis Google Drive", "google_drive_download_file"),
+    ],
+    "pt": [
+        ("envie uma mensagem no Slack para o canal de vendas", "slack_send_message"),
+        ("crie um evento na minha agenda do Google amanhã", "calendar_create_event"),
+        ("liste os negócios no HubSpot", "hubspot_list_deals"),
+        ("feche o ticket do Zendesk", "zendesk_update_ticket"),
+        ("pesquise páginas no Confluence sobre férias", "confluence_search"),
+        ("crie uma fatura no Stripe para o cliente", "stripe_create_invoice"),
+    ],
+    "ja": [
+        ("Gmailでメールを送信して", "gmail_send_email"),
+        ("GitHubのプルリクエストをマージして", "github_merge_pr"),
+        ("Linearの課題を検索して", "linear_search_issues"),
+        ("Confluenceで新しいページを作成して", "confluence_create_page"),
+        ("Slackのチャンネル一覧を表示して", "slack_list_channels"),
+        ("Stripeの顧客一覧を見せて", "stripe_list_customers"),
+    ],
+    "zh": [
+        ("在Slack频道里发送一条消息", "slack_send_message"),
+        ("在Zendesk创建一个新工单", "zendesk_create_ticket"),
+        ("列出GitHub仓库的分支", "github_list_branches"),
+        ("删除Google日历中的这个活动", "calendar_delete_event"),
+        ("在HubSpot中创建一个联系人", "hubspot_create_contact"),
+        ("搜索Gmail里的邮件", "gmail_search_messages"),
+    ],
+    "ko": [
+        ("Jira에서 새 이슈를 만들어줘", "jira_create_issue"),
+        ("GitHub 저장소 목록을 보여줘", "github_list_repos"),
+        ("Slack에서 메시지를 검색해줘", "slack_search_messages"),
+        ("구글 드라이브에 파일을 업로드해줘", "google_drive_upload"),
+        ("Linear 이슈에 댓글을 추가해줘", "linear_add_comment"),
+        ("HubSpot 연락처 목록을 보여줘", "hubspot_list_contacts"),
+    ],
+    "hi": [
+        ("Gmail से ईमेल भेजो", "gmail_send_email"),
+        ("GitHub पर नया इश्यू बनाओ", "github_create_issue"),
+        ("Zendesk के सभी टिकट दिखाओ", "zendesk_list_tickets"),
+        ("Google Calendar में इवेंट हटाओ", "calendar_delete_event"),
+        ("Slack में संदेश खोजो", "slack_search_messages"),
+        ("Stripe में नया ग्राहक बनाओ", "stripe_create_customer"),
+    ],
+}
