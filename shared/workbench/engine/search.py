@@ -460,7 +460,8 @@ _TYPO_MIN_LENGTH = 3  # shorter words are another real word one letter away too 
 _TYPO_MAX_LENGTH = 24  # no word is longer; a longer "word" is not worth its edit-distance cost
 _TYPO_TERMS = 8_000  # the typo index covers at most this many terms, the most common first
 _TYPO_LONG = 1_000  # of which the most common long ones (8+ letters) with two deletions, not one
-_PREFIX_TERMS = 32  # an unknown word completes to at most this many terms
+_PREFIX_TERMS = 32
+_CONFIDENT = 0.3  # the top of the "no match" band: below it a query is also read cross-lingually  # an unknown word completes to at most this many terms
 # Bounds on what one tool adds to an index, so that memory and build time grow with the number of
 # tools and nothing else: a term is at most _TERM_MAX characters (a longer run of letters, a hash or
 # base64, is no word anyone searches for), a field at most this many characters of text.
@@ -894,8 +895,24 @@ class SearchIndex:
     # -- search -----------------------------------------------------------------------------------
 
     def search(self, query: str, limit: int = 10) -> list[SearchHit]:
+        query = query[:_QUERY_CHARS]
+        implied, text = _implied(query)
+        hits = self._search(text, implied, limit)
+        if not hits or hits[0].score < _CONFIDENT or not text.isascii():
+            # Not confident, or not English only: read the query's foreign words as the catalog's
+            # English ones (engine/crosslingual.py) and keep the better answer. A confident
+            # English query never gets here.
+            from workbench.engine.crosslingual import translate
+
+            translated = translate(text)
+            if translated != text:
+                other = self._search(translated, implied, limit)
+                if other and (not hits or other[0].score > hits[0].score):
+                    hits = other
+        return hits
+
+    def _search(self, text: str, implied: set[str], limit: int) -> list[SearchHit]:
         terms: dict[str, str] = {}  # index term → the word as first written
-        implied, text = _implied(query[:_QUERY_CHARS])
         for term, written in _terms(_FRAMES.sub(" ", _VALUES.sub(" ", text))):
             if term in _FILLER:
                 continue
