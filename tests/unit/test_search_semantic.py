@@ -30,11 +30,10 @@ def _hit(score: float) -> list[SearchHit]:
     return [SearchHit(SearchDoc("a_get_b", "Get b.", "a"), score)]
 
 
-def test_only_a_query_without_a_confident_latin_match_needs_it() -> None:
+def test_only_a_query_nothing_matched_needs_it() -> None:
     assert not semantic.needed("create jira issue", _hit(0.9))
-    assert semantic.needed("Jiraで新しい課題を作成して", _hit(0.9))  # non-Latin script
-    assert semantic.needed("crea una incidencia", _hit(0.2))
-    assert not semantic.needed("list my notes please", _hit(0.35))  # no confident lexical match
+    assert not semantic.needed("Jiraで新しい課題を作成して", _hit(0.2))  # the lexicon matched
+    assert semantic.needed("Создай задачу", _hit(0.0))  # nothing matched
     assert semantic.needed("whatever", [])
 
 
@@ -95,8 +94,8 @@ def _gateway_search(query: str) -> tuple[list[dict[str, object]], set[str]]:
 
 @needs_model
 def test_search_tools_embeds_on_a_pool_thread_never_the_loop() -> None:
-    hits, threads = _gateway_search("Notionのページを検索して")
-    assert hits[0]["integration"] == "notion"
+    hits, threads = _gateway_search("Найди страницу о продукте")
+    assert hits
     assert threads and threading.main_thread().name not in threads
 
 
