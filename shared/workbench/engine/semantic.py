@@ -123,15 +123,23 @@ class CatalogVectors:
 
 
 def load(docs: list[SearchDoc], path: Path | None = None) -> CatalogVectors:
-    """The prebuilt vectors if they describe these documents, else computed now (slow: callers are
-    pool threads)."""
+    """The catalog's vectors: the prebuilt ones for every tool they describe as it is now, the
+    others (a tool added or reworded since the build) embedded now (callers are pool threads)."""
+    import numpy as np
+
     try:
-        vectors = CatalogVectors.from_bytes((path or VECTORS_PATH).read_bytes())
-        if vectors.fits(docs):
-            return vectors
+        shipped = CatalogVectors.from_bytes((path or VECTORS_PATH).read_bytes())
     except (OSError, ValueError, EOFError, TypeError):
-        pass
-    return CatalogVectors.build(docs)
+        return CatalogVectors.build(docs)
+    known = {key: row for key, row in zip(shipped.keys, shipped.matrix, strict=True)}
+    keys = [_key(d) for d in docs]
+    missing = [d for d, key in zip(docs, keys, strict=True) if key not in known]
+    if missing:
+        fresh = CatalogVectors.build(missing)
+        known.update(zip(fresh.keys, fresh.matrix, strict=True))
+    dim = shipped.matrix.shape[1] if len(shipped.keys) else 384
+    matrix = np.array([known[key] for key in keys], dtype=np.float16).reshape(len(keys), dim)
+    return CatalogVectors(keys, matrix)
 
 
 def search(index: SearchIndex, vectors: CatalogVectors, query: str, limit: int) -> list[SearchHit]:
