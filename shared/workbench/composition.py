@@ -285,6 +285,7 @@ class Gateway:
             io=self.store_io,
             access_tokens=AccessTokenVerifier(lambda: self.tokens, self.settings.public_url),
             clock=self.clock,
+            grant_live=self.stores.oauth_refresh.family_exists,
         )
 
     @cached_property

@@ -356,3 +356,36 @@ def test_a_client_id_without_a_secret_is_a_public_client_not_unconfigured(tmp_pa
     gw = gateway_for(tmp_path, "http://127.0.0.1:9", plugin_env={"TESTOAUTH_CLIENT_ID": "public-client"})
     started = gw.connections.start(agent(gw, "ada@example.com").user, "testoauth")
     assert started["type"] == "oauth2"
+
+
+def test_a_callback_after_the_link_expired_stores_nothing_and_says_so(tmp_path: Path) -> None:
+    """Issue 29: the credential used to be stored while wait_for_connection answered EXPIRED."""
+    from dataclasses import replace
+
+    seen: list[dict[str, Any]] = []
+    gw = gateway_for(tmp_path, "http://127.0.0.1:9", transport=_token_endpoint(seen))
+    link, state, client = start_consent(gw)
+    rec = gw.stores.pending.get(link, now=gw.clock())
+    assert rec is not None
+    gw.stores.pending.put(replace(rec, expires_at=gw.clock() - 1))  # the link's time ran out
+    r = client.get(f"/api/auth/plugin/testoauth/callback?code=good&state={state}")
+    assert r.status_code == 400
+    assert "This connect link has expired, so nothing was stored." in r.text
+    assert seen == []  # the code was never exchanged
+    user = gw.stores.users.by_email("ada@example.com")
+    assert user is not None and gw.stores.connections.get(user.id, "testoauth") is None
+
+
+async def test_a_callback_opened_by_another_account_leaves_the_state_to_its_owner(tmp_path: Path) -> None:
+    seen: list[dict[str, Any]] = []
+    gw = gateway_for(tmp_path, "http://127.0.0.1:9", transport=_token_endpoint(seen))
+    link, state, owner = start_consent(gw)
+    url = f"/api/auth/plugin/testoauth/callback?code=good&state={state}"
+    other = browser(gw, "mallory@example.com").get(url)
+    assert other.status_code == 400 and "not signed in to Workbench as the account" in other.text
+    assert seen == []
+    mine = owner.get(url)  # the owner's own callback still works
+    assert mine.status_code == 303 and mine.headers["location"] == "/portal/integrations?connected=testoauth"
+    assert len(seen) == 1
+    assert await gw.connections.wait(agent(gw, "ada@example.com").user, link, 600) == {"status": "CONNECTED"}
+    assert owner.get(url).status_code == 400  # and then it is spent

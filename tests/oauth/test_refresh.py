@@ -176,6 +176,20 @@ def test_portal_lists_live_clients_and_revokes_tokens_and_outstanding_codes(auth
         }
     )
     assert r.json()["error"] == "invalid_grant"
-    # Access tokens already issued are self-contained: they lapse at their TTL (seed 003).
-    assert auth.mcp(a["access_token"]).status_code == 200
+    # Access tokens already issued stop too (issue 29 item 6, stricter than seed 003's "lapse at
+    # their TTL"): their grant is checked with them, within the auth cache's TTL on every instance.
+    assert auth.mcp(a["access_token"]).status_code == 401
     assert oauth.revoke_client(auth.user.id, agent) is False
+
+
+def test_a_revoked_clients_access_tokens_stop_at_the_next_check_on_every_instance(auth: AS) -> None:
+    """Issue 29: they kept working until they expired (15 minutes); now an access token's grant is
+    checked with the token, so they stop within the auth cache's TTL, as a revoked API key does."""
+    from workbench.errors import AuthError
+
+    client = auth.register()["client_id"]
+    access = auth.tokens_for(client)["access_token"]
+    assert auth.gw.auth.resolve_token(access).client_id == client
+    assert auth.gw.oauth.revoke_client(auth.user.id, client) is True  # the portal's "Revoke"
+    with pytest.raises(AuthError, match="grant was revoked"):
+        auth.gw.auth.resolve_token(access)  # what every instance does when its cache entry lapses

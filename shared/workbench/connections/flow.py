@@ -32,7 +32,15 @@ if TYPE_CHECKING:
     from workbench.connections.provider_oauth import ProviderOAuth
     from workbench.connections.verify import Verifier
 
-__all__ = ["BROWSER_PAGE", "STATE_TTL_SECONDS", "CallbackError", "ConnectFlow", "Redeemed"]
+__all__ = [
+    "BROWSER_PAGE",
+    "STATE_TTL_SECONDS",
+    "CallbackError",
+    "ConnectFlow",
+    "Redeemed",
+    "check_callback",
+    "link_still_open",
+]
 
 UNKNOWN = {"error": "Unknown connectionId"}
 # How long a provider-consent `state` (and the PKCE verifier it holds) stays usable.
@@ -259,10 +267,8 @@ class ConnectFlow:
                 "This sign-in response is not valid: it was already used, has expired, or was not started "
                 "here. Open the connect link again to start over."
             )
-        if user is None or user.id != taken.user_id:
-            raise CallbackError(
-                "You are not signed in to Workbench as the account that started this connection."
-            )
+        check_callback(self.pending, taken, user, now)
+        assert user is not None
         if error:
             raise CallbackError(f"The provider did not grant access ({error}). Nothing was stored.")
         if not code:
@@ -287,6 +293,7 @@ class ConnectFlow:
         if user_token is not None:
             credential["user_token"] = user_token
         verified_at = await self._verified(user, manifest, credential)
+        link_still_open(self.pending, taken, self.clock())  # it may have run out during the exchange
         self.credentials.save(
             user.id, integration, credential, expires_at=tokens.expires_at(now), verified_at=verified_at
         )
@@ -305,3 +312,27 @@ class ConnectFlow:
                 "Nothing was stored."
             ) from exc
         return self.clock() if checked else None
+
+
+_EXPIRED_LINK = (
+    "This connect link has expired, so nothing was stored. Ask for a new one: call connect() again."
+)
+
+
+def check_callback(pending: PendingStore, taken: OAuthState, user: User | None, now: float) -> None:
+    """What every provider callback checks once its one-time state is taken: the account, then the
+    connect link. A callback opened by another account gives the state back, so its owner's own
+    callback still works; one that comes after the link expired stores nothing (wait_for_connection
+    says EXPIRED, and so does the page)."""
+    if user is None or user.id != taken.user_id:
+        pending.put_state(taken)
+        raise CallbackError("You are not signed in to Workbench as the account that started this connection.")
+    link_still_open(pending, taken, now)
+
+
+def link_still_open(pending: PendingStore, taken: OAuthState, now: float) -> None:
+    if not taken.connection_id:
+        return  # a consent started from the portal, without a connect link
+    record = pending.get(taken.connection_id, now=now)
+    if record is None or record.status == "EXPIRED" or record.expires_at <= now:
+        raise CallbackError(_EXPIRED_LINK)

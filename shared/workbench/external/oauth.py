@@ -394,7 +394,7 @@ class AppOAuth:
     ) -> str:
         """Finish a consent: check the state, the user and the issuer, exchange the code, store the
         tokens. Returns the app's name; raises CallbackError (nothing stored)."""
-        from workbench.connections.flow import CallbackError
+        from workbench.connections.flow import CallbackError, check_callback, link_still_open
 
         taken = self.pending.take_state(state, now=self.clock()) if state else None
         if taken is None or taken.redirect_uri != self.redirect_uri:
@@ -402,10 +402,8 @@ class AppOAuth:
                 "This sign-in response is not valid: it was already used, has expired, or was not started "
                 "here. Open the connect link again to start over."
             )
-        if user is None or user.id != taken.user_id:
-            raise CallbackError(
-                "You are not signed in to Workbench as the account that started this connection."
-            )
+        check_callback(self.pending, taken, user, self.clock())
+        assert user is not None
         owner = owner_of(user.id, taken.integration)
         plan = self.plan(owner, taken.integration) if owner else None
         if plan is None:
@@ -438,6 +436,7 @@ class AppOAuth:
             ) from exc
         now = self.clock()
         credential = {**tokens.credential, "app_oauth": _client_part(plan)}
+        link_still_open(self.pending, taken, now)  # it may have run out during the exchange
         self.credentials.save(user.id, taken.integration, credential, expires_at=tokens.expires_at(now))
         self.pending.mark_connected(taken.connection_id)
         return taken.integration

@@ -41,6 +41,7 @@ class AuthService:
         io: BlockingPool,
         access_tokens: AccessTokenVerifier,
         clock: Callable[[], float],
+        grant_live: Callable[[str], bool] | None = None,
     ) -> None:
         self._users = users
         self._keys = keys
@@ -50,6 +51,10 @@ class AuthService:
         )  # minting and resolving `wb_` keys (workbench.identity.auth)
         # The OAuth server's access tokens, checked without building (or importing) the server.
         self._access_tokens = access_tokens
+        # Whether an OAuth grant (refresh-token family) still exists: a client the user revoked in
+        # the portal loses its access tokens on the next check (at most the auth cache's TTL later,
+        # on every instance), as a revoked API key does.
+        self._grant_live = grant_live
         self._io = io
         self._clock = clock
         self.cache = cache
@@ -76,6 +81,9 @@ class AuthService:
         principal = self._access_tokens(token)
         if principal is None:
             raise AuthError("invalid token")
+        grant = principal.credential_id
+        if grant is not None and self._grant_live is not None and not self._grant_live(grant):
+            raise AuthError("the access token's grant was revoked")
         return principal
 
     # -- users (blocking) ------------------------------------------------------------------------
