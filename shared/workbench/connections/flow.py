@@ -22,7 +22,6 @@ from workbench.engine.blocking import BlockingPool
 from workbench.engine.registry import Registry
 from workbench.errors import InvalidInput, VerificationFailed, WorkbenchError
 from workbench.guard import deadline
-from workbench.guard.egress import EgressPolicy, EgressRefused
 from workbench.manifest import Manifest, OAuth2Auth
 from workbench.settings import Settings
 from workbench.stores import OAuthState, PendingConnect, PendingStore, User
@@ -31,6 +30,7 @@ if TYPE_CHECKING:
     from workbench.connections.credentials import Credentials
     from workbench.connections.provider_oauth import ProviderOAuth
     from workbench.connections.verify import Verifier
+    from workbench.guard.egress import EgressPolicy
 
 __all__ = [
     "BROWSER_PAGE",
@@ -213,6 +213,8 @@ class ConnectFlow:
         host = ""
         hosts = manifest.auth.login_hosts
         if hosts is not None:
+            from workbench.guard.egress import EgressRefused  # httpx: only for a choice of sign-in host
+
             try:
                 host = login_host_for(hosts, login_host)
                 if self.egress is not None and host not in {h for _, h in hosts.choices}:

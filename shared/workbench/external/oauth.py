@@ -41,6 +41,7 @@ from workbench.connections.provider_oauth import (
     refusal_is_permanent,
 )
 from workbench.errors import CryptoError, NotConnected, WorkbenchError
+from workbench.external.paths import CALLBACK_PATH, CLIENT_METADATA_PATH
 from workbench.guard.egress import EgressRefused, ResponseTooLarge, read_bounded
 from workbench.guard.jsontext import JsonRejected, parse
 from workbench.guard.shared_http import SharedClient
@@ -54,8 +55,6 @@ if TYPE_CHECKING:
 
 __all__ = ["CALLBACK_PATH", "CLIENT_METADATA_PATH", "AppOAuth", "OAuthSetupError", "Plan"]
 
-CALLBACK_PATH = "/api/auth/apps/callback"
-CLIENT_METADATA_PATH = "/oauth/apps/client-metadata.json"
 STATE_TTL_SECONDS = 600
 _MAX_DOC = 256_000
 _TIMEOUT = httpx.Timeout(10.0, connect=5.0)

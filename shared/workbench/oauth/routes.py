@@ -33,13 +33,13 @@ from starlette.routing import BaseRoute, Route
 from workbench.guard.bodylimit import BodyRule, BodyTooLarge, json_413
 from workbench.guard.jsontext import JsonRejected, parse
 from workbench.oauth.errors import OAuthError, RedirectableError, TooManyRequests
-from workbench.oauth.service import AuthorizationRequest, OAuthServer
 from workbench.stores import OAuthState, User
 from workbench.web.context import WebContext
 from workbench.web.html import csrf_field, e, html_page, notices, redirect
 
 if TYPE_CHECKING:
     from workbench.composition import Gateway
+    from workbench.oauth.service import AuthorizationRequest, OAuthServer
 
 __all__ = ["BODY_RULES", "CONSENT_MARKER", "oauth_routes"]
 
@@ -118,6 +118,8 @@ def _encode_request(req: AuthorizationRequest) -> str:
 
 
 def _decode_request(blob: str) -> AuthorizationRequest | None:
+    from workbench.oauth.service import AuthorizationRequest
+
     try:
         fields = parse(base64.urlsafe_b64decode(blob.encode()))
         return AuthorizationRequest(**fields) if isinstance(fields, dict) else None
@@ -184,25 +186,27 @@ def _consent_body(req: AuthorizationRequest, user: User, txn: str, blob: str, cs
 
 
 def oauth_routes(gateway: Gateway) -> list[BaseRoute]:
-    return _routes(gateway, gateway.oauth, WebContext(gateway))
+    # The server (its module, its client resolver, the signing keys) is built by the first OAuth
+    # request, not with the routes: the web function's first portal page never needs it.
+    return _routes(gateway, lambda: gateway.oauth, WebContext(gateway))
 
 
-def _routes(gw: Gateway, server: OAuthServer, web: WebContext) -> list[BaseRoute]:
+def _routes(gw: Gateway, server: Callable[[], OAuthServer], web: WebContext) -> list[BaseRoute]:
     async def resource_metadata(request: Request) -> Response:
-        return _json(server.protected_resource_metadata(server.audience))
+        return _json(server().protected_resource_metadata(server().audience))
 
     async def root_resource_metadata(request: Request) -> Response:
-        return _json(server.protected_resource_metadata(server.issuer))
+        return _json(server().protected_resource_metadata(server().issuer))
 
     async def as_metadata(request: Request) -> Response:
-        return _json(server.metadata())
+        return _json(server().metadata())
 
     async def jwks(request: Request) -> Response:
         return JSONResponse(gw.tokens.jwks(), headers={"Cache-Control": "max-age=300", **_CORS})
 
     async def register(request: Request) -> Response:
         try:  # counted before the body is read: a flood costs one counter write per request
-            server.throttle_registration(request.client.host if request.client else None)
+            server().throttle_registration(request.client.host if request.client else None)
         except TooManyRequests as exc:
             return _oauth_error(exc)
         raw = await request.body()  # at most MAX_FORM_BYTES: BodyLimit stops the read past it
@@ -211,7 +215,7 @@ def _routes(gw: Gateway, server: OAuthServer, web: WebContext) -> list[BaseRoute
         except JsonRejected:
             return _json(OAuthError("invalid_client_metadata", "the body must be a JSON object").body(), 400)
         try:
-            return _json(server.register(body), 201)
+            return _json(server().register(body), 201)
         except OAuthError as exc:
             return _oauth_error(exc)
 
@@ -224,9 +228,9 @@ def _routes(gw: Gateway, server: OAuthServer, web: WebContext) -> list[BaseRoute
         if user is None:
             return web.signin_redirect(request)
         try:
-            req = await server.authorization_request(request.query_params.multi_items())
+            req = await server().authorization_request(request.query_params.multi_items())
         except RedirectableError as exc:
-            url = server.redirect_url(
+            url = server().redirect_url(
                 exc.redirect_uri,
                 {"error": exc.error, "error_description": exc.description, "state": exc.state},
             )
@@ -270,22 +274,22 @@ def _routes(gw: Gateway, server: OAuthServer, web: WebContext) -> list[BaseRoute
         ):
             return error_page("This authorization request does not match the one you were shown.", 400, user)
         if form.get("decision") == "approve":
-            return redirect(server.approve(req, user.id))
-        return redirect(server.deny(req))
+            return redirect(server().approve(req, user.id))
+        return redirect(server().deny(req))
 
     async def token(request: Request) -> Response:
         basic = False
         try:
             credentials = _basic_credentials(request)
             basic = credentials is not None
-            return _json(server.token(await _form_pairs(request), credentials))
+            return _json(server().token(await _form_pairs(request), credentials))
         except OAuthError as exc:
             return _oauth_error(exc, basic=basic or "authorization" in request.headers)
 
     async def revoke(request: Request) -> Response:
         try:
             credentials = _basic_credentials(request)
-            server.revoke(await _form_pairs(request), credentials)
+            server().revoke(await _form_pairs(request), credentials)
         except OAuthError as exc:
             return _oauth_error(exc, basic="authorization" in request.headers)
         return Response(status_code=200, headers={**_NO_STORE, **_CORS})

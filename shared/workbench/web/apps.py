@@ -28,7 +28,7 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
 from workbench.errors import ConflictError, InvalidInput, NotFound
-from workbench.external.oauth import CALLBACK_PATH, CLIENT_METADATA_PATH
+from workbench.external.paths import CALLBACK_PATH, CLIENT_METADATA_PATH
 from workbench.guard.bodylimit import BodyRule
 from workbench.web.context import WebContext
 from workbench.web.html import (

@@ -19,16 +19,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import json
 import secrets
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from html import escape
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
@@ -40,6 +38,8 @@ from workbench.manifest import CookieAuth, Manifest
 from workbench.stores import PendingConnect, User
 
 if TYPE_CHECKING:
+    from pydantic import ValidationError
+
     from workbench.browser.page import BrowserPage
     from workbench.browser.pool import BrowserPool
     from workbench.composition import Gateway
@@ -112,46 +112,6 @@ def cookies_for_domain(cookies: list[dict[str, Any]], domain: str) -> list[dict[
                 }
             )
     return out
-
-
-# -- input shapes ------------------------------------------------------------------------------------
-
-
-class _Input(BaseModel):
-    # Schemas are built on first use, not at import (cold start).
-    model_config = ConfigDict(defer_build=True, extra="forbid")
-
-
-class _Click(_Input):
-    type: Literal["click"]
-    x: float = Field(ge=0, le=1, description="fraction of the frame width")
-    y: float = Field(ge=0, le=1, description="fraction of the frame height")
-
-
-class _Text(_Input):
-    type: Literal["text"]
-    text: str = Field(min_length=1, max_length=2000)
-
-
-class _Key(_Input):
-    type: Literal["key"]
-    key: str
-
-
-class _Scroll(_Input):
-    type: Literal["scroll"]
-    x: float = Field(ge=0, le=1)
-    y: float = Field(ge=0, le=1)
-    deltaY: float = Field(ge=-5000, le=5000)  # wire name
-
-
-_InputEvent = Annotated[_Click | _Text | _Key | _Scroll, Field(discriminator="type")]
-
-
-@functools.cache
-def _input_adapter() -> TypeAdapter[_Click | _Text | _Key | _Scroll]:
-    # Built on first input, not at import: schema building is the costliest part of this module.
-    return TypeAdapter(_InputEvent)
 
 
 # -- the bridge ------------------------------------------------------------------------------------
@@ -287,26 +247,31 @@ class _Bridge:
 
     async def input(self, request: Request) -> Response:
         claim = self.claim(request, check_origin=True)
+        # The input shapes (pydantic) are imported on the first input, not with the portal's routes.
+        from pydantic import ValidationError
+
+        from workbench.web.bridge_input import Click, Key, Text, input_adapter
+
         try:  # at most _MAX_INPUT_BYTES: BodyLimit stops the read past it
-            event = _input_adapter().validate_python(parse(await request.body()))
+            event = input_adapter().validate_python(parse(await request.body()))
         except JsonRejected as exc:
             return _json({"error": "INVALID_INPUT", "message": f"(body): {exc}"}, 400)
         except ValidationError as exc:
             return _json({"error": "INVALID_INPUT", "message": _first_error(exc)}, 400)
         from workbench.browser.page import KEY_NAMES, VIEWPORT
 
-        if isinstance(event, _Key) and event.key not in KEY_NAMES:
+        if isinstance(event, Key) and event.key not in KEY_NAMES:
             return _json(
                 {"error": "INVALID_INPUT", "message": f"key must be one of {', '.join(KEY_NAMES)}"}, 400
             )
         page = await self.pool.capture_page(claim.record.id, claim.auth.login_url)
         async with page.lock:
             page.touch()
-            if isinstance(event, _Click):
+            if isinstance(event, Click):
                 await page.mouse_click(event.x * VIEWPORT[0], event.y * VIEWPORT[1])
-            elif isinstance(event, _Text):
+            elif isinstance(event, Text):
                 await page.insert_text(event.text)
-            elif isinstance(event, _Key):
+            elif isinstance(event, Key):
                 await page.press(event.key)
             else:
                 await page.scroll(event.x * VIEWPORT[0], event.y * VIEWPORT[1], event.deltaY)

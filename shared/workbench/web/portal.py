@@ -28,7 +28,6 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
 from workbench.errors import ConfigError, VerificationFailed
-from workbench.guard.egress import EgressPolicy, EgressRefused
 from workbench.manifest import ApiKeyAuth, CookieAuth, Manifest, NoAuth, OAuth2Auth
 from workbench.web.client_setup import setup_section
 from workbench.web.connect import login_host_fields, login_host_from
@@ -36,6 +35,7 @@ from workbench.web.context import WebContext
 from workbench.web.html import button_link, csrf_field, e, html_page, notices, redirect
 
 if TYPE_CHECKING:
+    from workbench.guard.egress import EgressPolicy
     from workbench.stores import ApiKeyRecord, Connection, User
 
 __all__ = ["portal_routes"]
@@ -67,6 +67,8 @@ def _when(ts: float | None) -> str:
 
 async def _refused_destination(egress: EgressPolicy, template: str, value: str) -> str | None:
     """Why the URL this field's value makes may not be called (a sentence), or None."""
+    from workbench.guard.egress import EgressRefused  # loaded with `egress` (and httpx) by now
+
     try:
         await egress.check(template.replace("{}", value), unresolvable_ok=True)
     except EgressRefused as exc:

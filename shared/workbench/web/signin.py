@@ -20,7 +20,6 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
-from workbench.connections.provider_oauth import pkce_verifier
 from workbench.errors import ConfigError
 from workbench.identity.secrets import SSO_CLIENT_SECRET
 from workbench.observability import log_event
@@ -28,11 +27,11 @@ from workbench.stores import OAuthState
 from workbench.web.context import WebContext, safe_next
 from workbench.web.html import e, html_page, notices, redirect
 from workbench.web.local_signin import signin_link_command
-from workbench.web.oidc import OidcClient, OidcError
 
 if TYPE_CHECKING:
     from workbench.composition import Gateway
     from workbench.stores import User
+    from workbench.web.oidc import OidcClient
 
 __all__ = ["SSO_COOKIE", "SSO_STATE_MARKER", "signin_routes"]
 
@@ -56,6 +55,8 @@ def _oidc(gw: Gateway) -> OidcClient | None:
     s = gw.settings
     if not (s.oidc_issuer and s.oidc_client_id):
         return None
+    from workbench.web.oidc import OidcClient  # httpx: only where single sign-on is configured
+
     return OidcClient(
         s.oidc_issuer,
         s.oidc_client_id,
@@ -119,6 +120,9 @@ def signin_routes(web: WebContext) -> list[BaseRoute]:
     async def oidc_login(request: Request) -> Response:
         if oidc is None:
             return html_page("Sign in", notices(("error", "Single sign-on is not configured.")), status=404)
+        from workbench.connections.provider_oauth import pkce_verifier  # httpx: only for SSO
+        from workbench.web.oidc import OidcError
+
         next_path = safe_next(request.query_params.get("next"))
         verifier = pkce_verifier()
         state = secrets.token_urlsafe(32)
@@ -174,6 +178,8 @@ def signin_routes(web: WebContext) -> list[BaseRoute]:
         code = q.get("code")
         if not code:
             return failed("The sign-in provider's answer has no authorization code.")
+        from workbench.web.oidc import OidcError
+
         try:
             who = await oidc.finish(code=code, verifier=taken.code_verifier)
             user = gw.auth.sign_in(who.email)
