@@ -150,6 +150,11 @@ class Arguments:
 
         return portable_schema(self.model)
 
+    def secret_names(self) -> frozenset[str]:
+        """Arguments that carry a secret (writeOnly / format password in the schema): an `Arg` can
+        declare neither, so none (Tool.secret_argument_names reads this, not the built schema)."""
+        return frozenset()
+
     def argument_text(self) -> str:
         """Each argument's name and description, for search (as Tool.argument_text gives a model's)."""
         return " ".join(f"{a.name} {a.description or ''}" for a in self.args)

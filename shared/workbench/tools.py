@@ -237,6 +237,8 @@ class Tool:
         """Names of the arguments that carry a secret: schema properties marked `writeOnly` (pydantic:
         `Field(json_schema_extra={"writeOnly": True})`) or `format: password`, at any depth. The audit
         keeps every argument of that name redacted."""
+        if isinstance(self.input_model, Arguments):
+            return self.input_model.secret_names()  # known without building the model's schema
         names: set[str] = set()
 
         def walk(node: Any) -> None:

@@ -11,6 +11,7 @@ from pydantic import BaseModel, Field, ValidationError
 from workbench.arguments import Arg, Arguments, Values
 from workbench.builtin import jots
 from workbench.engine.schema import portable_schema
+from workbench.tools import Tool
 
 
 class CreateJot(BaseModel):
@@ -113,6 +114,11 @@ def test_the_schema_and_search_text_are_the_models(declared: Arguments, oracle: 
     assert declared.json_schema() == portable_schema(oracle)
     oracle_text = " ".join(f"{n} {f.description or ''}" for n, f in oracle.model_fields.items())
     assert declared.argument_text() == oracle_text
+    tool = Tool(name="t", description="", fn=lambda args: None, input_model=declared)
+    assert (
+        tool.secret_argument_names()
+        == Tool(name="t", description="", fn=lambda args: None, input_model=oracle).secret_argument_names()
+    )
 
 
 def test_exactly_typed_arguments_skip_the_model_and_others_go_through_it() -> None:
