@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from workbench import __version__
-from workbench.errors import WorkbenchError
+from workbench.errors import InvalidInput, WorkbenchError
+from workbench.identity.grants import Grant
 from workbench.settings import DEFAULT_PORT, Settings
 
 if TYPE_CHECKING:
@@ -183,8 +184,17 @@ def _run_gateway(args: argparse.Namespace, sock: socket.socket, runfile: Path) -
 
 def _keys_create(args: argparse.Namespace) -> int:
     gateway = _gateway(args)
-    user = gateway.auth.sign_in(args.email)
-    print(gateway.auth.mint_key(user, label=args.label))
+    access = "read-only" if args.read_only else "approve" if args.approve_writes else "full"
+    try:
+        user = gateway.auth.sign_in(args.email)
+        grant = gateway.catalog.choose_grant(
+            user.id, access=access, integrations=args.integrations, denied_tools=args.deny_tools
+        )
+    except InvalidInput as exc:
+        raise CliError(str(exc)) from exc
+    print(gateway.auth.mint_key(user, label=args.label, grant=grant))
+    if not grant.is_full:  # stdout stays the key alone, for scripts
+        print(f"grant: {grant.describe()}", file=sys.stderr)
     if getattr(args, "stack", None):  # stdout stays the key alone, for scripts
         print(f"API key for {args.email} on stack {args.stack}: {gateway.settings.mcp_url}", file=sys.stderr)
     return 0
@@ -199,11 +209,15 @@ def _keys_list(args: argparse.Namespace) -> int:
     if not keys:
         print(f"{args.email} has no API keys. Create one: workbench keys create {args.email}")
         return 0
-    print(f"{'KEY':<20} {'STATUS':<8} {'CREATED (UTC)':<17} LABEL")
+    print(f"{'KEY':<20} {'STATUS':<8} {'CREATED (UTC)':<17} {'LABEL':<12} GRANT")
     for k in keys:
         created = time.strftime("%Y-%m-%d %H:%M", time.gmtime(k.created_at))
         status = "revoked" if k.revoked else "active"
-        print(f"{'wb_' + k.key_id + '_…':<20} {status:<8} {created:<17} {k.label}")
+        try:
+            grant = Grant.loads(k.grant).describe()
+        except (InvalidInput, ValueError):
+            grant = "unreadable (the key is refused)"
+        print(f"{'wb_' + k.key_id + '_…':<20} {status:<8} {created:<17} {k.label:<12} {grant}")
     return 0
 
 
@@ -355,6 +369,23 @@ def build_parser() -> argparse.ArgumentParser:
     )
     create.add_argument("email", metavar="EMAIL", help="the Workbench user the key acts as")
     create.add_argument("--label", default="cli", help="a note to tell keys apart (default: cli)")
+    access = create.add_mutually_exclusive_group()
+    access.add_argument(
+        "--read-only",
+        action="store_true",
+        help="the key runs only read-only tools (the curl proxy: GET, HEAD, OPTIONS only)",
+    )
+    access.add_argument(
+        "--approve-writes",
+        action="store_true",
+        help="read-only tools run; every other call waits for EMAIL's approval in the portal",
+    )
+    create.add_argument(
+        "--integrations",
+        metavar="NAMES",
+        help="only these integrations, comma-separated, as list_integrations names them (default: all)",
+    )
+    create.add_argument("--deny-tools", metavar="NAMES", help="tools the key may never call, comma-separated")
     create.set_defaults(func=_keys_create)
     listing = keys_sub.add_parser(
         "list",

@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from workbench.browser.pool import BrowserPool
     from workbench.connections.flow import ConnectFlow
     from workbench.connections.provider_oauth import ProviderOAuth, TokenSet
+    from workbench.engine.approvals import Approvals
     from workbench.external import ExternalServers
     from workbench.guard.egress import EgressPolicy, Resolver, Route
     from workbench.identity.tokens import SigningKeySource, TokenService
@@ -295,6 +296,23 @@ class Gateway:
         return SchemaService(self.stores)
 
     @cached_property
+    def approvals(self) -> Approvals | None:
+        """Writes of `approve` grants held for their user (None: the store backend has no approvals)."""
+        if self.stores.approvals is None:
+            return None
+        from workbench.engine.approvals import Approvals
+
+        return Approvals(
+            self.stores.approvals,
+            public_url=self.settings.public_url,
+            clock=self.clock,
+            io=self.store_io,
+            audit=self.runs.audit,
+            ttl=self.settings.connect_ttl_seconds,
+            wait_block=self.settings.wait_block_seconds,
+        )
+
+    @cached_property
     def runs(self) -> RunService:
         from workbench.services.runs import RunService
 
@@ -474,6 +492,16 @@ def build_gateway(
         return await gateway.external.lookup(principal, name)
 
     engine.extra_lookups.append(custom_app_lookup)
+
+    class _LateApprovals:  # built on the first write of an approve grant, not at start-up
+        async def gate(self, *args: Any) -> dict[str, Any] | None:
+            approvals = gateway.approvals
+            if approvals is None:
+                return {"error": "This call needs its user's approval, and approvals are not available here."}
+            return await approvals.gate(*args)
+
+    if stores.approvals is not None:
+        engine.approvals = _LateApprovals()
     if settings.external_servers:
         gateway.external  # noqa: B018 - operator servers: a mistake in their config fails the start
     return gateway

@@ -40,6 +40,7 @@ ALLOWED = {
         "SigningKeysTable",
         "ExternalServersTable",
         "OAuthTable",  # read only: whether a portal session was signed out
+        "ApprovalsTable",
     },
     "RestFunction": {
         "UsersTable",
@@ -50,6 +51,7 @@ ALLOWED = {
         "JotsTable",
         "SigningKeysTable",
         "ExternalServersTable",
+        "ApprovalsTable",
     },
     "WebFunction": TABLE_IDS,
     "ProxyFunction": {
@@ -171,7 +173,7 @@ def test_user_data_tables_have_pitr_and_expiring_tables_have_ttl_on_the_adapters
             # Kept on delete and replacement, but not when the first create fails (no orphans).
             assert RESOURCES[logical]["DeletionPolicy"] == "RetainExceptOnCreate"
             assert RESOURCES[logical]["UpdateReplacePolicy"] == "Retain"
-    for logical in ("PendingTable", "AuditTable", "OAuthTable"):
+    for logical in ("PendingTable", "AuditTable", "OAuthTable", "ApprovalsTable"):
         spec = RESOURCES[logical]["Properties"]["TimeToLiveSpecification"]
         assert spec == {"AttributeName": "ttl", "Enabled": True}
 

@@ -115,6 +115,23 @@ def test_read_together_answers_what_each_get_answers(stores: Stores) -> None:
     assert after.api_key == replace(key, revoked=True) and after.user == ada
 
 
+def test_api_key_grant_is_stored_with_the_key_and_changed_by_its_user_only(stores: Stores) -> None:
+    grant = '{"access":"read-only","deniedTools":[],"integrations":["github"]}'
+    key = ApiKeyRecord("GGGGGGGGGGG1", "usr_a", "h1", NOW, False, "ro", grant)
+    plain = ApiKeyRecord("GGGGGGGGGGG2", "usr_a", "h2", NOW + 1)
+    stores.api_keys.add(key)
+    stores.api_keys.add(plain)
+    assert stores.api_keys.get("GGGGGGGGGGG1") == key
+    assert stores.api_keys.get("GGGGGGGGGGG2").grant == ""  # type: ignore[union-attr]  # full access
+    assert stores.api_keys.set_grant("usr_b", "GGGGGGGGGGG1", "{}") is False  # another user's key
+    assert stores.api_keys.set_grant("usr_a", "missing", "{}") is False
+    assert stores.api_keys.get("GGGGGGGGGGG1") == key
+    changed = '{"access":"approve","deniedTools":[],"integrations":"all"}'
+    assert stores.api_keys.set_grant("usr_a", "GGGGGGGGGGG1", changed) is True
+    assert stores.api_keys.get("GGGGGGGGGGG1") == replace(key, grant=changed)
+    assert stores.api_keys.list_for("usr_a") == [replace(key, grant=changed), plain]
+
+
 # -- connections -------------------------------------------------------------------------------------
 
 
@@ -660,6 +677,22 @@ def test_refresh_token_family_revocation_and_listing(stores: Stores) -> None:
     assert tokens.delete_for("usr_a", "cl_nope") == 0
 
 
+def test_refresh_token_grants_change_for_one_user_and_client(stores: Stores) -> None:
+    tokens = stores.oauth_refresh
+    assert tokens is not None
+    grant = '{"access":"read-only","deniedTools":[],"integrations":"all"}'
+    tokens.put(replace(_token("g1"), grant=grant))
+    tokens.put(_token("g2", at=NOW + 1))
+    tokens.put(_token("g3", client="cl_2"))
+    tokens.put(_token("g4", user="usr_b"))
+    assert tokens.get("g1") == replace(_token("g1"), grant=grant)
+    assert tokens.set_grant("usr_a", "cl_1", "changed") == 2
+    assert tokens.get("g1").grant == tokens.get("g2").grant == "changed"  # type: ignore[union-attr]
+    assert tokens.get("g1").rotated is False  # type: ignore[union-attr]
+    assert tokens.get("g3").grant == tokens.get("g4").grant == ""  # type: ignore[union-attr]
+    assert tokens.set_grant("usr_a", "cl_none", "x") == 0
+
+
 def test_dynamodb_ttl_attributes_leave_time_to_report_expiry(stores: Stores) -> None:
     """DynamoDB only: TTL (whole epoch seconds) never deletes a record before it expires, and keeps an
     expired pending connect a day so a late wait still hears EXPIRED; audit keeps its retention."""
@@ -772,3 +805,84 @@ def test_session_revocations_are_remembered_per_session(stores: Stores) -> None:
     assert not revocations.is_revoked("b" * 64)
     revocations.revoke("a" * 64, 1_900_000_000)  # twice is the same as once
     assert revocations.is_revoked("a" * 64)
+
+
+# -- approvals ---------------------------------------------------------------------------------------
+
+
+def _approval(approval_id: str = "apr_1", user: str = "usr_a", at: float = NOW, **kw: Any) -> Any:
+    from workbench.stores import Approval
+
+    base = Approval(
+        id=approval_id,
+        user_id=user,
+        salt="s" * 32,
+        digest="d" * 64,
+        tool="create_jot",
+        integration="jots",
+        annotations='{"title":"Jots: Create jot","readOnlyHint":false}',
+        arguments='{"title":"hi","body":"{{vault:NOTE}}"}',
+        client="API key wb_AAAAAAAAAAAA_… (laptop)",
+        created_at=at,
+        expires_at=at + 600,
+    )
+    return replace(base, **kw)
+
+
+def _approvals(stores: Stores) -> Any:
+    assert stores.approvals is not None, "every adapter stores approvals"
+    return stores.approvals
+
+
+def test_approvals_put_get_list_only_the_users_own(stores: Stores) -> None:
+    approvals = _approvals(stores)
+    approvals.put(_approval("apr_1"))
+    approvals.put(_approval("apr_2", at=NOW + 5))
+    approvals.put(_approval("apr_3", user="usr_b"))
+    approvals.put(_approval("apr_old", at=NOW - 1000))  # expired at NOW - 400
+    assert approvals.get("usr_a", "apr_1", now=NOW) == _approval("apr_1")
+    assert approvals.get("usr_b", "apr_1", now=NOW) is None  # another user's id: unknown
+    assert approvals.get("usr_a", "nope", now=NOW) is None
+    assert [a.id for a in approvals.list_for("usr_a", now=NOW + 10)] == ["apr_2", "apr_1"]
+    assert [a.id for a in approvals.list_for("usr_b", now=NOW)] == ["apr_3"]
+    # Expired: still readable (a late wait hears EXPIRED), never listed.
+    assert approvals.get("usr_a", "apr_old", now=NOW).status == "EXPIRED"
+    assert approvals.get("usr_a", "apr_1", now=NOW + 600).status == "EXPIRED"
+
+
+def test_approval_is_decided_once_by_its_user_and_used_once(stores: Stores) -> None:
+    approvals = _approvals(stores)
+    approvals.put(_approval("apr_1"))
+    assert approvals.use("usr_a", "apr_1", now=NOW) is False  # not approved yet
+    assert approvals.decide("usr_b", "apr_1", "APPROVED", "eve@example.com", now=NOW) is None
+    decided = approvals.decide("usr_a", "apr_1", "APPROVED", "ada@example.com", now=NOW + 1)
+    assert decided == _approval("apr_1", status="APPROVED", decided_at=NOW + 1, decided_by="ada@example.com")
+    assert approvals.decide("usr_a", "apr_1", "DENIED", "ada@example.com", now=NOW + 2) is None
+    assert approvals.get("usr_a", "apr_1", now=NOW + 2) == decided
+    assert approvals.use("usr_b", "apr_1", now=NOW + 3) is False
+    assert approvals.use("usr_a", "apr_1", now=NOW + 3) is True
+    assert approvals.use("usr_a", "apr_1", now=NOW + 4) is False  # single use
+    used = approvals.get("usr_a", "apr_1", now=NOW + 4)
+    assert used.status == "USED" and used.used_at == NOW + 3 and used.decided_by == "ada@example.com"
+
+
+def test_approval_cannot_be_decided_or_used_after_it_expired(stores: Stores) -> None:
+    approvals = _approvals(stores)
+    approvals.put(_approval("apr_1"))
+    approvals.put(_approval("apr_2"))
+    assert approvals.decide("usr_a", "apr_1", "APPROVED", "ada@example.com", now=NOW + 600) is None
+    assert approvals.decide("usr_a", "apr_2", "APPROVED", "ada@example.com", now=NOW + 10) is not None
+    assert approvals.use("usr_a", "apr_2", now=NOW + 600) is False
+    denied = approvals.decide("usr_a", "apr_1", "DENIED", "ada@example.com", now=NOW + 1)
+    assert denied is not None and denied.status == "DENIED"
+    assert approvals.use("usr_a", "apr_1", now=NOW + 2) is False
+
+
+def test_concurrent_use_of_an_approval_has_one_winner(stores: Stores) -> None:
+    approvals = _approvals(stores)
+    approvals.put(_approval("apr_race"))
+    approvals.decide("usr_a", "apr_race", "APPROVED", "ada@example.com", now=NOW)
+    assert _race(6, lambda _: approvals.use("usr_a", "apr_race", now=NOW + 1)).count(True) == 1
+    approvals.put(_approval("apr_decide"))
+    got = _race(6, lambda i: approvals.decide("usr_a", "apr_decide", "APPROVED", f"{i}@x", now=NOW))
+    assert sum(g is not None for g in got) == 1

@@ -171,7 +171,11 @@ async def test_the_portal_session_reaches_mcp_from_the_same_origin(gw: Gateway) 
     headers, cookies = session_headers(gw, ada.id)
     r = await post(gw, rpc("tools/call", {"name": "whoami", "arguments": {}}), headers, cookies)
     assert r.status_code == 200
-    assert json.loads(r.json()["result"]["content"][0]["text"]) == {"id": ada.id, "email": "ada@example.com"}
+    assert json.loads(r.json()["result"]["content"][0]["text"]) == {
+        "id": ada.id,
+        "email": "ada@example.com",
+        "grant": {"access": "full", "integrations": "all", "deniedTools": []},  # a portal session: full
+    }
     # what ran through the session is audited as the session's user, via "session"
     await post(
         gw,

@@ -12,6 +12,8 @@ from workbench.identity.tokens import FileSigningKeys, TokenService
 
 from tests.oauth.conftest import AS, BASE, MCP, REDIRECT, consent_fields, pkce, redirect_query
 
+FULL_GRANT = {"access": "full", "integrations": "all", "deniedTools": []}
+
 
 def authorize_params(client_id: str, challenge: str, **extra: str) -> dict[str, str]:
     return {
@@ -116,7 +118,11 @@ def test_full_flow_issues_a_short_lived_audience_bound_jwt_that_works_on_mcp(aut
     assert claims["sub"] == auth.user.id and claims["client_id"] == client["client_id"]
     assert claims["exp"] - claims["iat"] == 900
     assert jwt.get_unverified_header(body["access_token"])["alg"] == "ES256"
-    assert whoami(auth, body["access_token"]) == {"id": auth.user.id, "email": "ada@example.com"}
+    assert whoami(auth, body["access_token"]) == {
+        "id": auth.user.id,
+        "email": "ada@example.com",
+        "grant": FULL_GRANT,
+    }
     # The refresh token is stored only as a hash.
     stored = auth.gw.stores.oauth_refresh.list_for(auth.user.id)  # type: ignore[union-attr]
     assert len(stored) == 1 and body["refresh_token"] not in repr(stored)

@@ -154,6 +154,7 @@ def test_oauth_flow_across_cold_lambda_instances(lambda_env: Settings) -> None:
     assert json.loads(response_json(call)["result"]["content"][0]["text"]) == {
         "id": user.id,
         "email": "ada@example.com",
+        "grant": {"access": "full", "integrations": "all", "deniedTools": []},  # consented as offered
     }
 
     refresh = {

@@ -95,6 +95,29 @@ def test_keys_create_list_revoke(data_dir: Path, capsys: pytest.CaptureFixture[s
     assert gw.stores.users.by_email("nobody@example.com") is None  # listing creates nobody
 
 
+def test_keys_create_with_a_grant(data_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["keys", "create", "ada@example.com", "--read-only", "--integrations", "github, jots"]) == 0
+    out = capsys.readouterr()
+    key = out.out.strip()  # stdout is the key alone
+    assert "grant: read-only; integrations: github, jots" in out.err
+    gw = build_gateway(Settings.from_env())
+    grant = gw.auth.api_keys.resolve(key).grant
+    assert (grant.access, grant.integrations, grant.denied_tools) == ("read-only", ("github", "jots"), ())
+    assert main(["keys", "create", "ada@example.com", "--approve-writes", "--deny-tools", "delete_jot"]) == 0
+    grant = gw.auth.api_keys.resolve(capsys.readouterr().out.strip()).grant
+    assert (grant.access, grant.integrations, grant.denied_tools) == ("approve", None, ("delete_jot",))
+    assert main(["keys", "list", "ada@example.com"]) == 0
+    listing = capsys.readouterr().out
+    assert "read-only; integrations: github, jots" in listing and "approve; all integrations" in listing
+    # An unknown integration and two access levels at once are refused; nothing is minted.
+    before = len(gw.stores.api_keys.list_for(gw.stores.users.by_email("ada@example.com").id))  # type: ignore[union-attr]
+    assert main(["keys", "create", "ada@example.com", "--integrations", "githubb"]) == 1
+    assert "Unknown integration(s): githubb" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["keys", "create", "ada@example.com", "--read-only", "--approve-writes"])
+    assert len(gw.stores.api_keys.list_for(gw.stores.users.by_email("ada@example.com").id)) == before  # type: ignore[union-attr]
+
+
 def test_a_busy_port_fails_before_anything_is_minted(data_dir: Path) -> None:
     port = free_port()
     with socket.socket() as busy:

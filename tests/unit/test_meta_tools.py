@@ -57,7 +57,11 @@ async def call(gw: Gateway, me: Principal, name: str, **args: object) -> dict:
 
 
 async def test_whoami_is_identity_only(gw: Gateway, me: Principal) -> None:
-    assert await call(gw, me, "whoami") == {"id": me.user.id, "email": "ada@example.com"}
+    assert await call(gw, me, "whoami") == {
+        "id": me.user.id,
+        "email": "ada@example.com",
+        "grant": {"access": "full", "integrations": "all", "deniedTools": []},
+    }
 
 
 async def test_whoami_for_a_vanished_user(gw: Gateway) -> None:

@@ -12,14 +12,15 @@ import functools
 import json
 import re
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from secrets import token_hex
 from types import SimpleNamespace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import urlsplit
 
+from workbench.annotations import is_read_only
 from workbench.connections.credentials import Credentials, token_of
 from workbench.engine.blocking import BlockingPool, GroupWrite
 from workbench.engine.registry import Registry
@@ -47,6 +48,9 @@ __all__ = [
 ]
 
 TOOL_NOT_FOUND = "Tool not found"
+# Marks an outcome the caller's grant decided ("refused" / "approval"); recorded in the audit row as
+# `grant`, never sent to the caller.
+GRANT_MARK = "__grant__"
 # Arguments nested deeper than this are refused before validation (pydantic, the handler and every
 # later walk recurse); results deeper than this become an error, so no walk over them can overflow.
 MAX_ARGS_DEPTH = 32
@@ -66,6 +70,9 @@ class ToolCall:
     # Whether this call's own arguments held a {{vault:}} ref (compose passes every earlier step's
     # secrets in `secrets` too, for scrubbing).
     uses_vault: bool = False
+    # The arguments as the agent wrote them, {{step:}} refs resolved and {{vault:}} refs not: what an
+    # approval binds to and shows (None: `args`, which hold no secret).
+    written: Any = None
 
 
 def validation_message(exc: ValidationError) -> str:
@@ -230,6 +237,19 @@ class BatchScope:
 ExtraToolLookup = Callable[[Principal, str], Awaitable[tuple[Tool, Manifest] | None]]
 
 
+class ApprovalGate(Protocol):
+    async def gate(
+        self,
+        principal: Principal,
+        tool: Tool,
+        manifest: Manifest,
+        annotations: Mapping[str, Any],
+        call: ToolCall,
+    ) -> dict[str, Any] | None:
+        """None when this exact call was approved (the approval is used up); else the item's answer."""
+        ...
+
+
 class Engine:
     def __init__(
         self,
@@ -255,6 +275,8 @@ class Engine:
         self.clock = clock
         self.builtin_services = builtin_services
         self.extra_lookups: list[ExtraToolLookup] = []  # custom apps / external servers
+        # Holds writes of `approve` grants until their user approves them (set by the composition root).
+        self.approvals: ApprovalGate | None = None
         self._transport = transport
         self._transport_factory = transport_factory
         self._shared_transport: httpx.AsyncBaseTransport | None = None
@@ -356,6 +378,7 @@ class Engine:
         try:
             outcome, integration, audit_error, ran = await self._within_deadline(scope, call, signal, emit)
             outcome = dict(scrub(outcome, call.secrets))
+            held_by = outcome.pop(GRANT_MARK, None)
         except Exception as exc:  # the engine never throws
             outage = as_unavailable(exc)  # a store or KMS outage says "try again", in plain words
             outcome, integration, audit_error, ran = (
@@ -364,6 +387,7 @@ class Engine:
                 None,
                 False,
             )
+            held_by = None
         duration = time.perf_counter() - started
         success = "error" not in outcome
         error = audit_error if audit_error is not None else outcome.get("error")
@@ -387,6 +411,8 @@ class Engine:
             event["client_id"] = principal.client_id
         if integration is not None:
             event["integration"] = integration
+        if held_by is not None:  # the caller's grant refused the call, or holds it for approval
+            event["grant"] = held_by
         scope.events.append(event)  # written with the batch's other rows (see `batch`)
         if ran:
             labels = {"integration": integration or "", "tool": call.tool, "success": str(success).lower()}
@@ -461,6 +487,30 @@ class Engine:
                 return hit
         return None
 
+    async def _grant_gate(
+        self, principal: Principal, tool: Tool, manifest: Manifest, call: ToolCall
+    ) -> dict[str, Any] | None:
+        """What the principal's grant answers instead of running the call (None: run it): a refusal
+        sentence naming the grant, or, for an approve grant and a call that writes, the approval's
+        answer until the user approved these exact arguments (workbench.engine.approvals)."""
+        grant = principal.grant
+        annotations = tool.annotations if tool.annotations is not None else manifest.annotations(tool.name)
+        read_only = is_read_only(annotations)
+        why = grant.refusal(
+            tool.name, manifest.name, read_only, principal.grant_holder, principal.grant_change
+        )
+        if why is not None:
+            return {"error": why, GRANT_MARK: "refused"}
+        if not grant.writes_need_approval or read_only:
+            return None
+        if self.approvals is None:
+            return {
+                "error": f"{tool.name} needs its user's approval, and approvals are not available here.",
+                GRANT_MARK: "refused",
+            }
+        held = await self.approvals.gate(principal, tool, manifest, annotations, call)
+        return None if held is None else {**held, GRANT_MARK: "approval"}
+
     async def _pipeline(
         self, scope: BatchScope, call: ToolCall, signal: CancelSignal | None, emit: EmitFn | None
     ) -> tuple[dict[str, Any], str | None, str | None, bool]:
@@ -471,6 +521,10 @@ class Engine:
         if hit is None:
             return {"error": TOOL_NOT_FOUND}, None, None, False
         tool, manifest = hit
+        if not scope.principal.grant.is_full:
+            held = await self._grant_gate(scope.principal, tool, manifest, call)
+            if held is not None:
+                return held, manifest.name, None, False
 
         conn = None
         if manifest.auth.type != "none":
@@ -602,6 +656,29 @@ _SECRET_NAME = re.compile(
     r"pass(word|phrase)?|secret|token|api[_-]?key|authorization|credential|cookie", re.I
 )
 AUDIT_ARGS_CHARS = 2000  # what one audit row keeps of a call's arguments
+
+
+# Built-in tools that take secrets literally in their arguments (vault_set's value, an app's auth
+# value): what they were given is masked wherever arguments are recorded or shown.
+LITERAL_SECRET_TOOLS = ("vault_", "apps_")
+_SECRET_KEY = re.compile(r"value|secret|token|password|auth|key|credential|header", re.I)
+_VAULT_REF = re.compile(r"^\{\{vault:[A-Za-z0-9_.-]+\}\}$")
+MASK = "••••••"
+
+
+def mask_literal_secrets(value: Any, *, under_secret: bool = False) -> Any:
+    """Arguments of a tool that takes secrets literally, every string under a secret-like key masked
+    (a {{vault:NAME}} reference stays: it names the secret, it is not one)."""
+    if isinstance(value, dict):
+        return {
+            k: mask_literal_secrets(v, under_secret=under_secret or bool(_SECRET_KEY.search(str(k))))
+            for k, v in value.items()
+        }
+    if isinstance(value, list):
+        return [mask_literal_secrets(v, under_secret=under_secret) for v in value]
+    if under_secret and isinstance(value, str) and not _VAULT_REF.match(value):
+        return MASK
+    return value
 
 
 def audit_arguments(args: Any, secrets: Sequence[str], secret_names: Collection[str] = ()) -> str:

@@ -160,7 +160,7 @@ async def _search_tools(gw: Gateway, principal: Principal, args: dict[str, Any])
 async def _get_tool_schema(gw: Gateway, principal: Principal, args: dict[str, Any]) -> Any:
     name = _require_str(args, "tool")
     hit = await gw.catalog.lookup(principal, name)
-    if hit is None:
+    if hit is None or not gw.catalog.offers(principal, hit[0], hit[1]):  # what the grant hides: not found
         return {"error": "Tool not found"}
     tool, manifest = hit
     annotations = tool.annotations or manifest.annotations(tool.name)
@@ -171,11 +171,13 @@ def _whoami(gw: Gateway, principal: Principal, args: dict[str, Any]) -> Any:
     user = gw.auth.user(principal.user.id)
     if user is None:
         return {"error": "User not found"}
-    return {"id": user.id, "email": user.email}
+    return {"id": user.id, "email": user.email, "grant": principal.grant.as_json()}
 
 
 def _list_integrations(gw: Gateway, principal: Principal, args: dict[str, Any]) -> Any:
-    return {"integrations": gw.catalog.integrations(principal.user.id)}
+    grant = principal.grant  # what the caller's grant excludes is not offered
+    listed = gw.catalog.integrations(principal.user.id)
+    return {"integrations": [i for i in listed if grant.allows_integration(str(i["name"]))]}
 
 
 async def _execute_tools(gw: Gateway, principal: Principal, args: dict[str, Any]) -> Any:
@@ -187,6 +189,11 @@ async def _execute_tools(gw: Gateway, principal: Principal, args: dict[str, Any]
 
 async def _connect(gw: Gateway, principal: Principal, args: dict[str, Any]) -> Any:
     integration = _require_str(args, "integration")
+    if not principal.grant.allows_integration(integration):
+        return {
+            "error": f"{principal.grant_holder} may not use {integration} (its grant); the user can add it "
+            f"on {principal.grant_change}"
+        }
     if gw.external is not None:  # an OAuth-protected custom app is set up on first connect
         problem = await gw.external.before_connect(principal.user.id, integration)
         if problem is not None:
@@ -197,6 +204,8 @@ async def _connect(gw: Gateway, principal: Principal, args: dict[str, Any]) -> A
 async def _wait_for_connection(gw: Gateway, principal: Principal, args: dict[str, Any]) -> Any:
     connection_id = _require_str(args, "connectionId")
     timeout = _opt_int(args, "timeoutSec", 600, 1, 3600) or 600
+    if connection_id.startswith("apr_") and gw.approvals is not None:  # an approval's decision
+        return await gw.approvals.wait(principal.user, connection_id, timeout)
     return await gw.connections.wait(principal.user, connection_id, timeout)
 
 
@@ -303,7 +312,24 @@ META_TOOLS: tuple[MetaTool, ...] = (
         hints=_READS,
         handler=_whoami,
         runs="pool",
-        output_schema={"type": "object", "properties": {"id": _STR, "email": _STR, "error": _STR}},
+        output_schema={
+            "type": "object",
+            "properties": {
+                "id": _STR,
+                "email": _STR,
+                "error": _STR,
+                "grant": {
+                    "type": "object",
+                    "properties": {
+                        "access": {"type": "string", "enum": ["full", "read-only", "approve"]},
+                        "integrations": {
+                            "anyOf": [{"type": "string", "enum": ["all"]}, {"type": "array", "items": _STR}]
+                        },
+                        "deniedTools": {"type": "array", "items": _STR},
+                    },
+                },
+            },
+        },
     ),
     MetaTool(
         name="list_integrations",
@@ -349,7 +375,9 @@ META_TOOLS: tuple[MetaTool, ...] = (
             "Block until a connection started by connect() completes. Returns status CONNECTED, TIMEOUT, or "
             "EXPIRED. One call blocks for at most about 20 seconds (the hosting platform's request limit); if "
             "timeoutSec (counted from when connect() minted the link) has not yet passed, it returns status "
-            "PENDING and you should call it again with the same connectionId."
+            "PENDING and you should call it again with the same connectionId. It also waits for a person's "
+            "decision on an approval: pass the approval id (apr_…) an execute_tools item gave you; it returns "
+            "APPROVED or DENIED."
         ),
         input_schema={
             "type": "object",
@@ -365,7 +393,10 @@ META_TOOLS: tuple[MetaTool, ...] = (
         output_schema={
             "type": "object",
             "properties": {
-                "status": {"type": "string", "enum": ["CONNECTED", "PENDING", "TIMEOUT", "EXPIRED"]},
+                "status": {
+                    "type": "string",
+                    "enum": ["CONNECTED", "PENDING", "TIMEOUT", "EXPIRED", "APPROVED", "DENIED"],
+                },
                 "message": _STR,
                 "error": _STR,
             },

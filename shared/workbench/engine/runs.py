@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from workbench.engine.compose import BadRef, Resolution, VaultMissing, project, resolve, template_refs
-from workbench.engine.executor import ToolCall
+from workbench.engine.executor import LITERAL_SECRET_TOOLS, ToolCall, scrub
 from workbench.errors import InvalidInput, as_unavailable
 
 if TYPE_CHECKING:
@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 __all__ = ["LITERAL_TOOL_PREFIX", "VaultReader", "parse_executions", "run_compose", "run_plain"]
 
 # vault_* take names literally; apps_* store {{vault:NAME}} references unresolved (resolved per call).
-LITERAL_TOOL_PREFIX = ("vault_", "apps_")
+LITERAL_TOOL_PREFIX = LITERAL_SECRET_TOOLS
 
 # A user's vault: name -> secret (None when unset).
 VaultReader = Callable[[str], "str | None"]
@@ -84,7 +84,24 @@ def _call_for(ex: dict[str, Any], steps: dict[str, Any] | None, vault: Any) -> T
         outage = as_unavailable(exc)
         error = str(outage) if outage else f"Internal error: {type(exc).__name__}"
         return ToolCall(ex["tool"], {}, ex["ref_id"], refused={"error": error})
-    return ToolCall(ex["tool"], res.value, ex["ref_id"], tuple(res.secrets), uses_vault=bool(res.secrets))
+    return ToolCall(
+        ex["tool"],
+        res.value,
+        ex["ref_id"],
+        tuple(res.secrets),
+        uses_vault=bool(res.secrets),
+        written=_written(ex, steps, res),
+    )
+
+
+def _written(ex: dict[str, Any], steps: dict[str, Any] | None, res: Resolution) -> Any:
+    """The args with step refs resolved and vault refs left as written (what an approval shows)."""
+    if not res.secrets:
+        return None  # nothing was substituted from the vault: the args themselves
+    try:
+        return project(ex["args"], steps or {})
+    except BadRef:
+        return scrub(res.value, res.secrets)
 
 
 async def _resolved(engine: Engine, ex: dict[str, Any], steps: dict[str, Any] | None, vault: Any) -> ToolCall:
@@ -114,7 +131,15 @@ async def run_compose(
             used_secrets.extend(call.secrets)
             outcome = await engine.run_one(
                 scope,
-                ToolCall(call.tool, call.args, ref_id, tuple(used_secrets), call.refused, call.uses_vault),
+                ToolCall(
+                    call.tool,
+                    call.args,
+                    ref_id,
+                    tuple(used_secrets),
+                    call.refused,
+                    call.uses_vault,
+                    written=call.written,
+                ),
             )
             if "error" in outcome:
                 return {"index": index, "ref_id": ref_id, **outcome}

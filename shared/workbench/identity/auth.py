@@ -24,7 +24,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from workbench.errors import AuthError
+from workbench.errors import AuthError, InvalidInput
+from workbench.identity.grants import FULL, Grant
 from workbench.stores import ApiKeyRecord, ApiKeyStore, Snapshot, User, UserStore
 
 __all__ = [
@@ -56,6 +57,32 @@ class Principal:
     # The credential itself, so what it mints can be revoked with it: the API key's id, or the
     # OAuth grant (refresh-token family) when the grant has one.
     credential_id: str | None = None
+    # What this credential may do with the user's power (workbench.identity.grants).
+    grant: Grant = FULL
+    # How the person knows the credential: the API key's label, the OAuth client's name.
+    credential_label: str = ""
+
+    @property
+    def grant_holder(self) -> str:
+        """The credential a grant refusal names."""
+        if self.via == "api_key":
+            return f"this API key (wb_{self.credential_id}_…)" if self.credential_id else "this API key"
+        if self.via == "oauth":
+            return f"this MCP client ({self.client_id})" if self.client_id else "this MCP client"
+        if self.via == "schedule":
+            return "this scheduled job"
+        return "this session"
+
+    @property
+    def grant_change(self) -> str:
+        """Where the user changes the grant a refusal names."""
+        if self.via == "api_key":
+            return "the portal's API keys page (/portal/api-keys)"
+        if self.via == "oauth":
+            return "the portal's MCP clients page (/portal/clients)"
+        if self.via == "schedule":
+            return "the job's schedule (the grant in its event)"
+        return "the portal"
 
 
 class AccessTokenVerifier:
@@ -78,11 +105,17 @@ class AccessTokenVerifier:
             raise AuthError("not an access token")
         email = claims.get("email")
         grant = claims.get("grant")
+        try:  # the client's grant, chosen on the consent page (signed with the token)
+            scoped = Grant.from_json(claims["wb_grant"]) if "wb_grant" in claims else FULL
+        except InvalidInput as exc:  # never read as full access
+            raise AuthError("not an access token") from exc
         return Principal(
             user=User(id=sub, email=email if isinstance(email, str) else "", created_at=0.0),
             via="oauth",
             client_id=client_id,
             credential_id=grant if isinstance(grant, str) else None,
+            grant=scoped,
+            credential_label=str(claims.get("client_name") or "")[:100],
         )
 
 
@@ -102,13 +135,14 @@ class ApiKeys:
         # Stores.read_together: the key and a user already known to hold it, in one round trip.
         self._read_together = read_together
 
-    def mint(self, user: User, label: str = "") -> str:
-        """Create a key for `user` and return it; only its hash is kept."""
+    def mint(self, user: User, label: str = "", grant: Grant = FULL) -> str:
+        """Create a key for `user` with `grant` and return it; only its hash is kept."""
         key_id = "".join(
             secrets.choice("ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz23456789") for _ in range(12)
         )
         secret = secrets.token_urlsafe(32)  # 256 bits
-        self.keys.add(ApiKeyRecord(key_id, user.id, _hash(secret), time.time(), False, label))
+        stored = "" if grant.is_full else grant.dumps()
+        self.keys.add(ApiKeyRecord(key_id, user.id, _hash(secret), time.time(), False, label, stored))
         return f"wb_{key_id}_{secret}"
 
     def resolve(self, token: str, *, holder: str | None = None) -> Principal:
@@ -131,7 +165,13 @@ class ApiKeys:
             user = self.users.get(rec.user_id)
         if user is None:
             raise AuthError("invalid API key")
-        return Principal(user=user, via="api_key", credential_id=rec.key_id)
+        try:
+            grant = Grant.loads(rec.grant)
+        except (InvalidInput, ValueError) as exc:  # an unreadable grant never widens to full access
+            raise AuthError("invalid API key") from exc
+        return Principal(
+            user=user, via="api_key", credential_id=rec.key_id, grant=grant, credential_label=rec.label
+        )
 
 
 def key_id_of(token: str) -> str | None:
@@ -241,4 +281,10 @@ class KeysThatForget:
         try:
             return self.inner.revoke(user_id, key_id)
         finally:  # after the write: a lookup that starts from here on reads the revoked record
+            self.cache.forget_key(key_id)
+
+    def set_grant(self, user_id: str, key_id: str, grant: str) -> bool:
+        try:
+            return self.inner.set_grant(user_id, key_id, grant)
+        finally:  # a narrowed grant takes effect at once on this instance
             self.cache.forget_key(key_id)

@@ -30,11 +30,14 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
+from workbench.errors import InvalidInput
 from workbench.guard.bodylimit import BodyRule, BodyTooLarge, json_413
 from workbench.guard.jsontext import JsonRejected, parse
+from workbench.identity.grants import FULL
 from workbench.oauth.errors import OAuthError, RedirectableError, TooManyRequests
 from workbench.stores import OAuthState, User
 from workbench.web.context import WebContext
+from workbench.web.grants import grant_fields, grant_from_form
 from workbench.web.html import csrf_field, e, html_page, notices, redirect
 
 if TYPE_CHECKING:
@@ -136,7 +139,7 @@ def _host_of(uri: str) -> str:
     return parts.netloc or f"{parts.scheme}:"
 
 
-def _consent_body(req: AuthorizationRequest, user: User, txn: str, blob: str, csrf: str) -> str:
+def _consent_body(req: AuthorizationRequest, user: User, txn: str, blob: str, csrf: str, grant: str) -> str:
     name = req.client_name or req.client_id
     redirect_host = _host_of(req.redirect_uri)
     loopback = urlsplit(req.redirect_uri).hostname in ("127.0.0.1", "localhost", "::1")
@@ -179,6 +182,9 @@ def _consent_body(req: AuthorizationRequest, user: User, txn: str, blob: str, cs
         + csrf_field(csrf)
         + f'<input type="hidden" name="txn" value="{e(txn)}">'
         + f'<input type="hidden" name="request" value="{e(blob)}">'
+        + "<h3>What this client may do</h3>"
+        + grant
+        + '<p class="help">You can change this later on the MCP clients page.</p>'
         + '<button type="submit" name="decision" value="approve">Allow</button> '
         + '<button class="secondary" type="submit" name="decision" value="deny">Deny</button>'
         + "</form></section>"
@@ -251,7 +257,8 @@ def _routes(gw: Gateway, server: Callable[[], OAuthServer], web: WebContext) -> 
             )
         )
         csrf = web.csrf(request)
-        body = _consent_body(req, user, txn, blob, csrf)
+        fields = await gw.store_io.run(grant_fields, gw, user.id, FULL, prefix="consent")
+        body = _consent_body(req, user, txn, blob, csrf, fields)
         return html_page(f"Authorize {req.client_name or 'an MCP client'}", body, email=user.email, csrf=csrf)
 
     async def decide(request: Request) -> Response:
@@ -274,7 +281,11 @@ def _routes(gw: Gateway, server: Callable[[], OAuthServer], web: WebContext) -> 
         ):
             return error_page("This authorization request does not match the one you were shown.", 400, user)
         if form.get("decision") == "approve":
-            return redirect(server().approve(req, user.id))
+            try:
+                grant = await gw.store_io.run(grant_from_form, gw, user.id, form)
+            except InvalidInput as exc:
+                return error_page(f"{exc} Start connecting again to choose.", 400, user)
+            return redirect(server().approve(req, user.id, grant))
         return redirect(server().deny(req))
 
     async def token(request: Request) -> Response:

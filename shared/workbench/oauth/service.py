@@ -15,6 +15,7 @@ import base64
 import hashlib
 import hmac
 import ipaddress
+import json
 import math
 import re
 import secrets
@@ -26,6 +27,7 @@ from urllib.parse import urlencode, urlsplit, urlunsplit
 
 from workbench.errors import AuthError
 from workbench.identity.auth import AccessTokenVerifier, Principal
+from workbench.identity.grants import FULL, Grant
 from workbench.oauth.clients import ClientResolver, hash_secret, register_client
 from workbench.oauth.errors import OAuthError, RedirectableError, TooManyRequests
 from workbench.observability import log_event
@@ -316,8 +318,9 @@ class OAuthServer:
         query = urlencode({**{k: v for k, v in params.items() if v is not None}, "iss": self.issuer})
         return redirect_uri + ("&" if urlsplit(redirect_uri).query else "?") + query
 
-    def approve(self, request: AuthorizationRequest, user_id: str) -> str:
-        """Issue a code for the consented request; the URL to send the browser to."""
+    def approve(self, request: AuthorizationRequest, user_id: str, grant: Grant = FULL) -> str:
+        """Issue a code for the consented request, with the grant the user chose for the client;
+        the URL to send the browser to."""
         code = secrets.token_urlsafe(32)
         now = self.clock()
         self.codes.put(
@@ -334,6 +337,7 @@ class OAuthServer:
                 offline=request.offline,
                 expires_at=now + CODE_SECONDS,
                 created_at=now,
+                grant="" if grant.is_full else grant.dumps(),
             )
         )
         return self.redirect_url(request.redirect_uri, {"code": code, "state": request.state})
@@ -436,6 +440,7 @@ class OAuthServer:
             scope=rec.scope,
             family_id=rec.family_id if rec.offline else None,
             granted_at=rec.created_at,
+            grant=rec.grant,
         )
 
     def _refresh(self, params: Mapping[str, str], client_id: str) -> dict[str, Any]:
@@ -478,6 +483,7 @@ class OAuthServer:
             scope=scope,
             family_id=rec.family_id,
             granted_at=rec.granted_at,
+            grant=rec.grant,
         )
 
     def _issue(
@@ -490,9 +496,14 @@ class OAuthServer:
         scope: str,
         family_id: str | None,
         granted_at: float,
+        grant: str = "",
     ) -> dict[str, Any]:
         ttl = self.settings.oauth_access_token_ttl
-        claims = {"sub": user.id, "email": user.email, "client_id": client_id, "scope": scope}
+        claims: dict[str, Any] = {"sub": user.id, "email": user.email, "client_id": client_id, "scope": scope}
+        if client_name and client_name != client_id:
+            claims["client_name"] = client_name[:100]
+        if grant:  # the client's grant travels in its access tokens (signed; no store read per call)
+            claims["wb_grant"] = json.loads(grant)
         if family_id is not None:
             claims["grant"] = family_id  # what the user revokes; curl_session tokens check it
         access = self.tokens.mint(claims, audience=resource, ttl_seconds=ttl)
@@ -518,6 +529,7 @@ class OAuthServer:
                     created_at=now,
                     granted_at=granted_at,
                     expires_at=now + self.settings.oauth_refresh_token_ttl,
+                    grant=grant,
                 )
             )
             body["refresh_token"] = value
@@ -556,6 +568,26 @@ class OAuthServer:
         """Gateway token verifier: a Principal for our access tokens, AuthError for a JWT that is
         not one (wrong audience, expired, unknown key), None for anything else. No store read."""
         return AccessTokenVerifier(lambda: self.tokens, self.issuer)(token)
+
+    def client_grant(self, user_id: str, client_id: str) -> Grant:
+        """The grant this user gave the client (its newest live refresh token's)."""
+        now = self.clock()
+        live = [
+            t
+            for t in self.refresh.list_for(user_id)
+            if t.client_id == client_id and not t.rotated and t.expires_at > now
+        ]
+        if not live:
+            return FULL
+        return Grant.loads(max(live, key=lambda t: t.created_at).grant)
+
+    def set_client_grant(self, user_id: str, client_id: str, grant: Grant) -> bool:
+        """Change the client's grant: its next access token (at the next refresh) carries it.
+        False when the user has no live grant for the client."""
+        changed = self.refresh.set_grant(user_id, client_id, "" if grant.is_full else grant.dumps())
+        if changed:
+            log_event("oauth_client_grant_changed", client_id=client_id, user=user_id, grant=grant.describe())
+        return changed > 0
 
     # -- the portal's MCP clients page ---------------------------------------------------------------
 

@@ -291,6 +291,16 @@ class CurlProxy:
         try:
             if integration not in granted:
                 raise _Denied(403, {"error": f"This curl session does not grant {integration}"})
+            methods = claims.get("methods")
+            if methods is not None and request.method not in methods:
+                raise _Denied(
+                    403,
+                    {
+                        "error": f"This curl session is {claims.get('grant') or 'read-only'}: it allows only "
+                        f"{', '.join(methods) if isinstance(methods, list) else 'reads'}, not {request.method}. "
+                        "The user can change the grant of the key or client that minted it."
+                    },
+                )
             response = await self._forward(request, integration, raw_rest, token, user.id, found)
             await self._audit(audit, started, response.status_code, None)
             return response

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from workbench.engine.runs import parse_executions
 from workbench.errors import InvalidInput, JobFailed, Unavailable
 from workbench.identity.auth import Principal
+from workbench.identity.grants import FULL, Grant
 from workbench.observability import log_event
 
 if TYPE_CHECKING:
@@ -111,8 +112,31 @@ async def run_rest(gw: Gateway, principal: Principal, integration: str, payload:
     refused = await _check_integration(gw, principal, integration, executions)
     if refused is not None:
         return refused
+    grant = principal.grant
+    if not grant.allows_integration(integration):
+        why = (
+            f"{principal.grant_holder} may not use {integration} (its grant); the user can add it on "
+            f"{principal.grant_change}"
+        )
+        await gw.runs.audit(
+            {
+                "action": "EXECUTE",
+                "user": principal.user.id,
+                "integration": integration,
+                "tool": ", ".join(dict.fromkeys(ex["tool"] for ex in executions)),
+                "success": False,
+                "error": why,
+                "ts": gw.clock(),
+                "via": principal.via,
+            }
+        )
+        return _bad(why, 403)
     outcome = await gw.runs.execute(principal, executions)
     results: list[dict[str, Any]] = outcome["results"]
+    if single and "error" in results[0] and not grant.is_full:
+        hit = await gw.catalog.lookup(principal, executions[0]["tool"])
+        if hit is not None and not gw.catalog.offers(principal, hit[0], hit[1]):
+            return RestReply(403, results[0])  # refused by the grant (audited by the engine)
     outages = [Unavailable.in_outcome(r) for r in results]
     if results and all(outages):  # nothing ran for want of the store or KMS: 503, try again
         return RestReply(503, {"error": "TEMPORARILY_UNAVAILABLE", "message": str(outages[0])})
@@ -141,8 +165,13 @@ async def run_scheduled_job(gw: Gateway, event: dict[str, Any]) -> dict[str, Any
     if user is None:
         log_event("scheduled_job_rejected", reason="unknown user", **summary)
         return {"error": f"Unknown user: {email}"}
-    principal = Principal(user=user, via="schedule")
-    payload = {k: v for k, v in event.items() if k not in ("source", "user", "integration")}
+    try:  # a job may carry a grant of its own; without one it acts with its user's full power
+        grant = Grant.from_json(event["grant"]) if "grant" in event else FULL
+    except InvalidInput as exc:
+        log_event("scheduled_job_rejected", reason=f"bad grant: {exc}", **summary)
+        return {"error": f"The job's grant is invalid: {exc}"}
+    principal = Principal(user=user, via="schedule", grant=grant)
+    payload = {k: v for k, v in event.items() if k not in ("source", "user", "integration", "grant")}
     reply = await run_rest(gw, principal, integration, payload)
     results = reply.body.get("results", [reply.body]) if reply.status == 200 else []
     failures = [r.get("error") for r in results if "error" in r]

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from workbench.errors import AuthError
 from workbench.identity.auth import AccessTokenVerifier, ApiKeys, AuthCache, Principal, looks_like_api_key
+from workbench.identity.grants import FULL, Grant
 
 if TYPE_CHECKING:
     from workbench.engine.blocking import BlockingPool
@@ -100,9 +101,14 @@ class AuthService:
 
     # -- API keys (blocking) ---------------------------------------------------------------------
 
-    def mint_key(self, user: User, label: str = "") -> str:
-        """A new API key for `user`, returned once; only its hash is kept."""
-        return self.api_keys.mint(user, label=label)
+    def mint_key(self, user: User, label: str = "", grant: Grant = FULL) -> str:
+        """A new API key for `user` with `grant`, returned once; only its hash is kept."""
+        return self.api_keys.mint(user, label=label, grant=grant)
+
+    def set_key_grant(self, user_id: str, key_id: str, grant: Grant) -> bool:
+        """Change the grant of `user_id`'s own key; this instance's cache forgets the key at once (its
+        next call reads the new grant). False for another user's or an unknown key."""
+        return self._keys.set_grant(user_id, key_id, "" if grant.is_full else grant.dumps())
 
     def keys_of(self, user_id: str) -> list[ApiKeyRecord]:
         return self._keys.list_for(user_id)

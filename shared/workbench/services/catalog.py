@@ -7,7 +7,7 @@ custom apps are ranked alongside it and are never shown to another user.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
@@ -18,11 +18,18 @@ if TYPE_CHECKING:
     from workbench.engine.search import SearchHit, SearchIndex
     from workbench.external import ExternalServers
     from workbench.identity.auth import Principal
+    from workbench.identity.grants import Grant
     from workbench.manifest import Manifest
     from workbench.services.connections import ConnectionService
     from workbench.tools import Tool
 
 __all__ = ["CatalogService"]
+
+
+def _grant_offers(grant: Grant, name: str, integration: str, annotations: Mapping[str, Any]) -> bool:
+    from workbench.annotations import is_read_only
+
+    return grant.refusal(name, integration, is_read_only(annotations), "", "") is None
 
 
 class CatalogService:
@@ -73,11 +80,14 @@ class CatalogService:
         from workbench.observability import log_event
         from workbench.tools import argument_text
 
+        grant = principal.grant
+        # A scoped grant: rank the whole catalog, then keep what the grant offers (never a hidden tool).
+        wide = limit if grant.is_full else 1000
         # Built (or loaded) on a pool thread the first time, never on the event loop.
         index: SearchIndex | None = self.__dict__.get("_index")
         if index is None:
             index = await self._connections.io.run(self.search_index)
-        hits = index.search(query, limit)
+        hits = index.search(query, wide)
         if semantic.needed(query, hits) and semantic.available():
             # Nothing matched: the multilingual component, on a pool thread (its model loads there
             # once; an English query with a confident match never gets here).
@@ -98,8 +108,19 @@ class CatalogService:
                     # That catalog is left out of search, said in the log; the rest still answers.
                     log_event("search_index_refused", user=principal.user.id, error=str(e))
                 else:
-                    hits = sorted([*hits, *own.search(query, limit)], key=lambda h: (not h.named, -h.score))
-                    hits = hits[:limit]
+                    hits = sorted([*hits, *own.search(query, wide)], key=lambda h: (not h.named, -h.score))
+        if not grant.is_full:
+            hits = [
+                h
+                for h in hits
+                if _grant_offers(
+                    grant,
+                    h.doc.name,
+                    h.doc.integration,
+                    self.annotations_of(h.doc.name, h.doc.integration, custom_hints),
+                )
+            ]
+        hits = hits[:limit]
         # Only the hit integrations: a cookie integration's check decrypts its stored cookies.
         status = await self._connections.io.run(
             self._connections.status, principal.user.id, {hit.doc.integration for hit in hits}
@@ -125,6 +146,56 @@ class CatalogService:
         if manifest is not None:
             return manifest.annotations(tool_name)
         return dict((custom or {}).get(tool_name) or {})
+
+    def offers(self, principal: Principal, tool: Tool, manifest: Manifest) -> bool:
+        """Whether discovery shows this tool to the caller (what its grant could never run is hidden;
+        an approve grant's writes are shown: they run once approved)."""
+        if principal.grant.is_full:
+            return True
+        annotations = tool.annotations if tool.annotations is not None else manifest.annotations(tool.name)
+        return _grant_offers(principal.grant, tool.name, manifest.name, annotations)
+
+    def choose_grant(
+        self,
+        user_id: str,
+        *,
+        access: str = "full",
+        integrations: Iterable[str] | str | None = None,
+        denied_tools: Iterable[str] | str | None = None,
+    ) -> Grant:
+        """A grant as a person chose it (CLI flags, the portal, the consent page): InvalidInput for an
+        access level or an integration name that does not exist for this user. Blocking (the user's
+        custom apps are read). `integrations` None means all."""
+        from workbench.errors import InvalidInput
+        from workbench.identity.grants import Grant, parse_names
+
+        names = None if integrations is None else parse_names(integrations)
+        if names is not None:
+            known = {m.name for m in self.registry.manifests()}
+            unknown = [n for n in names if n not in known]
+            external = self._external()
+            if unknown and external is not None:
+                known |= {str(i["name"]) for i in external.integrations(user_id)}
+                unknown = [n for n in names if n not in known]
+            if unknown:
+                raise InvalidInput(
+                    f"Unknown integration(s): {', '.join(unknown)} (names as list_integrations gives them)"
+                )
+        return Grant(access, names, parse_names(denied_tools))
+
+    def grantable(self, user_id: str) -> list[tuple[str, str]]:
+        """(name, display name) of every integration the user could grant: plugins, built-ins and
+        their custom apps (blocking)."""
+        out = [(m.name, m.display_name) for m in self.registry.manifests()]
+        external = self._external()
+        if external is not None:
+            seen = {n for n, _ in out}
+            out += [
+                (str(i["name"]), str(i["name"]))
+                for i in external.integrations(user_id)
+                if i["name"] not in seen
+            ]
+        return out
 
     async def lookup(self, principal: Principal, name: str) -> tuple[Tool, Manifest] | None:
         """The tool this caller can run under `name` (shared catalog, then their custom apps)."""

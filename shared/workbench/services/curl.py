@@ -66,6 +66,11 @@ class CurlSessions:
                 failures.append(f"Unknown integration: {name}")
             elif not manifest.curl_proxy or not manifest.base_url:
                 failures.append(f"{name} does not have curl proxy enabled")
+            elif not principal.grant.allows_integration(name):
+                failures.append(
+                    f"{principal.grant_holder} may not use {name} (its grant); the user can add it on "
+                    f"{principal.grant_change}"
+                )
         event: dict[str, Any] = {
             "action": "CURL_SESSION",
             "user": principal.user.id,
@@ -80,8 +85,18 @@ class CurlSessions:
             return {"error": error}
         audience = self.audience
         tokens = self._tokens()
+        claims: dict[str, Any] = {
+            "sub": principal.user.id,
+            "typ": TOKEN_TYPE,
+            "integrations": names,
+            "bind": _binding(principal),
+        }
+        methods = principal.grant.proxy_methods
+        if methods is not None:  # the grant travels with the token: read-only and approve send reads only
+            claims["methods"] = sorted(methods)
+            claims["grant"] = principal.grant.access
         token = tokens.mint(
-            {"sub": principal.user.id, "typ": TOKEN_TYPE, "integrations": names, "bind": _binding(principal)},
+            claims,
             audience=audience,
             ttl_seconds=expires_in,
         )

@@ -20,6 +20,8 @@ __all__ = [
     "ActivityQuery",
     "ApiKeyRecord",
     "ApiKeyStore",
+    "Approval",
+    "ApprovalStore",
     "AuditStore",
     "AuthorizationCode",
     "AuthorizationCodeStore",
@@ -63,6 +65,8 @@ class ApiKeyRecord:
     created_at: float
     revoked: bool = False
     label: str = ""
+    # The key's grant (workbench.identity.grants) as its JSON text; "" is full access.
+    grant: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,6 +96,33 @@ class PendingConnect:
     expires_at: float
     status: str = "PENDING"  # PENDING | CONNECTED; reads report "EXPIRED" once expires_at has passed
     created_at: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class Approval:
+    """A call of an `approve` grant waiting for (or given) its user's decision. Single use, short-lived:
+    reads report status "EXPIRED" once `expires_at` has passed, whatever was decided.
+
+    It binds to one credential, one tool and one set of arguments: `digest` is the SHA-256 of `salt`
+    and those (the arguments as the agent wrote them: vault references unresolved), so only the exact
+    call runs. `arguments` is what the portal shows (JSON, vault references unresolved, literal
+    secrets masked)."""
+
+    id: str
+    user_id: str
+    salt: str
+    digest: str
+    tool: str
+    integration: str
+    annotations: str  # JSON: the tool's title and hints when the call was made
+    arguments: str  # JSON, as shown
+    client: str  # the requesting credential, as the person knows it ("API key wb_…_… (laptop)")
+    created_at: float
+    expires_at: float
+    status: str = "PENDING"  # PENDING | APPROVED | DENIED | USED; reads add EXPIRED
+    decided_at: float | None = None
+    decided_by: str = ""  # the email of who approved or denied
+    used_at: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -182,6 +213,8 @@ class AuthorizationCode:
     expires_at: float
     created_at: float
     used: bool = False
+    # The grant the user chose on the consent page (JSON text; "" is full access).
+    grant: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -200,6 +233,8 @@ class RefreshToken:
     granted_at: float  # when the user consented (start of the family)
     expires_at: float
     rotated: bool = False
+    # The client's grant for this user (JSON text; "" is full access), copied into access tokens.
+    grant: str = ""
 
 
 class UserStore(Protocol):
@@ -213,6 +248,10 @@ class ApiKeyStore(Protocol):
     def get(self, key_id: str) -> ApiKeyRecord | None: ...
     def list_for(self, user_id: str) -> list[ApiKeyRecord]: ...
     def revoke(self, user_id: str, key_id: str) -> bool: ...
+    def set_grant(self, user_id: str, key_id: str, grant: str) -> bool:
+        """Replace the grant of this user's key; False (nothing written) for another user's or an
+        unknown key."""
+        ...
 
 
 class ConnectionStore(Protocol):
@@ -423,6 +462,29 @@ class RefreshTokenStore(Protocol):
         ...
 
     def delete_for(self, user_id: str, client_id: str) -> int: ...
+    def set_grant(self, user_id: str, client_id: str, grant: str) -> int:
+        """Replace the grant on every token of this user for this client; how many changed."""
+        ...
+
+
+class ApprovalStore(Protocol):
+    """Approvals by (user, id). Every read takes `now`: an approval past `expires_at` reads as
+    status "EXPIRED" (DynamoDB deletes it lazily, by TTL) and can no longer be decided or used."""
+
+    def put(self, approval: Approval) -> None: ...
+    def get(self, user_id: str, approval_id: str, *, now: float) -> Approval | None: ...
+    def list_for(self, user_id: str, *, now: float) -> list[Approval]:
+        """This user's unexpired approvals, newest first."""
+        ...
+
+    def decide(self, user_id: str, approval_id: str, status: str, by: str, *, now: float) -> Approval | None:
+        """PENDING -> `status` (APPROVED or DENIED), atomically; the decided record, or None when it
+        is not this user's, not pending any more, or expired (two decisions: one wins)."""
+        ...
+
+    def use(self, user_id: str, approval_id: str, *, now: float) -> bool:
+        """APPROVED -> USED, atomically: True exactly once per approval, never after it expired."""
+        ...
 
 
 class Snapshot:
@@ -516,6 +578,9 @@ class Stores:
         calling, whether their credential still stands, their connection) costs one wait, not three."""
         reads = self.batch_reads or _OneByOne(self)  # set in __post_init__; for the type checker
         return reads.read(user_id=user_id, key_id=key_id, connection=connection)
+
+    # Calls of `approve` grants waiting for their user (workbench.engine.approvals).
+    approvals: ApprovalStore | None = None
 
     def __post_init__(self) -> None:
         if self.batch_reads is None:  # SQLite and memory: local reads, one after the other

@@ -27,6 +27,7 @@ import re
 import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import replace
 from typing import Any, ClassVar
 
 from workbench.aws.clients import LazyClient, client_error_code
@@ -36,6 +37,7 @@ from workbench.stores import (
     ActivityPage,
     ActivityQuery,
     ApiKeyRecord,
+    Approval,
     AuthorizationCode,
     Connection,
     ExternalServer,
@@ -63,6 +65,7 @@ TABLES: dict[str, str] = {
     "signing_keys": "SigningKeysTable",
     "external_servers": "ExternalServersTable",
     "oauth": "OAuthTable",
+    "approvals": "ApprovalsTable",
 }
 
 Item = dict[str, dict[str, Any]]
@@ -235,6 +238,7 @@ class DynamoApiKeys:
             _get_n(item, "created_at"),
             bool(item.get("revoked", {}).get("BOOL", False)),
             _get_s(item, "label", ""),
+            _get_s(item, "grant", ""),
         )
 
     def add(self, record: ApiKeyRecord) -> None:
@@ -245,6 +249,7 @@ class DynamoApiKeys:
             "created_at": _n(record.created_at),
             "revoked": _bool(record.revoked),
             "label": _s(record.label),
+            "grant": _s(record.grant),
         }
         if self.get(record.key_id) is not None:
             raise ConflictError("API key id already exists")
@@ -295,6 +300,30 @@ class DynamoApiKeys:
             UpdateExpression="SET revoked = :t",
             ConditionExpression="attribute_exists(pk)",
             ExpressionAttributeValues={":t": _bool(True)},
+        )
+        return True
+
+    def set_grant(self, user_id: str, key_id: str, grant: str) -> bool:
+        # The key item (what authentication reads) first, then the user's listed copy.
+        done = self.t.conditional(
+            "update_item",
+            TableName=self.table,
+            Key={"pk": _s(f"key#{key_id}"), "sk": _s("-")},
+            UpdateExpression="SET #g = :g",
+            ConditionExpression="attribute_exists(pk) AND user_id = :u",
+            ExpressionAttributeNames={"#g": "grant"},
+            ExpressionAttributeValues={":g": _s(grant), ":u": _s(user_id)},
+        )
+        if done is None:
+            return False
+        self.t.conditional(
+            "update_item",
+            TableName=self.table,
+            Key={"pk": _s(f"user#{user_id}"), "sk": _s(key_id)},
+            UpdateExpression="SET #g = :g",
+            ConditionExpression="attribute_exists(pk)",
+            ExpressionAttributeNames={"#g": "grant"},
+            ExpressionAttributeValues={":g": _s(grant)},
         )
         return True
 
@@ -1108,6 +1137,116 @@ class DynamoRefreshTokens:
             self.o.delete(f"tokens#{user_id}", token_hash)
         return deleted
 
+    def set_grant(self, user_id: str, client_id: str, grant: str) -> int:
+        changed = 0
+        for link in self.o.links(f"tokens#{user_id}"):
+            if _get_s(link, "client_id") != client_id:
+                continue
+            token_hash = _get_s(link, "sk")
+            item = self.o.get(f"token#{token_hash}")
+            if item is None:
+                continue
+            body = json.loads(_get_s(item, "body"))
+            body["grant"] = grant
+            # Only the body changes: the token's rotated flag is set by its own conditional update.
+            done = self.o.t.conditional(
+                "update_item",
+                TableName=self.o.table,
+                Key={"pk": _s(f"token#{token_hash}"), **_ONE},
+                UpdateExpression="SET body = :b",
+                ConditionExpression="attribute_exists(pk)",
+                ExpressionAttributeValues={":b": _s(json.dumps(body, separators=(",", ":")))},
+            )
+            changed += done is not None
+        return changed
+
+
+class DynamoApprovals:
+    """One item per approval at (user_id, id). `status`, `decided_*` and `used_at` are attributes of
+    their own (conditional updates move them); the rest is a JSON body. TTL deletes an item a day
+    after it expired, so a late wait still reads EXPIRED."""
+
+    _OWN = ("status", "decided_at", "decided_by", "used_at")
+
+    def __init__(self, t: DynamoTables) -> None:
+        self.t = t
+        self.table = t.name("approvals")
+
+    def _approval(self, item: Item, now: float) -> Approval:
+        body = json.loads(_get_s(item, "body"))
+        rec = Approval(
+            **body,
+            status=_get_s(item, "status"),
+            decided_at=_get_opt_n(item, "decided_at"),
+            decided_by=_get_s(item, "decided_by", ""),
+            used_at=_get_opt_n(item, "used_at"),
+        )
+        return replace(rec, status="EXPIRED") if rec.expires_at <= now else rec
+
+    def put(self, approval: Approval) -> None:
+        body = {k: getattr(approval, k) for k in approval.__dataclass_fields__ if k not in self._OWN}
+        item: Item = {
+            "user_id": _s(approval.user_id),
+            "id": _s(approval.id),
+            "status": _s(approval.status),
+            "expires_at": _n(approval.expires_at),
+            "body": _s(json.dumps(body)),
+            "ttl": _ttl(approval.expires_at + 86_400),
+        }
+        if approval.decided_at is not None:
+            item["decided_at"] = _n(approval.decided_at)
+            item["decided_by"] = _s(approval.decided_by)
+        if approval.used_at is not None:
+            item["used_at"] = _n(approval.used_at)
+        self.t.client.put_item(TableName=self.table, Item=item)
+
+    def get(self, user_id: str, approval_id: str, *, now: float) -> Approval | None:
+        got = self.t.client.get_item(
+            TableName=self.table, Key={"user_id": _s(user_id), "id": _s(approval_id)}, ConsistentRead=True
+        )
+        item = got.get("Item")
+        return self._approval(item, now) if item else None
+
+    def list_for(self, user_id: str, *, now: float) -> list[Approval]:
+        items = self.t.query(
+            TableName=self.table,
+            KeyConditionExpression="user_id = :u",
+            FilterExpression="expires_at > :now",
+            ExpressionAttributeValues={":u": _s(user_id), ":now": _n(now)},
+            ConsistentRead=True,
+        )
+        return sorted((self._approval(i, now) for i in items), key=lambda a: (-a.created_at, a.id))
+
+    def decide(self, user_id: str, approval_id: str, status: str, by: str, *, now: float) -> Approval | None:
+        done = self.t.conditional(
+            "update_item",
+            TableName=self.table,
+            Key={"user_id": _s(user_id), "id": _s(approval_id)},
+            UpdateExpression="SET #s = :s, decided_at = :now, decided_by = :by",
+            ConditionExpression="#s = :pending AND expires_at > :now",
+            ExpressionAttributeNames={"#s": "status"},
+            ExpressionAttributeValues={
+                ":s": _s(status),
+                ":now": _n(now),
+                ":by": _s(by),
+                ":pending": _s("PENDING"),
+            },
+            ReturnValues="ALL_NEW",
+        )
+        return self._approval(done["Attributes"], now) if done is not None else None
+
+    def use(self, user_id: str, approval_id: str, *, now: float) -> bool:
+        done = self.t.conditional(
+            "update_item",
+            TableName=self.table,
+            Key={"user_id": _s(user_id), "id": _s(approval_id)},
+            UpdateExpression="SET #s = :used, used_at = :now",
+            ConditionExpression="#s = :approved AND expires_at > :now",
+            ExpressionAttributeNames={"#s": "status"},
+            ExpressionAttributeValues={":used": _s("USED"), ":approved": _s("APPROVED"), ":now": _n(now)},
+        )
+        return done is not None
+
 
 class DynamoBatchReads:
     """`Stores.read_together` as one BatchGetItem (strongly consistent on every table), with the
@@ -1225,6 +1364,7 @@ def dynamodb_stores(settings: Settings, *, client: Any | None = None) -> Stores:
         batch_reads=DynamoBatchReads(tables),
         session_revocations=DynamoSessionRevocations(tables),
         schema=DynamoSchema(tables),
+        approvals=DynamoApprovals(tables),
     )
 
 

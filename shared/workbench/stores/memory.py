@@ -13,6 +13,7 @@ from workbench.stores import (
     ActivityPage,
     ActivityQuery,
     ApiKeyRecord,
+    Approval,
     AuthorizationCode,
     Connection,
     ExternalServer,
@@ -69,6 +70,13 @@ class MemoryApiKeys:
         if rec is None or rec.user_id != user_id:
             return False
         self._keys[key_id] = replace(rec, revoked=True)
+        return True
+
+    def set_grant(self, user_id: str, key_id: str, grant: str) -> bool:
+        rec = self._keys.get(key_id)
+        if rec is None or rec.user_id != user_id:
+            return False
+        self._keys[key_id] = replace(rec, grant=grant)
         return True
 
 
@@ -376,6 +384,54 @@ class MemoryRefreshTokens:
     def delete_for(self, user_id: str, client_id: str) -> int:
         return self._delete_where(lambda t: not (t.user_id == user_id and t.client_id == client_id))
 
+    def set_grant(self, user_id: str, client_id: str, grant: str) -> int:
+        with self._lock:
+            mine = [h for h, t in self._rows.items() if t.user_id == user_id and t.client_id == client_id]
+            for h in mine:
+                self._rows[h] = replace(self._rows[h], grant=grant)
+            return len(mine)
+
+
+class MemoryApprovals:
+    def __init__(self) -> None:
+        self._rows: dict[tuple[str, str], Approval] = {}
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def _read(rec: Approval | None, now: float) -> Approval | None:
+        if rec is not None and rec.expires_at <= now:
+            return replace(rec, status="EXPIRED")
+        return rec
+
+    def put(self, approval: Approval) -> None:
+        with self._lock:
+            self._rows[(approval.user_id, approval.id)] = approval
+
+    def get(self, user_id: str, approval_id: str, *, now: float) -> Approval | None:
+        return self._read(self._rows.get((user_id, approval_id)), now)
+
+    def list_for(self, user_id: str, *, now: float) -> list[Approval]:
+        with self._lock:
+            mine = [a for (u, _), a in self._rows.items() if u == user_id and a.expires_at > now]
+        return sorted(mine, key=lambda a: (-a.created_at, a.id))
+
+    def decide(self, user_id: str, approval_id: str, status: str, by: str, *, now: float) -> Approval | None:
+        with self._lock:
+            rec = self._rows.get((user_id, approval_id))
+            if rec is None or rec.status != "PENDING" or rec.expires_at <= now:
+                return None
+            done = replace(rec, status=status, decided_at=now, decided_by=by)
+            self._rows[(user_id, approval_id)] = done
+            return done
+
+    def use(self, user_id: str, approval_id: str, *, now: float) -> bool:
+        with self._lock:
+            rec = self._rows.get((user_id, approval_id))
+            if rec is None or rec.status != "APPROVED" or rec.expires_at <= now:
+                return False
+            self._rows[(user_id, approval_id)] = replace(rec, status="USED", used_at=now)
+            return True
+
 
 def memory_stores() -> Stores:
     return Stores(
@@ -390,6 +446,7 @@ def memory_stores() -> Stores:
         oauth_clients=MemoryOAuthClients(),
         oauth_codes=MemoryAuthorizationCodes(),
         oauth_refresh=MemoryRefreshTokens(),
+        approvals=MemoryApprovals(),
         oauth_rates=MemoryRateWindows(),
         session_revocations=MemorySessionRevocations(),
     )

@@ -11,6 +11,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,7 @@ from workbench.stores import (
     ActivityPage,
     ActivityQuery,
     ApiKeyRecord,
+    Approval,
     AuthorizationCode,
     Connection,
     ExternalServer,
@@ -41,7 +43,8 @@ CREATE TABLE IF NOT EXISTS users (
     id TEXT PRIMARY KEY, email TEXT NOT NULL UNIQUE, created_at REAL NOT NULL);
 CREATE TABLE IF NOT EXISTS api_keys (
     key_id TEXT PRIMARY KEY, user_id TEXT NOT NULL, secret_hash TEXT NOT NULL,
-    created_at REAL NOT NULL, revoked INTEGER NOT NULL DEFAULT 0, label TEXT NOT NULL DEFAULT '');
+    created_at REAL NOT NULL, revoked INTEGER NOT NULL DEFAULT 0, label TEXT NOT NULL DEFAULT '',
+    grant_json TEXT NOT NULL DEFAULT '');
 CREATE INDEX IF NOT EXISTS api_keys_user ON api_keys(user_id);
 CREATE TABLE IF NOT EXISTS connections (
     user_id TEXT NOT NULL, integration TEXT NOT NULL, credential BLOB NOT NULL,
@@ -81,6 +84,9 @@ CREATE TABLE IF NOT EXISTS oauth_refresh (
     expires_at REAL NOT NULL, rotated INTEGER NOT NULL, body TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS oauth_refresh_family ON oauth_refresh(family_id);
 CREATE INDEX IF NOT EXISTS oauth_refresh_user ON oauth_refresh(user_id, client_id);
+CREATE TABLE IF NOT EXISTS approvals (
+    user_id TEXT NOT NULL, id TEXT NOT NULL, status TEXT NOT NULL, created_at REAL NOT NULL,
+    expires_at REAL NOT NULL, body TEXT NOT NULL, PRIMARY KEY (user_id, id));
 """
 
 # (table, column, declaration): what _SCHEMA gained after its first release, added in place.
@@ -89,6 +95,7 @@ _ADDED_COLUMNS = (
     ("connections", "last_error", "TEXT NOT NULL DEFAULT ''"),
     ("connections", "last_error_at", "REAL"),
     ("external_servers", "state", "TEXT NOT NULL DEFAULT ''"),
+    ("api_keys", "grant_json", "TEXT NOT NULL DEFAULT ''"),
 )
 
 
@@ -196,12 +203,14 @@ class SqliteApiKeys:
             row["created_at"],
             bool(row["revoked"]),
             row["label"],
+            row["grant_json"],
         )
 
     def add(self, record: ApiKeyRecord) -> None:
         with self.db.tx() as db:
             db.execute(
-                "INSERT INTO api_keys VALUES (?, ?, ?, ?, ?, ?)",
+                "INSERT INTO api_keys (key_id, user_id, secret_hash, created_at, revoked, label, grant_json)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?)",
                 (
                     record.key_id,
                     record.user_id,
@@ -209,6 +218,7 @@ class SqliteApiKeys:
                     record.created_at,
                     int(record.revoked),
                     record.label,
+                    record.grant,
                 ),
             )
 
@@ -224,6 +234,14 @@ class SqliteApiKeys:
         with self.db.tx() as db:
             cur = db.execute(
                 "UPDATE api_keys SET revoked = 1 WHERE key_id = ? AND user_id = ?", (key_id, user_id)
+            )
+            return cur.rowcount == 1
+
+    def set_grant(self, user_id: str, key_id: str, grant: str) -> bool:
+        with self.db.tx() as db:
+            cur = db.execute(
+                "UPDATE api_keys SET grant_json = ? WHERE key_id = ? AND user_id = ?",
+                (grant, key_id, user_id),
             )
             return cur.rowcount == 1
 
@@ -734,6 +752,72 @@ class SqliteRefreshTokens:
             )
             return cur.rowcount
 
+    def set_grant(self, user_id: str, client_id: str, grant: str) -> int:
+        with self.db.tx() as db:
+            cur = db.execute(
+                "UPDATE oauth_refresh SET body = json_set(body, '$.grant', ?) WHERE user_id = ? AND client_id = ?",
+                (grant, user_id, client_id),
+            )
+            return cur.rowcount
+
+
+class SqliteApprovals:
+    def __init__(self, db: SqliteDatabase) -> None:
+        self.db = db
+
+    @staticmethod
+    def _approval(row: sqlite3.Row, now: float) -> Approval:
+        rec = Approval(**{**json.loads(row["body"]), "status": row["status"]})
+        return replace(rec, status="EXPIRED") if rec.expires_at <= now else rec
+
+    def put(self, approval: Approval) -> None:
+        with self.db.tx() as db:
+            # Expired approvals are kept a day (a late wait still reads EXPIRED), then dropped.
+            db.execute("DELETE FROM approvals WHERE expires_at < ?", (approval.created_at - 86_400,))
+            db.execute(
+                "INSERT OR REPLACE INTO approvals VALUES (?, ?, ?, ?, ?, ?)",
+                (
+                    approval.user_id,
+                    approval.id,
+                    approval.status,
+                    approval.created_at,
+                    approval.expires_at,
+                    _record_json(approval),
+                ),
+            )
+
+    def get(self, user_id: str, approval_id: str, *, now: float) -> Approval | None:
+        rows = self.db.query(
+            "SELECT status, body FROM approvals WHERE user_id = ? AND id = ?", (user_id, approval_id)
+        )
+        return self._approval(rows[0], now) if rows else None
+
+    def list_for(self, user_id: str, *, now: float) -> list[Approval]:
+        rows = self.db.query(
+            "SELECT status, body FROM approvals WHERE user_id = ? AND expires_at > ? ORDER BY created_at DESC, id",
+            (user_id, now),
+        )
+        return [self._approval(r, now) for r in rows]
+
+    def decide(self, user_id: str, approval_id: str, status: str, by: str, *, now: float) -> Approval | None:
+        with self.db.tx() as db:
+            row = db.execute(
+                "UPDATE approvals SET status = ?, body = json_set(body, '$.decided_at', ?, '$.decided_by', ?, "
+                "'$.status', ?) WHERE user_id = ? AND id = ? AND status = 'PENDING' AND expires_at > ? "
+                "RETURNING status, body",
+                (status, now, by, status, user_id, approval_id, now),
+            ).fetchone()
+        return self._approval(row, now) if row is not None else None
+
+    def use(self, user_id: str, approval_id: str, *, now: float) -> bool:
+        with self.db.tx() as db:
+            cur = db.execute(
+                "UPDATE approvals SET status = 'USED', body = json_set(body, '$.used_at', ?, '$.status', 'USED') "
+                "WHERE user_id = ? AND id = ? AND status = 'APPROVED' AND expires_at > ?",
+                (now, user_id, approval_id, now),
+            )
+            return cur.rowcount == 1
+
 
 class SqliteSchema:
     """The schema version in SQLite's own header field for it (PRAGMA user_version)."""
@@ -769,4 +853,5 @@ def sqlite_stores(path: Path | str) -> Stores:
         oauth_rates=SqliteRateWindows(db),
         session_revocations=SqliteSessionRevocations(db),
         schema=SqliteSchema(db),
+        approvals=SqliteApprovals(db),
     )

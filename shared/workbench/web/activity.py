@@ -199,6 +199,10 @@ def _detail_href(ev: dict[str, Any]) -> str | None:
 def _row(ev: dict[str, Any], callers: Callers) -> str:
     ok = ev.get("success") is True
     outcome = '<span class="status ok">Succeeded</span>' if ok else '<span class="status warn">Failed</span>'
+    if ev.get("grant") == "refused":
+        outcome = '<span class="status off">Refused by the grant</span>'
+    elif ev.get("grant") == "approval":
+        outcome = '<span class="status warn">Waiting for approval</span>'
     error = str(ev.get("error") or "")
     duration = ev.get("duration_ms")
     return (
@@ -213,6 +217,35 @@ def _row(ev: dict[str, Any], callers: Callers) -> str:
         f'<td data-label="Outcome">{outcome}</td>'
         f'<td data-label="Duration">{e(f"{float(duration):.0f} ms") if isinstance(duration, int | float) else "—"}</td>'
         f'<td data-label="Error">{e(error[:300]) + ("…" if len(error) > 300 else "") if error else "—"}</td></tr>'
+    )
+
+
+_APPROVAL_STEP = {
+    "REQUESTED": "Asked for approval",
+    "APPROVED": "Approved",
+    "DENIED": "Denied",
+    "USED": "Ran once, approved",
+}
+
+
+def _approvals_section(events: list[dict[str, Any]]) -> str:
+    """Approvals asked for, decided and used (action APPROVAL), newest first."""
+    if not events:
+        return ""
+    rows = "".join(
+        f'<tr><td data-label="Time">{e(time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(float(ev.get("ts") or 0))))}</td>'
+        f'<td data-label="Tool"><code>{e(ev.get("tool") or "—")}</code></td>'
+        f'<td data-label="Integration">{e(ev.get("integration") or "—")}</td>'
+        f'<td data-label="Step">{e(_APPROVAL_STEP.get(str(ev.get("status")), str(ev.get("status"))))}</td>'
+        f'<td data-label="Who">{e(ev.get("by") or ev.get("client") or "—")}</td>'
+        f'<td data-label="Approval"><a href="/portal/approvals/{e(ev.get("approval") or "")}">details</a></td></tr>'
+        for ev in events
+    )
+    return (
+        '<section class="card" aria-labelledby="approvals-h"><h2 id="approvals-h">Approvals</h2>'
+        '<table class="stack" id="approval-events"><thead><tr><th scope="col">Time (UTC)</th>'
+        '<th scope="col">Tool</th><th scope="col">Integration</th><th scope="col">Step</th>'
+        f'<th scope="col">Who</th><th scope="col"></th></tr></thead><tbody>{rows}</tbody></table></section>'
     )
 
 
@@ -294,6 +327,9 @@ def activity_routes(web: WebContext) -> list[BaseRoute]:
             + f'<section class="card" aria-labelledby="list-h"><h2 id="list-h">Executions</h2>{filters}{table}'
             + (f'<nav class="pager" aria-label="Pages">{"".join(pager)}</nav>' if pager else "")
             + "</section>"
+            + _approvals_section(
+                gw.runs.activity(user.id, ActivityQuery(action="APPROVAL", limit=PAGE_SIZE)).events
+            )
         )
         return html_page("Activity", body, email=user.email, csrf=web.csrf(request), active="activity")
 

@@ -24,6 +24,7 @@ from workbench.web.catalog import catalog_routes
 from workbench.web.client_setup import client_setup_routes
 from workbench.web.connect import connect_routes
 from workbench.web.context import MAX_FORM_BYTES, WebContext
+from workbench.web.grants import grant_routes
 from workbench.web.html import json_response, too_large_page
 from workbench.web.playground import playground_routes
 from workbench.web.portal import portal_routes
@@ -57,6 +58,7 @@ def web_routes(gateway: Gateway, *, local: bool = False) -> list[BaseRoute]:
     web = WebContext(gateway, local=local)
     return [
         *signin_routes(web),
+        *grant_routes(web),  # before portal_routes: /portal/api-keys/{id}/access is not a key action
         *portal_routes(web),
         *apps_routes(web),
         *client_setup_routes(web),

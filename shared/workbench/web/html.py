@@ -55,6 +55,13 @@ header .bar { max-width: 80rem; margin: 0 auto; padding: .75rem 1rem; display:fl
   border:2px solid var(--accent); border-radius:6px; }
 .skip-link:focus { left:.5rem; }
 header .brand { font-weight: 700; }
+fieldset { border:1px solid var(--line); border-radius:.4rem; margin:.75rem 0; padding:.5rem .9rem; }
+label.choice { display:block; margin:.2rem 0; font-weight:400; }
+.choices { display:grid; grid-template-columns: repeat(auto-fill, minmax(14rem, 1fr)); gap:0 1rem;
+  margin-left:1.5rem; }
+dl.facts { display:grid; grid-template-columns: max-content 1fr; gap:.25rem 1rem; }
+dl.facts dt { color: var(--muted); }
+dl.facts dd { margin:0; }
 nav ul { list-style:none; display:flex; flex-wrap:wrap; gap:.25rem 1rem; margin:0; padding:0; }
 nav a { color: var(--accent); }
 nav a[aria-current="page"] { font-weight: 700; color: var(--fg); }
@@ -141,6 +148,7 @@ _NAV = (
     ("catalog", "/portal/catalog", "Catalog"),
     ("connect-client", "/portal/connect-client", "Connect a client"),
     ("api-keys", "/portal/api-keys", "API key"),
+    ("approvals", "/portal/approvals", "Approvals"),
     ("activity", "/portal/activity", "Activity"),
     ("playground", "/portal/playground", "Playground"),
     ("clients", "/portal/clients", "MCP clients"),

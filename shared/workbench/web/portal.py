@@ -27,11 +27,13 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
-from workbench.errors import ConfigError, VerificationFailed
+from workbench.errors import ConfigError, InvalidInput, VerificationFailed
+from workbench.identity.grants import Grant
 from workbench.manifest import ApiKeyAuth, CookieAuth, Manifest, NoAuth, OAuth2Auth
 from workbench.web.client_setup import setup_section
 from workbench.web.connect import login_host_fields, login_host_from
 from workbench.web.context import WebContext
+from workbench.web.grants import grant_fields, grant_from_form, grant_summary
 from workbench.web.html import button_link, csrf_field, e, html_page, notices, redirect
 
 if TYPE_CHECKING:
@@ -401,6 +403,9 @@ def portal_routes(web: WebContext) -> list[BaseRoute]:
             for k, msg in done.items()
             if _KEY_ID_RE.match(q.get(k, ""))
         ) + notices(("error", _NO_SUCH_KEY if q.get("error") == "no-such-key" else None))
+        notice = web.read_notice(request) if not (revealed and revealed.startswith("wb_")) else None
+        if notice is not None:
+            flash += notices((notice[0], notice[1]))
         reveal = ""
         if revealed and revealed.startswith("wb_"):
             reveal = (
@@ -427,6 +432,11 @@ def portal_routes(web: WebContext) -> list[BaseRoute]:
                 actions = (
                     '<div class="actions">'
                     + button_link(
+                        f"/portal/api-keys/{kid}/access",
+                        "Access…",
+                        aria_label=f"Change the access of key wb_{kid}",
+                    )
+                    + button_link(
                         f"/portal/api-keys/{kid}/rotate", "Rotate…", aria_label=f"Rotate key wb_{kid}"
                     )
                     + button_link(
@@ -437,15 +447,20 @@ def portal_routes(web: WebContext) -> list[BaseRoute]:
                     )
                     + "</div>"
                 )
+            try:
+                access = grant_summary(Grant.loads(k.grant))
+            except (InvalidInput, ValueError):
+                access = "Unreadable: the key is refused"
             rows.append(
                 f'<tr><td data-label="Key"><code>wb_{e(k.key_id)}_…</code></td>'
                 f'<td data-label="Label">{e(k.label) or "—"}</td>'
+                f'<td data-label="Access" id="access-{e(k.key_id)}">{access}</td>'
                 f'<td data-label="Created">{_when(k.created_at)}</td><td data-label="Status">{state}</td>'
                 f'<td data-label="Actions">{actions}</td></tr>'
             )
         table = (
             '<table class="stack"><caption class="muted" style="text-align:left">Your keys</caption><thead><tr>'
-            '<th scope="col">Key</th><th scope="col">Label</th><th scope="col">Created</th>'
+            '<th scope="col">Key</th><th scope="col">Label</th><th scope="col">Access</th><th scope="col">Created</th>'
             '<th scope="col">Status</th><th scope="col">Actions</th></tr></thead><tbody>'
             + "".join(rows)
             + "</tbody></table>"
@@ -458,7 +473,8 @@ def portal_routes(web: WebContext) -> list[BaseRoute]:
             f'<form method="post" action="/portal/api-keys">{csrf}'
             '<label for="key-label">Label (optional)</label>'
             '<input id="key-label" name="label" type="text" maxlength="100" placeholder="e.g. laptop">'
-            '<p><button type="submit">Create key</button></p></form>'
+            + grant_fields(gw, user.id, prefix="mint")
+            + '<p><button type="submit">Create key</button></p></form>'
             '<p class="help">Clients that sign in with OAuth need no key: see '
             '<a href="/portal/connect-client">Connect a client</a>.</p></section>'
         )
@@ -476,7 +492,11 @@ def portal_routes(web: WebContext) -> list[BaseRoute]:
     @web.form_post
     async def mint(request: Request, user: User, form: dict[str, str]) -> Response:
         label = (form.get("label") or "").strip()[:100]
-        return key_minted(request, gw.auth.mint_key(user, label=label))
+        try:
+            grant = await gw.store_io.run(grant_from_form, gw, user.id, form)
+        except InvalidInput as exc:
+            return web.redirect_with_notice(request, "/portal/api-keys#mint", "error", str(exc))
+        return key_minted(request, gw.auth.mint_key(user, label=label, grant=grant))
 
     def own_active_key(user: User, key_id: str) -> ApiKeyRecord | None:
         rec = gw.auth.key(key_id)
@@ -517,7 +537,7 @@ def portal_routes(web: WebContext) -> list[BaseRoute]:
         rec = own_active_key(user, str(request.path_params["key_id"]))
         if rec is None:
             return redirect("/portal/api-keys?error=no-such-key")
-        key = gw.auth.mint_key(user, label=rec.label)
+        key = gw.auth.mint_key(user, label=rec.label, grant=Grant.loads(rec.grant))  # keeps its grant
         gw.auth.revoke_key(user.id, rec.key_id)
         return key_minted(request, key, f"?rotated={rec.key_id}")
 
@@ -532,7 +552,7 @@ def portal_routes(web: WebContext) -> list[BaseRoute]:
 
     def clients_page(request: Request, user: User) -> Response:
         q = request.query_params
-        flash = notices(
+        flash = web.take_notice(request) + notices(
             ("ok", "The client was revoked." if q.get("revoked") == "1" else None),
             (
                 "error",
@@ -545,9 +565,15 @@ def portal_routes(web: WebContext) -> list[BaseRoute]:
             name = e(c.client_name)
             rows.append(
                 f'<tr><td data-label="Client">{name}<br><code class=muted>{cid}</code></td>'
+                f'<td data-label="Access">{grant_summary(gw.oauth.client_grant(user.id, c.client_id))}</td>'
                 f'<td data-label="Authorized">{_when(c.created_at)}</td>'
                 f'<td data-label="Last used">{_when(c.last_used_at)}</td>'
                 "<td>"
+                + button_link(
+                    f"/portal/clients/{quote(c.client_id, safe='')}/access",
+                    "Access…",
+                    aria_label=f"Change the access of {c.client_name}",
+                )
                 + button_link(
                     f"/portal/clients/{quote(c.client_id, safe='')}/revoke",
                     "Revoke…",
@@ -557,7 +583,8 @@ def portal_routes(web: WebContext) -> list[BaseRoute]:
                 + "</td></tr>"
             )
         table = (
-            '<table class="stack"><thead><tr><th scope="col">Client</th><th scope="col">Authorized</th>'
+            '<table class="stack"><thead><tr><th scope="col">Client</th><th scope="col">Access</th>'
+            '<th scope="col">Authorized</th>'
             '<th scope="col">Last used</th><th scope="col">Actions</th></tr></thead><tbody>'
             + "".join(rows)
             + "</tbody></table>"
@@ -570,7 +597,9 @@ def portal_routes(web: WebContext) -> list[BaseRoute]:
             "until you revoke them. Revoking deletes their refresh tokens and outstanding authorization codes; "
             "access tokens already issued lapse at their expiry.</p>" + table + "</section>"
         )
-        return page(request, user, "MCP clients", body, "clients")
+        response = page(request, user, "MCP clients", body, "clients")
+        gw.sessions.clear_flash(response)
+        return response
 
     def confirm_revoke_client(request: Request, user: User) -> Response:
         client_id = str(request.path_params["client_id"])
