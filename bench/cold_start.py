@@ -365,7 +365,7 @@ class Function:
 BENCH_PLUGIN = {
     "__init__.py": """
 import os
-from workbench.manifest import ApiKeyAuth, ApiKeyField, Manifest
+from workbench.tools import ApiKeyAuth, ApiKeyField, Manifest
 
 manifest = Manifest(
     name="benchapi",
