@@ -149,6 +149,8 @@ ORDERING: dict[str, Callable[[Call], bool]] = {
     "stripe_list_customers": lambda c: not {"sort", "order"} & set(_q(c)),
     "stripe_list_payments": lambda c: not {"sort", "order"} & set(_q(c)),
     "stripe_list_products": lambda c: not {"sort", "order"} & set(_q(c)),
+    "stripe_list_coupons": lambda c: not {"sort", "order"} & set(_q(c)),
+    "stripe_list_disputes": lambda c: not {"sort", "order"} & set(_q(c)),
     "linear_list_issues": lambda c: "orderBy: updatedAt" in _graphql(c),
     # Gmail returns a thread's messages in order; Airtable its comments newest first.
     "gmail_get_thread": lambda c: True,

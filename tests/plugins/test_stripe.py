@@ -473,6 +473,108 @@ SUB = {
 
 CASES += [
     Case(
+        "stripe_list_coupons",
+        {"limit": 1},
+        [
+            Call(
+                "GET",
+                f"{API}/coupons",
+                {"limit": 1},
+                response={
+                    "object": "list",
+                    "data": [
+                        {
+                            "id": "Z4OV52SU",
+                            "object": "coupon",
+                            "amount_off": None,
+                            "created": 1678037688,
+                            "currency": "usd",
+                            "duration": "repeating",
+                            "duration_in_months": 3,
+                            "livemode": False,
+                            "max_redemptions": None,
+                            "metadata": {},
+                            "name": "25.5% off",
+                            "percent_off": 25.5,
+                            "redeem_by": None,
+                            "times_redeemed": 0,
+                            "valid": True,
+                        }
+                    ],
+                    "has_more": True,
+                },
+                expect_headers=V,
+            )
+        ],
+        {
+            "coupons": [
+                {
+                    "id": "Z4OV52SU",
+                    "name": "25.5% off",
+                    "percent_off": 25.5,
+                    "amount_off": None,
+                    "currency": "usd",
+                    "duration": "repeating",
+                    "duration_in_months": 3,
+                    "valid": True,
+                    "times_redeemed": 0,
+                    "max_redemptions": None,
+                    "redeem_by": None,
+                    "created": 1678037688,
+                }
+            ],
+            "hasMore": True,
+            "nextCursor": "Z4OV52SU",
+        },
+    ),
+    Case(
+        "stripe_list_disputes",
+        {"payment_intent_id": "pi_3MtweELkdIwHu7ix0Dt0gF2H", "limit": 1},
+        [
+            Call(
+                "GET",
+                f"{API}/disputes",
+                {"limit": 1, "payment_intent": "pi_3MtweELkdIwHu7ix0Dt0gF2H"},
+                response={
+                    "object": "list",
+                    "data": [
+                        {
+                            "id": "du_1MtJUT2eZvKYlo2CNaw2HvEv",
+                            "object": "dispute",
+                            "amount": 1000,
+                            "charge": "ch_1AZtxr2eZvKYlo2CJDX8whov",
+                            "created": 1680651737,
+                            "currency": "usd",
+                            "evidence_details": {"due_by": 1682294399, "has_evidence": False},
+                            "payment_intent": "pi_3MtweELkdIwHu7ix0Dt0gF2H",
+                            "reason": "general",
+                            "status": "warning_needs_response",
+                        }
+                    ],
+                    "has_more": False,
+                },
+                expect_headers=V,
+            )
+        ],
+        {
+            "disputes": [
+                {
+                    "id": "du_1MtJUT2eZvKYlo2CNaw2HvEv",
+                    "amount": 1000,
+                    "currency": "usd",
+                    "status": "warning_needs_response",
+                    "reason": "general",
+                    "charge": "ch_1AZtxr2eZvKYlo2CJDX8whov",
+                    "payment_intent": "pi_3MtweELkdIwHu7ix0Dt0gF2H",
+                    "created": 1680651737,
+                    "evidence_details_due_by": 1682294399,
+                }
+            ],
+            "hasMore": False,
+            "nextCursor": None,
+        },
+    ),
+    Case(
         "stripe_list_products",
         {"active": True, "limit": 3},
         [

@@ -430,6 +430,44 @@ async def get_balance(args: NoArgs, ctx: ToolContext) -> Any:
     }
 
 
+# -- coupons and disputes ---------------------------------------------------------------------------
+
+_COUPON = ("id", "name", "percent_off", "amount_off", "currency", "duration", "duration_in_months", "valid", "times_redeemed", "max_redemptions", "redeem_by", "created")  # fmt: skip
+_DISPUTE = ("id", "amount", "currency", "status", "reason", "charge", "payment_intent", "created", "evidence_details.due_by")  # fmt: skip
+
+
+@tool(
+    "stripe_list_coupons",
+    "List Stripe coupons (discounts), newest first, with their amount or percentage off and validity.",
+    Page,
+    keywords=("discounts", "promo", "promotion", "voucher", "deal", "show"),
+)
+async def list_coupons(args: Page, ctx: ToolContext) -> Any:
+    body = await _get(ctx, "/coupons", {"limit": args.limit, "starting_after": args.cursor})
+    return _page(body, "coupons", _COUPON)
+
+
+class ListDisputes(Page):
+    payment_intent_id: str | None = Field(
+        default=None, description="Only disputes of this payment (pi_...), from stripe_list_payments"
+    )
+
+
+@tool(
+    "stripe_list_disputes",
+    "List Stripe disputes (chargebacks), newest first, with status, reason and the evidence due date.",
+    ListDisputes,
+    keywords=("chargebacks", "contested", "fraud claims", "bank disputes", "show"),
+)
+async def list_disputes(args: ListDisputes, ctx: ToolContext) -> Any:
+    body = await _get(
+        ctx,
+        "/disputes",
+        {"limit": args.limit, "starting_after": args.cursor, "payment_intent": args.payment_intent_id},
+    )
+    return _page(body, "disputes", _DISPUTE)
+
+
 # -- products, prices, payment links ---------------------------------------------------------------
 
 _PRODUCT = ("id", "name", "description", "active", "default_price", "created", "metadata")
@@ -649,4 +687,6 @@ TOOLS = [
     create_price,
     create_payment_link,
     cancel_subscription,
+    list_coupons,
+    list_disputes,
 ]
