@@ -92,6 +92,14 @@ JIRA = [
                 "write:jira-work",
             ),
             (
+                "PUT",
+                "/issue/{issueIdOrKey}/comment/{id}",
+                "notifyUsers overrideEditableFlag expand",
+                "author body created id jsdAuthorCanSeeRequest jsdPublic properties renderedBody self "
+                "updateAuthor updated visibility",
+                "write:jira-work",
+            ),
+            (
                 "GET",
                 "/issue/{issueIdOrKey}/transitions",
                 "expand transitionId skipRemoteOnlyCondition includeUnavailableTransitions sortByOpsBarAndStatus",

@@ -214,6 +214,19 @@ CASES = [
         COMMENT_SHAPED,
     ),
     Case(
+        "jira_update_comment",
+        {"cloudId": CLOUD, "issueKey": "ED-1", "commentId": "10000", "body": "Lorem ipsum dolor sit amet."},
+        [
+            Call(
+                "PUT",
+                f"{J}/issue/ED-1/comment/10000",
+                json={"body": COMMENT["body"]},
+                response=COMMENT,
+            )
+        ],
+        COMMENT_SHAPED,
+    ),
+    Case(
         "jira_list_comments",
         {"cloudId": CLOUD, "issueKey": "ED-1", "limit": 1},
         [

@@ -284,6 +284,29 @@ class ListComments(_IssueRef):
     startAt: int = Field(default=0, ge=0, description="Offset (use nextStartAt)")
 
 
+class UpdateComment(_IssueRef):
+    commentId: str = Field(description="The comment's id, from jira_list_comments")
+    body: str = Field(min_length=1, description="The comment's new text (plain text); it replaces the old")
+
+
+@tool(
+    "jira_update_comment",
+    "Edit the text of a comment on a Jira issue.",
+    UpdateComment,
+    scopes=("write:jira-work",),
+    keywords=("edit", "change", "fix", "correct", "rewrite", "reply", "remark"),
+)
+async def update_comment(args: UpdateComment, ctx: ToolContext) -> Any:
+    base = await site_path(ctx, args.cloudId, "jira")
+    raw = await api(
+        ctx,
+        "PUT",
+        f"{base}/rest/api/3/issue/{args.issueKey}/comment/{args.commentId}",
+        json={"body": to_adf(args.body)},
+    )
+    return _comment(raw)
+
+
 @tool(
     "jira_list_comments",
     "List comments on a Jira issue, newest first.",
@@ -742,6 +765,7 @@ TOOLS = [
     update_issue,
     delete_issue,
     add_comment,
+    update_comment,
     list_comments,
     list_transitions,
     transition_issue,
