@@ -254,7 +254,7 @@ def _outage_detail(exc: BaseException) -> str | None:
     if "AwsConnectionError" in names:
         return f"AwsConnectionError: {exc}"
     if isinstance(response, dict) and isinstance(response.get("Error"), dict):
-        from workbench.aws.client import RETRYABLE_CODES  # only ever reached with an AWS error
+        from workbench.aws.retries import RETRYABLE_CODES  # only ever reached with an AWS error
 
         code = str(response["Error"].get("Code") or "")
         status = int((response.get("ResponseMetadata") or {}).get("HTTPStatusCode") or 0)

@@ -56,6 +56,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from workbench.aws.retries import RETRYABLE_CODES, THROTTLING_CODES
 from workbench.errors import WorkbenchError
 from workbench.observability.tracing import span
 
@@ -112,33 +113,7 @@ SERVICES: dict[str, Service] = {
     "codedeploy": Service("codedeploy", "CodeDeploy_20141006", "application/x-amz-json-1.1", "CodeDeploy"),
 }
 
-# botocore's standard retry mode: these codes (and HTTP 429, 500, 502, 503, 504) are retried ...
-_THROTTLING = frozenset(
-    {
-        "Throttling",
-        "ThrottlingException",
-        "ThrottledException",
-        "RequestThrottledException",
-        "TooManyRequestsException",
-        "ProvisionedThroughputExceededException",
-        "TransactionInProgressException",
-        "RequestLimitExceeded",
-        "BandwidthLimitExceeded",
-        "LimitExceededException",
-        "RequestThrottled",
-        "SlowDown",
-        "PriorRequestNotComplete",
-        "EC2ThrottledException",
-    }
-)
-# ... and these: its transient codes, and the one error the three services' models mark retryable.
-_RETRYABLE = _THROTTLING | {
-    "RequestTimeout",
-    "RequestTimeoutException",
-    "PriorRequestNotComplete",
-    "ReplicatedWriteConflictException",
-}
-RETRYABLE_CODES = _RETRYABLE  # an error with one of these codes, after the retries, is an outage
+_THROTTLING, _RETRYABLE = THROTTLING_CODES, RETRYABLE_CODES
 _RETRYABLE_STATUS = frozenset({500, 502, 503, 504})
 _THROTTLE_STATUS = 429  # a throttle whatever the body says
 
