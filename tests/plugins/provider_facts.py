@@ -237,6 +237,7 @@ CONFLUENCE = [
             ),
             ("DELETE", "/pages/{id}", "purge draft", None, "delete:page:confluence"),
             ("GET", "/pages/{id}/children", "cursor limit sort", None, "read:page:confluence"),
+            ("GET", "/pages/{id}/labels", "prefix sort cursor limit", None, "read:page:confluence"),
             (
                 "GET",
                 "/pages/{id}/footer-comments",

@@ -256,6 +256,22 @@ CASES = [
         },
     ),
     Case(
+        "confluence_list_page_labels",
+        {"cloudId": CLOUD, "pageId": "65868", "prefix": "global"},
+        [
+            Call(
+                "GET",
+                f"{V2}/pages/65868/labels",
+                {"prefix": "global", "limit": 25},
+                response={
+                    "results": [{"id": "2752513", "name": "onboarding", "prefix": "global"}],
+                    "_links": {},
+                },
+            )
+        ],
+        {"labels": [{"id": "2752513", "name": "onboarding", "prefix": "global"}], "nextCursor": None},
+    ),
+    Case(
         "confluence_list_comments",
         {"cloudId": CLOUD, "pageId": "65868"},
         [

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from pydantic import Field
-from workbench.sdk import ToolError, api, compact, pick, query_param, trim
+from workbench.sdk import ToolError, api, compact, pick, pick_many, query_param, trim
 from workbench.tools import ToolContext, tool
 
 from workbench_plugins.atlassian_jira.cloud import SiteArgs, site_path
@@ -294,6 +294,33 @@ async def list_comments(args: ListComments, ctx: ToolContext) -> Any:
     return {"comments": comments, "nextCursor": _next_cursor(body)}
 
 
+class ListLabels(PageRef, _Paged):
+    prefix: Literal["global", "my", "team", "system"] | None = Field(
+        default=None, description="Only labels of this prefix (most labels are 'global')"
+    )
+
+
+@tool(
+    "confluence_list_page_labels",
+    "List the labels (tags) on a Confluence page.",
+    ListLabels,
+    scopes=("read:page:confluence",),
+    keywords=("tags", "categories", "topics", "keywords", "show"),
+)
+async def list_page_labels(args: ListLabels, ctx: ToolContext) -> Any:
+    base = await _v2(ctx, args.cloudId)
+    body = await api(
+        ctx,
+        "GET",
+        f"{base}/pages/{args.pageId}/labels",
+        params={"prefix": args.prefix, "limit": args.limit, "cursor": args.cursor},
+    )
+    return {
+        "labels": pick_many(body.get("results"), "id", "name", "prefix"),
+        "nextCursor": _next_cursor(body),
+    }
+
+
 class AddComment(PageRef):
     body: str = Field(min_length=1, description="Comment in storage format, e.g. '<p>Looks good</p>'")
 
@@ -327,4 +354,5 @@ TOOLS = [
     search,
     list_comments,
     add_comment,
+    list_page_labels,
 ]
