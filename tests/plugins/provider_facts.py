@@ -419,6 +419,15 @@ ZENDESK = _ops(
     "https://{subdomain}.zendesk.com/api/v2",
     [
         ("GET", "/tickets", f"{_ZD_PAGE} sort sort_by sort_order external_id", None, ""),
+        # Help Center API (same site, same credential): article search, offset pages.
+        (
+            "GET",
+            "/help_center/articles/search",
+            "query locale category section label_names created_before created_after created_at "
+            "updated_before updated_after updated_at sort_by sort_order brand_id multibrand page per_page",
+            None,
+            "",
+        ),
         ("POST", "/tickets", "", "ticket", ""),
         ("GET", "/tickets/{ticket_id}", "include", None, ""),
         ("PUT", "/tickets/{ticket_id}", "", "ticket", ""),

@@ -411,6 +411,52 @@ CASES += [
         {"ticket_id": 35436, "applied": True, "ticket": {**TICKET_OUT, "status": "solved"}},
     ),
     Case(
+        "zendesk_search_articles",
+        {"query": "carrot", "locale": "en-us", "perPage": 1},
+        [
+            Call(
+                "GET",
+                f"{API}/help_center/articles/search",
+                {"query": "carrot", "locale": "en-us", "per_page": 1, "page": 1},
+                response={
+                    "count": 3,
+                    "next_page": "https://acme.zendesk.com/api/v2/help_center/articles/search.json?page=2&per_page=1&query=carrot",
+                    "page": 1,
+                    "page_count": 3,
+                    "per_page": 1,
+                    "previous_page": None,
+                    "results": [
+                        {
+                            "id": 35467,
+                            "title": "Carrot cake recipe",
+                            "html_url": "https://acme.zendesk.com/hc/en-us/articles/35467-Carrot-cake-recipe",
+                            "snippet": "Grate the <em>carrots</em> finely",
+                            "locale": "en-us",
+                            "section_id": 98838,
+                            "author_id": 888887,
+                            "body": "<p>Grate the carrots finely.</p>",
+                            "updated_at": "2023-01-02T10:00:00Z",
+                        }
+                    ],
+                },
+            )
+        ],
+        {
+            "articles": [
+                {
+                    "id": 35467,
+                    "title": "Carrot cake recipe",
+                    "html_url": "https://acme.zendesk.com/hc/en-us/articles/35467-Carrot-cake-recipe",
+                    "snippet": "Grate the <em>carrots</em> finely",
+                    "locale": "en-us",
+                    "section_id": 98838,
+                    "updated_at": "2023-01-02T10:00:00Z",
+                }
+            ],
+            "nextPage": 2,
+        },
+    ),
+    Case(
         "zendesk_list_views",
         {},
         [

@@ -403,6 +403,31 @@ class ListViews(Page):
     active: bool | None = Field(default=None, description="Only active (true) or inactive (false) views")
 
 
+class SearchArticles(BaseModel):
+    query: str = Field(min_length=1, max_length=500, description="Words to look for in Help Center articles")
+    locale: str | None = Field(
+        default=None, max_length=20, description="Only articles in this locale, e.g. 'en-us'"
+    )
+    perPage: int = Field(default=25, ge=1, le=100, description="Results per page (max 100)")
+    page: int = Field(default=1, ge=1, description="Page number, starting at 1 (use nextPage)")
+
+
+@tool(
+    "zendesk_search_articles",
+    "Search the Zendesk Help Center (knowledge base) articles; returns titles, links and a snippet.",
+    SearchArticles,
+    keywords=("knowledge base", "help center", "faq", "docs", "tutorials", "guides", "kb"),
+)
+async def search_articles(args: SearchArticles, ctx: ToolContext) -> Any:
+    params = {"query": args.query, "locale": args.locale, "per_page": args.perPage, "page": args.page}
+    body = await zd(ctx, "GET", "/help_center/articles/search", params=params)
+    articles = [
+        pick(a, "id", "title", "html_url", "snippet", "locale", "section_id", "updated_at")
+        for a in body.get("results") or []
+    ]
+    return {"articles": articles, "nextPage": args.page + 1 if body.get("next_page") else None}
+
+
 @tool(
     "zendesk_list_views",
     "List Zendesk views (saved ticket queues, e.g. 'My unsolved tickets').",
@@ -458,4 +483,5 @@ TOOLS = [
     apply_macro,
     list_views,
     list_view_tickets,
+    search_articles,
 ]
