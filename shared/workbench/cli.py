@@ -494,6 +494,19 @@ def build_parser() -> argparse.ArgumentParser:
     )
     index.add_argument("file", metavar="FILE", help="where to write it (workbench/engine/catalog_index.bin)")
     index.set_defaults(func=_catalog_index)
+
+    vectors = sub.add_parser(
+        "catalog-vectors",
+        help="write the catalog's prebuilt vectors for multilingual search (needs the multilingual extra)",
+        description="Embed every installed tool with the semantic component's model into FILE.",
+    )
+    vectors.add_argument(
+        "file",
+        metavar="FILE",
+        nargs="?",
+        help="where to write it (default: workbench/engine/catalog_vectors.bin)",
+    )
+    vectors.set_defaults(func=_catalog_vectors)
     return parser
 
 
@@ -505,6 +518,18 @@ def _catalog_index(args: argparse.Namespace) -> int:
     registry = build_registry()
     out.write_bytes(catalog_index.build(registry))
     print(f"{out}: search index of {len(registry.manifests())} integrations")
+    return 0
+
+
+def _catalog_vectors(args: argparse.Namespace) -> int:
+    from workbench.composition import build_registry
+    from workbench.engine import semantic
+    from workbench.engine.search import catalog_docs
+
+    docs = catalog_docs(build_registry())
+    out = Path(args.file) if args.file else semantic.VECTORS_PATH
+    out.write_bytes(semantic.CatalogVectors.build(docs).to_bytes())
+    print(f"{out}: vectors of {len(docs)} tools ({semantic.MODEL})")
     return 0
 
 

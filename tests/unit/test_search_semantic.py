@@ -42,7 +42,7 @@ def test_the_prebuilt_vectors_describe_the_shipped_catalog() -> None:
     docs = catalog_docs(build_registry())
     shipped = semantic.CatalogVectors.from_bytes(semantic.VECTORS_PATH.read_bytes())
     # A tool reworded since the file was made is embedded when loaded (refresh the file with
-    # python -m workbench.engine.semantic); most of the catalog must come from the file.
+    # workbench catalog-vectors); most of the catalog must come from the file.
     current = semantic.CatalogVectors([semantic._key(d) for d in docs], None)
     assert len(set(shipped.keys) & set(current.keys)) >= 0.8 * len(docs)
     loaded = semantic.load(docs)

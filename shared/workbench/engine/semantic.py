@@ -24,7 +24,6 @@ import functools
 import hashlib
 import importlib.util
 import marshal
-import sys
 import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -32,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 from workbench.engine.search import SearchDoc, SearchHit, SearchIndex
 
 if TYPE_CHECKING:
-    from workbench.engine.registry import Registry
+    pass
 
 __all__ = ["VECTORS_PATH", "CatalogVectors", "available", "needed", "search"]
 
@@ -170,19 +169,3 @@ def search(index: SearchIndex, vectors: CatalogVectors, query: str, limit: int) 
         previous = min(previous, round(min(fused[d], 1.0), 4))
         hits.append(SearchHit(docs[d], previous, docs[d].integration in named_integrations))
     return hits
-
-
-def main(argv: list[str]) -> int:
-    """python -m workbench.engine.semantic [OUT_PATH]: the shipped catalog's vectors."""
-    from workbench.composition import build_registry
-    from workbench.engine.search import catalog_docs
-
-    registry: Registry = build_registry()
-    out = Path(argv[0]) if argv else VECTORS_PATH
-    out.write_bytes(CatalogVectors.build(catalog_docs(registry)).to_bytes())
-    print(f"{out}: vectors of {len(catalog_docs(registry))} tools ({MODEL})")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
