@@ -614,7 +614,14 @@ def test_layer_contents_run_the_mcp_handler_on_python_312(tmp_path: Path, moto_e
         headers = {"authorization": f"Bearer {token}"} if token else {}
         return http_api_event("POST", "/mcp", route_key="ANY /mcp", headers=headers, body=body)
 
-    jot = {"executions": [{"tool": "create_jot", "args": {"title": "from 3.12", "body": "via the layer"}}]}
+    jot = {
+        "executions": [
+            {"tool": "create_jot", "args": {"title": "from 3.12", "body": "via the layer"}},
+            # A string where an int is declared goes through the pydantic model (workbench.arguments):
+            # the layer's pydantic is imported, so its .pyc can be checked below.
+            {"tool": "list_jots", "args": {"limit": "5"}},
+        ]
+    }
     events = [rpc("ping", {}, None), rpc("tools/call", {"name": "execute_tools", "arguments": jot}, key)]
     done = subprocess.run(
         [python, "-v", "-c", LAYER_SMOKE, json.dumps(events)],  # -v: where each module's code came from
@@ -648,5 +655,6 @@ def test_layer_contents_run_the_mcp_handler_on_python_312(tmp_path: Path, moto_e
     assert called["statusCode"] == 200, called
     result = json.loads(json.loads(called["body"])["result"]["content"][0]["text"])
     assert "error" not in result["results"][0], result
+    assert [j["title"] for j in result["results"][1]["result"]["jots"]] == ["from 3.12"]
     user = gw.stores.users.by_email("ada@example.com")
     assert user is not None and [j.title for j in gw.stores.jots.list_for(user.id)] == ["from 3.12"]
