@@ -84,6 +84,8 @@ from __future__ import annotations
 from typing import Any
 
 __all__ = [
+    "AWS_RETRYABLE_CODES",
+    "AWS_THROTTLING_CODES",
     "AuditNotWritten",
     "AuthError",
     "ConfigError",
@@ -247,6 +249,36 @@ def as_unavailable(exc: BaseException) -> Unavailable | None:
     return None
 
 
+# The AWS error codes that are retried (the AWS client, workbench.aws.client, retries them; one still
+# there after the retries is an outage). Kept here, the bottom layer, so both can read them.
+# botocore's standard retry mode: these codes (and HTTP 429, 500, 502, 503, 504) are retried ...
+AWS_THROTTLING_CODES = frozenset(
+    {
+        "Throttling",
+        "ThrottlingException",
+        "ThrottledException",
+        "RequestThrottledException",
+        "TooManyRequestsException",
+        "ProvisionedThroughputExceededException",
+        "TransactionInProgressException",
+        "RequestLimitExceeded",
+        "BandwidthLimitExceeded",
+        "LimitExceededException",
+        "RequestThrottled",
+        "SlowDown",
+        "PriorRequestNotComplete",
+        "EC2ThrottledException",
+    }
+)
+# ... and these: its transient codes, and the one error the three services' models mark retryable.
+AWS_RETRYABLE_CODES = AWS_THROTTLING_CODES | {
+    "RequestTimeout",
+    "RequestTimeoutException",
+    "PriorRequestNotComplete",
+    "ReplicatedWriteConflictException",
+}
+
+
 def _outage_detail(exc: BaseException) -> str | None:
     """For the log: what failed (an AWS error code, an exception name), None if not an outage."""
     response = getattr(exc, "response", None)
@@ -254,11 +286,9 @@ def _outage_detail(exc: BaseException) -> str | None:
     if "AwsConnectionError" in names:
         return f"AwsConnectionError: {exc}"
     if isinstance(response, dict) and isinstance(response.get("Error"), dict):
-        from workbench.aws.retries import RETRYABLE_CODES  # only ever reached with an AWS error
-
         code = str(response["Error"].get("Code") or "")
         status = int((response.get("ResponseMetadata") or {}).get("HTTPStatusCode") or 0)
-        if code in RETRYABLE_CODES or status >= 500 or status == 429 or getattr(exc, "retryable", False):
+        if code in AWS_RETRYABLE_CODES or status >= 500 or status == 429 or getattr(exc, "retryable", False):
             return f"{getattr(exc, 'operation_name', '')} {code} (HTTP {status})".strip()
         return None
     if type(exc).__module__.startswith("botocore") and names & _BOTOCORE_UNREACHABLE:

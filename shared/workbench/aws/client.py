@@ -56,8 +56,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from workbench.aws.retries import RETRYABLE_CODES, THROTTLING_CODES
-from workbench.errors import WorkbenchError
+from workbench.errors import AWS_RETRYABLE_CODES, AWS_THROTTLING_CODES, WorkbenchError
 from workbench.observability.tracing import span
 
 __all__ = [
@@ -113,7 +112,8 @@ SERVICES: dict[str, Service] = {
     "codedeploy": Service("codedeploy", "CodeDeploy_20141006", "application/x-amz-json-1.1", "CodeDeploy"),
 }
 
-_THROTTLING, _RETRYABLE = THROTTLING_CODES, RETRYABLE_CODES
+_THROTTLING, _RETRYABLE = AWS_THROTTLING_CODES, AWS_RETRYABLE_CODES
+THROTTLING_CODES, RETRYABLE_CODES = AWS_THROTTLING_CODES, AWS_RETRYABLE_CODES
 _RETRYABLE_STATUS = frozenset({500, 502, 503, 504})
 _THROTTLE_STATUS = 429  # a throttle whatever the body says
 

@@ -17,6 +17,7 @@ the log, one line, no traceback). Anything that is not an outage is left to the 
 
 from __future__ import annotations
 
+import html
 import json
 import logging
 from typing import TYPE_CHECKING, Any
@@ -50,14 +51,16 @@ def outage_body(path: str, outage: Unavailable) -> tuple[str, bytes]:
             },
         }
     elif _wants_html(path):
-        from workbench.web.html import html_page, notices
-
-        page = html_page(
-            "Temporarily unavailable",
-            notices(("error", message)) + '<p><a href="">Try again</a></p>',
-            status=503,
+        # A page of its own (this guard sits below the web surface): no script, no other origin.
+        page = (
+            '<!doctype html><html lang="en"><head><meta charset="utf-8">'
+            '<meta name="viewport" content="width=device-width, initial-scale=1">'
+            "<title>Temporarily unavailable · Workbench</title></head><body>"
+            '<main id="main" style="max-width:40rem;margin:2rem auto;font:16px/1.5 system-ui,sans-serif">'
+            "<h1>Temporarily unavailable</h1>"
+            f'<p role="alert">{html.escape(message)}</p><p><a href="">Try again</a></p></main></body></html>'
         )
-        return "text/html; charset=utf-8", bytes(page.body)
+        return "text/html; charset=utf-8", page.encode()
     else:
         body = {"error": "TEMPORARILY_UNAVAILABLE", "message": message}
     return "application/json", json.dumps(body, separators=(",", ":")).encode()
@@ -70,7 +73,16 @@ def outage_reply(path: str, outage: Unavailable) -> tuple[int, list[tuple[bytes,
         (b"content-length", str(len(body)).encode()),
         (b"retry-after", str(outage.retry_after).encode()),
         (b"cache-control", b"no-store"),
+        (b"x-content-type-options", b"nosniff"),
     ]
+    if kind.startswith("text/html"):  # the portal's rules: nothing runs, nothing frames it
+        headers += [
+            (
+                b"content-security-policy",
+                b"default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'",
+            ),
+            (b"x-frame-options", b"DENY"),
+        ]
     return 503, headers, body
 
 
