@@ -86,7 +86,8 @@ async def test_registrations_keep_the_reference_never_the_value(
     listed = await agent.run("apps_list")
     assert SECRET not in json.dumps(listed) and SECRET not in json.dumps(out)
     assert gw.external is not None and gw.external.store is not None
-    (row,) = gw.external.store.list_for(agent.principal.user.id)
+    # The app's row (the user's '#'-named rows, like the cap's slot, hold no configuration).
+    (row,) = [r for r in gw.external.store.list_for(agent.principal.user.id) if not r.name.startswith("#")]
     config = gw.external.cipher.decrypt_json(
         row.config, {"user": row.user_id, "external_server": "plain", "field": "config"}
     )
