@@ -381,17 +381,23 @@ def test_three_instances_share_one_failed_refresh_on_sqlite(tmp_path: Path, fail
     failed_refresh_burst(new_instance, failure)
 
 
+# Both DynamoDB implementations: moto, and dynalite (stricter about names and shapes).
+DYNAMODB = pytest.mark.parametrize("server", ["moto_endpoint", "dynalite_endpoint"])
+
+
 @pytest.mark.e2e
+@DYNAMODB
 @pytest.mark.parametrize("failure", sorted(FAILURES))
 def test_three_instances_share_one_failed_refresh_on_dynamodb(
-    moto_endpoint: AwsEndpoint, failure: str
+    request: pytest.FixtureRequest, server: str, failure: str
 ) -> None:
     from workbench.stores.dynamodb import dynamodb_stores
 
-    tables = moto_endpoint.fresh_tables()
+    endpoint: AwsEndpoint = request.getfixturevalue(server)
+    tables = endpoint.fresh_tables()
 
     def new_instance(m: Manifest) -> Gateway:
-        settings = moto_endpoint.settings(table_prefix=tables.table_prefix)
+        settings = endpoint.settings(table_prefix=tables.table_prefix)
         return _instance(settings, dynamodb_stores(settings), m)
 
     failed_refresh_burst(new_instance, failure)
@@ -408,13 +414,17 @@ def test_two_instances_on_one_sqlite_file_refresh_once_after_a_rejection(tmp_pat
 
 
 @pytest.mark.e2e
-def test_two_instances_on_dynamodb_refresh_once_after_a_rejection(moto_endpoint: AwsEndpoint) -> None:
+@DYNAMODB
+def test_two_instances_on_dynamodb_refresh_once_after_a_rejection(
+    request: pytest.FixtureRequest, server: str
+) -> None:
     from workbench.stores.dynamodb import dynamodb_stores
 
-    tables = moto_endpoint.fresh_tables()
+    endpoint: AwsEndpoint = request.getfixturevalue(server)
+    tables = endpoint.fresh_tables()
 
     def new_instance(m: Manifest) -> Gateway:
-        settings = moto_endpoint.settings(table_prefix=tables.table_prefix)
+        settings = endpoint.settings(table_prefix=tables.table_prefix)
         return _instance(settings, dynamodb_stores(settings), m)
 
     race_after_rejection(new_instance)
