@@ -129,7 +129,7 @@ def _serve(args: argparse.Namespace) -> int:
         pass
     finally:
         sock.close()
-        if _running_url(_settings(args)) is None or _owns(runfile):
+        if _owns(runfile):  # never another running gateway's
             runfile.unlink(missing_ok=True)
     print("Workbench stopped.", flush=True)
     return 0

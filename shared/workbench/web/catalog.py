@@ -17,10 +17,10 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
-from workbench.errors import ConfigError
 from workbench.identity.auth import Principal
-from workbench.manifest import Manifest, NoAuth, OAuth2Auth
+from workbench.manifest import Manifest, NoAuth
 from workbench.web.html import e, html_page
+from workbench.web.portal import why_unavailable
 
 if TYPE_CHECKING:
     from workbench.stores import User
@@ -56,13 +56,8 @@ def catalog_routes(web: WebContext) -> list[BaseRoute]:
             return '<span class="status ok">Built in</span>'
         if connected.get(m.name):
             return '<span class="status ok">Connected</span>'
-        if isinstance(m.auth, OAuth2Auth) and gw.provider_oauth is not None:
-            try:
-                missing = gw.provider_oauth.missing_setting(m)
-            except ConfigError:
-                missing = None
-            if missing:
-                return '<span class="status off">Needs setup on this gateway</span>'
+        if why_unavailable(gw, m) is not None:
+            return '<span class="status off">Needs setup on this gateway</span>'
         return '<span class="status off">Not connected</span>'
 
     def sections(user: User) -> str:

@@ -37,10 +37,11 @@ from workbench.web.grants import grant_fields, grant_from_form, grant_summary
 from workbench.web.html import button_link, csrf_field, e, html_page, notices, redirect
 
 if TYPE_CHECKING:
+    from workbench.composition import Gateway
     from workbench.guard.egress import EgressPolicy
     from workbench.stores import ApiKeyRecord, Connection, User
 
-__all__ = ["portal_routes"]
+__all__ = ["portal_routes", "why_unavailable"]
 
 _NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
 _KEY_ID_RE = re.compile(r"^[A-Za-z0-9]{12}$")
@@ -78,6 +79,23 @@ async def _refused_destination(egress: EgressPolicy, template: str, value: str) 
     return None
 
 
+def why_unavailable(gw: Gateway, m: Manifest) -> str | None:
+    """Why an OAuth integration cannot be connected on this gateway (no OAuth client); None if it can."""
+    if not isinstance(m.auth, OAuth2Auth) or gw.provider_oauth is None:
+        return None
+    try:
+        missing = gw.provider_oauth.missing_setting(m)
+    except ConfigError:
+        return "Its settings cannot be read right now."
+    return f"Not configured on this gateway: {missing} is not set." if missing else None
+
+
+def _integration_item(m: Manifest) -> str:
+    """One integration as a list item: its name and what it does."""
+    description = f' <span class="muted">— {e(m.description)}</span>' if m.description else ""
+    return f"<li><strong>{e(m.display_name)}</strong>{description}</li>"
+
+
 def portal_routes(web: WebContext) -> list[BaseRoute]:
     gw = web.gw
 
@@ -87,14 +105,7 @@ def portal_routes(web: WebContext) -> list[BaseRoute]:
     # -- integrations ------------------------------------------------------------------------------
 
     def unavailable(m: Manifest) -> str | None:
-        """Why an OAuth integration cannot be connected on this gateway (no OAuth client); None if it can."""
-        if not isinstance(m.auth, OAuth2Auth) or gw.provider_oauth is None:
-            return None
-        try:
-            missing = gw.provider_oauth.missing_setting(m)
-        except ConfigError:
-            return "Its settings cannot be read right now."
-        return f"Not configured on this gateway: {missing} is not set." if missing else None
+        return why_unavailable(gw, m)
 
     def integration_card(m: Manifest, conn: Connection | None, csrf: str, error: str | None) -> str:
         connected = gw.credentials.is_connected(m, conn)
@@ -198,9 +209,7 @@ def portal_routes(web: WebContext) -> list[BaseRoute]:
     def built_in_section() -> str:
         """What works at once, with no connection: the built-in tools and no-sign-in integrations."""
         items = "".join(
-            f"<li><strong>{e(m.display_name)}</strong>"
-            + (f' <span class="muted">— {e(m.description)}</span>' if m.description else "")
-            + "</li>"
+            _integration_item(m)
             for m in sorted(gw.registry.manifests(), key=lambda m: m.display_name.lower())
             if m.builtin or isinstance(m.auth, NoAuth)
         )
@@ -644,9 +653,7 @@ def portal_routes(web: WebContext) -> list[BaseRoute]:
             "appear to your agents at once.</li></ol></section>"
         )
         ready_now = "".join(
-            f"<li><strong>{e(m.display_name)}</strong>"
-            + (f' <span class="muted">— {e(m.description)}</span>' if m.description else "")
-            + "</li>"
+            _integration_item(m)
             for m in sorted(gw.registry.manifests(), key=lambda m: m.display_name.lower())
             if m.builtin or isinstance(m.auth, NoAuth) or m.name in conns
         )
