@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.processes import REPO, free_port
+from tests.support.processes import REPO, free_port, wait_http
 
 pytestmark = pytest.mark.e2e
 
@@ -75,9 +75,10 @@ def test_the_wheel_runs_from_a_clean_venv(built: Path, tmp_path: Path) -> None:
     try:
         assert proc.stdout is not None
         banner = [proc.stdout.readline() for _ in range(6)]
+        wait_http(f"http://127.0.0.1:{port}/healthz", timeout=30)  # Ctrl+C once it is serving
     finally:
         proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=30)
+        out, err = proc.communicate(timeout=60)
     assert banner[0] == "Workbench is running.\n", (banner, err)
     assert f"MCP endpoint: http://127.0.0.1:{port}/mcp" in banner[1]
     assert proc.returncode == 0 and out.strip().endswith("Workbench stopped."), err
