@@ -326,20 +326,32 @@ MULTILINGUAL_B: dict[str, list[tuple[str, str]]] = {
 # some only implying it. NO_TOOL_B: questions no tool in the catalog answers, everyday ones, some
 # in work vocabulary (code, meetings, pricing advice), and some in the other languages.
 INDIRECT_B: list[tuple[str, str]] = [
-    ("customers say the checkout link we emailed them goes nowhere, they can't pay", "stripe_create_payment_link"),
+    (
+        "customers say the checkout link we emailed them goes nowhere, they can't pay",
+        "stripe_create_payment_link",
+    ),
     ("customers can't pay, the card form says the product has no price", "stripe_create_price"),
-    ("the bank pulled money back from us for a charge the customer says they didn't make", "stripe_list_disputes"),
+    (
+        "the bank pulled money back from us for a charge the customer says they didn't make",
+        "stripe_list_disputes",
+    ),
     ("the client wants to stop paying monthly from next month", "stripe_cancel_subscription"),
     (
         "CI has been red on main since this morning, probably the flaky runner again; one more try should do it",
         "github_rerun_workflow_run",
     ),
     ("the README in acme/web still tells people to use Python 3.8", "github_create_or_update_file"),
-    ("someone reported the export crash on github but I can't remember the issue number", "github_search_issues"),
+    (
+        "someone reported the export crash on github but I can't remember the issue number",
+        "github_search_issues",
+    ),
     ("the on-call channel in slack doesn't exist yet for the new payments team", "slack_create_channel"),
     ("I can't find where Tom said the launch date in slack last week", "slack_search_messages"),
     ("I need a slot where Ana, Raj and I are all free next week", "calendar_find_free_busy"),
-    ("I got an invite to the vendor review and haven't told them whether I'm coming", "calendar_respond_to_event"),
+    (
+        "I got an invite to the vendor review and haven't told them whether I'm coming",
+        "calendar_respond_to_event",
+    ),
     ("the client's reply is buried somewhere in my email and I can't find it", "gmail_search_messages"),
     ("my emails are chaotic, there's no label for invoices", "gmail_create_label"),
     ("the draft to the board has been sitting in my gmail ready since Monday", "gmail_send_draft"),
@@ -353,7 +365,10 @@ INDIRECT_B: list[tuple[str, str]] = [
         "I never wrote down what was said on the call with Initech and it should be on their hubspot record",
         "hubspot_create_note",
     ),
-    ("I promised the Acme contact a follow-up next Tuesday and the CRM should remind me", "hubspot_create_task"),
+    (
+        "I promised the Acme contact a follow-up next Tuesday and the CRM should remind me",
+        "hubspot_create_task",
+    ),
     ("Globex isn't in hubspot at all as a company", "hubspot_create_company"),
     ("the mobile team's crash from yesterday isn't tracked anywhere in linear", "linear_create_issue"),
     ("that old linear ticket about IE11 is irrelevant now and clutters the board", "linear_archive_issue"),
@@ -362,10 +377,16 @@ INDIRECT_B: list[tuple[str, str]] = [
         "the sprint ends Friday and ABC-412 won't make it into this one, it belongs in the next",
         "jira_move_issues_to_sprint",
     ),
-    ("ABC-77 and ABC-80 are really the same problem, someone should see that from either", "jira_link_issues"),
+    (
+        "ABC-77 and ABC-80 are really the same problem, someone should see that from either",
+        "jira_link_issues",
+    ),
     ("I typoed the number in my comment on ABC-19", "jira_update_comment"),
     ("the notion roadmap page is from a project we dropped", "notion_archive_page"),
-    ("the meeting notes in notion are under the wrong parent, they belong under Engineering", "notion_move_page"),
+    (
+        "the meeting notes in notion are under the wrong parent, they belong under Engineering",
+        "notion_move_page",
+    ),
     (
         "we keep the hiring pipeline in a notion database and I need to see who is at the interview stage",
         "notion_query_database",
@@ -373,7 +394,10 @@ INDIRECT_B: list[tuple[str, str]] = [
     ("the confluence page about the old office is obsolete and misleads people", "confluence_delete_page"),
     ("I can't find our confluence doc about the expense policy", "confluence_search"),
     ("salesforce shows Acme's opportunity amount as 10k but they signed for 25k", "salesforce_update_record"),
-    ("I was looking at some accounts in salesforce earlier and lost track of which", "salesforce_list_recent"),
+    (
+        "I was looking at some accounts in salesforce earlier and lost track of which",
+        "salesforce_list_recent",
+    ),
     ("the customer has been waiting on ticket 3391 for days without a reply from us", "zendesk_add_comment"),
     (
         "the same refund question comes in all day and we have a canned answer for it in zendesk",
