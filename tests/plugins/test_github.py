@@ -5,10 +5,12 @@ from __future__ import annotations
 import base64
 from pathlib import Path
 
+import httpx
 import pytest
 from workbench_plugins.github import tools as github_tools
 
 from tests.plugins.catalog_support import Call, Case, Plugin, check_catalog, run_case, run_tool
+from tests.support.gateways import make_gateway, principal_for
 
 PLUGIN = Plugin("github")
 
@@ -118,6 +120,43 @@ REPO_SHAPED = {
     "updated_at": "2011-01-26T19:14:43Z",
 }
 FILE_TEXT = "# Hello World\nHello world from octocat!\n"
+
+# GitHub's documented example (components/examples/job-paginated), its "Run Tests" step failed.
+JOB = {
+    "id": 399444496,
+    "run_id": 29679449,
+    "run_url": "https://api.github.com/repos/octo-org/octo-repo/actions/runs/29679449",
+    "head_sha": "f83a356604ae3c5d03e1b46ef4d1ca77d64a90b0",
+    "html_url": "https://github.com/octo-org/octo-repo/runs/29679449/jobs/399444496",
+    "status": "completed",
+    "conclusion": "failure",
+    "started_at": "2020-01-20T17:42:40Z",
+    "completed_at": "2020-01-20T17:44:39Z",
+    "name": "build",
+    "run_attempt": 1,
+    "steps": [
+        {"name": "Set up job", "status": "completed", "conclusion": "success", "number": 1},
+        {"name": "Run Tests", "status": "completed", "conclusion": "failure", "number": 7},
+        {"name": "Deploy to Heroku", "status": "completed", "conclusion": "skipped", "number": 8},
+    ],
+}
+# The Location of GitHub's documented 302 for a job's logs (a signed URL on another host).
+SIGNED_LOG = (
+    "https://pipelines.actions.githubusercontent.com/ab1f3cCFPB34Nd6imvFxpGZH5hNlDp2wijMwl2gDoO0bcrrlJj"
+    "/_apis/pipelines/1/jobs/19/signedlogcontent?urlExpires=2020-01-22T22%3A44%3A54.1389777Z"
+    "&urlSigningMethod=HMACV1&urlSignature=2TUDfIg4fm36OJmfPy6km5QD5DLCOkBVzvhWZM8B%2BUY%3D"
+)
+SIGNED_QUERY = {
+    "urlExpires": "2020-01-22T22:44:54.1389777Z",
+    "urlSigningMethod": "HMACV1",
+    "urlSignature": "2TUDfIg4fm36OJmfPy6km5QD5DLCOkBVzvhWZM8B+UY=",
+}
+LOG_TEXT = (
+    "\ufeff2020-01-20T17:42:40.1Z ##[group]Run bundle exec rspec\n"
+    "2020-01-20T17:44:38.0Z Failures: 1) Widget renders\n"
+    "2020-01-20T17:44:38.1Z 1 example, 1 failure\n"
+    "2020-01-20T17:44:38.2Z ##[error]Process completed with exit code 1.\n"
+)
 
 CASES = [
     Case(
@@ -863,6 +902,60 @@ CASES += [
         [Call("POST", f"{REPO}/actions/runs/30433642/rerun-failed-jobs", status=201, response={})],
         {"runId": 30433642, "rerunRequested": True, "onlyFailed": True},
     ),
+    Case(
+        "github_list_workflow_jobs",
+        {"owner": "octocat", "repo": "Hello-World", "runId": 29679449},
+        [
+            Call(
+                "GET",
+                f"{REPO}/actions/runs/29679449/jobs",
+                {"filter": "latest", "per_page": 30, "page": 1},
+                response={"total_count": 1, "jobs": [JOB]},
+            )
+        ],
+        {
+            "totalCount": 1,
+            "jobs": [
+                {
+                    "id": 399444496,
+                    "name": "build",
+                    "status": "completed",
+                    "conclusion": "failure",
+                    "run_attempt": 1,
+                    "started_at": "2020-01-20T17:42:40Z",
+                    "completed_at": "2020-01-20T17:44:39Z",
+                    "html_url": "https://github.com/octo-org/octo-repo/runs/29679449/jobs/399444496",
+                    "failedSteps": ["Run Tests"],
+                }
+            ],
+            "nextPage": None,
+        },
+    ),
+    Case(
+        "github_get_job_logs",
+        {"owner": "octocat", "repo": "Hello-World", "jobId": 399444496, "tailLines": 2},
+        [
+            Call("GET", f"{REPO}/actions/jobs/399444496/logs", status=302, headers={"location": SIGNED_LOG}),
+            Call(
+                "GET",
+                SIGNED_LOG.split("?")[0],
+                SIGNED_QUERY,
+                response=LOG_TEXT,
+                headers={"content-type": "text/plain"},
+                auth=None,
+                presigned=True,
+                expect_headers={"accept": "text/plain"},
+            ),
+        ],
+        {
+            "lines": 2,
+            "totalLines": 4,
+            "truncated": True,
+            "log": "…[2 earlier lines left out]\n"
+            "2020-01-20T17:44:38.1Z 1 example, 1 failure\n"
+            "2020-01-20T17:44:38.2Z ##[error]Process completed with exit code 1.\n",
+        },
+    ),
 ]
 
 
@@ -1120,3 +1213,116 @@ async def test_rerun_all_jobs(tmp_path: Path) -> None:
         [Call("POST", f"{REPO}/actions/runs/5/rerun", status=201)],
     )
     assert out == {"results": [{"result": {"runId": 5, "rerunRequested": True, "onlyFailed": False}}]}
+
+
+LOGS = f"{REPO}/actions/jobs/399444496/logs"
+LOG_ARGS = {"owner": "octocat", "repo": "Hello-World", "jobId": 399444496}
+
+
+async def test_job_logs_never_follow_to_a_private_address(tmp_path: Path) -> None:
+    """The log's signed URL goes through the egress guard: a Location pointing at the metadata
+    service or loopback is refused before any request is made to it."""
+    for target in ("https://169.254.169.254/latest/meta-data/", "https://127.0.0.1:8787/t/x/mcp"):
+        out = await run_tool(
+            PLUGIN,
+            tmp_path,
+            "github_get_job_logs",
+            LOG_ARGS,
+            [Call("GET", LOGS, status=302, headers={"location": target})],
+        )
+        error = out["results"][0]["error"]
+        assert "refused" in error.lower() or "not allowed" in error.lower(), error
+        assert "tok-" not in error
+
+
+async def test_job_logs_refuse_a_plain_http_location(tmp_path: Path) -> None:
+    out = await run_tool(
+        PLUGIN,
+        tmp_path,
+        "github_get_job_logs",
+        LOG_ARGS,
+        [
+            Call(
+                "GET",
+                LOGS,
+                status=302,
+                headers={"location": "http://pipelines.actions.githubusercontent.com/x"},
+            )
+        ],
+    )
+    assert out == {"results": [{"error": "GitHub did not give an https address for the job's log."}]}
+
+
+async def test_an_expired_log_url_is_the_providers_error(tmp_path: Path) -> None:
+    signed = "https://results-receiver.actions.githubusercontent.com/log?sig=abc"
+    out = await run_tool(
+        PLUGIN,
+        tmp_path,
+        "github_get_job_logs",
+        LOG_ARGS,
+        [
+            Call("GET", LOGS, status=302, headers={"location": signed}),
+            Call(
+                "GET",
+                signed.split("?")[0],
+                {"sig": "abc"},
+                status=403,
+                response="<Error><Code>AuthenticationFailed</Code></Error>",
+                auth=None,
+                presigned=True,
+            ),
+        ],
+    )
+    assert out == {
+        "results": [{"error": "github API error 403: <Error><Code>AuthenticationFailed</Code></Error>"}]
+    }
+
+
+async def test_a_log_larger_than_the_bound_is_read_only_up_to_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An endless log: the tool stops reading at MAX_LOG_BYTES and says the log was cut."""
+    monkeypatch.setattr(github_tools, "MAX_LOG_BYTES", 64 * 1024)
+    sent: list[int] = []
+    signed = "https://pipelines.actions.githubusercontent.com/signedlogcontent?sig=1"
+
+    async def endless():  # type: ignore[no-untyped-def]
+        for i in range(10_000):
+            sent.append(i)
+            yield f"{i:08d} line of a very long build log\n".encode() * 100
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        if request.url.host == "api.github.com":
+            return httpx.Response(302, headers={"location": signed})
+        assert "authorization" not in request.headers
+        return httpx.Response(200, content=endless(), headers={"content-type": "text/plain"})
+
+    gw = make_gateway(tmp_path, transport=httpx.MockTransport(handler))
+    principal = principal_for(gw)
+    gw.credentials.save(principal.user.id, "github", PLUGIN.credential)
+    out = await gw.runs.execute(
+        principal, [{"tool": "github_get_job_logs", "args": {**LOG_ARGS, "tailLines": 3}, "ref_id": None}]
+    )
+    result = out["results"][0]["result"]
+    assert len(sent) < 30  # 3.7 KB a chunk: read to 64 KB and stopped, not 37 MB
+    assert result["truncated"] is True and result["totalLines"] is None and result["lines"] == 3
+    assert result["log"].startswith("…[the log is longer than 65536 bytes: only its start was read; ")
+    assert result["log"].count("\n") == 3 + 1
+
+
+async def test_a_long_last_line_is_cut_from_its_start(tmp_path: Path) -> None:
+    text = "first\n" + "x" * 70_000 + "\n"
+    out = await run_tool(
+        PLUGIN,
+        tmp_path,
+        "github_get_job_logs",
+        {**LOG_ARGS, "tailLines": 1},
+        [Call("GET", LOGS, response=text, headers={"content-type": "text/plain"})],
+    )
+    result = out["results"][0]["result"]
+    assert result["lines"] == 1 and result["totalLines"] == 2 and result["truncated"] is True
+    assert result["log"] == (
+        "…[1 earlier lines left out; 10001 characters of the first lines shown left out]\n"
+        + "x" * 59_999
+        + "\n"
+    )

@@ -902,6 +902,124 @@ async def rerun_workflow_run(args: Rerun, ctx: ToolContext) -> Any:
     return {"runId": args.runId, "rerunRequested": True, "onlyFailed": args.onlyFailed}
 
 
+class ListJobs(_Repo, _Paged):
+    runId: int = Field(ge=1, description="Workflow run id (github_list_workflow_runs)")
+    filter: Literal["latest", "all"] = Field(
+        default="latest",
+        description="'latest': the jobs of the run's latest attempt; 'all': of every attempt",
+    )
+
+
+@tool(
+    "github_list_workflow_jobs",
+    "List the jobs of a GitHub Actions workflow run with their status, result and failed steps.",
+    ListJobs,
+    scopes=("repo",),
+    keywords=("ci", "build", "actions", "steps", "failed", "checks", "pipeline"),
+)
+async def list_workflow_jobs(args: ListJobs, ctx: ToolContext) -> Any:
+    path = f"/repos/{args.owner}/{args.repo}/actions/runs/{args.runId}/jobs"
+    found, nxt = await _page(ctx, path, args, {"filter": args.filter})
+    jobs = []
+    for job in found.get("jobs") or []:
+        item = pick(
+            job, "id", "name", "status", "conclusion", "run_attempt", "started_at", "completed_at", "html_url"
+        )
+        item["failedSteps"] = [
+            s.get("name") for s in job.get("steps") or [] if s.get("conclusion") == "failure"
+        ]
+        jobs.append(item)
+    return {"totalCount": found.get("total_count"), "jobs": jobs, "nextPage": nxt}
+
+
+# A job's log is read up to this many bytes (logs of long jobs run to tens of megabytes); the
+# answer is its last lines, within this many characters.
+MAX_LOG_BYTES = 8 * 1024 * 1024
+MAX_LOG_CHARS = 60_000
+_REDIRECTS = (301, 302, 303, 307, 308)
+
+
+class GetJobLogs(_Repo):
+    jobId: int = Field(ge=1, description="Job id (github_list_workflow_jobs)")
+    tailLines: int = Field(
+        default=500,
+        ge=1,
+        le=5000,
+        description="How many lines from the end of the log to return (a failure's cause is usually there)",
+    )
+
+
+@tool(
+    "github_get_job_logs",
+    "Get the log of one GitHub Actions job: its last lines (the earlier ones are left out, and the "
+    "answer says how many).",
+    GetJobLogs,
+    scopes=("repo",),
+    keywords=("ci", "build", "output", "error", "failed", "console", "actions", "why did it fail"),
+)
+async def get_job_logs(args: GetJobLogs, ctx: ToolContext) -> Any:
+    resp = await api_response(ctx, "GET", f"/repos/{args.owner}/{args.repo}/actions/jobs/{args.jobId}/logs")
+    if resp.status_code in _REDIRECTS:
+        # GitHub answers with a short-lived signed URL on another host. The signature is the
+        # credential there: the request carries no Authorization header (auth=None skips the
+        # injected token) and goes through the same egress guard as every upstream call.
+        location = resp.headers.get("location", "")
+        if not location.startswith("https://"):
+            raise ToolError("GitHub did not give an https address for the job's log.")
+        request = ctx.http.build_request("GET", location, headers={"Accept": "text/plain"})
+        request.headers.pop("Authorization", None)
+        resp = await ctx.http.send(request, auth=None, stream=True)
+        try:
+            if resp.status_code >= 400:
+                detail = (await _read_capped(resp, 2_000)).decode("utf-8", "replace").strip()
+                raise UpstreamError(ctx.integration, resp.status_code, detail[:500])
+            data = await _read_capped(resp, MAX_LOG_BYTES)
+        finally:
+            await resp.aclose()
+    else:
+        data = resp.content  # served directly (GitHub Enterprise Server may)
+    return _log_tail(data, args.tailLines, cut=len(data) > MAX_LOG_BYTES)
+
+
+async def _read_capped(resp: Any, cap: int) -> bytes:
+    """At most `cap` + 1 bytes of a streamed body (the extra byte says there was more)."""
+    body = bytearray()
+    async for chunk in resp.aiter_bytes():
+        body.extend(chunk)
+        if len(body) > cap:
+            return bytes(body[: cap + 1])
+    return bytes(body)
+
+
+def _size(n: int) -> str:
+    return f"{n // (1024 * 1024)} MB" if n >= 1024 * 1024 else f"{n} bytes"
+
+
+def _log_tail(data: bytes, lines: int, *, cut: bool) -> dict[str, Any]:
+    if cut:  # up to the bound's last whole line
+        data = data[:MAX_LOG_BYTES]
+        data = data[: data.rfind(b"\n") + 1] or data
+    data = data.removeprefix(b"\xef\xbb\xbf")
+    total = data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0)
+    start = len(data.rstrip(b"\n"))
+    for _ in range(lines):
+        start = data.rfind(b"\n", 0, start)
+        if start < 0:
+            break
+    tail = data[start + 1 :].decode("utf-8", "replace") if start >= 0 else data.decode("utf-8", "replace")
+    kept = min(lines, total)
+    notes = []
+    if cut:
+        notes.append(f"the log is longer than {_size(MAX_LOG_BYTES)}: only its start was read")
+    if kept < total:
+        notes.append(f"{total - kept} earlier lines left out")
+    if len(tail) > MAX_LOG_CHARS:
+        notes.append(f"{len(tail) - MAX_LOG_CHARS} characters of the first lines shown left out")
+        tail = tail[-MAX_LOG_CHARS:]
+    text = (f"…[{'; '.join(notes)}]\n" if notes else "") + tail
+    return {"lines": kept, "totalLines": None if cut else total, "truncated": bool(notes), "log": text}
+
+
 TOOLS = [
     list_prs,
     create_pr,
@@ -931,4 +1049,6 @@ TOOLS = [
     create_branch,
     list_workflow_runs,
     rerun_workflow_run,
+    list_workflow_jobs,
+    get_job_logs,
 ]
