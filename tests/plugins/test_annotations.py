@@ -27,6 +27,7 @@ READING_POSTS = {
     "https://api.hubapi.com/crm/v3/objects/contacts/search": "HubSpot's CRM search takes filters as a body",
     "https://api.hubapi.com/crm/v3/objects/deals/search": "HubSpot's CRM search takes filters as a body",
     "https://api.hubapi.com/crm/v3/objects/companies/search": "HubSpot's CRM search takes filters as a body",
+    "https://api.hubapi.com/crm/v3/objects/tickets/search": "HubSpot's CRM search takes filters as a body",
     "https://api.notion.com/v1/search": "Notion's search takes its query as a body",
     "https://bi.example.com/api/v1/security/login": "Superset's sign-in, which every Superset tool makes first",
 }

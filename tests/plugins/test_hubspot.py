@@ -482,6 +482,33 @@ TASK = {
     "archived": False,
 }
 
+# HubSpot's default ticket pipeline (the tickets guide's example ids) and a ticket record.
+TICKET_PIPELINE = {
+    "id": "0",
+    "label": "Support Pipeline",
+    "displayOrder": 0,
+    "archived": False,
+    "stages": [
+        {"id": "4", "label": "Closed", "displayOrder": 3, "metadata": {"ticketState": "CLOSED"}},
+        {"id": "1", "label": "New", "displayOrder": 0, "metadata": {"ticketState": "OPEN"}},
+    ],
+}
+TICKET = {
+    "id": "512",
+    "properties": {
+        "hs_pipeline": "0",
+        "hs_pipeline_stage": "1",
+        "hs_ticket_priority": "HIGH",
+        "subject": "troubleshoot report",
+        "createdate": "2019-10-30T03:30:17.883Z",
+    },
+    "createdAt": "2019-10-30T03:30:17.883Z",
+    "updatedAt": "2019-12-07T16:50:06.678Z",
+    "archived": False,
+}
+TICKET_OUT = {k: TICKET[k] for k in ("id", "properties", "createdAt", "updatedAt")}
+TICKET_PROPS = "subject,content,hs_pipeline,hs_pipeline_stage,hs_ticket_priority,hs_ticket_category,hubspot_owner_id,createdate"
+
 CASES += [
     Case(
         "hubspot_get_company",
@@ -658,6 +685,132 @@ CASES += [
             )
         ],
         {k: TASK[k] for k in ("id", "properties", "createdAt", "updatedAt")},
+    ),
+    Case(
+        "hubspot_list_tickets",
+        {"limit": 1},
+        [
+            Call(
+                "GET",
+                f"{API}/crm/v3/objects/tickets",
+                {"limit": 1, "properties": TICKET_PROPS},
+                response=page(TICKET, after="NTI1Cg=="),
+            )
+        ],
+        {"tickets": [TICKET_OUT], "nextCursor": "NTI1Cg=="},
+    ),
+    Case(
+        "hubspot_get_ticket",
+        {"id": "512", "properties": ["subject", "hs_pipeline_stage"]},
+        [
+            Call(
+                "GET",
+                f"{API}/crm/v3/objects/tickets/512",
+                {"properties": "subject,hs_pipeline_stage"},
+                response=TICKET,
+            )
+        ],
+        TICKET_OUT,
+    ),
+    Case(
+        "hubspot_search_tickets",
+        {"filters": [{"propertyName": "hs_ticket_priority", "operator": "EQ", "value": "HIGH"}]},
+        [
+            Call(
+                "POST",
+                f"{API}/crm/v3/objects/tickets/search",
+                json={
+                    "limit": 20,
+                    "properties": TICKET_PROPS.split(","),
+                    "filterGroups": [
+                        {
+                            "filters": [
+                                {"propertyName": "hs_ticket_priority", "operator": "EQ", "value": "HIGH"}
+                            ]
+                        }
+                    ],
+                },
+                response={"total": 1, **page(TICKET)},
+            )
+        ],
+        {"tickets": [TICKET_OUT], "nextCursor": None, "total": 1},
+    ),
+    Case(
+        "hubspot_create_ticket",
+        {"subject": "troubleshoot report", "priority": "HIGH", "contact_id": "201", "company_id": "5001"},
+        [
+            # No stage given: the pipeline's first stage by displayOrder
+            Call("GET", f"{API}/crm/v3/pipelines/tickets/0", response=TICKET_PIPELINE),
+            Call(
+                "POST",
+                f"{API}/crm/v3/objects/tickets",
+                json={
+                    "properties": {
+                        "subject": "troubleshoot report",
+                        "hs_pipeline": "0",
+                        "hs_pipeline_stage": "1",
+                        "hs_ticket_priority": "HIGH",
+                    },
+                    "associations": [
+                        {
+                            "to": {"id": "201"},
+                            "types": [{"associationCategory": "HUBSPOT_DEFINED", "associationTypeId": 16}],
+                        },
+                        {
+                            "to": {"id": "5001"},
+                            "types": [{"associationCategory": "HUBSPOT_DEFINED", "associationTypeId": 26}],
+                        },
+                    ],
+                },
+                status=201,
+                response=TICKET,
+            ),
+        ],
+        TICKET_OUT,
+    ),
+    Case(
+        "hubspot_update_ticket",
+        {"id": "512", "properties": {"hs_pipeline_stage": "4"}},
+        [
+            Call(
+                "PATCH",
+                f"{API}/crm/v3/objects/tickets/512",
+                json={"properties": {"hs_pipeline_stage": "4"}},
+                response={**TICKET, "properties": {**TICKET["properties"], "hs_pipeline_stage": "4"}},
+            )
+        ],
+        {**TICKET_OUT, "properties": {**TICKET["properties"], "hs_pipeline_stage": "4"}},
+    ),
+    Case(
+        "hubspot_list_pipelines",
+        {"object_type": "tickets"},
+        [Call("GET", f"{API}/crm/v3/pipelines/tickets", response={"results": [TICKET_PIPELINE]})],
+        {
+            "pipelines": [
+                {
+                    "id": "0",
+                    "label": "Support Pipeline",
+                    "displayOrder": 0,
+                    "archived": False,
+                    "stages": [
+                        {
+                            "id": "1",
+                            "label": "New",
+                            "displayOrder": 0,
+                            "probability": None,
+                            "ticketState": "OPEN",
+                        },
+                        {
+                            "id": "4",
+                            "label": "Closed",
+                            "displayOrder": 3,
+                            "probability": None,
+                            "ticketState": "CLOSED",
+                        },
+                    ],
+                }
+            ]
+        },
     ),
 ]
 

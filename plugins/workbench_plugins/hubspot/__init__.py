@@ -4,7 +4,7 @@ manifest = Manifest(
     name="hubspot",
     version="1.0.0",
     display_name="HubSpot",
-    description="HubSpot CRM: contacts, companies, deals, notes and owners.",
+    description="HubSpot CRM: contacts, companies, deals, tickets, notes and owners.",
     keywords=("crm", "sales", "marketing"),
     auth=OAuth2Auth(
         authorize_url="https://app.hubspot.com/oauth/authorize",
@@ -18,6 +18,7 @@ manifest = Manifest(
             "crm.objects.deals.read",
             "crm.objects.deals.write",
             "crm.objects.owners.read",
+            "tickets",
         ),
     ),
     base_url="https://api.hubapi.com",

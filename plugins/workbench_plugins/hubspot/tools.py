@@ -34,6 +34,16 @@ COMPANY_PROPS = [
     "hubspot_owner_id",
 ]
 DEAL_PROPS = ["dealname", "amount", "dealstage", "pipeline", "closedate", "hubspot_owner_id"]
+TICKET_PROPS = [
+    "subject",
+    "content",
+    "hs_pipeline",
+    "hs_pipeline_stage",
+    "hs_ticket_priority",
+    "hs_ticket_category",
+    "hubspot_owner_id",
+    "createdate",
+]
 
 # HUBSPOT_DEFINED association type ids (https://developers.hubspot.com/docs/api/crm/associations).
 _NOTE_TO = {"contact": 202, "company": 190, "deal": 214}
@@ -382,18 +392,18 @@ async def list_owners(args: ListOwners, ctx: ToolContext) -> Any:
 
 
 class ListProperties(BaseModel):
-    object_type: Literal["contacts", "companies", "deals"] = Field(
-        description="Which records' properties: contacts, companies or deals"
+    object_type: Literal["contacts", "companies", "deals", "tickets"] = Field(
+        description="Which records' properties: contacts, companies, deals or tickets"
     )
     archived: bool = Field(default=False, description="List archived (deleted) properties instead")
 
 
 @tool(
     "hubspot_list_properties",
-    "List the properties (fields) of HubSpot contacts, companies or deals: the internal names other "
-    "tools take, with labels, types and the allowed values of each.",
+    "List the properties (fields) of HubSpot contacts, companies, deals or tickets: the internal names "
+    "other tools take, with labels, types and the allowed values of each.",
     ListProperties,
-    scopes=("crm.objects.contacts.read", "crm.objects.companies.read", "crm.objects.deals.read"),
+    scopes=("crm.objects.contacts.read", "crm.objects.companies.read", "crm.objects.deals.read", "tickets"),
     keywords=("fields", "columns", "schema", "internal names", "custom properties", "dropdown options"),
 )
 async def list_properties(args: ListProperties, ctx: ToolContext) -> Any:
@@ -481,33 +491,38 @@ async def get_deal(args: GetRecord, ctx: ToolContext) -> Any:
 # -- pipelines -------------------------------------------------------------------------------------
 
 
-class NoArgs(BaseModel):
-    pass
+def _stage(s: Any) -> dict[str, Any]:
+    meta = s.get("metadata") or {}
+    out = {**pick(s, "id", "label", "displayOrder"), "probability": meta.get("probability")}
+    if "ticketState" in meta:  # a ticket pipeline's stage: OPEN or CLOSED
+        out["ticketState"] = meta["ticketState"]
+    return out
 
 
 def _pipeline(p: Any) -> dict[str, Any]:
     stages = sorted(p.get("stages") or [], key=lambda s: s.get("displayOrder", 0))
     return {
         **pick(p, "id", "label", "displayOrder", "archived"),
-        "stages": [
-            {
-                **pick(s, "id", "label", "displayOrder"),
-                "probability": (s.get("metadata") or {}).get("probability"),
-            }
-            for s in stages
-        ],
+        "stages": [_stage(s) for s in stages],
     }
+
+
+class ListPipelines(BaseModel):
+    object_type: Literal["deals", "tickets"] = Field(
+        default="deals", description="Whose pipelines: deals (sales) or tickets (support statuses)"
+    )
 
 
 @tool(
     "hubspot_list_pipelines",
-    "List HubSpot deal pipelines with their stages in order (ids for creating and moving deals).",
-    NoArgs,
-    scopes=("crm.objects.deals.read",),
-    keywords=("stages", "funnel", "sales process"),
+    "List HubSpot deal or ticket pipelines with their stages in order (ids for creating and moving "
+    "deals and tickets).",
+    ListPipelines,
+    scopes=("crm.objects.deals.read", "tickets"),
+    keywords=("stages", "funnel", "sales process", "ticket status", "support process"),
 )
-async def list_pipelines(args: NoArgs, ctx: ToolContext) -> Any:
-    body = await api(ctx, "GET", "/crm/v3/pipelines/deals")
+async def list_pipelines(args: ListPipelines, ctx: ToolContext) -> Any:
+    body = await api(ctx, "GET", f"/crm/v3/pipelines/{args.object_type}")
     pipelines = sorted(body.get("results") or [], key=lambda p: p.get("displayOrder", 0))
     return {"pipelines": [_pipeline(p) for p in pipelines]}
 
@@ -636,6 +651,134 @@ async def create_task(args: CreateTask, ctx: ToolContext) -> Any:
     return _record(await api(ctx, "POST", "/crm/v3/objects/tasks", json=body))
 
 
+# -- tickets ---------------------------------------------------------------------------------------
+
+# HUBSPOT_DEFINED ticket -> record association type ids (ticket to company: the primary company).
+_TICKET_TO = {"contact": 16, "company": 26, "deal": 28}
+TicketPriority = Literal["LOW", "MEDIUM", "HIGH", "URGENT"]
+
+
+@tool(
+    "hubspot_list_tickets",
+    "List HubSpot tickets (support requests) with subject, pipeline status and priority.",
+    Page,
+    scopes=("tickets",),
+    keywords=("support", "help desk", "cases", "requests", "issues", "show"),
+)
+async def list_tickets(args: Page, ctx: ToolContext) -> Any:
+    return await _list_objects(ctx, "tickets", args, TICKET_PROPS)
+
+
+class GetTicket(GetRecord):
+    id: str = Field(description="Ticket id (from hubspot_list_tickets or hubspot_search_tickets)")
+
+
+@tool(
+    "hubspot_get_ticket",
+    "Get one HubSpot ticket by id: subject, description, pipeline status, priority, owner.",
+    GetTicket,
+    scopes=("tickets",),
+    keywords=("support request", "case", "details", "show", "status"),
+)
+async def get_ticket(args: GetTicket, ctx: ToolContext) -> Any:
+    return await _get_object(ctx, "tickets", args, TICKET_PROPS)
+
+
+@tool(
+    "hubspot_search_tickets",
+    "Search HubSpot tickets by text (subject, description) or property filters (status, priority, owner).",
+    Search,
+    scopes=("tickets",),
+    keywords=("find", "filter", "support", "open tickets", "cases", "requests"),
+)
+async def search_tickets(args: Search, ctx: ToolContext) -> Any:
+    return await _search(ctx, "tickets", args, TICKET_PROPS)
+
+
+class CreateTicket(BaseModel):
+    subject: str = Field(min_length=1, description="Ticket name (subject line)")
+    content: str | None = Field(default=None, description="Ticket description")
+    pipeline: str = Field(
+        default="0",
+        description="Ticket pipeline id (hubspot_list_pipelines with object_type 'tickets'; '0' is the default "
+        "support pipeline)",
+    )
+    stage: str | None = Field(
+        default=None,
+        description="Status: a stage id of that pipeline (hubspot_list_pipelines with object_type 'tickets'); "
+        "default: the pipeline's first stage",
+    )
+    priority: TicketPriority | None = Field(default=None, description="Ticket priority")
+    owner_id: str | None = Field(default=None, description="Owner id to assign it to (hubspot_list_owners)")
+    contact_id: str | None = Field(
+        default=None, description="Link to this contact (id from hubspot_search_contacts)"
+    )
+    company_id: str | None = Field(
+        default=None, description="Link to this company (id from hubspot_search_companies)"
+    )
+    deal_id: str | None = Field(default=None, description="Link to this deal (id from hubspot_search_deals)")
+    properties: dict[str, str] | None = Field(
+        default=None,
+        description="Any other ticket properties by internal name (from hubspot_list_properties)",
+    )
+
+
+@tool(
+    "hubspot_create_ticket",
+    "Create a HubSpot ticket (support request) in a pipeline (first status unless one is given), "
+    "optionally linked to a contact, company and deal.",
+    CreateTicket,
+    scopes=("tickets",),
+    keywords=("new", "open", "support request", "case", "report", "help desk"),
+)
+async def create_ticket(args: CreateTicket, ctx: ToolContext) -> Any:
+    stage = args.stage
+    if stage is None:
+        # Stage ids belong to one pipeline: look up this pipeline's first stage, never assume one.
+        pipeline = await api(ctx, "GET", f"/crm/v3/pipelines/tickets/{args.pipeline}")
+        stages = sorted(pipeline.get("stages") or [], key=lambda s: s.get("displayOrder", 0))
+        if not stages:
+            raise ToolError(f"Ticket pipeline '{args.pipeline}' has no stages; give stage.")
+        stage = stages[0].get("id")
+    props = {
+        "subject": args.subject,
+        "content": args.content,
+        "hs_pipeline": args.pipeline,
+        "hs_pipeline_stage": stage,
+        "hs_ticket_priority": args.priority,
+        "hubspot_owner_id": args.owner_id,
+    }
+    body: dict[str, Any] = {
+        "properties": {**{k: v for k, v in props.items() if v is not None}, **(args.properties or {})}
+    }
+    targets = [("contact", args.contact_id), ("company", args.company_id), ("deal", args.deal_id)]
+    assocs = [_assoc(_TICKET_TO[kind], rid) for kind, rid in targets if rid]
+    if assocs:
+        body["associations"] = assocs
+    return _record(await api(ctx, "POST", "/crm/v3/objects/tickets", json=body))
+
+
+class UpdateTicket(UpdateObject):
+    id: str = Field(description="Ticket id (from hubspot_list_tickets or hubspot_search_tickets)")
+    properties: dict[str, str] = Field(
+        description="Property values to set by internal name (hubspot_list_properties), e.g. "
+        "{'hs_pipeline_stage': '4'} to close it (stage ids: hubspot_list_pipelines)"
+    )
+
+
+@tool(
+    "hubspot_update_ticket",
+    "Update a HubSpot ticket (change its status, priority, owner or description).",
+    UpdateTicket,
+    scopes=("tickets",),
+    keywords=("edit", "change", "close", "resolve", "reassign", "status", "priority"),
+)
+async def update_ticket(args: UpdateTicket, ctx: ToolContext) -> Any:
+    return _record(
+        await api(ctx, "PATCH", f"/crm/v3/objects/tickets/{args.id}", json={"properties": args.properties})
+    )
+
+
 TOOLS = [
     list_contacts,
     get_contact,
@@ -659,4 +802,9 @@ TOOLS = [
     list_associations,
     associate_records,
     create_task,
+    list_tickets,
+    get_ticket,
+    search_tickets,
+    create_ticket,
+    update_ticket,
 ]
