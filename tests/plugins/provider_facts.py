@@ -252,6 +252,27 @@ CONFLUENCE = [
                 "blogPostId pageId parentCommentId attachmentId customContentId body",
                 "write:comment:confluence",
             ),
+            (
+                "GET",
+                "/pages/{id}/attachments",
+                "sort cursor status mediaType filename limit",
+                None,
+                "read:attachment:confluence",
+            ),
+            (
+                "GET",
+                "/pages/{id}/inline-comments",
+                "body-format status resolution-status sort cursor limit",
+                None,
+                "read:comment:confluence",
+            ),
+            (
+                "POST",
+                "/inline-comments",
+                "",
+                "blogPostId pageId parentCommentId body inlineCommentProperties",
+                "write:comment:confluence",
+            ),
         ],
     ),
     *_ops(

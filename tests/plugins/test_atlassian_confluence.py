@@ -56,6 +56,18 @@ PAGE_SHAPED = {
     "url": "/spaces/ENG/pages/65868/Onboarding",
 }
 
+# A page body whose text has "We ship" twice, across tags and an entity.
+INLINE_PAGE = {
+    **PAGE,
+    "body": {
+        "storage": {
+            "representation": "storage",
+            "value": "<p>We ship on the <strong>second</strong> Tuesday &amp; review on Friday.</p>"
+            "<p>We <em>ship</em> often.</p>",
+        }
+    },
+}
+
 CASES = [
     Case(
         "confluence_list_spaces",
@@ -333,6 +345,141 @@ CASES = [
             "version_createdAt": "2024-03-03T09:00:00.000Z",
         },
     ),
+    Case(
+        "confluence_list_page_attachments",
+        {"cloudId": CLOUD, "pageId": "65868", "mediaType": "application/pdf"},
+        [
+            Call(
+                "GET",
+                f"{V2}/pages/65868/attachments",
+                {"mediaType": "application/pdf", "limit": 25},
+                response={
+                    "results": [
+                        {
+                            "id": "att98312",
+                            "status": "current",
+                            "title": "handbook.pdf",
+                            "createdAt": "2024-03-02T10:00:00.000Z",
+                            "pageId": "65868",
+                            "mediaType": "application/pdf",
+                            "mediaTypeDescription": "PDF Document",
+                            "comment": "v2 of the handbook",
+                            "fileId": "5e0e3c52-7e0a-4f5b-8c3b-0b6d2f9a4c11",
+                            "fileSize": 48213,
+                            "webuiLink": "/spaces/ENG/pages/65868/Onboarding?preview=/65868/98312/handbook.pdf",
+                            "downloadLink": "/download/attachments/65868/handbook.pdf?version=2&api=v2",
+                            "version": {"number": 2, "createdAt": "2024-03-02T10:00:00.000Z"},
+                        }
+                    ],
+                    "_links": {
+                        "next": "/wiki/api/v2/pages/65868/attachments?cursor=eyJpZCI6Ijk4MzEyIn0",
+                        "base": BASE,
+                    },
+                },
+            )
+        ],
+        {
+            "attachments": [
+                {
+                    "id": "att98312",
+                    "title": "handbook.pdf",
+                    "mediaType": "application/pdf",
+                    "fileSize": 48213,
+                    "comment": "v2 of the handbook",
+                    "createdAt": "2024-03-02T10:00:00.000Z",
+                    "version_number": 2,
+                    "downloadUrl": f"{BASE}/download/attachments/65868/handbook.pdf?version=2&api=v2",
+                }
+            ],
+            "nextCursor": "eyJpZCI6Ijk4MzEyIn0",
+        },
+    ),
+    Case(
+        "confluence_list_inline_comments",
+        {"cloudId": CLOUD, "pageId": "65868", "resolution": "open"},
+        [
+            Call(
+                "GET",
+                f"{V2}/pages/65868/inline-comments",
+                {"body-format": "storage", "resolution-status": "open", "limit": 25},
+                response={
+                    "results": [
+                        {
+                            "id": "163841",
+                            "status": "current",
+                            "title": "Re: Onboarding",
+                            "pageId": "65868",
+                            "resolutionStatus": "open",
+                            "properties": {
+                                "inlineMarkerRef": "7b0c6f1e-3a55-4a8b-9d0e-2a1f4c3b5d6e",
+                                "inlineOriginalSelection": "second Tuesday",
+                            },
+                            "version": {
+                                "createdAt": "2024-03-04T09:00:00.000Z",
+                                "number": 1,
+                                "authorId": "557058:5b6a5f1b",
+                            },
+                            "body": {"storage": {"representation": "storage", "value": "<p>Still true?</p>"}},
+                        }
+                    ],
+                    "_links": {},
+                },
+            )
+        ],
+        {
+            "comments": [
+                {
+                    "id": "163841",
+                    "resolutionStatus": "open",
+                    "version_authorId": "557058:5b6a5f1b",
+                    "version_createdAt": "2024-03-04T09:00:00.000Z",
+                    "selection": "second Tuesday",
+                    "body": "<p>Still true?</p>",
+                }
+            ],
+            "nextCursor": None,
+        },
+    ),
+    Case(
+        "confluence_add_inline_comment",
+        {
+            "cloudId": CLOUD,
+            "pageId": "65868",
+            "body": "<p>Still true?</p>",
+            "selection": "We ship",
+            "occurrence": 2,
+        },
+        [
+            Call("GET", f"{V2}/pages/65868", {"body-format": "storage"}, response=INLINE_PAGE),
+            Call(
+                "POST",
+                f"{V2}/inline-comments",
+                json={
+                    "pageId": "65868",
+                    "body": {"representation": "storage", "value": "<p>Still true?</p>"},
+                    "inlineCommentProperties": {
+                        "textSelection": "We ship",
+                        "textSelectionMatchCount": 2,
+                        "textSelectionMatchIndex": 1,
+                    },
+                },
+                response={
+                    "id": "163842",
+                    "status": "current",
+                    "pageId": "65868",
+                    "resolutionStatus": "open",
+                    "version": {"createdAt": "2024-03-04T09:00:00.000Z", "number": 1},
+                },
+            ),
+        ],
+        {
+            "id": "163842",
+            "pageId": "65868",
+            "resolutionStatus": "open",
+            "version_number": 1,
+            "selection": "We ship",
+        },
+    ),
 ]
 
 
@@ -375,3 +522,54 @@ async def test_upstream_404_becomes_tool_error(tmp_path: Path) -> None:
 async def test_list_pages_needs_a_space(tmp_path: Path) -> None:
     out = await run_tool(PLUGIN, tmp_path, "confluence_list_pages", {"cloudId": CLOUD}, [])
     assert out == {"results": [{"error": "Give spaceId or spaceKey."}]}
+
+
+async def _inline_error(tmp_path: Path, args: dict, error: str) -> None:
+    out = await run_tool(
+        PLUGIN,
+        tmp_path,
+        "confluence_add_inline_comment",
+        {"cloudId": CLOUD, "pageId": "65868", "body": "<p>?</p>", **args},
+        [Call("GET", f"{V2}/pages/65868", {"body-format": "storage"}, response=INLINE_PAGE)],
+    )
+    assert out == {"results": [{"error": error}]}
+
+
+async def test_an_inline_comment_is_anchored_to_text_the_reader_sees(tmp_path: Path) -> None:
+    """Nothing is posted when the text is missing, ambiguous or the occurrence is past it; the
+    text is matched as shown (tags dropped, entities decoded)."""
+    await _inline_error(tmp_path, {"selection": "Monday"}, "The text 'Monday' does not appear on page 65868.")
+    await _inline_error(
+        tmp_path,
+        {"selection": "We ship"},
+        "The text appears 2 times on page 65868: give occurrence (1 to 2).",
+    )
+    await _inline_error(
+        tmp_path,
+        {"selection": "We ship", "occurrence": 3},
+        "The text appears 2 times on page 65868; occurrence 3 is past it.",
+    )
+    out = await run_tool(
+        PLUGIN,
+        tmp_path,
+        "confluence_add_inline_comment",
+        {"cloudId": CLOUD, "pageId": "65868", "body": "<p>?</p>", "selection": "second Tuesday & review"},
+        [
+            Call("GET", f"{V2}/pages/65868", {"body-format": "storage"}, response=INLINE_PAGE),
+            Call(
+                "POST",
+                f"{V2}/inline-comments",
+                json={
+                    "pageId": "65868",
+                    "body": {"representation": "storage", "value": "<p>?</p>"},
+                    "inlineCommentProperties": {
+                        "textSelection": "second Tuesday & review",
+                        "textSelectionMatchCount": 1,
+                        "textSelectionMatchIndex": 0,
+                    },
+                },
+                response={"id": "163843", "pageId": "65868", "resolutionStatus": "open"},
+            ),
+        ],
+    )
+    assert out["results"][0]["result"]["id"] == "163843"

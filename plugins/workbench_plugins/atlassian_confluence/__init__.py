@@ -6,7 +6,7 @@ manifest = Manifest(
     name="atlassian-confluence",
     version="1.0.0",
     display_name="Confluence",
-    description="Spaces, pages, comments and CQL search in Confluence Cloud.",
+    description="Spaces, pages, comments, attachments and CQL search in Confluence Cloud.",
     keywords=("wiki", "knowledge base", "documentation"),
     auth=OAuth2Auth(
         authorize_url="https://auth.atlassian.com/authorize",
@@ -18,6 +18,7 @@ manifest = Manifest(
             "delete:page:confluence",
             "read:comment:confluence",
             "write:comment:confluence",
+            "read:attachment:confluence",
             "read:content-details:confluence",
             "search:confluence",
             "offline_access",

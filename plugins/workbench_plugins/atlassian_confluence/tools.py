@@ -7,6 +7,8 @@ List tools take `limit` and `cursor` and return `nextCursor`, read from the `_li
 
 from __future__ import annotations
 
+import html
+import re
 from typing import Any, Literal
 
 from pydantic import Field
@@ -343,6 +345,151 @@ async def add_comment(args: AddComment, ctx: ToolContext) -> Any:
     return pick(raw, "id", "pageId", "version.number", "version.createdAt")
 
 
+# -- attachments and inline comments ---------------------------------------------------------------
+
+
+class ListAttachments(PageRef, _Paged):
+    filename: str | None = Field(default=None, description="Only the attachment with this file name")
+    mediaType: str | None = Field(
+        default=None, description="Only attachments of this type, e.g. 'application/pdf'"
+    )
+
+
+@tool(
+    "confluence_list_page_attachments",
+    "List the files attached to a Confluence page (name, type, size, download link).",
+    ListAttachments,
+    scopes=("read:attachment:confluence",),
+    keywords=("files", "documents", "uploads", "images", "pdf", "download", "show"),
+)
+async def list_page_attachments(args: ListAttachments, ctx: ToolContext) -> Any:
+    base = await _v2(ctx, args.cloudId)
+    body = await api(
+        ctx,
+        "GET",
+        f"{base}/pages/{args.pageId}/attachments",
+        params={
+            "filename": args.filename,
+            "mediaType": args.mediaType,
+            "limit": args.limit,
+            "cursor": args.cursor,
+        },
+    )
+    root = (body.get("_links") or {}).get("base")
+    files = []
+    for a in body.get("results") or []:
+        item = pick(a, "id", "title", "mediaType", "fileSize", "comment", "createdAt", "version.number")
+        download = a.get("downloadLink") or (a.get("_links") or {}).get("download")
+        item["downloadUrl"] = f"{root}{download}" if root and download else download
+        files.append(item)
+    return {"attachments": files, "nextCursor": _next_cursor(body)}
+
+
+class ListInlineComments(PageRef, _Paged):
+    resolution: Literal["open", "reopened", "resolved", "dangling"] | None = Field(
+        default=None, description="Only comments in this state (default: all)"
+    )
+
+
+def _inline(c: Any) -> dict[str, Any]:
+    props = c.get("properties") or {}
+    return {
+        **pick(c, "id", "resolutionStatus", "version.authorId", "version.createdAt"),
+        "selection": props.get("inlineOriginalSelection"),
+        "body": trim(((c.get("body") or {}).get("storage") or {}).get("value"), 5_000),
+    }
+
+
+@tool(
+    "confluence_list_inline_comments",
+    "List the inline comments on a Confluence page: each with the text it is anchored to and whether "
+    "it is resolved.",
+    ListInlineComments,
+    scopes=("read:comment:confluence",),
+    keywords=("annotations", "highlights", "review notes", "feedback", "remarks", "show"),
+)
+async def list_inline_comments(args: ListInlineComments, ctx: ToolContext) -> Any:
+    base = await _v2(ctx, args.cloudId)
+    body = await api(
+        ctx,
+        "GET",
+        f"{base}/pages/{args.pageId}/inline-comments",
+        params={
+            "body-format": "storage",
+            "resolution-status": args.resolution,
+            "limit": args.limit,
+            "cursor": args.cursor,
+        },
+    )
+    return {"comments": [_inline(c) for c in body.get("results") or []], "nextCursor": _next_cursor(body)}
+
+
+class AddInlineComment(PageRef):
+    body: str = Field(
+        min_length=1, description="Comment in storage format, e.g. '<p>Is this still true?</p>'"
+    )
+    selection: str = Field(
+        min_length=1,
+        max_length=1000,
+        description="The text on the page to anchor the comment to, exactly as shown",
+    )
+    occurrence: int | None = Field(
+        default=None,
+        ge=1,
+        description="Which appearance of the text to anchor to (1 = first), needed when it appears more than once",
+    )
+
+
+_TAG = re.compile(r"<[^>]*>")
+
+
+def _page_text(storage: str) -> str:
+    """A storage-format body as the text a reader sees (tags dropped, entities decoded)."""
+    return html.unescape(_TAG.sub("", storage))
+
+
+@tool(
+    "confluence_add_inline_comment",
+    "Add an inline comment to a Confluence page, anchored to a piece of its text (reads the page first "
+    "to find the text).",
+    AddInlineComment,
+    scopes=("read:page:confluence", "write:comment:confluence"),
+    keywords=("annotate", "highlight", "remark", "review", "note", "feedback"),
+)
+async def add_inline_comment(args: AddInlineComment, ctx: ToolContext) -> Any:
+    base = await _v2(ctx, args.cloudId)
+    # The API anchors by (text, how many times it appears, which one): count it on the page now.
+    page = await api(ctx, "GET", f"{base}/pages/{args.pageId}", params={"body-format": "storage"})
+    storage = ((page.get("body") or {}).get("storage") or {}).get("value") or ""
+    count = _page_text(storage).count(args.selection)
+    if count == 0:
+        raise ToolError(f"The text '{trim(args.selection, 80)}' does not appear on page {args.pageId}.")
+    if args.occurrence is None and count > 1:
+        raise ToolError(
+            f"The text appears {count} times on page {args.pageId}: give occurrence (1 to {count})."
+        )
+    index = (args.occurrence or 1) - 1
+    if index >= count:
+        raise ToolError(
+            f"The text appears {count} times on page {args.pageId}; occurrence {index + 1} is past it."
+        )
+    raw = await api(
+        ctx,
+        "POST",
+        f"{base}/inline-comments",
+        json={
+            "pageId": args.pageId,
+            "body": {"representation": "storage", "value": args.body},
+            "inlineCommentProperties": {
+                "textSelection": args.selection,
+                "textSelectionMatchCount": count,
+                "textSelectionMatchIndex": index,
+            },
+        },
+    )
+    return {**pick(raw, "id", "pageId", "resolutionStatus", "version.number"), "selection": args.selection}
+
+
 TOOLS = [
     list_spaces,
     list_pages,
@@ -355,4 +502,7 @@ TOOLS = [
     list_comments,
     add_comment,
     list_page_labels,
+    list_page_attachments,
+    list_inline_comments,
+    add_inline_comment,
 ]
