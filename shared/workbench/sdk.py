@@ -107,13 +107,22 @@ async def api_response(
     json: Any = None,
     data: Any = None,
     content: bytes | str | None = None,
+    files: Mapping[str, Any] | None = None,
     headers: Mapping[str, str] | None = None,
     kind: TokenKind = "access",
 ) -> httpx.Response:
     """The raw response, after mapping error statuses to UpstreamError. `kind="user"` sends the
-    connection's user token instead of the app's (Slack's search needs one)."""
+    connection's user token instead of the app's (Slack's search needs one). `files` sends a
+    multipart/form-data body, as httpx takes it: {"file": (name, bytes, content_type)}."""
     resp = await ctx.http_as(kind).request(
-        method, url, params=compact(params), json=json, data=data, content=content, headers=headers
+        method,
+        url,
+        params=compact(params),
+        json=json,
+        data=data,
+        content=content,
+        files=files,
+        headers=headers,
     )
     if resp.status_code >= 400:
         raise UpstreamError(ctx.integration, resp.status_code, error_detail(resp))
@@ -129,12 +138,22 @@ async def api(
     json: Any = None,
     data: Any = None,
     content: bytes | str | None = None,
+    files: Mapping[str, Any] | None = None,
     headers: Mapping[str, str] | None = None,
     kind: TokenKind = "access",
 ) -> Any:
     """Call the integration's API and return the decoded JSON body (None for an empty body)."""
     resp = await api_response(
-        ctx, method, url, params=params, json=json, data=data, content=content, headers=headers, kind=kind
+        ctx,
+        method,
+        url,
+        params=params,
+        json=json,
+        data=data,
+        content=content,
+        files=files,
+        headers=headers,
+        kind=kind,
     )
     if not resp.content:
         return None

@@ -68,6 +68,8 @@ JIRA = [
                 "write:jira-work",
             ),
             ("DELETE", "/issue/{issueIdOrKey}", "deleteSubtasks", None, "write:jira-work"),
+            # multipart/form-data, one `file` part per file; needs X-Atlassian-Token: no-check.
+            ("POST", "/issue/{issueIdOrKey}/attachments", "", None, "write:jira-work"),
             (
                 "PUT",
                 "/issue/{issueIdOrKey}/assignee",

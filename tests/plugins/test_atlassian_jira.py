@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import email
+import email.policy
+from collections.abc import Callable
 from pathlib import Path
 
+import httpx
 import pytest
 from workbench_plugins.atlassian_jira import tools as atlassian_jira_tools
 
-from tests.plugins.catalog_support import Call, Case, Plugin, check_catalog, run_case, run_tool
+from tests.plugins.catalog_support import ANY, Call, Case, Plugin, check_catalog, run_case, run_tool
 
 PLUGIN = Plugin("atlassian-jira")
 
@@ -96,6 +100,48 @@ TRANSITIONS = {
         {"id": "711", "name": "Start work", "to": {"name": "In Progress", "id": "3"}},
     ]
 }
+
+# Jira's documented Attachment example (POST /issue/{key}/attachments answers a list of them).
+ATTACHMENT = {
+    "self": "https://your-domain.atlassian.net/rest/api/3/attachments/10000",
+    "id": "10001",
+    "filename": "picture.jpg",
+    "author": {"accountId": "5b10a2844c20165700ede21g", "displayName": "Mia Krystof", "active": False},
+    "created": "2023-06-24T19:24:50.000+0000",
+    "size": 23123,
+    "mimeType": "image/jpeg",
+    "content": "https://your-domain.atlassian.net/jira/rest/api/3/attachment/content/10000",
+    "thumbnail": "https://your-domain.atlassian.net/jira/rest/api/3/attachment/thumbnail/10000",
+}
+ATTACHMENT_SHAPED = {
+    "id": "10001",
+    "filename": "picture.jpg",
+    "mimeType": "image/jpeg",
+    "size": 23123,
+    "created": "2023-06-24T19:24:50.000+0000",
+    "author_displayName": "Mia Krystof",
+    "contentUrl": "https://your-domain.atlassian.net/jira/rest/api/3/attachment/content/10000",
+}
+
+
+def _one_file(name: str, kind: str, data: bytes) -> Callable[[httpx.Request], None]:
+    """The request is multipart/form-data with exactly one part, `file`, holding `data`."""
+
+    def check(request: httpx.Request) -> None:
+        ctype = request.headers["content-type"]
+        assert ctype.startswith("multipart/form-data; boundary="), ctype
+        message = email.message_from_bytes(
+            b"Content-Type: " + ctype.encode() + b"\r\n\r\n" + request.content, policy=email.policy.HTTP
+        )
+        parts = list(message.iter_parts())  # type: ignore[attr-defined]
+        assert len(parts) == 1
+        assert parts[0].get_param("name", header="content-disposition") == "file"
+        assert parts[0].get_filename() == name
+        assert parts[0].get_content_type() == kind
+        assert parts[0].get_payload(decode=True) == data
+
+    return check
+
 
 CASES = [
     Case(
@@ -628,6 +674,34 @@ CASES += [
         [Call("POST", f"{AG}/sprint/37/issue", json={"issues": ["ED-1", "ED-2"]}, status=204)],
         {"sprintId": 37, "moved": ["ED-1", "ED-2"]},
     ),
+    Case(
+        "jira_list_attachments",
+        {"cloudId": CLOUD, "issueKey": "ED-1"},
+        [
+            Call(
+                "GET",
+                f"{J}/issue/ED-1",
+                {"fields": "attachment"},
+                response={"id": "10002", "key": "ED-1", "fields": {"attachment": [ATTACHMENT]}},
+            )
+        ],
+        {"key": "ED-1", "attachments": [ATTACHMENT_SHAPED]},
+    ),
+    Case(
+        "jira_add_attachment",
+        {"cloudId": CLOUD, "issueKey": "ED-1", "filename": "picture.jpg", "contentBase64": "/9j/4AAQ"},
+        [
+            Call(
+                "POST",
+                f"{J}/issue/ED-1/attachments",
+                json=ANY,
+                response=[ATTACHMENT],
+                expect_headers={"x-atlassian-token": "no-check"},
+                check=_one_file("picture.jpg", "image/jpeg", b"\xff\xd8\xff\xe0\x00\x10"),
+            )
+        ],
+        {"key": "ED-1", "attachments": [ATTACHMENT_SHAPED]},
+    ),
 ]
 
 
@@ -766,3 +840,57 @@ async def test_no_jira_site_is_explained(tmp_path: Path) -> None:
             {"error": "This Atlassian connection cannot reach any jira site; reconnect and grant one."}
         ]
     }
+
+
+async def test_an_attachment_from_text_is_sent_as_utf8(tmp_path: Path) -> None:
+    out = await run_tool(
+        PLUGIN,
+        tmp_path,
+        "jira_add_attachment",
+        {"cloudId": CLOUD, "issueKey": "ED-1", "filename": "notes.csv", "text": "naïve,1\n"},
+        [
+            Call(
+                "POST",
+                f"{J}/issue/ED-1/attachments",
+                json=ANY,
+                response=[{**ATTACHMENT, "filename": "notes.csv", "mimeType": "text/csv"}],
+                expect_headers={"x-atlassian-token": "no-check"},
+                check=_one_file("notes.csv", "text/csv", "naïve,1\n".encode()),
+            )
+        ],
+    )
+    assert out["results"][0]["result"]["attachments"][0]["filename"] == "notes.csv"
+
+
+@pytest.mark.parametrize(
+    ("args", "error"),
+    [
+        ({"filename": "a.txt"}, "Give the file's content as text or as contentBase64 (one of them)."),
+        (
+            {"filename": "a.txt", "text": "x", "contentBase64": "eA=="},
+            "Give the file's content as text or as contentBase64 (one of them).",
+        ),
+        ({"filename": "a.bin", "contentBase64": "not base64!"}, "contentBase64 is not valid base64."),
+        ({"filename": "a.bin", "contentBase64": "QUFB" * 3_500_001}, "The file is larger than 10 MB."),
+        ({"filename": "a.txt", "text": "x" * (10 * 1024 * 1024 + 1)}, "The file is larger than 10 MB."),
+    ],
+)
+async def test_an_attachment_without_usable_content_is_refused_before_any_request(
+    tmp_path: Path, args: dict, error: str
+) -> None:
+    out = await run_tool(
+        PLUGIN, tmp_path, "jira_add_attachment", {"cloudId": CLOUD, "issueKey": "ED-1", **args}, []
+    )
+    assert out == {"results": [{"error": error}]}
+
+
+@pytest.mark.parametrize("name", ["../etc/passwd", "a\r\nX-Injected: 1", "dir\\file.txt"])
+async def test_an_attachment_name_with_a_path_or_a_line_break_is_refused(tmp_path: Path, name: str) -> None:
+    out = await run_tool(
+        PLUGIN,
+        tmp_path,
+        "jira_add_attachment",
+        {"cloudId": CLOUD, "issueKey": "ED-1", "filename": name, "text": "x"},
+        [],
+    )
+    assert "filename" in out["results"][0]["error"], out

@@ -6,6 +6,8 @@ Rich text (descriptions, comments) is Atlassian Document Format in v3: tools acc
 
 from __future__ import annotations
 
+import base64
+import binascii
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
@@ -757,6 +759,110 @@ async def move_issues_to_sprint(args: MoveToSprint, ctx: ToolContext) -> Any:
     return {"sprintId": args.sprintId, "moved": args.issueKeys}
 
 
+# -- attachments -----------------------------------------------------------------------------------
+
+# What one added attachment may hold (decoded); the MCP request carrying it is capped at 4 MiB too.
+MAX_ATTACHMENT_BYTES = 10 * 1024 * 1024
+# The usual types by extension (a table: the mimetypes module reads system files on first use).
+_MEDIA_TYPES = {
+    "txt": "text/plain",
+    "log": "text/plain",
+    "md": "text/markdown",
+    "csv": "text/csv",
+    "html": "text/html",
+    "json": "application/json",
+    "xml": "application/xml",
+    "yaml": "application/yaml",
+    "yml": "application/yaml",
+    "pdf": "application/pdf",
+    "zip": "application/zip",
+    "png": "image/png",
+    "jpg": "image/jpeg",
+    "jpeg": "image/jpeg",
+    "gif": "image/gif",
+    "svg": "image/svg+xml",
+}
+_FILENAME = r"^[^/\\\x00-\x1f\x7f]+$"
+
+
+def _attachment(raw: Any) -> dict[str, Any]:
+    return {
+        **pick(raw, "id", "filename", "mimeType", "size", "created", "author.displayName"),
+        "contentUrl": raw.get("content"),
+    }
+
+
+@tool(
+    "jira_list_attachments",
+    "List the files attached to a Jira issue (name, type, size, who added it, download link).",
+    _IssueRef,
+    scopes=("read:jira-work",),
+    keywords=("files", "uploads", "screenshots", "documents", "images", "show", "ticket"),
+)
+async def list_attachments(args: _IssueRef, ctx: ToolContext) -> Any:
+    base = await site_path(ctx, args.cloudId, "jira")
+    raw = await api(ctx, "GET", f"{base}/rest/api/3/issue/{args.issueKey}", params={"fields": "attachment"})
+    files = ((raw.get("fields") or {}).get("attachment")) or []
+    return {"key": raw.get("key"), "attachments": [_attachment(a) for a in files]}
+
+
+class AddAttachment(_IssueRef):
+    filename: str = Field(
+        min_length=1, max_length=255, pattern=_FILENAME, description="File name, e.g. 'report.csv'"
+    )
+    text: str | None = Field(default=None, description="The file's content as text (saved as UTF-8)")
+    contentBase64: str | None = Field(
+        default=None, description="The file's content, base64-encoded (for binary files; instead of text)"
+    )
+    mediaType: str | None = Field(
+        default=None,
+        max_length=255,
+        pattern=r"^[\w.+-]+/[\w.+-]+$",
+        description="MIME type, e.g. 'text/csv' (default: guessed from the file name)",
+    )
+
+
+def _content(args: AddAttachment) -> bytes:
+    if (args.text is None) == (args.contentBase64 is None):
+        raise ToolError("Give the file's content as text or as contentBase64 (one of them).")
+    if args.text is not None:
+        data = args.text.encode()
+    else:
+        encoded = "".join(args.contentBase64.split())  # type: ignore[union-attr]
+        if len(encoded) > (MAX_ATTACHMENT_BYTES + 2) // 3 * 4:
+            raise ToolError(f"The file is larger than {MAX_ATTACHMENT_BYTES // (1024 * 1024)} MB.")
+        try:
+            data = base64.b64decode(encoded, validate=True)
+        except binascii.Error:
+            raise ToolError("contentBase64 is not valid base64.") from None
+    if len(data) > MAX_ATTACHMENT_BYTES:
+        raise ToolError(f"The file is larger than {MAX_ATTACHMENT_BYTES // (1024 * 1024)} MB.")
+    return data
+
+
+@tool(
+    "jira_add_attachment",
+    "Attach a file to a Jira issue, its content given as text or base64.",
+    AddAttachment,
+    scopes=("write:jira-work",),
+    keywords=("upload", "file", "attach", "screenshot", "log", "document", "ticket"),
+)
+async def add_attachment(args: AddAttachment, ctx: ToolContext) -> Any:
+    data = _content(args)
+    ext = args.filename.rsplit(".", 1)[-1].lower() if "." in args.filename else ""
+    kind = args.mediaType or _MEDIA_TYPES.get(ext, "application/octet-stream")
+    base = await site_path(ctx, args.cloudId, "jira")
+    added = await api(
+        ctx,
+        "POST",
+        f"{base}/rest/api/3/issue/{args.issueKey}/attachments",
+        files={"file": (args.filename, data, kind)},
+        # Jira refuses a multipart POST without it (XSRF protection).
+        headers={"X-Atlassian-Token": "no-check"},
+    )
+    return {"key": args.issueKey, "attachments": [_attachment(a) for a in added or []]}
+
+
 TOOLS = [
     list_sites,
     search_issues,
@@ -782,4 +888,6 @@ TOOLS = [
     list_sprints,
     list_sprint_issues,
     move_issues_to_sprint,
+    list_attachments,
+    add_attachment,
 ]
