@@ -402,11 +402,19 @@ ROWS = (
     ),
     Row(
         "search_scale",
-        "event loop's wait while a 20k index builds off it",
+        "another request's wait while a 20k, a 5k or a hostile custom index builds",
         _get("loop_wait_ms"),
         "ms",
         "<= 50 ms",
         lambda v: v <= 50,
+    ),
+    Row(
+        "search_scale",
+        "serving process's growth while a 5k or a hostile custom catalog indexes",
+        _get("custom_growth_mb"),
+        "MB",
+        "<= 64 MB",
+        lambda v: v <= 64,
     ),
 )
 

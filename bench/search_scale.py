@@ -7,27 +7,31 @@ arguments with names and descriptions. For each size: build time (CPU), the inde
 size and load time. Then a 1,000-tool custom catalog's build, the engine's bounds under hostile
 input (a 1,000-letter and a 100,000-letter word, a 1 MB description, 2,000 tools of only unique
 long identifiers: build time and peak memory), a build over its budget (refused, not the process),
-and how long an event loop waits while a 20k-tool build runs off it.
+and what another request waits (and how much the serving process grows) while custom catalogs
+index in the index worker's child process, beside a 20k build on a pool thread as before.
 
-    uv run --group bench python bench/search_scale.py [--json] [--sizes 1000,5000]
+    uv run --group bench python bench/search_scale.py [--json] [--sizes 1000,5000] [--only-wait]
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import json
+import os
 import random
 import statistics
 import sys
 import time
 import tracemalloc
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 from workbench.composition import build_registry
 from workbench.engine.blocking import BlockingPool
-from workbench.engine.index_cache import CUSTOM_BUDGET
+from workbench.engine.index_cache import CUSTOM_BUDGET, IndexCache
+from workbench.engine.index_worker import IndexWorker
 from workbench.engine.search import BuildBudget, SearchBudgetExceeded, SearchDoc, SearchIndex, catalog_docs
 
 T = TypeVar("T")
@@ -196,31 +200,102 @@ def hostile(summary: dict[str, Any]) -> None:
         print(f"  5,000 tools under a 50 ms CPU budget: refused ({e})")
 
 
+def _rss_mb() -> float:
+    with open("/proc/self/statm", "rb") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
+async def _ticking(work: Callable[[], Awaitable[Any]]) -> tuple[Any, float, float]:
+    """(work's result or exception, the longest a 1 ms timer on this loop fired late, the serving
+    process's resident growth in MB at its peak) while `work` runs: what another request sees."""
+    task = asyncio.ensure_future(work())
+    late, base, peak = 0.0, _rss_mb(), 0.0
+    while not task.done():
+        t0 = time.perf_counter()
+        await asyncio.sleep(0.001)
+        late = max(late, (time.perf_counter() - t0) * 1000 - 1)
+        peak = max(peak, _rss_mb() - base)
+    try:
+        result: Any = task.result()
+    except Exception as e:
+        result = e
+    return result, late, peak
+
+
 def loop_wait(summary: dict[str, Any]) -> None:
-    """The longest an event loop's timer fires late while a 20k-tool index builds on a pool thread."""
-    docs = realistic(20_000)
+    """What another request waits, and how much the serving process grows, while custom catalogs
+    index: through the index worker's child process (what search_tools does), and on a pool thread
+    of this process (what it did before) for comparison."""
+    print("\nanother request's wait (a 1 ms timer on the event loop) and this process's growth:")
+    gc.collect()
 
-    async def run() -> float:
-        pool = BlockingPool(2, "bench")
-        late = 0.0
-        build = asyncio.ensure_future(pool.run(SearchIndex, docs, UNBOUNDED))
-        while not build.done():
-            t0 = time.perf_counter()
-            await asyncio.sleep(0.001)
-            late = max(late, (time.perf_counter() - t0) * 1000 - 1)
-        await build
-        return late
+    async def idle() -> None:
+        await asyncio.sleep(1.0)
 
-    late = asyncio.run(run())
-    summary["loop_wait_ms"] = round(late, 1)
-    print(
-        f"\nan event loop's 1 ms timer, while a 20,000-tool index builds off the loop: at most {late:.1f} ms late"
+    _, late, _ = asyncio.run(_ticking(idle))
+    summary["loop_idle_ms"] = round(late, 1)
+    print(f"  nothing building (the machine's own noise): {late:.1f} ms late")
+    pool = BlockingPool(2, "bench")
+    worker = IndexWorker()
+    roomy = IndexWorker(memory_mb=1024)
+    big = realistic(20_000)
+    rng = random.Random(5)
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    hostile_docs = tuple(
+        SearchDoc(
+            f"x_get_{i}",
+            " ".join(
+                "".join(w.title() for w in ("".join(rng.choices(letters, k=6)) for _ in range(5)))
+                for _ in range(50)
+            ),
+            "x",
+            arguments=" ".join("".join(rng.choices(letters, k=24)) for _ in range(60)),
+        )
+        for i in range(2_000)
     )
+    cases: list[tuple[str, str, Callable[[], Awaitable[Any]]]] = [
+        (
+            "custom_5k",
+            "5,000-tool custom catalog (the custom budget's most), index worker",
+            lambda: IndexCache(pool, worker=worker).get(tuple(realistic(5_000, seed=11))),
+        ),
+        (
+            "hostile",
+            "2,000 tools of unique 30-letter identifiers, custom budget, index worker",
+            lambda: IndexCache(pool, worker=worker).get(hostile_docs),
+        ),
+        (
+            "worker_20k",
+            "20,000 tools, index worker (no tool budget, 1 GB memory cap)",
+            lambda: pool.run(roomy.build, big, UNBOUNDED, "bench"),
+        ),
+        (
+            "thread_20k",
+            "20,000 tools on a pool thread of this process (before)",
+            lambda: pool.run(SearchIndex, big, UNBOUNDED),
+        ),
+    ]
+    for key, label, work in cases:
+        gc.collect()
+        result, late, grew = asyncio.run(_ticking(work))
+        outcome = "refused" if isinstance(result, SearchBudgetExceeded) else type(result).__name__
+        summary[f"loop_wait_{key}_ms"] = round(late, 1)
+        summary[f"growth_{key}_mb"] = round(grew, 1)
+        print(f"  {label:72s} {outcome:16s} {late:7.1f} ms late, grew {grew:6.1f} MB")
+        if outcome == "refused":
+            print(f"      ({result})")
+    worker.close()
+    roomy.close()
+    summary["loop_wait_ms"] = max(
+        summary[f"loop_wait_{k}_ms"] for k in ("custom_5k", "hostile", "worker_20k")
+    )
+    summary["custom_growth_mb"] = max(summary[f"growth_{k}_mb"] for k in ("custom_5k", "hostile"))
 
 
 def report(summary: dict[str, Any]) -> None:
-    scale(summary)
-    hostile(summary)
+    if "--only-wait" not in sys.argv:
+        scale(summary)
+        hostile(summary)
     loop_wait(summary)
 
 

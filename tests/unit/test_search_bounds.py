@@ -4,13 +4,16 @@ builds off the event loop within a budget, and one memory budget for cached cust
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import os
 import random
-import threading
+import signal
 import time
 
 import pytest
 from workbench.engine.blocking import BlockingPool
 from workbench.engine.index_cache import IndexCache
+from workbench.engine.index_worker import IndexWorker
 from workbench.engine.search import BuildBudget, SearchBudgetExceeded, SearchDoc, SearchIndex
 
 LETTERS = "abcdefghijklmnopqrstuvwxyz"
@@ -74,6 +77,29 @@ def test_a_build_over_its_budget_fails_that_catalog_with_a_clear_error() -> None
         SearchIndex(many, BuildBudget(cpu_seconds=0.001), label="my apps")
 
 
+def _realistic(n: int) -> list[SearchDoc]:
+    """Tools as real ones read: a name `<integration>_<verb>_<object>`, 40-60 word descriptions
+    with camelCase and snake_case identifiers in them, arguments with names and descriptions."""
+    rng = random.Random(n)
+    words = [_word(rng.randint(3, 9), seed) for seed in range(600)]
+    verbs = ["get", "list", "create", "update", "delete", "search", "send"]
+    out = []
+    for i in range(n):
+        text = rng.sample(words, rng.randint(40, 60))
+        text.insert(5, rng.choice(words) + rng.choice(words).title())
+        text.insert(9, f"{rng.choice(words)}_{rng.choice(words)}")
+        arguments = " ".join(f"{rng.choice(words)}Id {' '.join(rng.sample(words, 5))}" for _ in range(4))
+        out.append(
+            SearchDoc(
+                f"app{i // 20}_{rng.choice(verbs)}_{rng.choice(words)}",
+                " ".join(text) + ".",
+                f"app{i // 20}",
+                arguments=arguments,
+            )
+        )
+    return out
+
+
 def _catalog(n: int, seed: int) -> tuple[SearchDoc, ...]:
     return tuple(
         SearchDoc(f"app{seed}_get_{i}", f"Get the {_word(7, seed * 1000 + i)} record.", f"app{seed}")
@@ -81,37 +107,112 @@ def _catalog(n: int, seed: int) -> tuple[SearchDoc, ...]:
     )
 
 
-async def test_custom_indexes_build_off_the_loop_once_and_stay_within_the_memory_budget() -> None:
+async def test_custom_indexes_build_in_another_process_once_and_stay_within_the_memory_budget() -> None:
     pool = BlockingPool(2, "test_index")
-    built_on: list[str] = []
-    original = SearchIndex.__init__
-
-    def spy(self: SearchIndex, *args: object, **kwargs: object) -> None:
-        built_on.append(threading.current_thread().name)
-        original(self, *args, **kwargs)  # type: ignore[arg-type]
-
-    cache = IndexCache(pool, max_bytes=10**9)
-    SearchIndex.__init__ = spy  # type: ignore[method-assign]
-    try:
-        first = _catalog(50, 1)
-        a, b = await asyncio.gather(cache.get(first), cache.get(first))
-        assert a is b and len(built_on) == 1  # concurrent searches share one build
-        assert built_on[0] != threading.current_thread().name  # not the event loop's thread
-        assert await cache.get(first) is a and len(built_on) == 1
-    finally:
-        SearchIndex.__init__ = original  # type: ignore[method-assign]
+    worker = IndexWorker()
+    cache = IndexCache(pool, max_bytes=10**9, worker=worker)
+    first = _catalog(50, 1)
+    a, b = await asyncio.gather(cache.get(first), cache.get(first))
+    assert a is b and worker.builds == 1  # concurrent searches share one build
+    assert worker._child is not None and worker._child.pid != os.getpid()  # built by the child
+    assert await cache.get(first) is a and worker.builds == 1
+    assert [h.doc.name for h in a.search("get record", 3)] == [
+        h.doc.name for h in SearchIndex(first).search("get record", 3)
+    ]
 
     one = SearchIndex(_catalog(50, 2)).nbytes
-    small = IndexCache(pool, max_bytes=int(one * 2.5))
+    small = IndexCache(pool, max_bytes=int(one * 2.5), worker=worker)
     for seed in range(2, 7):
         await small.get(_catalog(50, seed))
     assert small.bytes <= small.max_bytes and len(small) == 2  # least recently used went first
     assert (await small.get(_catalog(50, 6))).docs[0].name == "app6_get_0"
+    worker.close()
 
 
 async def test_a_refused_catalog_is_remembered_and_the_cache_goes_on() -> None:
-    cache = IndexCache(BlockingPool(1, "test_index"), budget=BuildBudget(tools=10))
+    worker = IndexWorker()
+    cache = IndexCache(BlockingPool(1, "test_index"), budget=BuildBudget(tools=10), worker=worker)
     for _ in range(2):
         with pytest.raises(SearchBudgetExceeded, match="more than 10 tools"):
             await cache.get(_catalog(11, 1))
     assert (await cache.get(_catalog(10, 2))).search("get record", 1)
+    worker.close()
+
+
+def _hostile(n: int) -> tuple[SearchDoc, ...]:
+    """Tools of unique long camelCase identifiers and argument names: a vocabulary as large as the
+    text, the catalog that costs an index the most memory per byte."""
+    rng = random.Random(11)
+
+    def ident() -> str:
+        return "".join("".join(rng.choices(LETTERS, k=6)).title() for _ in range(5))
+
+    return tuple(
+        SearchDoc(f"x_get_{i}", " ".join(ident() for _ in range(50)), "x", arguments=_word(24 * 60, i))
+        for i in range(n)
+    )
+
+
+async def test_a_hostile_catalog_fails_that_catalog_while_another_users_search_answers() -> None:
+    pool = BlockingPool(4, "test_index")
+    worker = IndexWorker(memory_mb=24)  # a child that may grow 24 MB: this catalog needs more
+    hostile = IndexCache(pool, budget=BuildBudget(tools=5_000, cpu_seconds=60), worker=worker)
+    shared = SearchIndex(DOCS)  # another user's search: the shared catalog, already loaded
+
+    async def other_user() -> list[str]:
+        await asyncio.sleep(0)
+        return [h.doc.name for h in shared.search("send a message", 1)]
+
+    refused, answered = await asyncio.gather(
+        hostile.get(_hostile(3_000), "my apps"), other_user(), return_exceptions=True
+    )
+    assert isinstance(refused, SearchBudgetExceeded)
+    assert (
+        str(refused)
+        == "my apps: indexing needed more memory than its budget; its tools are left out of search"
+    )
+    assert answered == ["chat_send_message"]
+    # The child went with its memory; the next catalog gets a new one, and this process goes on.
+    assert (await hostile.get(_catalog(20, 3))).search("get record", 1)[0].doc.integration == "app3"
+    with pytest.raises(SearchBudgetExceeded, match="needed more memory"):  # remembered, not rebuilt
+        await hostile.get(_hostile(3_000), "my apps")
+    worker.close()
+
+
+async def test_a_child_that_does_not_answer_in_time_fails_that_catalog_and_is_replaced() -> None:
+    pool = BlockingPool(1, "test_index")
+    worker = IndexWorker()
+    budget = BuildBudget(tools=100, cpu_seconds=0.1)  # the parent waits wall_seconds(budget): 2.3 s
+    assert worker.build(_catalog(5, 1), budget).search("get record", 1)
+    assert worker._child is not None
+    stuck = worker._child.pid
+    os.kill(stuck, signal.SIGSTOP)  # a child that never answers (stopped, as if starved)
+    try:
+        with pytest.raises(SearchBudgetExceeded, match="my apps: indexing took longer than its time budget"):
+            await pool.run(worker.build, _catalog(5, 2), budget, "my apps")
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(stuck, signal.SIGCONT)
+    assert (await pool.run(worker.build, _catalog(5, 3), budget)).docs[0].name == "app3_get_0"
+    assert worker._child is not None and worker._child.pid != stuck
+    worker.close()
+
+
+@pytest.mark.parametrize("load", ["prebuilt", "worker"])
+def test_an_index_loaded_or_built_elsewhere_answers_as_a_fresh_build(load: str) -> None:
+    docs = _realistic(400)
+    fresh = SearchIndex(docs)
+    if load == "prebuilt":
+        other = SearchIndex.from_bytes(fresh.to_bytes())
+    else:
+        worker = IndexWorker()
+        other = worker.build(docs, BuildBudget())
+        worker.close()
+    assert other._at == fresh._at and other._vocab == fresh._vocab and other._typo == fresh._typo
+    rng = random.Random(4)
+    for doc in rng.sample(docs, 40):
+        words = doc.description.lower().rstrip(".").split()
+        for query in (" ".join(rng.sample(words, 3)), doc.name.replace("_", " "), words[0][:-1] + " zzqx"):
+            assert [(h.doc, h.score, h.named) for h in other.search(query, 10)] == [
+                (h.doc, h.score, h.named) for h in fresh.search(query, 10)
+            ]

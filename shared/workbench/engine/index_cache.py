@@ -1,12 +1,13 @@
-"""Custom-app catalogs' search indexes: built off the event loop, each within a build budget, and
+"""Custom-app catalogs' search indexes: built in another process, each within a build budget, and
 kept within one memory budget for all of them.
 
 A user's custom apps come back from discovery as the same catalog search after search (it is cached
-for 10 minutes), so each distinct catalog is indexed once. The build runs on a pool thread: a large
-catalog never holds the event loop, so other users' requests go on while it builds. A build over
-its budget (too many tools, or too much CPU time) fails that catalog with SearchBudgetExceeded,
-remembered so the next search does not pay for it again; the process and the rest of the search
-go on. Concurrent searches over one catalog share one build.
+for 10 minutes), so each distinct catalog is indexed once. The build runs in the index worker's
+child process (engine/index_worker.py), awaited from a pool thread: it neither holds the event loop
+nor the GIL, and what it allocates is not the serving process's. A build over its budget (too many
+tools, too much CPU or wall time, more memory than the child may have) fails that catalog with
+SearchBudgetExceeded, remembered so the next search does not pay for it again; the process and the
+rest of the search go on. Concurrent searches over one catalog share one build.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import asyncio
 from collections import OrderedDict
 from typing import TYPE_CHECKING
 
+from workbench.engine.index_worker import IndexWorker
 from workbench.engine.search import BuildBudget, SearchBudgetExceeded, SearchDoc, SearchIndex
 
 if TYPE_CHECKING:
@@ -22,9 +24,9 @@ if TYPE_CHECKING:
 
 __all__ = ["CACHE_BYTES", "CUSTOM_BUDGET", "IndexCache"]
 
-# One custom catalog: at most 5,000 tools and 2 s of CPU to index (1,000 realistic tools take
-# 0.3-0.6 s on a loaded 2-core machine: bench/search_scale.py). All cached catalogs together: at
-# most 32 MB.
+# One custom catalog: at most 5,000 tools and 2 s of CPU to index (bench/search_scale.py measures
+# 1,000 realistic tools), and the index worker's memory cap. All cached catalogs together: at most
+# 32 MB.
 CUSTOM_BUDGET = BuildBudget(tools=5_000, cpu_seconds=2.0)
 CACHE_BYTES = 32 * 1024 * 1024
 _REFUSALS = 256
@@ -34,9 +36,14 @@ Key = tuple[SearchDoc, ...]
 
 class IndexCache:
     def __init__(
-        self, pool: BlockingPool, max_bytes: int = CACHE_BYTES, budget: BuildBudget = CUSTOM_BUDGET
+        self,
+        pool: BlockingPool,
+        max_bytes: int = CACHE_BYTES,
+        budget: BuildBudget = CUSTOM_BUDGET,
+        worker: IndexWorker | None = None,
     ) -> None:
         self.pool = pool
+        self.worker = worker or IndexWorker()
         self.max_bytes = max_bytes
         self.budget = budget
         self.bytes = 0
@@ -59,7 +66,7 @@ class IndexCache:
             raise SearchBudgetExceeded(refused)
         building = self._building.get(docs)
         if building is None:
-            building = asyncio.ensure_future(self.pool.run(SearchIndex, docs, self.budget, label))
+            building = asyncio.ensure_future(self.pool.run(self.worker.build, docs, self.budget, label))
             self._building[docs] = building
             building.add_done_callback(lambda done: self._built(docs, done))
         return await asyncio.shield(building)

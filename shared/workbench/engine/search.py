@@ -478,7 +478,7 @@ _QUERY_TERMS = 64
 _SURFACE = 0.2  # the word also found as written, singular or plural ("comments" → list_comments)
 # to_bytes layout and everything an index depends on: a saved index from other settings is refused.
 _FORMAT = (
-    "workbench-search-3 "
+    "workbench-search-4 "
     + hashlib.sha256(
         repr(
             (
@@ -776,21 +776,8 @@ class SearchIndex:
     def to_bytes(self) -> bytes:
         """The built index with its typo index, for a build step to ship beside a large catalog
         (loading it is several times quicker than building it: bench/search_scale.py)."""
-        state = (
-            _FORMAT,
-            [(d.name, d.description, d.integration, d.keywords, d.arguments) for d in self.docs],
-            self._at,
-            self._ids.tobytes(),
-            self._weights.tobytes(),
-            self._written_at,
-            self._written_ids.tobytes(),
-            self._unseen_idf,
-            self._prior.tobytes(),
-            self._by_integration,
-            self._typo_terms,
-            self._typo.tobytes(),
-        )
-        return marshal.dumps(state)
+        docs = [(d.name, d.description, d.integration, d.keywords, d.arguments) for d in self.docs]
+        return marshal.dumps((_FORMAT, docs, *self.state()))
 
     @classmethod
     def from_bytes(cls, data: bytes) -> SearchIndex:
@@ -798,12 +785,37 @@ class SearchIndex:
         state = marshal.loads(data)  # noqa: S302 -- our own build artefact, never user input
         if not isinstance(state, tuple) or not state or state[0] != _FORMAT:
             raise ValueError("search index built by another version of the engine; rebuild it")
+        return cls.from_state([SearchDoc(*d) for d in state[1]], state[2:])
+
+    def state(self) -> tuple[Any, ...]:
+        """Everything built from the documents, as marshal-able values (the documents apart): term
+        lists sorted, with their posting runs in arrays beside them, so loading neither sorts nor
+        unpickles a dict."""
+        written = sorted(self._written_at)
+        return (
+            self._vocab,
+            array("q", map(self._at.__getitem__, self._vocab)).tobytes(),
+            self._ids.tobytes(),
+            self._weights.tobytes(),
+            written,
+            array("q", map(self._written_at.__getitem__, written)).tobytes(),
+            self._written_ids.tobytes(),
+            self._unseen_idf,
+            self._prior.tobytes(),
+            self._by_integration,
+            self._typo_terms,
+            self._typo.tobytes(),
+        )
+
+    @classmethod
+    def from_state(cls, docs: list[SearchDoc], state: tuple[Any, ...]) -> SearchIndex:
+        """The index of `docs` from what state() returned for them (in this version of the engine)."""
         (
-            _,
-            docs,
+            terms,
             at,
             ids,
             weights,
+            written,
             written_at,
             written_ids,
             unseen,
@@ -813,11 +825,14 @@ class SearchIndex:
             typo,
         ) = state
         index = cls.__new__(cls)
-        index.docs = [SearchDoc(*d) for d in docs]
-        index._at, index._ids, index._weights = at, _array("i", ids), _array("f", weights)
-        index._written_at, index._written_ids = written_at, _array("i", written_ids)
+        index.docs = docs
+        index._at, index._vocab = _runs(terms, _array("q", at)), terms
+        index._ids, index._weights = _array("i", ids), _array("f", weights)
+        index._written_at, index._written_ids = (
+            _runs(written, _array("q", written_at)),
+            _array("i", written_ids),
+        )
         index._unseen_idf, index._prior = unseen, _array("b", prior)
-        index._vocab = sorted(at)
         index._by_integration = by_integration
         index._typo_terms, index._typo = typo_terms, _array("Q", typo)
         index._by_name = None
@@ -1041,6 +1056,15 @@ def _flatten(
         if rows is not None:
             weights.extend(rows[term][1])
     return at, ids, weights
+
+
+def _runs(terms: list[str], at: array[int]) -> dict[str, int]:
+    """{term: its posting run}, built a slice at a time: a thread loading a large index lets the
+    others (the event loop) run between slices instead of holding the GIL for the whole dict."""
+    out: dict[str, int] = {}
+    for i in range(0, len(terms), 8192):
+        out.update(zip(terms[i : i + 8192], at[i : i + 8192], strict=True))
+    return out
 
 
 def _array(code: str, data: bytes) -> array[Any]:
