@@ -93,6 +93,7 @@ _ADD = frozenset(
         "quick",
         "rerun",
         "copy",
+        "duplicate",
         "link",
         "associate",
         "review",

@@ -543,6 +543,107 @@ def made(n: int) -> dict:
     }
 
 
+def _text(content: str) -> list[dict]:
+    return [{"type": "text", "text": {"content": content, "link": None}, "plain_text": content, "href": None}]
+
+
+def _blk(block_id: str, kind: str, body: dict, children: bool = False) -> dict:
+    return {"object": "block", "id": block_id, "has_children": children, "type": kind, kind: body}
+
+
+NEW_ID = "7a3b1c2d-0000-4000-8000-00000000c0b1"
+TOGGLE = _blk("b1", "toggle", {"rich_text": _text("Details"), "color": "default"}, children=True)
+HIDDEN = _blk("b2", "paragraph", {"rich_text": _text("Hidden"), "color": "default"})
+UPLOADED = _blk(
+    "b3",
+    "image",
+    {
+        "type": "file",
+        "file": {
+            "url": "https://prod-files-secure.s3.us-west-2.amazonaws.com/x.png",
+            "expiry_time": "2025-01-01T00:00:00Z",
+        },
+        "caption": [],
+    },
+)
+SUBPAGE = _blk("b4", "child_page", {"title": "Notes"})
+TABLE = _blk(
+    "b5", "table", {"table_width": 2, "has_column_header": True, "has_row_header": False}, children=True
+)
+ROWS = [
+    _blk("b6", "table_row", {"cells": [_text("Store"), _text("Price")]}),
+    _blk("b7", "table_row", {"cells": [_text("Rainbow"), _text("2.50")]}),
+]
+COLUMNS = _blk("b8", "column_list", {}, children=True)
+COLUMN_1 = _blk("b9", "column", {}, children=True)
+COLUMN_2 = _blk("b10", "column", {"width_ratio": 0.5}, children=True)
+LEFT = _blk("b11", "paragraph", {"rich_text": _text("Left"), "color": "default"})
+RIGHT = _blk("b12", "paragraph", {"rich_text": _text("Right"), "color": "default"})
+
+
+def _req(block: dict, **children: list[dict]) -> dict:
+    kind = block["type"]
+    return {"object": "block", "type": kind, kind: {**block[kind], **children}}
+
+
+def _kids(block_id: str, *items: dict) -> Call:
+    return Call(
+        "GET",
+        f"{API}/blocks/{block_id}/children",
+        [("page_size", "100")],
+        response=lst(*items),
+        expect_headers=V,
+    )
+
+
+DUPLICATE_CALLS = [
+    Call("GET", f"{API}/pages/{PAGE_ID}", response=PAGE, expect_headers=V),
+    _kids(PAGE_ID, PARAGRAPH, TOGGLE, UPLOADED, SUBPAGE, TABLE, COLUMNS),
+    _kids("b1", HIDDEN),
+    _kids("b5", *ROWS),
+    _kids("b8", COLUMN_1, COLUMN_2),
+    _kids("b9", LEFT),
+    _kids("b10", RIGHT),
+    Call(
+        "POST",
+        f"{API}/pages",
+        json={
+            "parent": {"type": "data_source_id", "data_source_id": DS_ID},
+            "properties": {
+                name: {prop["type"]: prop[prop["type"]]} for name, prop in PAGE["properties"].items()
+            },
+            "icon": {"type": "emoji", "emoji": "🐞"},
+        },
+        response={**PAGE, "id": NEW_ID, "url": "https://www.notion.so/Tuscan-kale-7a3b1c2d"},
+        expect_headers=V,
+    ),
+    Call(
+        "PATCH",
+        f"{API}/blocks/{NEW_ID}/children",
+        json={
+            "children": [
+                _req(PARAGRAPH),
+                _req(TOGGLE),
+                _req(TABLE, children=[_req(r) for r in ROWS]),
+                _req(
+                    COLUMNS,
+                    children=[_req(COLUMN_1, children=[_req(LEFT)]), _req(COLUMN_2, children=[_req(RIGHT)])],
+                ),
+            ]
+        },
+        response=lst(*({"object": "block", "id": f"n{i}"} for i in range(4))),
+        expect_headers=V,
+    ),
+    Call(
+        "PATCH",
+        f"{API}/blocks/n1/children",
+        json={"children": [_req(HIDDEN)]},
+        response=lst({"object": "block", "id": "n4"}),
+        expect_headers=V,
+    ),
+]
+
+
 CASES += [
     Case(
         "notion_append_blocks",
@@ -639,6 +740,18 @@ CASES += [
             "url": f"https://www.notion.so/{DB_ID.replace('-', '')}",
             "data_source_id": DS_ID,
             "properties": {"Name": "title", "Price": "number"},
+        },
+    ),
+    Case(
+        "notion_duplicate_page",
+        {"page_id": PAGE_ID},
+        DUPLICATE_CALLS,
+        {
+            **title_only(PAGE_OUT),
+            "id": NEW_ID,
+            "url": "https://www.notion.so/Tuscan-kale-7a3b1c2d",
+            "copied_blocks": 11,
+            "not_copied": {"image (uploaded to Notion)": 1, "child_page": 1},
         },
     ),
 ]
@@ -922,3 +1035,89 @@ async def test_search_for_databases_finds_data_sources(tmp_path: Path) -> None:
     )
     (hit,) = out["results"][0]["result"]["results"]
     assert hit["object"] == "data_source" and hit["title"] == "Grocery List" and hit["id"] == DS_ID
+
+
+async def test_duplicate_refuses_a_page_too_large_before_creating_anything(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(notion_tools, "MAX_COPY_BLOCKS", 2)
+    await run_error(
+        PLUGIN,
+        tmp_path,
+        "notion_duplicate_page",
+        {"page_id": PAGE_ID},
+        DUPLICATE_CALLS[:2],
+        "The page has more than 2 blocks; duplicate copies at most 2. Nothing was created.",
+    )
+
+
+async def test_duplicate_of_a_workspace_page_needs_a_parent(tmp_path: Path) -> None:
+    top = {**PAGE, "parent": {"type": "workspace", "workspace": True}}
+    await run_error(
+        PLUGIN,
+        tmp_path,
+        "notion_duplicate_page",
+        {"page_id": PAGE_ID},
+        [Call("GET", f"{API}/pages/{PAGE_ID}", response=top, expect_headers=V)],
+        "The page's parent is a workspace, where the API cannot create a page: give parent_page_id.",
+    )
+
+
+async def test_a_duplicate_that_fails_half_way_goes_to_the_trash(tmp_path: Path) -> None:
+    """Under another page (only the title is kept), with a new title; the content write fails: the
+    partial copy is archived and the provider's error is the answer."""
+    other = "0f1e2d3c-4b5a-4968-8776-5a4b3c2d1e0f"
+    await run_error(
+        PLUGIN,
+        tmp_path,
+        "notion_duplicate_page",
+        {"page_id": PAGE_ID, "parent_page_id": other, "title": "Kale (copy)"},
+        [
+            Call("GET", f"{API}/pages/{PAGE_ID}", response={**PAGE, "icon": None}, expect_headers=V),
+            _kids(PAGE_ID, PARAGRAPH),
+            Call(
+                "POST",
+                f"{API}/pages",
+                json={
+                    "parent": {"type": "page_id", "page_id": other},
+                    "properties": {"Name": {"title": [{"type": "text", "text": {"content": "Kale (copy)"}}]}},
+                },
+                response={**PAGE, "id": NEW_ID},
+            ),
+            Call(
+                "PATCH",
+                f"{API}/blocks/{NEW_ID}/children",
+                json={"children": [_req(PARAGRAPH)]},
+                status=400,
+                response={
+                    "object": "error",
+                    "status": 400,
+                    "code": "validation_error",
+                    "message": "body failed validation",
+                },
+            ),
+            Call(
+                "PATCH",
+                f"{API}/pages/{NEW_ID}",
+                json={"archived": True},
+                response={**PAGE, "id": NEW_ID, "archived": True},
+            ),
+        ],
+        "notion API error 400: body failed validation",
+    )
+
+
+def test_the_block_types_a_duplicate_writes_are_ones_the_api_creates() -> None:
+    """notion_duplicate_page's COPYABLE_BLOCKS against the block request types of @notionhq/client
+    for Notion-Version 2025-09-03 (BlockObjectRequest in its common.d.ts)."""
+    import re
+
+    from tests.plugins.provider_definitions import NODE_MODULES
+
+    text = (NODE_MODULES / "notion-client-2025-09-03/build/src/api-endpoints/common.d.ts").read_text()
+    start = text.index("export type BlockObjectRequest = ")
+    end = text.index("export type ", start + 10)
+    creatable = set(re.findall(r'type\?: "([a-z_0-9]+)"', text[start:end]))
+    assert not notion_tools.COPYABLE_BLOCKS - creatable, notion_tools.COPYABLE_BLOCKS - creatable
+    for kind in ("child_page", "child_database", "link_preview", "unsupported"):
+        assert kind not in creatable and kind not in notion_tools.COPYABLE_BLOCKS

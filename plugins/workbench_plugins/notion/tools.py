@@ -10,6 +10,7 @@ rich-text and property objects into plain values.
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
@@ -648,6 +649,264 @@ async def create_database(args: CreateDatabase, ctx: ToolContext) -> Any:
     }
 
 
+# -- duplicate a page ------------------------------------------------------------------------------
+
+# Block types the API creates (its BlockObjectRequest types; tests/plugins/test_notion.py holds this
+# set against @notionhq/client's). Everything else is left out of a copy and counted in `not_copied`:
+# child pages and databases, link previews, synced blocks, buttons, AI and meeting-notes blocks,
+# and what the API reports as `unsupported`.
+COPYABLE_BLOCKS = frozenset(
+    {
+        "paragraph",
+        "heading_1",
+        "heading_2",
+        "heading_3",
+        "heading_4",
+        "bulleted_list_item",
+        "numbered_list_item",
+        "to_do",
+        "toggle",
+        "quote",
+        "callout",
+        "code",
+        "divider",
+        "equation",
+        "bookmark",
+        "embed",
+        "image",
+        "video",
+        "pdf",
+        "file",
+        "audio",
+        "table",
+        "table_row",
+        "column_list",
+        "column",
+        "table_of_contents",
+        "breadcrumb",
+        "link_to_page",
+    }
+)
+_FILE_BLOCKS = ("image", "video", "pdf", "file", "audio")
+# These are created together with their children (a table with its rows, columns with their content).
+_WITH_CHILDREN = ("table", "column_list", "column")
+# Property types Notion computes: never written.
+_COMPUTED = frozenset(
+    {
+        "formula",
+        "rollup",
+        "created_time",
+        "created_by",
+        "last_edited_time",
+        "last_edited_by",
+        "unique_id",
+        "verification",
+        "button",
+    }
+)
+MAX_COPY_BLOCKS = 500  # blocks one duplicate reads and writes at most
+MAX_COPY_DEPTH = 8  # levels of nested blocks
+
+
+class _Node:
+    __slots__ = ("block", "children")
+
+    def __init__(self, block: dict[str, Any]) -> None:
+        self.block = block
+        self.children: list[_Node] = []
+
+
+class _Copy:
+    """What a duplicate read: the tree of blocks it will write, and what it leaves out."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.skipped: dict[str, int] = {}
+
+    def skip(self, what: str) -> None:
+        self.skipped[what] = self.skipped.get(what, 0) + 1
+
+    def keeps(self, block: dict[str, Any]) -> bool:
+        kind = block.get("type", "")
+        if kind not in COPYABLE_BLOCKS:
+            self.skip(kind or "unknown")
+            return False
+        body = block.get(kind) or {}
+        if kind in _FILE_BLOCKS and body.get("type") != "external":
+            self.skip(f"{kind} (uploaded to Notion)")  # its URL expires within the hour
+            return False
+        return True
+
+    async def read(self, ctx: ToolContext, block_id: str, depth: int = 0) -> list[_Node]:
+        nodes: list[_Node] = []
+        cursor = None
+        while True:
+            res = await _call(
+                ctx,
+                "GET",
+                f"/blocks/{block_id}/children",
+                params={"page_size": _BATCH, "start_cursor": cursor},
+            )
+            for block in res.get("results") or []:
+                if not isinstance(block, dict) or not self.keeps(block):
+                    continue
+                self.count += 1
+                if self.count > MAX_COPY_BLOCKS:
+                    raise ToolError(
+                        f"The page has more than {MAX_COPY_BLOCKS} blocks; duplicate copies at most "
+                        f"{MAX_COPY_BLOCKS}. Nothing was created."
+                    )
+                nodes.append(_Node(block))
+            if not res.get("has_more") or not res.get("next_cursor"):
+                break
+            cursor = res["next_cursor"]
+        for node in nodes:
+            if node.block.get("has_children"):
+                if depth + 1 >= MAX_COPY_DEPTH:
+                    raise ToolError(
+                        f"The page nests blocks more than {MAX_COPY_DEPTH} levels deep; duplicate copies at "
+                        f"most {MAX_COPY_DEPTH}. Nothing was created."
+                    )
+                node.children = await self.read(ctx, node.block["id"], depth + 1)
+        return nodes
+
+
+def _request(node: _Node) -> dict[str, Any]:
+    """A block as the API creates it: its type's body, and for a table or columns their children."""
+    kind = node.block["type"]
+    body = {k: v for k, v in (node.block.get(kind) or {}).items() if k != "children"}
+    if kind in _WITH_CHILDREN:
+        kids = node.children[:_BATCH]
+        if kind == "column" and not kids:  # a column holds at least one block
+            kids = [_Node({"type": "paragraph", "paragraph": {"rich_text": []}})]
+        body["children"] = [_request(k) for k in kids]
+    return {"object": "block", "type": kind, kind: body}
+
+
+async def _write(ctx: ToolContext, parent_id: str, nodes: list[_Node]) -> None:
+    """Append `nodes` under `parent_id`, 100 per request, then each one's children under its copy."""
+    for start in range(0, len(nodes), _BATCH):
+        batch = nodes[start : start + _BATCH]
+        res = await _call(
+            ctx, "PATCH", f"/blocks/{parent_id}/children", json={"children": [_request(n) for n in batch]}
+        )
+        for node, made in zip(batch, res.get("results") or [], strict=False):
+            await _write_children(ctx, node, str(made.get("id")))
+
+
+def _deeper(node: _Node) -> bool:
+    """Whether `node` has children that creating it (see _request) does not write."""
+    kind = node.block["type"]
+    if kind not in _WITH_CHILDREN:
+        return bool(node.children)
+    if len(node.children) > _BATCH:
+        return True
+    return kind != "table" and any(_deeper(k) for k in node.children)
+
+
+async def _write_children(ctx: ToolContext, node: _Node, new_id: str) -> None:
+    """The children of `node` not written with it, under its copy `new_id`. A table or a column list
+    was created with its first 100 children (a column list: its columns with theirs); the rest follow,
+    and children nested deeper go under the copies, whose ids are read back."""
+    if not _deeper(node):
+        return
+    if node.block["type"] not in _WITH_CHILDREN:
+        await _write(ctx, new_id, node.children)
+        return
+    sent = node.children[:_BATCH]
+    if any(_deeper(k) for k in sent):
+        made = await _children_ids(ctx, new_id)
+        for child, child_id in zip(sent, made, strict=False):
+            await _write_children(ctx, child, child_id)
+    if len(node.children) > _BATCH:
+        await _write(ctx, new_id, node.children[_BATCH:])
+
+
+async def _children_ids(ctx: ToolContext, block_id: str) -> list[str]:
+    ids: list[str] = []
+    cursor = None
+    while True:
+        res = await _call(
+            ctx, "GET", f"/blocks/{block_id}/children", params={"page_size": _BATCH, "start_cursor": cursor}
+        )
+        ids.extend(str(b.get("id")) for b in res.get("results") or [])
+        if not res.get("has_more") or not res.get("next_cursor"):
+            return ids
+        cursor = res["next_cursor"]
+
+
+def _writable_properties(page: dict[str, Any], title: str | None) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for name, prop in (page.get("properties") or {}).items():
+        kind = prop.get("type", "") if isinstance(prop, dict) else ""
+        if not kind or kind in _COMPUTED:
+            continue
+        value = prop.get(kind)
+        if kind == "title" and title is not None:
+            value = _rich(title)
+        elif kind == "files":
+            value = [f for f in value or [] if isinstance(f, dict) and f.get("type") == "external"]
+        elif kind == "relation":
+            value = [{"id": r.get("id")} for r in value or [] if isinstance(r, dict)]
+        out[name] = {kind: value}
+    return out
+
+
+class DuplicatePage(PageId):
+    title: str | None = Field(
+        default=None, max_length=2_000, description="Title of the copy (default: the same)"
+    )
+    parent_page_id: str | None = Field(
+        default=None,
+        description="Create the copy under this page instead (page id from notion_search); default: the "
+        "original's parent",
+    )
+
+
+@tool(
+    "notion_duplicate_page",
+    "Duplicate a Notion page under the same parent (or another page): its properties and content "
+    "blocks. Not copied: comments, sub-pages, inline databases, files uploaded to Notion, synced "
+    "blocks, link previews and other blocks the API cannot create.",
+    DuplicatePage,
+    keywords=("copy", "clone", "template", "make a copy", "replicate"),
+)
+async def duplicate_page(args: DuplicatePage, ctx: ToolContext) -> Any:
+    page = await _call(ctx, "GET", f"/pages/{args.page_id}")
+    parent: dict[str, Any]
+    if args.parent_page_id:
+        parent = {"type": "page_id", "page_id": args.parent_page_id}
+    else:
+        where = _parent(page)
+        if where["type"] not in ("page_id", "data_source_id") or not where["id"]:
+            raise ToolError(
+                f"The page's parent is a {where['type'] or 'unknown'}, where the API cannot create a page: "
+                "give parent_page_id."
+            )
+        parent = {"type": where["type"], where["type"]: where["id"]}
+    copy = _Copy()
+    tree = await copy.read(ctx, args.page_id)  # all of it first: a page too large is refused unwritten
+    properties = _writable_properties(page, args.title)
+    if parent["type"] == "page_id":  # under a page only the title is a property
+        properties = {k: v for k, v in properties.items() if "title" in v}
+    body: dict[str, Any] = {"parent": parent, "properties": properties}
+    for key in ("icon", "cover"):
+        art = page.get(key)
+        if isinstance(art, dict) and art.get("type") in ("emoji", "external", "custom_emoji"):
+            body[key] = art
+        elif art:
+            copy.skip(f"{key} (uploaded to Notion)")
+    made = await _call(ctx, "POST", "/pages", json=body)
+    try:
+        await _write(ctx, made["id"], tree)
+    except Exception:
+        # Nothing half-written: the partial copy goes to the trash, the error is the answer.
+        with contextlib.suppress(Exception):
+            await _call(ctx, "PATCH", f"/pages/{made['id']}", json={"archived": True})
+        raise
+    return {**_page(made, properties=False), "copied_blocks": copy.count, "not_copied": copy.skipped}
+
+
 TOOLS = [
     search,
     get_page,
@@ -666,4 +925,5 @@ TOOLS = [
     update_block,
     delete_block,
     create_database,
+    duplicate_page,
 ]
