@@ -1,0 +1,68 @@
+"""A situation or symptom read as the action it calls for (engine/search.py _SYMPTOMS): an agent
+passes on what its user said ("the page is out of date", "X isn't in the CRM yet"), not a verb."""
+
+from __future__ import annotations
+
+import pytest
+from workbench.engine.search import SearchDoc, SearchIndex
+
+DOCS = [
+    SearchDoc("tracker_list_issues", "List issues in a project, newest first.", "tracker"),
+    SearchDoc("tracker_get_issue", "Get one issue with its description.", "tracker"),
+    SearchDoc("tracker_search_issues", "Search issues by words.", "tracker"),
+    SearchDoc("tracker_create_issue", "Create a new issue in a project.", "tracker"),
+    SearchDoc("tracker_update_issue", "Update an issue's title, description or status.", "tracker"),
+    SearchDoc("tracker_archive_issue", "Archive an issue.", "tracker"),
+    SearchDoc("tracker_add_comment", "Add a comment to an issue.", "tracker"),
+    SearchDoc("files_read_file", "Read a file's text.", "files"),
+    SearchDoc("files_share_file", "Share a file with people or a group.", "files"),
+    SearchDoc("files_copy_file", "Copy a file.", "files"),
+    SearchDoc("files_delete_file", "Delete a file.", "files"),
+    SearchDoc("files_upload", "Upload a file from your computer.", "files"),
+    SearchDoc("pay_list_charges", "List charges made to customers.", "pay"),
+    SearchDoc("pay_create_refund", "Refund a charge, in full or in part.", "pay"),
+    SearchDoc("pay_cancel_subscription", "Cancel a customer's subscription.", "pay"),
+    SearchDoc("ci_list_runs", "List workflow runs.", "ci"),
+    SearchDoc("ci_rerun_run", "Re-run a workflow run.", "ci"),
+]
+
+
+@pytest.fixture(scope="module")
+def index() -> SearchIndex:
+    return SearchIndex(DOCS)
+
+
+@pytest.mark.parametrize(
+    ("query", "first"),
+    [
+        ("the tracker issue about login still says it is open", "tracker_update_issue"),
+        ("the login issue in the tracker is out of date", "tracker_update_issue"),
+        ("the crash from yesterday isn't tracked anywhere in the tracker", "tracker_create_issue"),
+        ("there is no issue in the tracker for the crash yet", "tracker_create_issue"),
+        ("I can't find the tracker issue about the login crash", "tracker_search_issues"),
+        ("I have no idea which issues the tracker has", "tracker_list_issues"),
+        ("that old tracker issue about IE11 is obsolete", "tracker_archive_issue"),
+        ("the customer is waiting on the tracker issue without a reply", "tracker_add_comment"),
+        ("the team can't read the file I made", "files_share_file"),
+        ("the report is only on my laptop, the files space doesn't have it", "files_upload"),
+        ("the customer was charged twice", "pay_create_refund"),
+        ("the customer doesn't want to pay next month", "pay_cancel_subscription"),
+        ("the ci run failed, a flaky test, one more try should do it", "ci_rerun_run"),
+    ],
+)
+def test_a_symptom_finds_the_action_it_calls_for(index: SearchIndex, query: str, first: str) -> None:
+    assert index.search(query, 3)[0].doc.name == first
+
+
+def test_a_word_a_symptom_uses_keeps_its_meaning_as_a_command(index: SearchIndex) -> None:
+    # "duplicate" as the verb is a copy; "duplicates" (the noun) are in the way.
+    assert index.search("duplicate the file", 3)[0].doc.name == "files_copy_file"
+    assert index.search("the files space has duplicates of the file", 3)[0].doc.name == "files_delete_file"
+    # "can't read" is not a read; "read the file" is.
+    assert index.search("read the file", 3)[0].doc.name == "files_read_file"
+
+
+def test_a_symptom_alone_is_no_confident_match(index: SearchIndex) -> None:
+    # An action read from a symptom, with nothing to act on, is no tool's evident match.
+    hits = index.search("it's out of date", 3)
+    assert not hits or hits[0].score < 0.3
