@@ -6,7 +6,9 @@
    (not one per execution), and zero KMS calls once the data-key cache is warm.
    On a warm instance (issue 14): `tools/list` makes 0 AWS calls (the API key was resolved moments
    ago, see workbench.identity.auth.AuthCache) and `execute_tools` of one auth-none tool makes exactly 1,
-   the batch's audit write.
+   the batch's audit write. Issue 24: each kind of request (tools/list, execute_tools, search_tools
+   for a user with no app, search_tools for a user with a custom app and a workspace code whose hit
+   needs a stored connection, a curl proxy GET) back to back and after a real 20 s idle (`--idle`).
 2. Cold start: `python -X importtime` of each functions/*/app.py entry (loaded the way Lambda does,
    with the AWS adapters configured in the environment) vs importing the official MCP SDK's
    streamable-HTTP server module. Bar: each handler at most half of the SDK. Also printed, for
@@ -75,6 +77,20 @@ def _bench_registry() -> Any:
 
         registry.add(manifest, lambda prefix=name: make(prefix))
     return registry
+
+
+def _acme_things() -> Any:
+    from workbench.tools import Tool
+
+    async def list_things(args: dict[str, Any], ctx: Any) -> Any:
+        return {"things": []}
+
+    return Tool(
+        name="acme_list_things",
+        description="List the things in an Acme account.",
+        fn=list_things,
+        parameters={"type": "object", "properties": {}},
+    )
 
 
 def _counting(client: Any, service: str, log: list[tuple[str, str]]) -> Any:
@@ -201,7 +217,20 @@ IDLE_GOALS = {
     "tools/list": (1, 0),
     "execute_tools (1 auth-none tool)": (2, 1),
     "search_tools": (2, 2),
+    # Another user, with a custom (OpenAPI) app and a workspace code, whose query hits a plugin that
+    # needs a stored connection: every row the search reads is needed.
+    "search_tools (custom app, hit needs a connection)": (2, 2),
     "curl proxy GET": (2, 2),
+}
+CUSTOM_SEARCH = "search_tools (custom app, hit needs a connection)"
+_BENCH_DOCUMENT = {
+    "openapi": "3.0.3",
+    "info": {"title": "Bench things", "version": "1.0.0"},
+    "paths": {
+        "/things": {
+            "get": {"operationId": "listThings", "summary": "List the acme things in the bench workspace"}
+        }
+    },
 }
 
 
@@ -256,7 +285,7 @@ async def _idle_calls(endpoint: AwsEndpoint, idle: float) -> dict[str, Any]:
             tool_prefix="acme_",
             curl_proxy=True,
         ),
-        lambda: [],
+        lambda: [_acme_things()],
     )
     gw = build_gateway(
         settings,
@@ -266,7 +295,16 @@ async def _idle_calls(endpoint: AwsEndpoint, idle: float) -> dict[str, Any]:
     )
     user = gw.stores.users.get_or_create("bench@example.com")
     gw.credentials.save(user.id, "acme", {"token": "upstream-secret-0123456789"})
-    keys = {kind: gw.auth.mint_key(user, label=kind) for kind in IDLE_GOALS}
+    keys = {kind: gw.auth.mint_key(user, label=kind) for kind in IDLE_GOALS if kind != CUSTOM_SEARCH}
+    # The second user: a custom OpenAPI app (its tools known from the document: no discovery
+    # traffic), a workspace code of their own, a stored connection to acme.
+    other = gw.stores.users.get_or_create("bench-apps@example.com")
+    gw.credentials.save(other.id, "acme", {"token": "upstream-secret-9876543210"})
+    gw.external.set_workspace_code(other.id, "bench-team")
+    await gw.external.register_openapi(
+        other.id, name="benchapi", document=json.dumps(_BENCH_DOCUMENT), base_url="https://api.bench.test"
+    )
+    keys[CUSTOM_SEARCH] = gw.auth.mint_key(other, label=CUSTOM_SEARCH)
     curl = gw.curl.mint(gw.auth.api_keys.resolve(keys["curl proxy GET"]), ["acme"], 900)["token"]
 
     async def dns(host: str, port: int) -> list[str]:
@@ -282,6 +320,9 @@ async def _idle_calls(endpoint: AwsEndpoint, idle: float) -> dict[str, Any]:
             {"name": "execute_tools", "arguments": {"executions": [{"tool": "probe_noop", "args": {}}]}},
         ),
         "search_tools": mcp("tools/call", {"name": "search_tools", "arguments": {"query": "create a jot"}}),
+        CUSTOM_SEARCH: mcp(
+            "tools/call", {"name": "search_tools", "arguments": {"query": "list acme things"}}
+        ),
     }
     counts: dict[str, dict[str, Counter[tuple[str, str]]]] = {"back to back": {}, "after idle": {}}
     base = "https://gw.example.test"
@@ -306,6 +347,13 @@ async def _idle_calls(endpoint: AwsEndpoint, idle: float) -> dict[str, Any]:
                 )
             if not ok:
                 raise RuntimeError(f"bench request failed ({kind}): {resp.status_code} {resp.text[:300]}")
+            if kind == CUSTOM_SEARCH:  # the answer needed every row: both tools, both connected
+                found = {
+                    t["name"]: t for t in json.loads(resp.json()["result"]["content"][0]["text"])["tools"]
+                }
+                wanted = {"acme_list_things", "benchapi_listThings"}
+                if not wanted <= set(found) or not all(found[n]["connected"] for n in wanted):
+                    raise RuntimeError(f"bench search missed its tools: {resp.text[:400]}")
 
         async def measured(kind: str, when: str) -> None:
             log.clear()
@@ -325,7 +373,9 @@ async def _idle_calls(endpoint: AwsEndpoint, idle: float) -> dict[str, Any]:
 
 def _print_idle(measured: dict[str, Any]) -> None:
     settings = measured["settings"]
-    names = {settings.table_name(s): s for s in ("users", "api_keys", "connections", "audit", "signing_keys")}
+    tables = ("users", "api_keys", "connections", "audit", "signing_keys", "external_servers")
+    names = {settings.table_name(s): s for s in tables}
+    width = max(len(kind) for kind in IDLE_GOALS)
     print(
         f"\n== AWS calls per request of a warm instance, back to back and after {measured['idle']:.0f} s idle =="
     )
@@ -336,7 +386,7 @@ def _print_idle(measured: dict[str, Any]) -> None:
                 f"{n} x {op} {names.get(t, t)}".rstrip() for (op, t), n in sorted(counter.items())
             )
             verdict = "OK" if total <= goal else "OVER"
-            print(f"  {when:<13} {kind:<34} {total} call(s) (goal <= {goal}) {verdict}  {detail}")
+            print(f"  {when:<13} {kind:<{width}} {total} call(s) (goal <= {goal}) {verdict}  {detail}")
 
 
 def _print_warm(measured: dict[str, Any]) -> None:

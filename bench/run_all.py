@@ -155,6 +155,7 @@ ROWS = (
             ("tools/list", (1, 0)),
             ("execute_tools (1 auth-none tool)", (2, 1)),
             ("search_tools", (2, 2)),
+            ("search_tools (custom app, hit needs a connection)", (2, 2)),
             ("curl proxy GET", (2, 2)),
         )
         for when, goal in (("after idle", goals[0]), ("back to back", goals[1]))

@@ -219,6 +219,7 @@ class Gateway:
             ),
             operator_secret=_operator_secret(self.secrets, settings),
             io=self.store_io,
+            read_together=self.stores.read_together,
         )
         external.oauth = AppOAuth(
             public_url=settings.public_url,
@@ -330,6 +331,7 @@ class Gateway:
             flow=lambda: self._connect_flow,
             io=self.store_io,
             clock=self.clock,
+            read_together=self.stores.read_together,
         )
 
     @cached_property

@@ -165,3 +165,84 @@ async def test_after_the_auth_cache_time_a_key_is_checked_again_in_one_read(
         now[0] += 16
         refused = await c.post("/mcp", json=LIST, headers=headers)
         assert refused.status_code == 401
+
+
+_THINGS = {
+    "openapi": "3.0.3",
+    "info": {"title": "Things", "version": "1.0.0"},
+    "paths": {"/things": {"get": {"operationId": "listThings", "summary": "List the echo things"}}},
+}
+
+
+def _search(query: str) -> dict[str, Any]:
+    return {
+        "jsonrpc": "2.0",
+        "id": 3,
+        "method": "tools/call",
+        "params": {"name": "search_tools", "arguments": {"query": query, "limit": 20}},
+    }
+
+
+async def test_a_warm_search_reads_in_two_calls_and_sees_what_another_instance_changed(
+    moto_endpoint: AwsEndpoint,
+) -> None:
+    """search_tools for a user with a custom app and a workspace code, whose query hits a plugin
+    needing a stored connection: the user's partition (settings row and apps) in one Query, then
+    the clear stamp and that connection in one BatchGetItem, whatever the number of rows. What
+    another instance changes in between (a new app, a disconnect) is in the very next answer."""
+    log: Counter[str] = Counter()
+    gw, settings = _gateway(moto_endpoint, log)
+    other_instance = build_gateway(settings)
+    user = gw.stores.users.get_or_create("ada@example.com")
+    key = gw.auth.mint_key(user)
+    gw.credentials.save(user.id, "demo", {"access_token": "tok"})
+    gw.external.set_workspace_code(user.id, "team-ada")
+    await gw.external.register_openapi(
+        user.id, name="things", document=json.dumps(_THINGS), base_url="https://api.things.test"
+    )
+    headers = {"authorization": f"Bearer {key}", "accept": "application/json, text/event-stream"}
+
+    async def search(c: httpx.AsyncClient) -> dict[str, dict[str, Any]]:
+        log.clear()
+        resp = await c.post("/mcp", json=_search("echo things"), headers=headers)
+        return {t["name"]: t for t in json.loads(resp.json()["result"]["content"][0]["text"])["tools"]}
+
+    async with httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=create_mcp_app(gw)), base_url="https://gw"
+    ) as c:
+        await search(c)  # the search index and the API key, warmed
+        found = await search(c)
+        assert found["demo_echo"]["connected"] is True and "things_listThings" in found
+        assert log == Counter({"dynamodb:Query": 1, "dynamodb:BatchGetItem": 1})
+
+        await other_instance.external.register_openapi(
+            user.id,
+            name="more",
+            document=json.dumps({**_THINGS, "paths": {"/more": {"get": {"operationId": "moreThings"}}}}),
+            base_url="https://api.more.test",
+        )
+        assert other_instance.stores.connections.delete(user.id, "demo") is True
+        found = await search(c)
+        assert found["demo_echo"]["connected"] is False and "more_moreThings" in found
+        # The new app's config was sealed under the other instance's data key: one KMS call for it.
+        assert log == Counter({"dynamodb:Query": 1, "dynamodb:BatchGetItem": 1, "kms:Decrypt": 1})
+
+
+async def test_a_search_with_no_custom_app_and_no_connection_to_read_makes_one_call(
+    moto_endpoint: AwsEndpoint,
+) -> None:
+    """A user without custom apps whose hits need no stored connection: their partition is read
+    (an app registered on another instance would be in it), nothing else."""
+    log: Counter[str] = Counter()
+    gw, _ = _gateway(moto_endpoint, log)
+    key = gw.auth.mint_key(gw.stores.users.get_or_create("ada@example.com"))
+    headers = {"authorization": f"Bearer {key}", "accept": "application/json, text/event-stream"}
+    async with httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=create_mcp_app(gw)), base_url="https://gw"
+    ) as c:
+        for _ in range(2):
+            log.clear()
+            resp = await c.post("/mcp", json=_search("probe noop"), headers=headers)
+        tools = json.loads(resp.json()["result"]["content"][0]["text"])["tools"]
+        assert tools[0]["name"] == "probe_noop" and tools[0]["connected"] is True
+        assert log == Counter({"dynamodb:Query": 1})

@@ -13,6 +13,7 @@ from workbench.stores import (
     ActivityQuery,
     ApiKeyRecord,
     Connection,
+    ExternalServer,
     Jot,
     OAuthState,
     PendingConnect,
@@ -113,6 +114,50 @@ def test_read_together_answers_what_each_get_answers(stores: Stores) -> None:
     assert stores.api_keys.revoke(ada.id, key.key_id) is True
     after = stores.read_together(user_id=ada.id, key_id=key.key_id)
     assert after.api_key == replace(key, revoked=True) and after.user == ada
+
+
+def test_read_together_reads_many_connections_and_server_rows_by_key(stores: Stores) -> None:
+    """The keys a search needs (connections of several integrations, a user's settings row, the
+    operator's clear stamp), in one read: each row found is what its own `get` answers, a key with
+    no row is left out, another user's rows are never answered for this user's keys."""
+    ada, bob = "usr_ada", "usr_bob"
+    github = _conn(user=ada, integration="github", expires_at=NOW + 60.5)
+    linear = _conn(user=ada, integration="linear")
+    theirs = _conn(user=bob, integration="notion")
+    for conn in (github, linear, theirs):
+        stores.connections.put(conn)
+    settings = ExternalServer(ada, "#settings", "", b"\x00cfg", created_at=NOW, updated_at=NOW + 1.25)
+    epoch = ExternalServer("#operator", "#epoch", "", b"e", created_at=NOW, updated_at=NOW + 2)
+    app = ExternalServer(bob, "acme", "acme_", b"\x01", auth_type="oauth", status="reconnect_required")
+    for row in (settings, epoch, app):
+        stores.external_servers.put(row)
+    wanted = [(ada, "github"), (ada, "linear"), (ada, "notion"), (ada, "github")]  # a key twice
+    got = stores.read_together(
+        user_id=ada,
+        connections=wanted,
+        servers=[(ada, "#settings"), ("#operator", "#epoch"), (ada, "acme"), ("#workspace", "x")],
+    )
+    assert got.user is None and got.api_key is None and got.connection is None
+    assert got.connections == {(ada, "github"): github, (ada, "linear"): linear}
+    assert got.connections == {k: stores.connections.get(*k) for k in got.connections}
+    assert got.servers == {(ada, "#settings"): settings, ("#operator", "#epoch"): epoch}
+    assert got.servers == {k: stores.external_servers.get(*k) for k in got.servers}
+    # The single connection and the list may name the same key.
+    one = stores.read_together(connection=(ada, "github"), connections=[(ada, "github")])
+    assert one.connection == github and one.connections == {(ada, "github"): github}
+    # More keys than one DynamoDB batch holds (100): every one is still answered.
+    many = [(ada, f"tool{i:03d}") for i in range(130)]
+    for user, integration in many[::7]:
+        stores.connections.put(_conn(user=user, integration=integration))
+    big = stores.read_together(connections=many, servers=[(bob, "acme")])
+    assert sorted(big.connections) == many[::7] and big.servers == {(bob, "acme"): app}
+    # Strongly consistent: a change just made is what the next read sees.
+    stores.external_servers.put(replace(epoch, updated_at=NOW + 3))
+    stores.connections.delete(ada, "linear")
+    after = stores.read_together(connections=wanted, servers=[("#operator", "#epoch")])
+    assert after.servers[("#operator", "#epoch")].updated_at == NOW + 3
+    assert set(after.connections) == {(ada, "github")}
+    assert stores.read_together().connections == {} and stores.read_together().servers == {}
 
 
 def test_api_key_grant_is_stored_with_the_key_and_changed_by_its_user_only(stores: Stores) -> None:

@@ -136,6 +136,29 @@ async def test_a_workspace_code_is_one_users_at_a_time(tmp_path: Path, ups: Upst
     assert ext.set_workspace_code(ada, "team-a") == "team-a"  # bob left it for team-b
 
 
+async def test_a_code_changed_on_another_instance_scopes_the_next_search(
+    tmp_path: Path, ups: Upstreams, key: str
+) -> None:
+    """An instance remembers that a user holds their code (the claim is not read on every search),
+    but only for the settings row it read it from: a change made on another instance, and another
+    user taking the code that was left, are both in the next answer of each user."""
+    gw, other_instance = gateway(tmp_path, ups, key), gateway(tmp_path, ups, key)
+    assert gw.external is not None and other_instance.external is not None
+    ada, bob = principal_for(gw, "ada@example.com"), principal_for(gw, "bob@example.com")
+    ups.script.by_code.update({"team-a": ["deploy"], "team-b": ["rollback"], bob.user.id: ["status"]})
+    assert other_instance.external.set_workspace_code(ada.user.id, "team-a") == "team-a"
+    ada_here, bob_here = Agent(gw, ada), Agent(gw, bob)
+    for _ in range(2):
+        assert "tm_deploy" in await ada_here.search("workspace tool deploy")
+
+    assert other_instance.external.set_workspace_code(ada.user.id, "team-b") == "team-b"
+    assert other_instance.external.set_workspace_code(bob.user.id, "team-a") == "team-a"
+    assert "tm_deploy" not in await ada_here.search("workspace tool deploy")
+    assert "tm_rollback" in await ada_here.search("workspace tool rollback")
+    assert "tm_deploy" in await bob_here.search("workspace tool deploy")
+    assert await ada_here.run("tm_rollback") == {"result": "rollback for team-b"}
+
+
 def test_a_code_two_users_stored_before_codes_were_claimed_serves_only_one(
     tmp_path: Path, ups: Upstreams, key: str
 ) -> None:

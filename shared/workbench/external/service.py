@@ -33,7 +33,7 @@ import json
 import re
 import time
 import zlib
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import quote
@@ -66,13 +66,13 @@ from workbench.identity.crypto import Cipher
 from workbench.identity.vault import Vault
 from workbench.manifest import Manifest, NoAuth, OAuth2Auth
 from workbench.observability import log_event, log_warning
-from workbench.stores import ExternalServer, ExternalServerStore
+from workbench.stores import ExternalServer, ExternalServerStore, Snapshot
 from workbench.tools import Tool
 
 if TYPE_CHECKING:
     from workbench.connections.flow import Redeemed
     from workbench.external.oauth import AppOAuth, Plan
-    from workbench.stores import PendingConnect, User
+    from workbench.stores import Connection, PendingConnect, User
 
 __all__ = [
     "CACHE_TTL_SECONDS",
@@ -228,8 +228,16 @@ class ExternalServers:
         operator_secret: Callable[[str], str | None] | None = None,
         search_budget: float = SEARCH_BUDGET_SECONDS,
         io: BlockingPool | None = None,
+        read_together: Callable[..., Snapshot] | None = None,
     ) -> None:
         self.store = store
+        # Stores.read_together: the rows a search needs besides the user's own partition (the clear
+        # stamp, a workspace code's claim, OAuth apps' and the caller's connections) in one round
+        # trip. Without it (an ExternalServers built alone), each row is read by its own get.
+        self._read_together = read_together or self._one_by_one
+        # (user) -> (workspace code, settings stamp) known to be the user's: a claim is only ever
+        # released by its holder changing the code, which restamps the settings row.
+        self._held_codes: dict[str, tuple[str, float]] = {}
         self.cipher = cipher
         self.vault = vault
         self.registry = registry
@@ -827,7 +835,16 @@ class ExternalServers:
     async def catalog(self, user_id: str, budget: float | None = None) -> list[ExternalTool]:
         """The user's external tools for this search. Discovery shares one overall budget; what is
         not known by then is left out (and goes on in the background)."""
-        caller, apps = await self.io.run(self._searchable, user_id)
+        tools, _ = await self.search_catalog(user_id, budget)
+        return tools
+
+    async def search_catalog(
+        self, user_id: str, budget: float | None = None, *, connections: Collection[str] = ()
+    ) -> tuple[list[ExternalTool], dict[str, Connection]]:
+        """`catalog`, and the user's connections to `connections` (integration names) found in the
+        same reads: the search needs both, and the stored rows behind them cost two round trips
+        (the user's partition, then one batch of keys), not one per row."""
+        caller, apps, conns = await self.io.run(self._searchable, user_id, connections)
         now = self.clock()
         known: list[_Entry] = []
         waiting: list[asyncio.Future[_Entry]] = []
@@ -852,16 +869,83 @@ class ExternalServers:
             for future in done:
                 if not future.cancelled() and future.exception() is None:
                     known.append(future.result())
-        return [t for entry in known for t in entry.tools.values()]
+        return [t for entry in known for t in entry.tools.values()], conns
 
-    def _searchable(self, user_id: str) -> tuple[_Caller, list[App]]:
-        caller = self._caller(user_id)
+    def _searchable(
+        self, user_id: str, connections: Collection[str] = ()
+    ) -> tuple[_Caller, list[App], dict[str, Connection]]:
+        """The caller, their searchable apps (an OAuth app only once connected) and their
+        connections to `connections`: the user's partition (settings row and apps) in one read,
+        then one batch of every key that needs (clear stamp, code claim, connections)."""
+        caller, apps, snap = self._read(user_id, connections, oauth_tokens=True)
+        found = {i: c for (u, i), c in snap.connections.items() if u == user_id}
         apps = [
             a
-            for a in self._apps(caller)
-            if a.enabled and a.status == "ok" and (a.auth_type != "oauth" or self._has_token(a, user_id))
+            for a in apps
+            if a.enabled and a.status == "ok" and (a.auth_type != "oauth" or _live(found.get(a.name)))
         ]
-        return caller, apps
+        return caller, apps, {i: found[i] for i in connections if i in found}
+
+    def _read(
+        self, user_id: str, connections: Collection[str] = (), *, oauth_tokens: bool = False
+    ) -> tuple[_Caller, list[App], Snapshot]:
+        """The caller (workspace code, newest clear), their apps then the operator's, and a snapshot
+        holding the user's connections to `connections` (and, with `oauth_tokens`, to each OAuth
+        app). One Query of the user's partition, then at most one batch read: a user with no app
+        (and no operator app configured) needs no clear stamp and no code claim."""
+        rows = self.store.list_for(user_id)
+        settings = next((r for r in rows if r.name == _SETTINGS_ROW), None)
+        apps = [*(self._app(r) for r in rows if not r.name.startswith("#")), *self.operator_apps.values()]
+        code = self._stored_code(user_id, settings)
+        stamp = settings.updated_at if settings else 0.0
+        servers: list[tuple[str, str]] = []
+        if apps:
+            servers.append((OPERATOR, _EPOCH_ROW))
+            if code and code != user_id and self._held_codes.get(user_id) != (code.lower(), stamp):
+                servers.append((_CODE_OWNER, code.lower()))
+        wanted = list(connections)
+        if oauth_tokens and self.oauth is not None:
+            wanted += [a.name for a in apps if a.auth_type == "oauth" and a.enabled and a.status == "ok"]
+        keys = [(user_id, i) for i in dict.fromkeys(wanted)]
+        snap = self._read_together(connections=keys, servers=servers) if keys or servers else Snapshot()
+        if not apps:
+            return _Caller(user_id, user_id, stamp), apps, snap
+        epoch = snap.servers.get((OPERATOR, _EPOCH_ROW))
+        stamp = max(stamp, epoch.updated_at if epoch else 0.0)
+        if code and code != user_id and (_CODE_OWNER, code.lower()) in servers:
+            claim = snap.servers.get((_CODE_OWNER, code.lower()))
+            # No claim yet (a code stored before codes were claimed): claimed now, if still free.
+            held = (
+                claim.state == user_id if claim is not None else self._holds_code(self.store, user_id, code)
+            )
+            if held:
+                if len(self._held_codes) >= _PRUNE_AT:
+                    self._held_codes.clear()
+                self._held_codes[user_id] = (code.lower(), settings.updated_at if settings else 0.0)
+            else:
+                code = ""  # another user's: never act as them
+        return _Caller(user_id, code or user_id, stamp), apps, snap
+
+    def _stored_code(self, user_id: str, row: ExternalServer | None) -> str:
+        """The workspace code in the user's settings row ("" when none is set or it is unreadable)."""
+        if row is None:
+            return ""
+        try:
+            value = self.cipher.decrypt_json(row.config, _context(user_id, _SETTINGS_ROW))
+        except (CryptoError, ValueError):
+            return ""  # an unreadable settings row: the default workspace code
+        return str(value.get("workspaceCode", "")) if isinstance(value, dict) else ""
+
+    def _one_by_one(
+        self, *, connections: Collection[tuple[str, str]] = (), servers: Collection[tuple[str, str]] = ()
+    ) -> Snapshot:
+        """Stores.read_together's answer, one get per key (no batch read was given)."""
+        conns: dict[tuple[str, str], Connection] = {}
+        if self.oauth is not None:
+            store = self.oauth.credentials.store
+            conns = {k: c for k in connections if (c := store.get(*k)) is not None}
+        rows = {k: r for k in servers if (r := self.store.get(*k)) is not None}
+        return Snapshot(connections=conns, servers=rows)
 
     def _keep(self, future: asyncio.Future[Any]) -> None:
         """Hold a background discovery until it ends (its result lands in the cache or back-off)."""
@@ -895,8 +979,8 @@ class ExternalServers:
         return self._tool(app, caller, found), manifest
 
     def _caller_and_apps(self, user_id: str) -> tuple[_Caller, list[App]]:
-        caller = self._caller(user_id)
-        return caller, self._apps(caller)
+        caller, apps, _ = self._read(user_id)
+        return caller, apps
 
     def _tool(self, app: App, caller: _Caller, ext: ExternalTool) -> Tool:
         async def run(args: dict[str, Any], ctx: Any) -> Any:
@@ -1162,8 +1246,7 @@ class ExternalServers:
     def _has_token(self, app: App, user_id: str) -> bool:
         if self.oauth is None:
             return False
-        conn = self.oauth.credentials.store.get(user_id, app.name)
-        return conn is not None and conn.status == "connected"
+        return _live(self.oauth.credentials.store.get(user_id, app.name))
 
     async def _ensure_plan(self, app: App, caller: _Caller) -> None:
         """The app's OAuth setup, found from the server's own 401 the first time."""
@@ -1289,16 +1372,12 @@ class ExternalServers:
         )
 
     def _caller(self, user_id: str) -> _Caller:
-        """The user's workspace code and the newest clear that concerns them (two key reads)."""
-        row = self.store.get(user_id, _SETTINGS_ROW)
-        epoch = self.store.get(OPERATOR, _EPOCH_ROW)
-        code = ""
-        if row is not None:
-            try:
-                value = self.cipher.decrypt_json(row.config, _context(user_id, _SETTINGS_ROW))
-            except (CryptoError, ValueError):
-                value = None  # an unreadable settings row: the default workspace code
-            code = str(value.get("workspaceCode", "")) if isinstance(value, dict) else ""
+        """The user's workspace code and the newest clear that concerns them (one batch read of
+        their settings row and the clear stamp)."""
+        settings, clear = (user_id, _SETTINGS_ROW), (OPERATOR, _EPOCH_ROW)
+        found = self._read_together(servers=[settings, clear]).servers
+        row, epoch = found.get(settings), found.get(clear)
+        code = self._stored_code(user_id, row)
         stamp = max(row.updated_at if row else 0.0, epoch.updated_at if epoch else 0.0)
         if code and code != user_id and not self._holds_code(self.store, user_id, code):
             code = ""  # another user's: never act as them (a code stored before codes were claimed)
@@ -1392,6 +1471,11 @@ _R = TypeVar("_R")
 def _with_bearer(endpoint: _Target, token: str) -> _Target:
     headers = {**endpoint.headers, "Authorization": f"Bearer {token}"}
     return replace(endpoint, headers=headers, secrets=(*endpoint.secrets, token))
+
+
+def _live(conn: Connection | None) -> bool:
+    """An OAuth app's connection that holds a token (its tools are searchable)."""
+    return conn is not None and conn.status == "connected"
 
 
 def _stamp(app: App, caller: _Caller) -> tuple[float, float]:

@@ -8,7 +8,7 @@ custom apps are ranked alongside it and are never shown to another user.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from functools import cached_property
+from functools import cached_property, partial
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -26,6 +26,11 @@ if TYPE_CHECKING:
 __all__ = ["CatalogService"]
 
 _NOTHING = 0.01  # engine.semantic.NOTHING: a top score under it means no word of the query matched
+
+
+def _rank(hit: SearchHit) -> tuple[bool, float]:
+    """The order of a search's answer: tools of an integration the query names first, then by score."""
+    return (not hit.named, -hit.score)
 
 
 def _grant_offers(grant: Grant, name: str, integration: str, annotations: Mapping[str, Any]) -> bool:
@@ -96,10 +101,17 @@ class CatalogService:
                 # Nothing matched: the multilingual component, on a pool thread (its model loads
                 # there once; a query with any match never imports even this module).
                 hits = await self._connections.io.run(self._semantic_search, index, query, wide)
+        if not grant.is_full:
+            hits = [h for h in hits if _grant_offers(grant, h.doc.name, h.doc.integration, self._hints(h))]
+        # Ranked by the order the merge below keeps (the index's own order, already this one): the
+        # shared tools that can still make the cut are these, so only their integrations' stored
+        # connections are read, with the custom apps' rows when there are any (one batch read).
+        hits = sorted(hits, key=_rank)[:limit]
+        stored = self._connections.stored({hit.doc.integration for hit in hits})
         custom_hints: dict[str, dict[str, Any]] = {}
         external = self._external()
         if external is not None:
-            found = await external.catalog(principal.user.id)
+            found, conns = await external.search_catalog(principal.user.id, connections=stored)
             custom_hints = {t.name: t.annotations for t in found}
             custom = tuple(
                 SearchDoc(t.name, t.description, t.server, arguments=argument_text(t.input_schema))
@@ -112,22 +124,23 @@ class CatalogService:
                     # That catalog is left out of search, said in the log; the rest still answers.
                     log_event("search_index_refused", user=principal.user.id, error=str(e))
                 else:
-                    hits = sorted([*hits, *own.search(query, wide)], key=lambda h: (not h.named, -h.score))
-        if not grant.is_full:
-            hits = [
-                h
-                for h in hits
-                if _grant_offers(
-                    grant,
-                    h.doc.name,
-                    h.doc.integration,
-                    self.annotations_of(h.doc.name, h.doc.integration, custom_hints),
-                )
-            ]
-        hits = hits[:limit]
+                    theirs = own.search(query, wide)
+                    if not grant.is_full:
+                        theirs = [
+                            h
+                            for h in theirs
+                            if _grant_offers(
+                                grant, h.doc.name, h.doc.integration, self._hints(h, custom_hints)
+                            )
+                        ]
+                    hits = sorted([*hits, *theirs], key=_rank)[:limit]
+        else:
+            conns = await self._connections.io.run(self._connections.read, principal.user.id, stored)
         # Only the hit integrations: a cookie integration's check decrypts its stored cookies.
         status = await self._connections.io.run(
-            self._connections.status, principal.user.id, {hit.doc.integration for hit in hits}
+            partial(self._connections.status, known=conns),
+            principal.user.id,
+            {hit.doc.integration for hit in hits},
         )
         return [
             {
@@ -140,6 +153,9 @@ class CatalogService:
             }
             for hit in hits
         ]
+
+    def _hints(self, hit: SearchHit, custom: Mapping[str, dict[str, Any]] | None = None) -> dict[str, Any]:
+        return self.annotations_of(hit.doc.name, hit.doc.integration, custom)
 
     def annotations_of(
         self, tool_name: str, integration: str, custom: Mapping[str, dict[str, Any]] | None = None

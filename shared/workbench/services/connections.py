@@ -8,7 +8,7 @@ consent, cookie capture, waiting) is `workbench.connections.flow.ConnectFlow`, b
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Mapping
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from workbench.engine.executor import Engine
     from workbench.engine.registry import Registry
     from workbench.manifest import Manifest
-    from workbench.stores import Connection, PendingConnect, PendingStore, User
+    from workbench.stores import Connection, PendingConnect, PendingStore, Snapshot, User
 
 __all__ = ["ConnectionService"]
 
@@ -34,8 +34,10 @@ class ConnectionService:
         flow: Callable[[], ConnectFlow],
         io: BlockingPool,
         clock: Callable[[], float],
+        read_together: Callable[..., Snapshot] | None = None,
     ) -> None:
         self._registry = registry
+        self._read_together = read_together  # Stores.read_together: several connections, one read
         self._credentials = credentials
         self._pending = pending
         self._engine = engine
@@ -87,15 +89,47 @@ class ConnectionService:
         """The user's connections by integration, in one store read."""
         return {c.integration: c for c in self._credentials.store.list_for(user_id)}
 
-    def status(self, user_id: str, only: Collection[str] | None = None) -> dict[str, bool]:
+    def status(
+        self,
+        user_id: str,
+        only: Collection[str] | None = None,
+        *,
+        known: Mapping[str, Connection] | None = None,
+    ) -> dict[str, bool]:
         """Whether the user is connected to each integration (or to those in `only`). Blocking: a
-        store read, and a cookie integration's check decrypts its stored cookies."""
-        conns = self.connections_of(user_id)
+        store read (none when `known` holds the user's connections to those of `only` that
+        `stored` names, as `read` found them), and a cookie integration's check decrypts its
+        stored cookies."""
+        if known is None:
+            known = self.connections_of(user_id) if only is None else self.read(user_id, self.stored(only))
         return {
-            m.name: self._credentials.is_connected(m, conns.get(m.name))
+            m.name: self._credentials.is_connected(m, known.get(m.name))
             for m in self._registry.manifests()
             if only is None or m.name in only
         }
+
+    def stored(self, integrations: Collection[str]) -> list[str]:
+        """Those of `integrations` whose status depends on a stored connection (installed, and
+        with an auth type other than none)."""
+        from workbench.manifest import NoAuth
+
+        out = []
+        for name in integrations:
+            manifest = self._registry.manifest(name)
+            if manifest is not None and not isinstance(manifest.auth, NoAuth):
+                out.append(name)
+        return out
+
+    def read(self, user_id: str, integrations: Collection[str]) -> dict[str, Connection]:
+        """The user's connections to `integrations` (those found), in one read of their keys (one
+        round trip where the store batches reads). Blocking."""
+        if not integrations:
+            return {}
+        if self._read_together is None:
+            store = self._credentials.store
+            return {i: c for i in integrations if (c := store.get(user_id, i)) is not None}
+        found = self._read_together(connections=[(user_id, i) for i in integrations]).connections
+        return {i: c for (u, i), c in found.items() if u == user_id}
 
     async def verify(self, user: User, manifest: Manifest, credential: dict[str, Any]) -> bool:
         """Check a credential with the manifest's probe before storing it (raises VerificationFailed)."""

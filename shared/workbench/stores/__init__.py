@@ -10,7 +10,7 @@ takes `now` and treats an expired record as absent, because DynamoDB's TTL delet
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -488,24 +488,30 @@ class ApprovalStore(Protocol):
 
 
 class Snapshot:
-    """What one `Stores.read_together` found: each record asked for, or None (absent, or not asked)."""
+    """What one `Stores.read_together` found: each record asked for, or None (absent, or not asked).
+    `connections` and `servers` hold the rows found among those asked for by key ((user,
+    integration) and (user, name)); a key that is missing from them has no row."""
 
-    __slots__ = ("api_key", "connection", "user")
+    __slots__ = ("api_key", "connection", "connections", "servers", "user")
 
     def __init__(
         self,
         user: User | None = None,
         api_key: ApiKeyRecord | None = None,
         connection: Connection | None = None,
+        connections: dict[tuple[str, str], Connection] | None = None,
+        servers: dict[tuple[str, str], ExternalServer] | None = None,
     ) -> None:
         self.user = user
         self.api_key = api_key
         self.connection = connection
+        self.connections = connections or {}
+        self.servers = servers or {}
 
 
 class BatchReads(Protocol):
-    """Several records of different aggregates in one round trip (DynamoDB: one BatchGetItem),
-    each read as strongly consistent as its own store's `get`."""
+    """Several records of different aggregates in one round trip (DynamoDB: one BatchGetItem per
+    100 keys), each read as strongly consistent as its own store's `get`."""
 
     def read(
         self,
@@ -513,6 +519,8 @@ class BatchReads(Protocol):
         user_id: str | None = None,
         key_id: str | None = None,
         connection: tuple[str, str] | None = None,
+        connections: Collection[tuple[str, str]] = (),
+        servers: Collection[tuple[str, str]] = (),
     ) -> Snapshot: ...
 
 
@@ -572,12 +580,17 @@ class Stores:
         user_id: str | None = None,
         key_id: str | None = None,
         connection: tuple[str, str] | None = None,
+        connections: Collection[tuple[str, str]] = (),
+        servers: Collection[tuple[str, str]] = (),
     ) -> Snapshot:
-        """The user, the API key (by its id) and the (user, integration) connection asked for, in
-        one round trip where the adapter offers it. What a request needs before it can act (who is
-        calling, whether their credential still stands, their connection) costs one wait, not three."""
+        """The user, the API key (by its id), the (user, integration) connection(s) and the
+        external-server rows ((user, name)) asked for, in one round trip where the adapter offers
+        it. What a request needs before it can act (who is calling, whether their credential still
+        stands, their connections, a custom app's settings) costs one wait, not one per record."""
         reads = self.batch_reads or _OneByOne(self)  # set in __post_init__; for the type checker
-        return reads.read(user_id=user_id, key_id=key_id, connection=connection)
+        return reads.read(
+            user_id=user_id, key_id=key_id, connection=connection, connections=connections, servers=servers
+        )
 
     # Calls of `approve` grants waiting for their user (workbench.engine.approvals).
     approvals: ApprovalStore | None = None
@@ -604,10 +617,16 @@ class _OneByOne:
         user_id: str | None = None,
         key_id: str | None = None,
         connection: tuple[str, str] | None = None,
+        connections: Collection[tuple[str, str]] = (),
+        servers: Collection[tuple[str, str]] = (),
     ) -> Snapshot:
         stores = self.stores
+        conns = {k: c for k in dict.fromkeys(connections) if (c := stores.connections.get(*k)) is not None}
+        rows = {k: r for k in dict.fromkeys(servers) if (r := stores.external_servers.get(*k)) is not None}
         return Snapshot(
             stores.users.get(user_id) if user_id is not None else None,
             stores.api_keys.get(key_id) if key_id is not None else None,
             stores.connections.get(*connection) if connection is not None else None,
+            conns,
+            rows,
         )

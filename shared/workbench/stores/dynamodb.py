@@ -26,7 +26,7 @@ import random
 import re
 import time
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import replace
 from typing import Any, ClassVar
 
@@ -1259,32 +1259,50 @@ class DynamoBatchReads:
         self.t = t
         self._sleep = sleep
 
+    # BatchGetItem takes at most 100 keys; a larger read is several calls, one after the other.
+    MAX_KEYS = 100
+
     def read(
         self,
         *,
         user_id: str | None = None,
         key_id: str | None = None,
         connection: tuple[str, str] | None = None,
+        connections: Collection[tuple[str, str]] = (),
+        servers: Collection[tuple[str, str]] = (),
     ) -> Snapshot:
-        wanted: list[tuple[str, str, Item]] = []  # (record, table, key)
+        users, keys = self.t.name("users"), self.t.name("api_keys")
+        conns, rows = self.t.name("connections"), self.t.name("external_servers")
+        wanted: list[tuple[str, Item]] = []  # (table, key), each once: DynamoDB refuses duplicates
         if user_id is not None:
-            wanted.append(("user", self.t.name("users"), {"pk": _s(f"user#{user_id}")}))
+            wanted.append((users, {"pk": _s(f"user#{user_id}")}))
         if key_id is not None:
-            wanted.append(("api_key", self.t.name("api_keys"), {"pk": _s(f"key#{key_id}"), "sk": _s("-")}))
-        if connection is not None:
-            key = {"user_id": _s(connection[0]), "integration": _s(connection[1])}
-            wanted.append(("connection", self.t.name("connections"), key))
-        found = self._get(wanted)
-        user, api_key, conn = found.get("user"), found.get("api_key"), found.get("connection")
+            wanted.append((keys, {"pk": _s(f"key#{key_id}"), "sk": _s("-")}))
+        for holder, integration in dict.fromkeys([*([connection] if connection else []), *connections]):
+            wanted.append((conns, {"user_id": _s(holder), "integration": _s(integration)}))
+        for owner, name in dict.fromkeys(servers):
+            wanted.append((rows, {"user_id": _s(owner), "name": _s(name)}))
+        found: dict[str, list[Item]] = {}
+        for at in range(0, len(wanted), self.MAX_KEYS):
+            for table, items in self._get(wanted[at : at + self.MAX_KEYS]).items():
+                found.setdefault(table, []).extend(items)
+        user = next(iter(found.get(users, ())), None)
+        api_key = next(iter(found.get(keys, ())), None)
+        by_conn = {(_get_s(i, "user_id"), _get_s(i, "integration")): i for i in found.get(conns, ())}
         return Snapshot(
             DynamoUsers._user(user) if user else None,
             DynamoApiKeys._rec(api_key) if api_key else None,
-            DynamoConnections._conn(conn) if conn else None,
+            DynamoConnections._conn(by_conn[connection]) if connection in by_conn else None,
+            {k: DynamoConnections._conn(i) for k, i in by_conn.items() if k in connections},
+            {
+                (_get_s(i, "user_id"), _get_s(i, "name")): DynamoExternalServers._server(i)
+                for i in found.get(rows, ())
+            },
         )
 
-    def _get(self, wanted: list[tuple[str, str, Item]]) -> dict[str, Item]:
-        """The items found, by record name; a key DynamoDB never processed raises."""
-        found: dict[str, Item] = {}
+    def _get(self, wanted: list[tuple[str, Item]]) -> dict[str, list[Item]]:
+        """The items found, by table; a key DynamoDB never processed raises."""
+        found: dict[str, list[Item]] = {}
         waiting = list(wanted)
         for round_no in range(self.ROUNDS):
             if not waiting:
@@ -1293,18 +1311,15 @@ class DynamoBatchReads:
                 delay = min(self.BACKOFF_CAP, self.BACKOFF_BASE * 2**round_no)
                 self._sleep(random.random() * delay)  # noqa: S311 - jitter, not a secret
             request: dict[str, dict[str, Any]] = {}
-            for _, table, key in waiting:
+            for table, key in waiting:
                 request.setdefault(table, {"Keys": [], "ConsistentRead": True})["Keys"].append(key)
             answer = self.t.client.batch_get_item(RequestItems=request)
             for table, items in answer.get("Responses", {}).items():
-                for item in items:
-                    for name, t, key in waiting:
-                        if t == table and all(item.get(a) == v for a, v in key.items()):
-                            found[name] = item
+                found.setdefault(table, []).extend(items)
             unprocessed = answer.get("UnprocessedKeys") or {}
             waiting = [
-                (name, table, key)
-                for name, table, key in waiting
+                (table, key)
+                for table, key in waiting
                 if key in (unprocessed.get(table) or {}).get("Keys", [])
             ]
         if waiting:  # refused like a throttled GetItem, so callers need no new case
