@@ -35,7 +35,8 @@ from workbench.connections.credentials import token_of
 from workbench.errors import AuthError, CredentialError, UpstreamTimeout, WorkbenchError, upstream_timeout
 from workbench.guard import deadline
 from workbench.guard.bodylimit import BodyLimit, BodyRule, BodyTooLarge, guarded_app, json_413
-from workbench.guard.egress import EgressRefused, EgressTransport, Resolver
+from workbench.guard.egress import EgressRefused, Resolver
+from workbench.guard.http1 import Http1Client
 from workbench.guard.outage import OutageGuard
 from workbench.observability import log_event
 from workbench.proxy.guard import Refused, check_path, location_inside
@@ -244,10 +245,10 @@ class CurlProxy:
         self.policy = policy
         # Upstream connections are kept and reused per (host, checked address): every request still
         # resolves its host and checks every answer, and goes out on a kept connection only to an
-        # address of that answer (workbench.guard.egress, per_address). An idle connection the upstream
-        # wrote to is closed, never reused. What a request carries (its credential headers) is its
-        # own, and requests go straight to the transport: no client, so no cookie jar to share.
-        self.transport = EgressTransport(policy, max_response_bytes=MAX_RESPONSE_BYTES, per_address=True)
+        # address of that answer (workbench.guard.http1, the rules of egress's per_address). An idle
+        # connection the upstream wrote to is closed, never reused. What a request carries (its
+        # credential headers) is its own: no client object, so no cookie jar to share.
+        self.upstream = Http1Client(policy, max_response_bytes=MAX_RESPONSE_BYTES)
         # A token's signature is checked once per instance for a few seconds (the auth cache's
         # time, never past its expiry); who minted it is checked on every request (`_holder`).
         self._verified: dict[bytes, tuple[dict[str, Any], float]] = {}
@@ -468,25 +469,14 @@ class CurlProxy:
     async def _send(
         self, method: str, url: httpx.URL, headers: dict[str, str], body: bytes, limits: httpx.Timeout
     ) -> httpx.Response:
-        """One request, read whole. The transport itself, not a client: a client parses a
-        redirect's Location (and fails on a malformed one) before the proxy can apply its own,
-        documented redirect policy; and no client means no cookie jar shared between requests."""
-        if "user-agent" not in {k.lower() for k in headers}:
-            headers = {"User-Agent": "workbench/0.1", **headers}
-        outgoing = httpx.Request(
-            method, url, headers=headers, content=body, extensions={"timeout": limits.as_dict()}
-        )
-        try:
-            response = await self.transport.handle_async_request(outgoing)
-            response.request = outgoing
-            try:
-                await response.aread()
-            finally:
-                await response.aclose()
-        except httpx.TimeoutException as exc:
-            exc.request = outgoing  # what a client would attach: the limits the request carried
-            raise
-        return response
+        """One request, read whole, on the proxy's own HTTP/1.1 client (workbench.guard.http1: the
+        egress rules of EgressTransport(per_address=True), which stays its differential oracle).
+        No client object in between: no redirect is followed or parsed before the proxy applies its
+        own, documented redirect policy, and no cookie jar is shared between requests."""
+        fields = [(name.encode("ascii"), value.encode("ascii")) for name, value in headers.items()]
+        if b"user-agent" not in {name.lower() for name, _ in fields}:
+            fields.insert(0, (b"User-Agent", b"workbench/0.1"))
+        return (await self.upstream.send(method, url, fields, body, limits)).response()
 
     def _kids(self) -> frozenset[str]:
         """The key ids Workbench signs with now (read once per request: keys rotate)."""

@@ -1,0 +1,573 @@
+"""The curl proxy's upstream leg: HTTP/1.1 on asyncio's own transports, connections kept per checked
+address. On this one path it replaces httpx + httpcore + h11 + anyio, which were about half of the
+proxy's CPU per request (bench/proxy.py; cProfile in the closing note of issue 24). The egress rules
+are EgressTransport's with `per_address=True`, applied the same way:
+
+- every request resolves its host through the policy and checks EVERY answer
+  (`EgressPolicy.resolve`); a kept connection is reused only when it goes to an address of that
+  answer (connections are kept per (scheme, host, port, checked address)), so a name that now
+  resolves elsewhere is refused or gets a new connection, never an old one;
+- a new connection goes to the checked address; TLS keeps the host name (SNI and certificate
+  verification against it) with the same SSL context httpx would build (`create_ssl_context`);
+- an idle connection the upstream wrote to, or closed, is dropped, never reused; one idle for
+  `KEEPALIVE_SECONDS` too; a response is read whole, decoded (gzip/deflate/identity, the egress
+  module's bounded decoder) and capped at its DECODED size: past the cap, ResponseTooLarge and the
+  connection is closed;
+- responses are framed as RFC 9112 says and as h11 reads them (status line, header lines, obsolete
+  line folding, Transfer-Encoding: chunked only, one Content-Length, no body for HEAD/204/304/1xx,
+  else until the connection closes), strictly: anything ambiguous is a RemoteProtocolError and
+  the connection is not reused. Request header names and values are checked as h11 checks them.
+
+Errors are httpx's classes (ConnectError, ConnectTimeout, ReadTimeout, WriteTimeout,
+RemoteProtocolError, LocalProtocolError, ReadError, WriteError, DecodingError) carrying a request
+whose `timeout` extension names the limits, so callers map them exactly as they mapped httpx's.
+tests/proxy/test_upstream_http1.py sends the same requests through this client and through
+`EgressTransport` (httpx/httpcore, the oracle) against servers that answer every framing, encoding
+and failure, and compares what the upstream received and what came back.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import ssl
+import time
+from dataclasses import dataclass
+from typing import cast
+
+import httpx
+
+from workbench.guard.egress import (
+    _ACCEPT_ENCODING,
+    _MAX_ADDRESSES_TRIED,
+    _MAX_POOLS,
+    EgressPolicy,
+    ResponseTooLarge,
+    _Decoder,
+)
+
+__all__ = ["KEEPALIVE_SECONDS", "Http1Client", "Reply"]
+
+KEEPALIVE_SECONDS = 5.0  # httpcore's keepalive_expiry in EgressTransport
+_MAX_IDLE_PER_ADDRESS = 20  # httpcore's max_keepalive_connections
+_MAX_HEAD = 100 * 1024  # httpcore's h11 max_incomplete_event_size
+_READ_SIZE = 64 * 1024
+
+# h11's grammar (h11/_abnf.py), as bytes.
+_TOKEN = re.compile(rb"[-!#$%&'*+.^_`|~0-9a-zA-Z]+")
+_FIELD_VALUE = re.compile(rb"(?:[^\x00\s]+(?:[ \t]+[^\x00\s]+)*)?")
+_HEADER_LINE = re.compile(
+    rb"(?P<name>[-!#$%&'*+.^_`|~0-9a-zA-Z]+):[ \t]*(?P<value>(?:[^\x00\s]+(?:[ \t]+[^\x00\s]+)*)?)[ \t]*"
+)
+_STATUS_LINE = re.compile(
+    rb"HTTP/(?P<version>[0-9]\.[0-9]) (?P<status>[0-9]{3})(?: (?P<reason>[ \t\x21-\xff]*))?"
+)
+_CHUNK_HEADER = re.compile(rb"(?P<size>[0-9A-Fa-f]{1,20})(?:;.*)?[ \t]*")
+_CONTENT_LENGTH = re.compile(rb"[0-9]+")
+_TARGET = re.compile(rb"[\x21-\x7e]+")
+_FOLD = re.compile(rb"[ \t]+")
+_HEAD_END = re.compile(rb"\n\r?\n")
+_NO_BODY_STATUS = (204, 304)
+
+
+@dataclass(slots=True)
+class Reply:
+    """A whole upstream response: status, header pairs as received (latin-1), the decoded body."""
+
+    status: int
+    headers: list[tuple[str, str]]
+    content: bytes
+
+    def response(self) -> httpx.Response:
+        """As an httpx.Response read whole, with the headers as received (no Content-Length added)."""
+        response = httpx.Response(self.status, headers=self.headers, stream=httpx.ByteStream(self.content))
+        response.read()
+        return response
+
+
+class _Conn(asyncio.Protocol):
+    """One upstream connection: bytes in a buffer, a waiter for more, write flow control."""
+
+    def __init__(self) -> None:
+        self.transport: asyncio.Transport | None = None
+        self.buf = bytearray()
+        self.eof = False
+        self.closed = False
+        self.idle = False
+        self.idle_since = 0.0
+        self._waiter: asyncio.Future[None] | None = None
+        self._drain: asyncio.Future[None] | None = None
+        self._paused = False
+
+    # -- asyncio.Protocol --------------------------------------------------------------------------
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = cast(asyncio.Transport, transport)  # uvloop's are not asyncio.Transport subclasses
+
+    def data_received(self, data: bytes) -> None:
+        if self.idle:  # the upstream wrote while nothing was asked: never reuse this connection
+            self.close()
+            return
+        self.buf += data
+        self._wake()
+
+    def eof_received(self) -> bool:
+        self.eof = True
+        self._wake()
+        return False  # close the transport
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.closed = True
+        self.eof = True
+        self._wake()
+        drain, self._drain = self._drain, None
+        if drain is not None and not drain.done():
+            drain.set_result(None)
+
+    def pause_writing(self) -> None:
+        self._paused = True
+
+    def resume_writing(self) -> None:
+        self._paused = False
+        drain, self._drain = self._drain, None
+        if drain is not None and not drain.done():
+            drain.set_result(None)
+
+    # -- use ------------------------------------------------------------------------------------------
+
+    def _wake(self) -> None:
+        waiter, self._waiter = self._waiter, None
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    def reusable(self, now: float) -> bool:
+        return not (self.closed or self.eof or self.buf) and now - self.idle_since < KEEPALIVE_SECONDS
+
+    def close(self) -> None:
+        self.closed = True
+        if self.transport is not None:
+            self.transport.close()
+
+    def abort(self) -> None:
+        self.closed = True
+        if self.transport is not None:
+            self.transport.abort()
+
+    async def write(self, data: bytes, seconds: float | None, request: httpx.Request) -> None:
+        if self.closed or self.transport is None:
+            raise httpx.WriteError("the upstream closed the connection", request=request)
+        self.transport.write(data)
+        if self._paused:
+            loop = asyncio.get_running_loop()
+            self._drain = loop.create_future()
+            try:
+                async with asyncio.timeout(seconds):
+                    await self._drain
+            except TimeoutError:
+                raise httpx.WriteTimeout("timed out writing the request", request=request) from None
+            if self.closed:
+                raise httpx.WriteError("the upstream closed the connection", request=request)
+
+    async def more(self, seconds: float | None, request: httpx.Request) -> bool:
+        """Wait for more bytes; False once the upstream closed (or half-closed) its side."""
+        if self.eof:
+            return False
+        self._waiter = asyncio.get_running_loop().create_future()
+        try:
+            async with asyncio.timeout(seconds):
+                await self._waiter
+        except TimeoutError:
+            raise httpx.ReadTimeout("timed out reading the upstream's answer", request=request) from None
+        return True
+
+
+class Http1Client:
+    """Sends one request at a time per connection and reads its answer whole (see the module
+    docstring). One per proxy; its connections belong to the event loop that opened them."""
+
+    def __init__(
+        self,
+        policy: EgressPolicy,
+        *,
+        max_response_bytes: int,
+        verify: ssl.SSLContext | None = None,
+    ) -> None:
+        self.policy = policy
+        self.max_response_bytes = max_response_bytes
+        self._verify = verify
+        self._ssl: ssl.SSLContext | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        # (scheme, host, port, checked address) -> idle connections, most recently used last; the
+        # least recently used key goes past _MAX_POOLS.
+        self._idle: dict[tuple[str, str, int, str], list[_Conn]] = {}
+
+    async def send(
+        self,
+        method: str,
+        url: httpx.URL,
+        headers: list[tuple[bytes, bytes]],
+        body: bytes,
+        limits: httpx.Timeout,
+    ) -> Reply:
+        """`url` passed the policy's URL checks (`check_url`); it is checked again here, then its host
+        resolved and every answer checked. `headers` are sent as given, after Host and before
+        Content-Length and Accept-Encoding (the order httpx gives them)."""
+        checked = self.policy.check_url(url)
+        loop = asyncio.get_running_loop()
+        if self._loop is not loop:
+            self._loop, self._idle = loop, {}
+        request = _error_request(method, url, limits)
+        head = _request_head(method, url, headers, body, request)
+        addresses = await self.policy.resolve(checked.host, checked.port)
+        failure: httpx.ConnectError | None = None
+        for address in addresses[:_MAX_ADDRESSES_TRIED]:  # every one was checked above
+            key = (checked.scheme, checked.host, checked.port, address)
+            conn = self._kept(key)
+            if conn is None:
+                try:
+                    conn = await self._connect(checked.scheme, checked.host, address, checked.port, request)
+                except httpx.ConnectError as exc:  # nothing was sent: the next checked address may answer
+                    failure = exc
+                    continue
+            return await self._exchange(conn, key, method, head, body, request)
+        assert failure is not None
+        raise failure
+
+    def _kept(self, key: tuple[str, str, int, str]) -> _Conn | None:
+        idle = self._idle.pop(key, None)
+        if idle is None:
+            return None
+        now = time.monotonic()
+        conn = None
+        while idle:
+            candidate = idle.pop()
+            if candidate.reusable(now):
+                conn = candidate
+                break
+            candidate.close()
+        if idle:
+            self._idle[key] = idle  # most recently used last
+        if conn is not None:
+            conn.idle = False
+        return conn
+
+    def _keep(self, key: tuple[str, str, int, str], conn: _Conn) -> None:
+        conn.idle, conn.idle_since = True, time.monotonic()
+        idle = self._idle.pop(key, None) or []
+        idle.append(conn)
+        if len(idle) > _MAX_IDLE_PER_ADDRESS:
+            idle.pop(0).close()
+        self._idle[key] = idle
+        if len(self._idle) > _MAX_POOLS:
+            for old in self._idle.pop(next(iter(self._idle))):
+                old.close()
+
+    async def _connect(
+        self, scheme: str, host: str, address: str, port: int, request: httpx.Request
+    ) -> _Conn:
+        loop = asyncio.get_running_loop()
+        target, target_port = self.policy.route(address, port) if self.policy.route else (address, port)
+        tls: ssl.SSLContext | None = None
+        if scheme == "https":
+            if self._ssl is None:  # built on first use: loading the CA bundle costs tens of milliseconds
+                self._ssl = self._verify or httpx.create_ssl_context()
+            tls = self._ssl
+        limit = _limit(request, "connect")
+        try:
+            async with asyncio.timeout(limit):
+                _, conn = await loop.create_connection(
+                    _Conn,
+                    target,
+                    target_port,
+                    ssl=tls,
+                    server_hostname=host if tls is not None else None,
+                    ssl_handshake_timeout=limit if tls is not None and limit else None,
+                )
+        except TimeoutError:
+            raise httpx.ConnectTimeout("timed out connecting to the upstream", request=request) from None
+        except (OSError, ssl.SSLError) as exc:
+            raise httpx.ConnectError(str(exc) or type(exc).__name__, request=request) from exc
+        return conn
+
+    async def _exchange(
+        self,
+        conn: _Conn,
+        key: tuple[str, str, int, str],
+        method: str,
+        head: bytes,
+        body: bytes,
+        request: httpx.Request,
+    ) -> Reply:
+        try:
+            await conn.write(
+                head + body if len(body) < _READ_SIZE else head, _limit(request, "write"), request
+            )
+            if len(body) >= _READ_SIZE:
+                await conn.write(body, _limit(request, "write"), request)
+            reply, reusable = await self._read(conn, method, request)
+        except BaseException:
+            conn.abort()  # cancelled, timed out or broken: nothing of it runs on or is reused
+            raise
+        if reusable and not (conn.closed or conn.eof or conn.buf):  # nothing unasked-for arrived
+            self._keep(key, conn)
+        else:
+            conn.close()
+        return reply
+
+    async def _read(self, conn: _Conn, method: str, request: httpx.Request) -> tuple[Reply, bool]:
+        read = _limit(request, "read")
+        while True:
+            version, status, fields = await _read_head(conn, read, request)
+            if status >= 200:
+                break
+            if status == 101:
+                raise httpx.RemoteProtocolError("the upstream switched protocols", request=request)
+            # 1xx informational: skipped, as httpcore does
+        names = [(name.lower(), value) for name, value in fields]
+        connection = {t.strip().lower() for n, v in names if n == b"connection" for t in v.split(b",")}
+        reusable = version == b"1.1" and b"close" not in connection
+        decoder = _decoder(fields, request)
+        # The framing headers are checked on every response (h11 does, even where no body follows).
+        encodings = [v for n, v in names if n == b"transfer-encoding"]
+        if encodings and (len(encodings) > 1 or encodings[0].lower() != b"chunked"):
+            raise httpx.RemoteProtocolError(
+                "the upstream used a transfer coding other than chunked", request=request
+            )
+        lengths = [v for n, v in names if n == b"content-length"]
+        length = _content_length(lengths, request) if lengths else None
+        if method == "HEAD" or status in _NO_BODY_STATUS:
+            content = b""
+        elif encodings:
+            if length is not None:  # both framings: read as chunked (RFC 9112 6.3), never reuse
+                reusable = False
+            content = await self._chunked(conn, decoder, read, request)
+        elif length is not None:
+            content = await self._sized(conn, decoder, length, read, request)
+        else:
+            reusable = False
+            content = await self._until_close(conn, decoder, read, request)
+        if lengths or encodings:
+            fields = _normalized(fields, length)
+        headers = [
+            (name.decode("latin-1"), value.decode("latin-1"))
+            for name, value in fields
+            if decoder.identity or name.lower() not in (b"content-encoding", b"content-length")
+        ]
+        return Reply(status, headers, content), reusable
+
+    async def _sized(
+        self, conn: _Conn, decoder: _Decoder, length: int, read: float | None, request: httpx.Request
+    ) -> bytes:
+        out = _Body(decoder, self.max_response_bytes)
+        while length:
+            if not conn.buf and not await conn.more(read, request):
+                raise httpx.RemoteProtocolError(
+                    "the upstream closed the connection before the whole body arrived", request=request
+                )
+            take = min(length, len(conn.buf))
+            out.add(bytes(conn.buf[:take]))
+            del conn.buf[:take]
+            length -= take
+        return out.done()
+
+    async def _until_close(
+        self, conn: _Conn, decoder: _Decoder, read: float | None, request: httpx.Request
+    ) -> bytes:
+        out = _Body(decoder, self.max_response_bytes)
+        while True:
+            if conn.buf:
+                out.add(bytes(conn.buf))
+                conn.buf.clear()
+            if not await conn.more(read, request):
+                if conn.buf:
+                    out.add(bytes(conn.buf))
+                    conn.buf.clear()
+                return out.done()
+
+    async def _chunked(
+        self, conn: _Conn, decoder: _Decoder, read: float | None, request: httpx.Request
+    ) -> bytes:
+        out = _Body(decoder, self.max_response_bytes)
+        while True:
+            line = await _read_line(conn, read, request)
+            match = _CHUNK_HEADER.fullmatch(line)
+            if match is None:
+                raise httpx.RemoteProtocolError("the upstream sent a bad chunk header", request=request)
+            size = int(match["size"], 16)
+            if size == 0:
+                while await _read_line(conn, read, request):  # trailers, until the empty line
+                    pass
+                return out.done()
+            while size:
+                if not conn.buf and not await conn.more(read, request):
+                    raise httpx.RemoteProtocolError(
+                        "the upstream closed the connection inside a chunk", request=request
+                    )
+                take = min(size, len(conn.buf))
+                out.add(bytes(conn.buf[:take]))
+                del conn.buf[:take]
+                size -= take
+            if await _read_line(conn, read, request):
+                raise httpx.RemoteProtocolError(
+                    "the upstream sent a chunk longer than it said", request=request
+                )
+
+    async def aclose(self) -> None:
+        idle, self._idle = self._idle, {}
+        for conns in idle.values():
+            for conn in conns:
+                conn.close()
+
+
+class _Body:
+    """Decoded pieces, counted against the cap as they arrive."""
+
+    def __init__(self, decoder: _Decoder, cap: int) -> None:
+        self.decoder = decoder
+        self.cap = cap
+        self.size = 0
+        self.parts: list[bytes] = []
+
+    def add(self, raw: bytes) -> None:
+        for piece in self.decoder.decode(raw):
+            self._take(piece)
+
+    def _take(self, piece: bytes) -> None:
+        self.size += len(piece)
+        if self.size > self.cap:
+            raise ResponseTooLarge(self.cap)
+        self.parts.append(piece)
+
+    def done(self) -> bytes:
+        for piece in self.decoder.flush():
+            self._take(piece)
+        return self.parts[0] if len(self.parts) == 1 else b"".join(self.parts)
+
+
+def _error_request(method: str, url: httpx.URL, timeout: httpx.Timeout) -> httpx.Request:
+    """What an error carries (the limits in its `timeout` extension, as a client would attach)."""
+    return httpx.Request(method, url, extensions={"timeout": timeout.as_dict()})
+
+
+def _limit(request: httpx.Request, name: str) -> float | None:
+    value = request.extensions["timeout"].get(name)
+    return float(value) if value is not None else None
+
+
+def _request_head(
+    method: str, url: httpx.URL, headers: list[tuple[bytes, bytes]], body: bytes, request: httpx.Request
+) -> bytes:
+    """The request line and header block, in the order and form httpx + h11 send them."""
+    target = url.raw_path
+    if _TOKEN.fullmatch(method.encode("ascii", "replace")) is None or _TARGET.fullmatch(target) is None:
+        raise httpx.LocalProtocolError("illegal request line", request=request)
+    lines = [b"%s %s HTTP/1.1" % (method.encode("ascii"), target)]
+    names = {name.lower() for name, _ in headers}
+    if b"host" not in names:
+        lines.append(b"Host: " + url.netloc)
+    if body:
+        framing = [(b"Content-Length", str(len(body)).encode())] if b"content-length" not in names else []
+    else:
+        framing = []
+        if method in ("POST", "PUT", "PATCH") and not names & {b"content-length", b"transfer-encoding"}:
+            lines.append(b"Content-Length: 0")
+    for name, value in (*headers, *framing):
+        if name.lower() == b"accept-encoding":
+            continue  # only what the decoder bounds (below)
+        if _TOKEN.fullmatch(name) is None or _FIELD_VALUE.fullmatch(value) is None:
+            raise httpx.LocalProtocolError(f"Illegal header name or value {name!r}", request=request)
+        lines.append(name + b": " + value)
+    lines.append(b"Accept-Encoding: " + _ACCEPT_ENCODING.encode())
+    lines.append(b"\r\n")
+    return b"\r\n".join(lines)
+
+
+async def _read_head(
+    conn: _Conn, read: float | None, request: httpx.Request
+) -> tuple[bytes, int, list[tuple[bytes, bytes]]]:
+    while True:
+        end = _HEAD_END.search(conn.buf)
+        if end is not None:
+            break
+        if len(conn.buf) > _MAX_HEAD:
+            raise httpx.RemoteProtocolError("the upstream's response head is too long", request=request)
+        if not await conn.more(read, request):
+            raise httpx.RemoteProtocolError(
+                "Server disconnected without sending a response.", request=request
+            )
+    head = bytes(conn.buf[: end.start()])
+    del conn.buf[: end.end()]
+    if len(head) > _MAX_HEAD:
+        raise httpx.RemoteProtocolError("the upstream's response head is too long", request=request)
+    lines = [line[:-1] if line.endswith(b"\r") else line for line in head.split(b"\n")]
+    status_line = _STATUS_LINE.fullmatch(lines[0])
+    if status_line is None:
+        raise httpx.RemoteProtocolError(f"illegal status line: {lines[0][:100]!r}", request=request)
+    fields: list[tuple[bytes, bytes]] = []
+    for line in _unfold(lines[1:], request):
+        match = _HEADER_LINE.fullmatch(line)
+        if match is None:
+            raise httpx.RemoteProtocolError(f"illegal header line: {line[:100]!r}", request=request)
+        fields.append((match["name"], match["value"]))
+    return status_line["version"], int(status_line["status"]), fields
+
+
+def _unfold(lines: list[bytes], request: httpx.Request) -> list[bytes]:
+    """Obsolete line folding joined with one space, as h11 reads it."""
+    out: list[bytes] = []
+    for line in lines:
+        fold = _FOLD.match(line)
+        if fold is None:
+            out.append(line)
+        elif not out:
+            raise httpx.RemoteProtocolError("continuation line at start of headers", request=request)
+        else:
+            out[-1] = out[-1] + b" " + line[fold.end() :]
+    return out
+
+
+async def _read_line(conn: _Conn, read: float | None, request: httpx.Request) -> bytes:
+    while True:
+        end = conn.buf.find(b"\n")
+        if end >= 0:
+            line = bytes(conn.buf[:end])
+            del conn.buf[: end + 1]
+            return line[:-1] if line.endswith(b"\r") else line
+        if len(conn.buf) > _MAX_HEAD:
+            raise httpx.RemoteProtocolError("the upstream sent an overlong chunk line", request=request)
+        if not await conn.more(read, request):
+            raise httpx.RemoteProtocolError(
+                "the upstream closed the connection in a chunked body", request=request
+            )
+
+
+def _content_length(values: list[bytes], request: httpx.Request) -> int:
+    lengths = {part.strip() for value in values for part in value.split(b",")}
+    if len(lengths) != 1:
+        raise httpx.RemoteProtocolError("conflicting Content-Length headers", request=request)
+    value = lengths.pop()
+    if _CONTENT_LENGTH.fullmatch(value) is None or len(value) > 20:
+        raise httpx.RemoteProtocolError("bad Content-Length", request=request)
+    return int(value)
+
+
+def _normalized(fields: list[tuple[bytes, bytes]], length: int | None) -> list[tuple[bytes, bytes]]:
+    """The framing headers as h11 passes them on: one Content-Length with its one value (`2, 2` is
+    `2`), Transfer-Encoding in lower case."""
+    out: list[tuple[bytes, bytes]] = []
+    seen = False
+    for name, value in fields:
+        lname = name.lower()
+        if lname == b"content-length":
+            if seen:
+                continue
+            seen, value = True, str(length).encode()
+        elif lname == b"transfer-encoding":
+            value = value.lower()
+        out.append((name, value))
+    return out
+
+
+def _decoder(fields: list[tuple[bytes, bytes]], request: httpx.Request) -> _Decoder:
+    encodings = [v.decode("latin-1") for n, v in fields if n.lower() == b"content-encoding"]
+    return _Decoder.for_encoding(", ".join(encodings))
