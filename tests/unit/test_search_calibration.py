@@ -72,6 +72,9 @@ def test_a_named_integration_and_its_action_score_at_least_weak(
         "set an alarm for the morning",
         "what's my horoscope today",
         "latest news headlines",
+        "how many legs does a spider have",  # "legs" is a word, not "logs" mistyped
+        "buy a new laptop",  # nor is "buy" "bug"
+        "오늘 뉴스 보여줘",  # "show today's news": only "show" is the catalog's
     ],
 )
 def test_everyday_questions_score_under_the_band_on_the_real_catalog(query: str) -> None:

@@ -37,3 +37,9 @@ def test_a_foreign_query_finds_its_tool_through_the_lexicon() -> None:
     assert index.search("Notionでページを作成", 1)[0].doc.name == "notion_create_page"
     # An identifier keeps its meaning through the translation (its integration first).
     assert index.search("añade un comentario a ABC-123", 1)[0].doc.name == "jira_add_comment"
+
+
+def test_a_korean_word_the_lexicon_does_not_know_is_kept() -> None:
+    # Korean is written in words: one the lexicon does not know stays in the query (and counts
+    # against the score), unlike the particles left of a Chinese or Japanese run.
+    assert translate("오늘 뉴스 보여줘").split() == ["오늘", "뉴스", "show"]

@@ -125,6 +125,7 @@ o a os as um uma de do da dos das em no na nos nas para com e meu minha meus min
 _PUNCTUATION = "\"'.,;:!?¿¡()[]{}«»“”‘’、。，！？：；（）"
 _PIECES = re.compile(r"[-/'’_]+")
 _CJK = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
+_KANA_HAN = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff]")
 
 
 def _fold(text: str) -> str:
@@ -198,5 +199,7 @@ def translate(query: str) -> str:
     result = " ".join(kept)
     for particle in cjk_function:
         result = result.replace(particle, " ")
-    # What is left of a CJK run after its words were read is endings and particles: left out.
-    return " ".join(w for w in result.split() if not (_CJK.search(w) and len(w) <= 2))
+    # What is left of a Chinese or Japanese run after its words were read is endings and particles:
+    # left out. Korean is written in words: one left over is a word the lexicon does not know
+    # ("오늘 뉴스": today's news), which counts against the score like an unknown English word.
+    return " ".join(w for w in result.split() if not (_KANA_HAN.search(w) and len(w) <= 2))

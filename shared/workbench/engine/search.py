@@ -535,6 +535,7 @@ def _symptom_pattern() -> re.Pattern[str]:
     # Compiled on the first query long enough to hold a symptom (a few ms), not at import.
     return re.compile("|".join(f"(?P<{name}>{pattern})" for pattern, name in _SYMPTOMS), re.I)
 
+
 _INTENT_ACTIONS: dict[str, dict[str, float]] = {
     "inform": {"send": 1.0, "post": 1.0, "reply": 0.5},
     "unknown": {"list": 1.0, "get": 1.0, "describe": 1.0, "search": 0.5},
@@ -1111,7 +1112,9 @@ class SearchIndex:
             # word merely because it is rarer in the catalog.
             idf = self._idf(word) if word in self._at else max(self._idf(t) for t in expansions)
             matched.append((idf, expansions))
-            if not word.startswith("~"):  # a symptom's reading is no evidence of the tool
+            # A symptom's reading is no evidence of the tool, nor is a short word corrected into
+            # another ("legs" is no typo of "logs", "buy" none of "bug": short words are real ones).
+            if not word.startswith("~") and (word in self._at or word in _SYNONYMS or len(word) > 4):
                 evidence.append(expansions)
             best: dict[int, float] = {}
             if len(expansions) == 1:  # the common case: no synonym, no correction
@@ -1190,15 +1193,29 @@ class SearchIndex:
         fields = _parse(self.docs[chosen[0]]).fields
         # How strong the top tool's evidence is: a query word (as written, mistyped or a synonym;
         # a symptom's reading does not count) found in what the tool does or acts on, in its name.
-        strong = _found_in(fields, ("action", "object", "integration"), evidence) or _found_in(
+        strong = _found_in(fields, ("object", "integration"), evidence) or _found_in(
             # A tool's name is English: in another script its text is where a word is found.
             fields,
             ("description", "keywords"),
             [{t: q for t, q in e.items() if not t.isascii()} for e in evidence],
         )
+        if not strong and _found_in(fields, ("action",), evidence):
+            # Its action alone is evidence for a one-word query ("screenshot") or with another word
+            # of the query in its text ("reply to that email"), not a verb with nothing to act on
+            # ("set an alarm" is no secret to store in the vault).
+            strong = (len(matched) == 1 and not unmatched) or sum(
+                _found_in(fields, _FIELDS, [e]) for e in evidence
+            ) > 1
         # In a query that names its integration, a symptom's reading counts ("the hubspot deal is
         # out of date" is a weak match for hubspot_update_deal, not "no match").
         acts = _found_in(fields, ("action", "object", "description", "keywords"), [e for _, e in matched])
+        if not strong and len(evidence) < len(matched):
+            # A symptom read as the tool's action, and a word of the query in its text ("the
+            # customer was charged twice" for a refund of a charge): evidence, not a stray word.
+            inferred = [e for _, e in matched if not any(e is own for own in evidence)]
+            strong = _found_in(fields, ("action",), inferred) and _found_in(
+                fields, ("description", "keywords"), evidence
+            )
         calibrated = round(_coverage(fields, matched, unmatched) * (1.0 if strong else _WEAK_EVIDENCE), 4)
         hits = []
         score = calibrated
