@@ -16,6 +16,7 @@ ranking score against the top one. A query whose words match nothing useful gets
 from __future__ import annotations
 
 import bisect
+import collections
 import functools
 import hashlib
 import heapq
@@ -1084,9 +1085,9 @@ class SearchIndex:
         if first in _VERB_SENSE and not any(t in _ACTIONS for t in terms):
             # "message the team", "email bob the report": a noun used as the command is its verb.
             terms.setdefault(_VERB_SENSE[first], _VERB_SENSE[first])
-        scores: dict[int, float] = defaultdict(float)
         matched: list[tuple[float, dict[str, float]]] = []  # (idf, expansions) per matched word
         evidence: list[dict[str, float]] = []  # the expansions of the query's own words
+        words: list[_Word] = []  # (idf, expansions, the word as written) per matched word
         unmatched = 0.0
         queue = [(word, written, self._expand(word, written)) for word, written in terms.items()]
         phrases: dict[str, float] = {}
@@ -1116,28 +1117,7 @@ class SearchIndex:
             # another ("legs" is no typo of "logs", "buy" none of "bug": short words are real ones).
             if not word.startswith("~") and (word in self._at or word in _SYNONYMS or len(word) > 4):
                 evidence.append(expansions)
-            best: dict[int, float] = {}
-            if len(expansions) == 1:  # the common case: no synonym, no correction
-                ((term, quality),) = expansions.items()
-                ids, weights = self._posting(term)
-                factor = idf * quality
-                for doc, weight in zip(ids, weights, strict=True):
-                    scores[doc] += factor * weight
-            else:
-                for term, quality in expansions.items():
-                    for doc, weight in zip(*self._posting(term), strict=True):
-                        value = quality * weight
-                        if value > best.get(doc, 0.0):
-                            best[doc] = value
-                for doc, value in best.items():
-                    scores[doc] += idf * value
-            surfaced = self._written_docs(written)
-            if surfaced:
-                present: Container[int] = best or set(ids)
-                surface = _SURFACE * idf
-                for doc in surfaced:
-                    if doc in present:
-                        scores[doc] += surface
+            words.append((idf, expansions, written))
         # A query that names an integration, or holds one of its identifiers, is about it: its
         # tools come before any other integration's ("zendesk tickets assigned to me", "comment on
         # ABC-123"), even those no other word of the query matched (reads first, at score 0).
@@ -1152,11 +1132,38 @@ class SearchIndex:
         }
         for integration in implied:
             named.update(self._integration_docs().get(integration, ()))
+        scores: dict[int, float] = {}
+        for matched_word in words:
+            self._add_word(scores, *matched_word)
         for doc in named:
-            scores[doc] += 1e-9
+            scores[doc] = scores.get(doc, 0.0) + 1e-9
         if not scores:
             return [], False
         return self._ranked(scores, limit, matched, unmatched, named, evidence, spoken)
+
+    def _add_word(
+        self, scores: dict[int, float], idf: float, expansions: dict[str, float], written: str
+    ) -> None:
+        """Add one query word's contribution to every tool it matches. Postings are added with
+        C-level maps (no bytecode per posting), with the same float operations, in the same order,
+        as the loop `scores[doc] += idf * quality * weight` (or the best of the word's expansions)
+        and then the bonus for the word as written."""
+        best: dict[int, float] = {}
+        if len(expansions) == 1:  # the common case: no synonym, no correction
+            ((term, quality),) = expansions.items()
+            ids, weights = self._posting(term)
+            _add(scores, ids, map((idf * quality).__mul__, weights))
+        else:
+            for term, quality in expansions.items():
+                ids, weights = self._posting(term)
+                # best[doc] = the larger of what it had (0.0 if nothing) and quality * weight
+                _put(best, ids, map(max, map(best.get, ids, _ZEROS), map(quality.__mul__, weights)))
+            _add(scores, best, map(idf.__mul__, best.values()))
+        surfaced = self._written_docs(written)
+        if surfaced:
+            present: Container[int] = best or set(ids)
+            found = list(filter(present.__contains__, surfaced))
+            _add(scores, found, itertools.repeat(_SURFACE * idf, len(found)))
 
     def _integration_docs(self) -> dict[str, list[int]]:
         if self._by_name is None:
@@ -1181,13 +1188,17 @@ class SearchIndex:
         # order never depends on dict order.
         if named.isdisjoint(scores):
             named = set()
+        if named:
 
-        def rank(d: int) -> tuple[bool, float]:
-            return d in named, scores[d]
+            def rank(d: int) -> tuple[bool, float]:
+                return d in named, scores[d]
 
-        top = heapq.nlargest(limit, scores, key=rank)
-        cutoff = rank(top[-1])
-        chosen = [doc for doc in scores if rank(doc) >= cutoff]
+            top = heapq.nlargest(limit, scores, key=rank)
+            cutoff = rank(top[-1])
+            chosen = [doc for doc in scores if rank(doc) >= cutoff]
+        else:  # the same, in C: every tool scoring at least the limit-th score
+            least = heapq.nlargest(limit, scores.values())[-1]
+            chosen = list(itertools.compress(scores, map(least.__le__, scores.values())))
         chosen.sort(key=lambda d: (d not in named, -scores[d], -self._prior[d], self.docs[d].name))
         best = scores[chosen[0]]
         fields = _parse(self.docs[chosen[0]]).fields
@@ -1244,6 +1255,24 @@ def _flatten(
         if rows is not None:
             weights.extend(rows[term][1])
     return at, ids, weights
+
+
+_ZEROS = itertools.repeat(0.0)
+_Word = tuple[float, dict[str, float], str]  # a matched query word: (idf, expansions, as written)
+
+
+def _put(target: dict[int, float], keys: Iterable[int], values: Iterable[float]) -> None:
+    """target[key] = value for each pair, in C (a posting's keys are distinct)."""
+    collections.deque(map(target.__setitem__, keys, values), maxlen=0)
+
+
+def _add(target: dict[int, float], keys: Iterable[int], values: Iterable[float]) -> None:
+    """target[key] = target.get(key, 0.0) + value for each pair, in C (keys distinct)."""
+    if not target:  # 0.0 + value is value (every value here is positive)
+        target.update(zip(keys, values, strict=False))  # values is a map over keys
+        return
+    keys = keys if isinstance(keys, (array, list)) else list(keys)
+    _put(target, keys, map(float.__add__, map(target.get, keys, _ZEROS), values))
 
 
 def _runs(terms: list[str], at: array[int]) -> dict[str, int]:
