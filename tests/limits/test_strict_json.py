@@ -299,7 +299,7 @@ def test_an_openapi_document_nested_too_deep_is_invalid_input(document: str) -> 
     """The OpenAPI document of a custom app (portal form up to 6 MiB, apps_register_openapi) is
     untrusted text too: deep nesting is a clear error, never a RecursionError (a 500 in the portal)."""
     from workbench.errors import InvalidInput
-    from workbench.external.service import parse_document
+    from workbench.external.documents import parse_document
 
     with pytest.raises(
         InvalidInput, match=r"nested deeper than 128 levels|neither valid JSON nor valid YAML"

@@ -27,8 +27,9 @@ from typing import Any
 
 from workbench.engine.registry import RESERVED_NAMES, Registry
 from workbench.errors import WorkbenchError
+from workbench.external.documents import parse_document
 from workbench.external.openapi import OpenApiError, compile_document
-from workbench.external.service import DEFAULT_TIMEOUT_MS, OPERATOR, App, parse_document
+from workbench.external.service import DEFAULT_TIMEOUT_MS, OPERATOR, App
 
 __all__ = ["OperatorConfigError", "operator_apps"]
 

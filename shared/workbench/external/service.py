@@ -57,7 +57,9 @@ from workbench.external.client import (
     TimedOut,
     Unreachable,
 )
-from workbench.external.openapi import Compiled, OpenApiError, Operation, build_request, compile_document
+from workbench.external.document_worker import DocumentWorker
+from workbench.external.documents import DOCUMENT_SECONDS
+from workbench.external.openapi import Operation, build_request
 from workbench.external.schema import problem
 from workbench.guard.egress import EgressPolicy, EgressRefused, EgressTransport
 from workbench.guard.jsontext import JsonRejected, parse
@@ -108,9 +110,6 @@ _SLOT = "#slot#"
 _SLOT_GRACE_SECONDS = 60.0
 # An app's config blob must fit a DynamoDB item (400 KB) with room for the other attributes.
 MAX_CONFIG_BYTES = 350_000
-MAX_OPENAPI_CHARS = 5_000_000
-# Reading and compiling one OpenAPI document stops after this long (it runs in a thread).
-DOCUMENT_SECONDS = 5.0
 
 _NAME = re.compile(r"^[a-z][a-z0-9_-]{0,39}$")
 _PREFIX = re.compile(r"^[A-Za-z0-9_.-]{1,48}$")
@@ -270,6 +269,7 @@ class ExternalServers:
         self.io = io or BlockingPool(4, "workbench-store")
         # Documents are parsed here, apart from store I/O: two hostile uploads never hold up a read.
         self.documents = BlockingPool(2, "workbench-documents")
+        self.document_worker = DocumentWorker(document_seconds=DOCUMENT_SECONDS)
 
     # -- registration --------------------------------------------------------------------------
 
@@ -312,8 +312,9 @@ class ExternalServers:
         warning; the answer lists them under `dropped`."""
         prefix = self._check_common(user_id, name, tool_prefix, timeout_ms)
         only = set(operations) if operations is not None else None
-        # Parsing and compiling a large (or hostile) document is CPU work: off the event loop.
-        parsed, compiled = await self.documents.run(read_document, document, only)
+        # Parsing and compiling a large (or hostile) document is CPU work: in a child process, which a
+        # pool thread waits for without the GIL (external/document_worker.py says why not the thread).
+        compiled, schemes = await self.documents.run(self.document_worker.read, document, only)
         for label, why in compiled.dropped:
             log_warning("openapi_operation_dropped", app=name, user=user_id, operation=label, reason=why)
         if not compiled.operations:
@@ -324,41 +325,46 @@ class ExternalServers:
         await self._check_url(user_id, url, what="baseUrl")
         plan = None
         if isinstance(auth, dict) and auth.get("type") == "oauth2":
-            plan = self._openapi_plan(parsed, auth, url)
+            plan = self._openapi_plan(schemes, auth, url)
             auth_type, header_name, auth_value = "oauth", "", ""
         else:
             auth_type, header_name, auth_value = self._check_auth(
                 user_id, auth, kinds=("bearer", "header", "query")
             )
-        packed = base64.b64encode(
-            zlib.compress(json.dumps([op.as_json() for op in compiled.operations]).encode(), 9)
-        ).decode("ascii")
         config = {
             "kind": "openapi",
             "url": url,
             "auth": auth_value,
-            "ops": packed,
             "title": compiled.title,
             "version": compiled.version,
         }
-        view = self._save(user_id, name, prefix, config, auth_type, header_name, enabled, timeout_ms)
+
+        def store() -> dict[str, Any]:
+            # A large document's operations are large too: packing, encrypting, storing and reading
+            # them back is CPU work (and the store's I/O), done beside the parse, not on the loop.
+            config["ops"] = base64.b64encode(
+                zlib.compress(json.dumps([op.as_json() for op in compiled.operations]).encode(), 9)
+            ).decode("ascii")
+            server = self._store(user_id, name, prefix, config, auth_type, header_name, enabled, timeout_ms)
+            return self.view(self._app(server))
+
+        view = await self.documents.run(store)
+        self._forget((user_id, name))
         if plan is not None and self.oauth is not None:
             self.oauth.save_plan(user_id, name, plan)
         if compiled.dropped:
             view["dropped"] = [{"operation": label, "reason": why} for label, why in compiled.dropped[:50]]
         return view
 
-    def _openapi_plan(self, document: Any, auth: dict[str, Any], base_url: str) -> Plan:
+    def _openapi_plan(self, schemes: dict[str, Any], auth: dict[str, Any], base_url: str) -> Plan:
         """An OpenAPI app's OAuth2 authorization-code setup: the endpoints and scopes from the
-        document's security scheme, the client the user registered with that API."""
+        document's security schemes, the client the user registered with that API."""
         from urllib.parse import urljoin
 
         from workbench.external.oauth import Plan
-        from workbench.external.openapi import security_schemes
 
         if self.oauth is None:
             raise InvalidInput("OAuth2 apps are not available on this gateway")
-        schemes = security_schemes(document)
         wanted = auth.get("scheme")
         flows = [
             (name, scheme.get("flows", {}).get("authorizationCode"))
@@ -430,6 +436,22 @@ class ExternalServers:
         enabled: bool,
         timeout_ms: int,
     ) -> dict[str, Any]:
+        server = self._store(user_id, name, prefix, config, auth_type, header_name, enabled, timeout_ms)
+        self._forget((user_id, name))  # a user app's cache key (see _key)
+        return self.view(self._app(server))
+
+    def _store(
+        self,
+        user_id: str,
+        name: str,
+        prefix: str,
+        config: dict[str, Any],
+        auth_type: str,
+        header_name: str,
+        enabled: bool,
+        timeout_ms: int,
+    ) -> ExternalServer:
+        """Encrypt and write the app's row (blocking: the store's I/O and the cipher's work)."""
         store = self.store
         existing = store.get(user_id, name)
         if existing is not None and self.oauth is not None:
@@ -466,8 +488,7 @@ class ExternalServers:
         elif not store.create(server):  # the same name registered elsewhere at this moment: replace it
             store.delete(user_id, slot)
             store.put(server)
-        self._forget(self._key(self._app(server), None))
-        return self.view(self._app(server))
+        return server
 
     def _claim_slot(self, user_id: str, name: str) -> str | None:
         """Take one of the user's MAX_SERVERS_PER_USER slots for a new app, atomically: a slot is a
@@ -1484,45 +1505,6 @@ def _stamp(app: App, caller: _Caller) -> tuple[float, float]:
 
 def _no_vault(name: str) -> str | None:
     return None  # operator values are never resolved against anyone's vault
-
-
-# Schemas nest: deeper than a request body may, and still far from any recursion limit.
-_MAX_DOCUMENT_DEPTH = 128
-
-
-def parse_document(document: Any) -> Any:
-    """An OpenAPI document given as an object, or as JSON or YAML text. CPU-bound on large text:
-    callers on the event loop use `read_document`, which runs it in a thread."""
-    if isinstance(document, dict):
-        return document
-    if not isinstance(document, str | bytes) or not document:
-        raise InvalidInput("document is required: the OpenAPI document as JSON")
-    if len(document) > MAX_OPENAPI_CHARS:
-        raise InvalidInput(f"document is larger than {MAX_OPENAPI_CHARS} characters")
-    text = document.decode("utf-8", errors="replace") if isinstance(document, bytes) else document
-    try:
-        return parse(text, max_depth=_MAX_DOCUMENT_DEPTH)  # strict, depth checked before parsing
-    except JsonRejected:
-        pass
-    from workbench.guard import yamltext
-
-    try:  # aliases, expansion, depth and time bounded while composing (guard/yamltext.py)
-        return yamltext.load(text, max_depth=_MAX_DOCUMENT_DEPTH, max_seconds=DOCUMENT_SECONDS)
-    except yamltext.YamlRejected as exc:
-        if "not valid YAML" in str(exc):
-            raise InvalidInput("document is neither valid JSON nor valid YAML") from None
-        # A fresh exception: the caught one carries the composer's frames, one per nesting level,
-        # and whoever formats or walks that traceback on the event loop would pay for every one.
-        raise InvalidInput(str(exc)) from None
-
-
-def read_document(document: Any, only: set[str] | None) -> tuple[Any, Compiled]:
-    """`parse_document` then `compile_document`: the blocking part of registering an OpenAPI app."""
-    parsed = parse_document(document)
-    try:
-        return parsed, compile_document(parsed, only=only, max_seconds=DOCUMENT_SECONDS)
-    except OpenApiError as exc:
-        raise InvalidInput(f"document: {exc}") from None
 
 
 # -- helpers -------------------------------------------------------------------------------------
