@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import gzip
 import zlib
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 
 import httpx
@@ -161,6 +161,13 @@ async def upstream() -> AsyncIterator[Upstream]:
 POLICY = EgressPolicy(allow="loopback")
 
 
+def _answers(*addresses: str) -> Callable[[str, int], Awaitable[list[str]]]:
+    async def resolve(host: str, port: int) -> list[str]:
+        return list(addresses)
+
+    return resolve
+
+
 async def _oracle(
     method: str,
     url: httpx.URL,
@@ -192,7 +199,13 @@ async def _ours(
 ) -> httpx.Response:
     client = Http1Client(POLICY, max_response_bytes=CAP)
     try:
-        return (await client.send(method, url, headers, body, LIMITS)).response()
+        reply = await client.send(method, POLICY.check_url(url), url.raw_path, headers, body, LIMITS)
+        response = reply.response()
+        # The text the proxy reads (headers(), header()) is what httpx reads from the same bytes.
+        assert [(n.lower(), v) for n, v in reply.headers()] == response.headers.multi_items()
+        assert reply.header("Location") == response.headers.get("location")
+        assert reply.header("x-thing") == response.headers.get("x-thing")
+        return response
     finally:
         await client.aclose()
 
@@ -269,20 +282,24 @@ async def test_a_kept_connection_is_reused_and_one_the_upstream_wrote_to_while_i
     url = httpx.URL(f"http://127.0.0.1:{upstream.port}/x")
     try:
         for _ in range(3):
-            assert (await client.send("GET", url, [], b"", LIMITS)).status == 200
+            assert (
+                await client.send("GET", POLICY.check_url(url), url.raw_path, [], b"", LIMITS)
+            ).status == 200
         assert len(set(upstream.peers)) == 1  # one connection for the three
         # An answer nobody asked for arrives while the connection is idle: it is dropped.
         upstream.answer = ANSWERS["content-length"] * 2
-        assert (await client.send("GET", url, [], b"", LIMITS)).status == 200
+        assert (await client.send("GET", POLICY.check_url(url), url.raw_path, [], b"", LIMITS)).status == 200
         await asyncio.sleep(0.05)
         upstream.answer = ANSWERS["content-length"]
-        assert (await client.send("GET", url, [], b"", LIMITS)).content == JSON
+        assert (
+            await client.send("GET", POLICY.check_url(url), url.raw_path, [], b"", LIMITS)
+        ).content == JSON
         assert len(set(upstream.peers)) == 2  # the extra answer was never read as this one's
         # A connection answered with "Connection: close" is not kept.
         upstream.answer, upstream.close_after = ANSWERS["connection close"], True
-        await client.send("GET", url, [], b"", LIMITS)
+        await client.send("GET", POLICY.check_url(url), url.raw_path, [], b"", LIMITS)
         upstream.answer, upstream.close_after = ANSWERS["content-length"], False
-        await client.send("GET", url, [], b"", LIMITS)
+        await client.send("GET", POLICY.check_url(url), url.raw_path, [], b"", LIMITS)
         a, b, c = dict.fromkeys(upstream.peers)
         assert upstream.peers == [a, a, a, a, b, b, c]
     finally:
@@ -300,11 +317,11 @@ async def test_a_connection_idle_past_the_keepalive_time_is_not_reused(
     now = [1000.0]
     monkeypatch.setattr(http1.time, "monotonic", lambda: now[0])
     try:
-        await client.send("GET", url, [], b"", LIMITS)
+        await client.send("GET", POLICY.check_url(url), url.raw_path, [], b"", LIMITS)
         now[0] += KEEPALIVE_SECONDS - 0.1
-        await client.send("GET", url, [], b"", LIMITS)
+        await client.send("GET", POLICY.check_url(url), url.raw_path, [], b"", LIMITS)
         now[0] += KEEPALIVE_SECONDS + 0.1
-        await client.send("GET", url, [], b"", LIMITS)
+        await client.send("GET", POLICY.check_url(url), url.raw_path, [], b"", LIMITS)
         assert len(set(upstream.peers[:2])) == 1 and upstream.peers[2] != upstream.peers[1]
     finally:
         await client.aclose()
@@ -319,7 +336,7 @@ async def test_timeouts_and_refusals_are_the_oracles_errors_with_its_limits(upst
     client = Http1Client(POLICY, max_response_bytes=CAP)
     try:
         with pytest.raises(httpx.ReadTimeout) as ours:
-            await client.send("GET", url, [], b"", limits)
+            await client.send("GET", POLICY.check_url(url), url.raw_path, [], b"", limits)
         with pytest.raises(httpx.ReadTimeout) as theirs:
             await _oracle("GET", url, [], b"", limits)
         assert (
@@ -330,13 +347,18 @@ async def test_timeouts_and_refusals_are_the_oracles_errors_with_its_limits(upst
 
         closed = httpx.URL("http://127.0.0.1:9/")  # nothing listens on the discard port
         with pytest.raises(httpx.ConnectError):
-            await client.send("GET", closed, [], b"", limits)
+            await client.send("GET", POLICY.check_url(closed), b"/", [], b"", limits)
         # The policy refuses what the oracle refuses, before any connection.
-        public_only = Http1Client(EgressPolicy(allow="public"), max_response_bytes=CAP)
+        public = EgressPolicy(allow="public")
+        public_only = Http1Client(public, max_response_bytes=CAP)
+        on_loopback = POLICY.check_url(f"https://127.0.0.1:{upstream.port}/")
+        with pytest.raises(EgressRefused, match="loopback"):  # its answer is checked on every call
+            await public_only.send("GET", on_loopback, b"/", [], b"", limits)
+        resolver_moved = EgressPolicy(allow="public", resolver=_answers("127.0.0.1"))
         with pytest.raises(EgressRefused, match="loopback"):
-            await public_only.send("GET", httpx.URL(f"https://127.0.0.1:{upstream.port}/"), [], b"", limits)
-        with pytest.raises(EgressRefused, match="https"):
-            await public_only.send("GET", httpx.URL("http://example.com/"), [], b"", limits)
+            await Http1Client(resolver_moved, max_response_bytes=CAP).send(
+                "GET", resolver_moved.check_url("https://api.example.com/"), b"/", [], b"", limits
+            )
     finally:
         await client.aclose()
 
@@ -347,7 +369,8 @@ async def test_a_cancelled_request_leaves_no_connection_behind(upstream: Upstrea
     url = httpx.URL(f"http://127.0.0.1:{upstream.port}/hang")
     with pytest.raises(TimeoutError):
         async with asyncio.timeout(0.2):
-            await client.send("GET", url, [], b"", httpx.Timeout(5.0))
+            await client.send("GET", POLICY.check_url(url), url.raw_path, [], b"", httpx.Timeout(5.0))
+    assert upstream.received  # it was sent, and then cut
     assert client._idle == {}
     await client.aclose()
 
@@ -358,3 +381,64 @@ async def test_a_response_head_over_100_kib_is_refused(upstream: Upstream) -> No
     upstream.answer = b"HTTP/1.1 200 OK\r\nX-Long: " + b"a" * (101 * 1024) + b"\r\nContent-Length: 0\r\n\r\n"
     ours, _ = await _outcome(_ours, upstream, "GET", [], b"")
     assert ours == "RemoteProtocolError"
+
+
+def test_a_plain_target_is_sent_as_httpx_would_send_it() -> None:
+    """The proxy builds a plain request target itself (no httpx.URL parse per request); over every
+    character a caller can send, in paths and queries, it equals httpx's (the oracle)."""
+    import random
+
+    from workbench.proxy.app import _target
+
+    base = httpx.URL("https://api.example.com/v1/")
+    pieces = [chr(c) for c in range(0x21, 0x7F)] + [
+        "%2e",
+        "%2E",
+        "%2f",
+        "..",
+        "/.",
+        "%",
+        "%zz",
+        "%00",
+        "//",
+        "??",
+    ]
+    pieces += ["\x7f", "é", " ", "#"]
+    rnd = random.Random(24)
+    for _ in range(20_000):
+        path = "/" + "".join(rnd.choice(pieces) for _ in range(rnd.randint(0, 10)))
+        # What check_path lets through: printable ASCII; what follows a raw `?` is the query.
+        path = path.split("?", 1)[0].encode("ascii", "ignore").decode().replace(" ", "")
+        query = "".join(rnd.choice(pieces) for _ in range(rnd.randint(0, 8))) if rnd.random() < 0.5 else ""
+        whole = (
+            base.raw_path.rstrip(b"/")
+            + path.encode("latin-1")
+            + (b"?" + query.encode("latin-1") if query else b"")
+        )
+        try:
+            expected: object = base.copy_with(raw_path=whole).raw_path
+        except Exception as exc:
+            expected = type(exc)
+        try:
+            ours: object = _target(base, path, query)
+        except Exception as exc:
+            ours = type(exc)
+        assert ours == expected, (path, query)
+
+
+@pytest.mark.parametrize("value", ["café".encode(), b"caf\xe9"])
+async def test_a_non_ascii_response_header_comes_back_byte_for_byte(upstream: Upstream, value: bytes) -> None:
+    """A deliberate difference: the oracle fails on a non-ASCII header value (EgressTransport rebuilds
+    the response from text and httpx encodes header text as ASCII; the proxy answered 502); this
+    client keeps the bytes, read as Latin-1 so that they go back unchanged."""
+    upstream.answer = b"HTTP/1.1 200 OK\r\nX-Name: " + value + b"\r\nContent-Length: 0\r\n\r\n"
+    url = httpx.URL(f"http://127.0.0.1:{upstream.port}/x")
+    with pytest.raises(UnicodeEncodeError):
+        await _oracle("GET", url, [], b"")
+    client = Http1Client(POLICY, max_response_bytes=CAP)
+    try:
+        reply = await client.send("GET", POLICY.check_url(url), b"/x", [], b"", LIMITS)
+    finally:
+        await client.aclose()
+    assert reply.fields[0] == (b"X-Name", value)
+    assert reply.header("x-name") == value.decode("latin-1")

@@ -33,7 +33,7 @@ import re
 import ssl
 import time
 from dataclasses import dataclass
-from typing import cast
+from typing import TypeVar, cast
 
 import httpx
 
@@ -41,6 +41,7 @@ from workbench.guard.egress import (
     _ACCEPT_ENCODING,
     _MAX_ADDRESSES_TRIED,
     _MAX_POOLS,
+    CheckedUrl,
     EgressPolicy,
     ResponseTooLarge,
     _Decoder,
@@ -68,19 +69,32 @@ _TARGET = re.compile(rb"[\x21-\x7e]+")
 _FOLD = re.compile(rb"[ \t]+")
 _HEAD_END = re.compile(rb"\n\r?\n")
 _NO_BODY_STATUS = (204, 304)
+E = TypeVar("E", bound=httpx.RequestError)
 
 
 @dataclass(slots=True)
 class Reply:
-    """A whole upstream response: status, header pairs as received (latin-1), the decoded body."""
+    """A whole upstream response: status, header pairs as received (bytes), the decoded body."""
 
     status: int
-    headers: list[tuple[str, str]]
+    fields: list[tuple[bytes, bytes]]
     content: bytes
+
+    def headers(self) -> list[tuple[str, str]]:
+        """The header pairs as text, byte for byte (Latin-1). (httpx decodes ASCII, else UTF-8, else
+        Latin-1, and then could not build a response from a non-ASCII value: the proxy answered 502
+        to any such header. Read as Latin-1, the bytes go back to the caller as they came.)"""
+        return [(n.decode("latin-1"), v.decode("latin-1")) for n, v in self.fields]
+
+    def header(self, name: str) -> str | None:
+        """One header's value (several joined with ", ", as httpx's Headers.get does), or None."""
+        lname = name.lower()
+        values = [v for n, v in self.headers() if n.lower() == lname]
+        return ", ".join(values) if values else None
 
     def response(self) -> httpx.Response:
         """As an httpx.Response read whole, with the headers as received (no Content-Length added)."""
-        response = httpx.Response(self.status, headers=self.headers, stream=httpx.ByteStream(self.content))
+        response = httpx.Response(self.status, headers=self.fields, stream=httpx.ByteStream(self.content))
         response.read()
         return response
 
@@ -153,9 +167,9 @@ class _Conn(asyncio.Protocol):
         if self.transport is not None:
             self.transport.abort()
 
-    async def write(self, data: bytes, seconds: float | None, request: httpx.Request) -> None:
+    async def write(self, data: bytes, seconds: float | None, request: _Call) -> None:
         if self.closed or self.transport is None:
-            raise httpx.WriteError("the upstream closed the connection", request=request)
+            raise request.error(httpx.WriteError, "the upstream closed the connection")
         self.transport.write(data)
         if self._paused:
             loop = asyncio.get_running_loop()
@@ -164,21 +178,33 @@ class _Conn(asyncio.Protocol):
                 async with asyncio.timeout(seconds):
                     await self._drain
             except TimeoutError:
-                raise httpx.WriteTimeout("timed out writing the request", request=request) from None
+                raise request.error(httpx.WriteTimeout, "timed out writing the request") from None
             if self.closed:
-                raise httpx.WriteError("the upstream closed the connection", request=request)
+                raise request.error(httpx.WriteError, "the upstream closed the connection")
 
-    async def more(self, seconds: float | None, request: httpx.Request) -> bool:
+    async def more(self, seconds: float | None, request: _Call) -> bool:
         """Wait for more bytes; False once the upstream closed (or half-closed) its side."""
         if self.eof:
             return False
-        self._waiter = asyncio.get_running_loop().create_future()
+        loop = asyncio.get_running_loop()
+        waiter = self._waiter = loop.create_future()
+        # One timer per wait (lighter than asyncio.timeout's per-task bookkeeping on this hot path).
+        timer = loop.call_later(seconds, _expire, waiter) if seconds is not None else None
         try:
-            async with asyncio.timeout(seconds):
-                await self._waiter
+            await waiter
         except TimeoutError:
-            raise httpx.ReadTimeout("timed out reading the upstream's answer", request=request) from None
+            raise request.error(httpx.ReadTimeout, "timed out reading the upstream's answer") from None
+        finally:
+            if timer is not None:
+                timer.cancel()
+            if self._waiter is waiter:
+                self._waiter = None
         return True
+
+
+def _expire(waiter: asyncio.Future[None]) -> None:
+    if not waiter.done():
+        waiter.set_exception(TimeoutError())
 
 
 class Http1Client:
@@ -204,20 +230,22 @@ class Http1Client:
     async def send(
         self,
         method: str,
-        url: httpx.URL,
+        origin: CheckedUrl,
+        target: bytes,
         headers: list[tuple[bytes, bytes]],
         body: bytes,
         limits: httpx.Timeout,
     ) -> Reply:
-        """`url` passed the policy's URL checks (`check_url`); it is checked again here, then its host
-        resolved and every answer checked. `headers` are sent as given, after Host and before
-        Content-Length and Accept-Encoding (the order httpx gives them)."""
-        checked = self.policy.check_url(url)
+        """`target` (path and query, as httpx would send them) on `origin`, a URL that passed the
+        policy's URL checks (`check_url`: its scheme, host and port are where the request goes).
+        The host is resolved and every answer checked here, on every call. `headers` are sent as
+        given, after Host and before Content-Length and Accept-Encoding (the order httpx gives them)."""
         loop = asyncio.get_running_loop()
         if self._loop is not loop:
             self._loop, self._idle = loop, {}
-        request = _error_request(method, url, limits)
-        head = _request_head(method, url, headers, body, request)
+        checked = origin
+        request = _Call(method, origin.url, target, limits)
+        head = _request_head(method, origin.url.netloc, target, headers, body, request)
         addresses = await self.policy.resolve(checked.host, checked.port)
         failure: httpx.ConnectError | None = None
         for address in addresses[:_MAX_ADDRESSES_TRIED]:  # every one was checked above
@@ -262,9 +290,7 @@ class Http1Client:
             for old in self._idle.pop(next(iter(self._idle))):
                 old.close()
 
-    async def _connect(
-        self, scheme: str, host: str, address: str, port: int, request: httpx.Request
-    ) -> _Conn:
+    async def _connect(self, scheme: str, host: str, address: str, port: int, request: _Call) -> _Conn:
         loop = asyncio.get_running_loop()
         target, target_port = self.policy.route(address, port) if self.policy.route else (address, port)
         tls: ssl.SSLContext | None = None
@@ -272,7 +298,7 @@ class Http1Client:
             if self._ssl is None:  # built on first use: loading the CA bundle costs tens of milliseconds
                 self._ssl = self._verify or httpx.create_ssl_context()
             tls = self._ssl
-        limit = _limit(request, "connect")
+        limit = request.connect
         try:
             async with asyncio.timeout(limit):
                 _, conn = await loop.create_connection(
@@ -284,9 +310,9 @@ class Http1Client:
                     ssl_handshake_timeout=limit if tls is not None and limit else None,
                 )
         except TimeoutError:
-            raise httpx.ConnectTimeout("timed out connecting to the upstream", request=request) from None
+            raise request.error(httpx.ConnectTimeout, "timed out connecting to the upstream") from None
         except (OSError, ssl.SSLError) as exc:
-            raise httpx.ConnectError(str(exc) or type(exc).__name__, request=request) from exc
+            raise request.error(httpx.ConnectError, str(exc) or type(exc).__name__) from exc
         return conn
 
     async def _exchange(
@@ -296,14 +322,12 @@ class Http1Client:
         method: str,
         head: bytes,
         body: bytes,
-        request: httpx.Request,
+        request: _Call,
     ) -> Reply:
         try:
-            await conn.write(
-                head + body if len(body) < _READ_SIZE else head, _limit(request, "write"), request
-            )
+            await conn.write(head + body if len(body) < _READ_SIZE else head, request.write, request)
             if len(body) >= _READ_SIZE:
-                await conn.write(body, _limit(request, "write"), request)
+                await conn.write(body, request.write, request)
             reply, reusable = await self._read(conn, method, request)
         except BaseException:
             conn.abort()  # cancelled, timed out or broken: nothing of it runs on or is reused
@@ -314,14 +338,14 @@ class Http1Client:
             conn.close()
         return reply
 
-    async def _read(self, conn: _Conn, method: str, request: httpx.Request) -> tuple[Reply, bool]:
-        read = _limit(request, "read")
+    async def _read(self, conn: _Conn, method: str, request: _Call) -> tuple[Reply, bool]:
+        read = request.read
         while True:
             version, status, fields = await _read_head(conn, read, request)
             if status >= 200:
                 break
             if status == 101:
-                raise httpx.RemoteProtocolError("the upstream switched protocols", request=request)
+                raise request.error(httpx.RemoteProtocolError, "the upstream switched protocols")
             # 1xx informational: skipped, as httpcore does
         names = [(name.lower(), value) for name, value in fields]
         connection = {t.strip().lower() for n, v in names if n == b"connection" for t in v.split(b",")}
@@ -330,8 +354,8 @@ class Http1Client:
         # The framing headers are checked on every response (h11 does, even where no body follows).
         encodings = [v for n, v in names if n == b"transfer-encoding"]
         if encodings and (len(encodings) > 1 or encodings[0].lower() != b"chunked"):
-            raise httpx.RemoteProtocolError(
-                "the upstream used a transfer coding other than chunked", request=request
+            raise request.error(
+                httpx.RemoteProtocolError, "the upstream used a transfer coding other than chunked"
             )
         lengths = [v for n, v in names if n == b"content-length"]
         length = _content_length(lengths, request) if lengths else None
@@ -348,21 +372,19 @@ class Http1Client:
             content = await self._until_close(conn, decoder, read, request)
         if lengths or encodings:
             fields = _normalized(fields, length)
-        headers = [
-            (name.decode("latin-1"), value.decode("latin-1"))
-            for name, value in fields
-            if decoder.identity or name.lower() not in (b"content-encoding", b"content-length")
-        ]
-        return Reply(status, headers, content), reusable
+        if not decoder.identity:  # what was decoded no longer has its coding or length
+            fields = [f for f in fields if f[0].lower() not in (b"content-encoding", b"content-length")]
+        return Reply(status, fields, content), reusable
 
     async def _sized(
-        self, conn: _Conn, decoder: _Decoder, length: int, read: float | None, request: httpx.Request
+        self, conn: _Conn, decoder: _Decoder, length: int, read: float | None, request: _Call
     ) -> bytes:
         out = _Body(decoder, self.max_response_bytes)
         while length:
             if not conn.buf and not await conn.more(read, request):
-                raise httpx.RemoteProtocolError(
-                    "the upstream closed the connection before the whole body arrived", request=request
+                raise request.error(
+                    httpx.RemoteProtocolError,
+                    "the upstream closed the connection before the whole body arrived",
                 )
             take = min(length, len(conn.buf))
             out.add(bytes(conn.buf[:take]))
@@ -370,9 +392,7 @@ class Http1Client:
             length -= take
         return out.done()
 
-    async def _until_close(
-        self, conn: _Conn, decoder: _Decoder, read: float | None, request: httpx.Request
-    ) -> bytes:
+    async def _until_close(self, conn: _Conn, decoder: _Decoder, read: float | None, request: _Call) -> bytes:
         out = _Body(decoder, self.max_response_bytes)
         while True:
             if conn.buf:
@@ -384,15 +404,13 @@ class Http1Client:
                     conn.buf.clear()
                 return out.done()
 
-    async def _chunked(
-        self, conn: _Conn, decoder: _Decoder, read: float | None, request: httpx.Request
-    ) -> bytes:
+    async def _chunked(self, conn: _Conn, decoder: _Decoder, read: float | None, request: _Call) -> bytes:
         out = _Body(decoder, self.max_response_bytes)
         while True:
             line = await _read_line(conn, read, request)
             match = _CHUNK_HEADER.fullmatch(line)
             if match is None:
-                raise httpx.RemoteProtocolError("the upstream sent a bad chunk header", request=request)
+                raise request.error(httpx.RemoteProtocolError, "the upstream sent a bad chunk header")
             size = int(match["size"], 16)
             if size == 0:
                 while await _read_line(conn, read, request):  # trailers, until the empty line
@@ -400,16 +418,16 @@ class Http1Client:
                 return out.done()
             while size:
                 if not conn.buf and not await conn.more(read, request):
-                    raise httpx.RemoteProtocolError(
-                        "the upstream closed the connection inside a chunk", request=request
+                    raise request.error(
+                        httpx.RemoteProtocolError, "the upstream closed the connection inside a chunk"
                     )
                 take = min(size, len(conn.buf))
                 out.add(bytes(conn.buf[:take]))
                 del conn.buf[:take]
                 size -= take
             if await _read_line(conn, read, request):
-                raise httpx.RemoteProtocolError(
-                    "the upstream sent a chunk longer than it said", request=request
+                raise request.error(
+                    httpx.RemoteProtocolError, "the upstream sent a chunk longer than it said"
                 )
 
     async def aclose(self) -> None:
@@ -444,27 +462,40 @@ class _Body:
         return self.parts[0] if len(self.parts) == 1 else b"".join(self.parts)
 
 
-def _error_request(method: str, url: httpx.URL, timeout: httpx.Timeout) -> httpx.Request:
-    """What an error carries (the limits in its `timeout` extension, as a client would attach)."""
-    return httpx.Request(method, url, extensions={"timeout": timeout.as_dict()})
+class _Call:
+    """One request's limits, and the httpx.Request its errors carry (built only for an error: the
+    limits in its `timeout` extension, as a client would attach them)."""
 
+    __slots__ = ("connect", "method", "origin", "read", "target", "timeout", "write")
 
-def _limit(request: httpx.Request, name: str) -> float | None:
-    value = request.extensions["timeout"].get(name)
-    return float(value) if value is not None else None
+    def __init__(self, method: str, origin: httpx.URL, target: bytes, timeout: httpx.Timeout) -> None:
+        self.method, self.origin, self.target, self.timeout = method, origin, target, timeout
+        self.connect, self.read, self.write = timeout.connect, timeout.read, timeout.write
+
+    def error(self, kind: type[E], message: str) -> E:
+        try:
+            url = self.origin.copy_with(raw_path=self.target)
+        except (httpx.InvalidURL, UnicodeError):
+            url = self.origin
+        request = httpx.Request(self.method, url, extensions={"timeout": self.timeout.as_dict()})
+        return kind(message, request=request)
 
 
 def _request_head(
-    method: str, url: httpx.URL, headers: list[tuple[bytes, bytes]], body: bytes, request: httpx.Request
+    method: str,
+    netloc: bytes,
+    target: bytes,
+    headers: list[tuple[bytes, bytes]],
+    body: bytes,
+    request: _Call,
 ) -> bytes:
     """The request line and header block, in the order and form httpx + h11 send them."""
-    target = url.raw_path
     if _TOKEN.fullmatch(method.encode("ascii", "replace")) is None or _TARGET.fullmatch(target) is None:
-        raise httpx.LocalProtocolError("illegal request line", request=request)
+        raise request.error(httpx.LocalProtocolError, "illegal request line")
     lines = [b"%s %s HTTP/1.1" % (method.encode("ascii"), target)]
     names = {name.lower() for name, _ in headers}
     if b"host" not in names:
-        lines.append(b"Host: " + url.netloc)
+        lines.append(b"Host: " + netloc)
     if body:
         framing = [(b"Content-Length", str(len(body)).encode())] if b"content-length" not in names else []
     else:
@@ -475,7 +506,7 @@ def _request_head(
         if name.lower() == b"accept-encoding":
             continue  # only what the decoder bounds (below)
         if _TOKEN.fullmatch(name) is None or _FIELD_VALUE.fullmatch(value) is None:
-            raise httpx.LocalProtocolError(f"Illegal header name or value {name!r}", request=request)
+            raise request.error(httpx.LocalProtocolError, f"Illegal header name or value {name!r}")
         lines.append(name + b": " + value)
     lines.append(b"Accept-Encoding: " + _ACCEPT_ENCODING.encode())
     lines.append(b"\r\n")
@@ -483,36 +514,34 @@ def _request_head(
 
 
 async def _read_head(
-    conn: _Conn, read: float | None, request: httpx.Request
+    conn: _Conn, read: float | None, request: _Call
 ) -> tuple[bytes, int, list[tuple[bytes, bytes]]]:
     while True:
         end = _HEAD_END.search(conn.buf)
         if end is not None:
             break
         if len(conn.buf) > _MAX_HEAD:
-            raise httpx.RemoteProtocolError("the upstream's response head is too long", request=request)
+            raise request.error(httpx.RemoteProtocolError, "the upstream's response head is too long")
         if not await conn.more(read, request):
-            raise httpx.RemoteProtocolError(
-                "Server disconnected without sending a response.", request=request
-            )
+            raise request.error(httpx.RemoteProtocolError, "Server disconnected without sending a response.")
     head = bytes(conn.buf[: end.start()])
     del conn.buf[: end.end()]
     if len(head) > _MAX_HEAD:
-        raise httpx.RemoteProtocolError("the upstream's response head is too long", request=request)
+        raise request.error(httpx.RemoteProtocolError, "the upstream's response head is too long")
     lines = [line[:-1] if line.endswith(b"\r") else line for line in head.split(b"\n")]
     status_line = _STATUS_LINE.fullmatch(lines[0])
     if status_line is None:
-        raise httpx.RemoteProtocolError(f"illegal status line: {lines[0][:100]!r}", request=request)
+        raise request.error(httpx.RemoteProtocolError, f"illegal status line: {lines[0][:100]!r}")
     fields: list[tuple[bytes, bytes]] = []
     for line in _unfold(lines[1:], request):
         match = _HEADER_LINE.fullmatch(line)
         if match is None:
-            raise httpx.RemoteProtocolError(f"illegal header line: {line[:100]!r}", request=request)
+            raise request.error(httpx.RemoteProtocolError, f"illegal header line: {line[:100]!r}")
         fields.append((match["name"], match["value"]))
     return status_line["version"], int(status_line["status"]), fields
 
 
-def _unfold(lines: list[bytes], request: httpx.Request) -> list[bytes]:
+def _unfold(lines: list[bytes], request: _Call) -> list[bytes]:
     """Obsolete line folding joined with one space, as h11 reads it."""
     out: list[bytes] = []
     for line in lines:
@@ -520,13 +549,13 @@ def _unfold(lines: list[bytes], request: httpx.Request) -> list[bytes]:
         if fold is None:
             out.append(line)
         elif not out:
-            raise httpx.RemoteProtocolError("continuation line at start of headers", request=request)
+            raise request.error(httpx.RemoteProtocolError, "continuation line at start of headers")
         else:
             out[-1] = out[-1] + b" " + line[fold.end() :]
     return out
 
 
-async def _read_line(conn: _Conn, read: float | None, request: httpx.Request) -> bytes:
+async def _read_line(conn: _Conn, read: float | None, request: _Call) -> bytes:
     while True:
         end = conn.buf.find(b"\n")
         if end >= 0:
@@ -534,20 +563,20 @@ async def _read_line(conn: _Conn, read: float | None, request: httpx.Request) ->
             del conn.buf[: end + 1]
             return line[:-1] if line.endswith(b"\r") else line
         if len(conn.buf) > _MAX_HEAD:
-            raise httpx.RemoteProtocolError("the upstream sent an overlong chunk line", request=request)
+            raise request.error(httpx.RemoteProtocolError, "the upstream sent an overlong chunk line")
         if not await conn.more(read, request):
-            raise httpx.RemoteProtocolError(
-                "the upstream closed the connection in a chunked body", request=request
+            raise request.error(
+                httpx.RemoteProtocolError, "the upstream closed the connection in a chunked body"
             )
 
 
-def _content_length(values: list[bytes], request: httpx.Request) -> int:
+def _content_length(values: list[bytes], request: _Call) -> int:
     lengths = {part.strip() for value in values for part in value.split(b",")}
     if len(lengths) != 1:
-        raise httpx.RemoteProtocolError("conflicting Content-Length headers", request=request)
+        raise request.error(httpx.RemoteProtocolError, "conflicting Content-Length headers")
     value = lengths.pop()
     if _CONTENT_LENGTH.fullmatch(value) is None or len(value) > 20:
-        raise httpx.RemoteProtocolError("bad Content-Length", request=request)
+        raise request.error(httpx.RemoteProtocolError, "bad Content-Length")
     return int(value)
 
 
@@ -568,6 +597,6 @@ def _normalized(fields: list[tuple[bytes, bytes]], length: int | None) -> list[t
     return out
 
 
-def _decoder(fields: list[tuple[bytes, bytes]], request: httpx.Request) -> _Decoder:
+def _decoder(fields: list[tuple[bytes, bytes]], request: _Call) -> _Decoder:
     encodings = [v.decode("latin-1") for n, v in fields if n.lower() == b"content-encoding"]
     return _Decoder.for_encoding(", ".join(encodings))

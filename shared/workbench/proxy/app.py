@@ -35,8 +35,8 @@ from workbench.connections.credentials import token_of
 from workbench.errors import AuthError, CredentialError, UpstreamTimeout, WorkbenchError, upstream_timeout
 from workbench.guard import deadline
 from workbench.guard.bodylimit import BodyLimit, BodyRule, BodyTooLarge, guarded_app, json_413
-from workbench.guard.egress import EgressRefused, Resolver
-from workbench.guard.http1 import Http1Client
+from workbench.guard.egress import CheckedUrl, EgressRefused, Resolver
+from workbench.guard.http1 import Http1Client, Reply
 from workbench.guard.outage import OutageGuard
 from workbench.observability import log_event
 from workbench.proxy.guard import Refused, check_path, location_inside
@@ -252,7 +252,7 @@ class CurlProxy:
         # A token's signature is checked once per instance for a few seconds (the auth cache's
         # time, never past its expiry); who minted it is checked on every request (`_holder`).
         self._verified: dict[bytes, tuple[dict[str, Any], float]] = {}
-        self._bases: dict[str, httpx.URL] = {}
+        self._bases: dict[str, CheckedUrl] = {}
 
     async def handle(self, request: Request) -> Response:
         started = time.perf_counter()
@@ -425,10 +425,7 @@ class CurlProxy:
         headers = {k: v for k, v in headers.items() if k.lower() not in lowered}
         headers.update(injected)
 
-        target = base.copy_with(
-            raw_path=(base.raw_path.rstrip(b"/") + raw_rest.encode("ascii") or b"/")
-            + (b"?" + query.encode("latin-1") if query else b"")
-        )
+        target = _target(base.url, raw_rest, query)
         timeout = deadline.upstream_timeout(UPSTREAM_SECONDS, connect=UPSTREAM_CONNECT_SECONDS)
         budget = timeout.read or UPSTREAM_SECONDS
         try:
@@ -438,17 +435,17 @@ class CurlProxy:
             # keeps sending, or sends gzip that decodes to nothing, is cut when the request's time
             # is up. Leaving the block closes the upstream connection: nothing of it runs on.
             async with asyncio.timeout(budget):
-                upstream = await self._send(request.method, target, headers, body, timeout)
+                upstream = await self._send(request.method, base, target, headers, body, timeout)
                 # The provider says the token is no longer valid: refresh once (the engine's single
                 # flight) and send the request once more with the new token.
                 sent = token_of(cred, "access") if conn is not None else None
-                if sent is not None and await self.gw.credentials.rejects(manifest, upstream):
+                if sent is not None and await self.gw.credentials.rejects(manifest, upstream.response()):
                     cred = await self.gw.credentials.after_rejection(manifest, user_id, sent)
                     if token_of(cred, "access") not in (None, sent):
                         injected = self.gw.credentials.headers_for(manifest, cred)
                         headers.update(injected)
                         secrets = _redactions(cred, injected, also=secrets)
-                        upstream = await self._send(request.method, target, headers, body, timeout)
+                        upstream = await self._send(request.method, base, target, headers, body, timeout)
         except TimeoutError as exc:  # the stage as a whole ran out: the same words, the same limit
             raise _Denied(504, {"error": str(UpstreamTimeout(budget))}) from exc
         except CredentialError as exc:  # the refresh after a rejection failed
@@ -464,11 +461,17 @@ class CurlProxy:
             raise _Denied(504, {"error": str(upstream_timeout(exc) or UpstreamTimeout(None))}) from exc
         except httpx.HTTPError as exc:
             raise _Denied(502, {"error": f"Upstream unreachable ({type(exc).__name__})"}) from exc
-        return self._response(upstream, manifest, integration, str(target), secrets)
+        return self._response(upstream, manifest, integration, base.url, target, secrets)
 
     async def _send(
-        self, method: str, url: httpx.URL, headers: dict[str, str], body: bytes, limits: httpx.Timeout
-    ) -> httpx.Response:
+        self,
+        method: str,
+        base: CheckedUrl,
+        target: bytes,
+        headers: dict[str, str],
+        body: bytes,
+        limits: httpx.Timeout,
+    ) -> Reply:
         """One request, read whole, on the proxy's own HTTP/1.1 client (workbench.guard.http1: the
         egress rules of EgressTransport(per_address=True), which stays its differential oracle).
         No client object in between: no redirect is followed or parsed before the proxy applies its
@@ -476,7 +479,7 @@ class CurlProxy:
         fields = [(name.encode("ascii"), value.encode("ascii")) for name, value in headers.items()]
         if b"user-agent" not in {name.lower() for name, _ in fields}:
             fields.insert(0, (b"User-Agent", b"workbench/0.1"))
-        return (await self.upstream.send(method, url, fields, body, limits)).response()
+        return await self.upstream.send(method, base, target, fields, body, limits)
 
     def _kids(self) -> frozenset[str]:
         """The key ids Workbench signs with now (read once per request: keys rotate)."""
@@ -494,14 +497,14 @@ class CurlProxy:
                 continue
         return False
 
-    def _base(self, manifest: Manifest) -> httpx.URL:
+    def _base(self, manifest: Manifest) -> CheckedUrl:
         """The manifest's base URL once it passed the policy's URL checks (no DNS: those are the
-        transport's, on every request); remembered, since a manifest's base URL never changes."""
+        upstream client's, on every request); remembered, since a manifest's base URL never changes."""
         known = self._bases.get(manifest.base_url)
         if known is not None:
             return known
         try:
-            base = self.policy.check_url(manifest.base_url).url
+            base = self.policy.check_url(manifest.base_url)
         except EgressRefused as exc:
             raise Refused(f"{manifest.name}'s base URL is refused ({exc})", 403) from exc
         self._bases[manifest.base_url] = base
@@ -509,35 +512,37 @@ class CurlProxy:
 
     def _response(
         self,
-        upstream: httpx.Response,
+        upstream: Reply,
         manifest: Manifest,
         integration: str,
-        target: str,
+        origin: httpx.URL,
+        target: bytes,
         secrets: list[bytes],
     ) -> Response:
         proxy_prefix = f"{self.gw.curl.audience}/{integration}"
         headers: dict[str, str] = {}
-        for name, value in upstream.headers.items():
+        for name, value in upstream.headers():
             lname = name.lower()
             if lname in _RETURN_RESPONSE or (
                 _RETURN_RESPONSE_PATTERN.match(lname) and not lname.startswith(_NEVER_FORWARD_PREFIXES)
             ):
-                headers[lname] = value
+                # A repeated header is one, its values joined (as httpx's Headers.items() gave it).
+                headers[lname] = f"{headers[lname]}, {value}" if lname in headers else value
         if "link" in headers:
             headers["link"] = headers["link"].replace(
                 f"<{manifest.base_url.rstrip('/')}/", f"<{proxy_prefix}/"
             )
-        location = upstream.headers.get("location")
+        location = upstream.header("location")
         if location is not None:
-            moved = self._location(location, manifest, target, proxy_prefix)
+            moved = self._location(location, manifest, str(origin.copy_with(raw_path=target)), proxy_prefix)
             if moved is not None:
                 headers["location"] = moved
-            elif 300 <= upstream.status_code < 400:
+            elif 300 <= upstream.status < 400:
                 raise _Denied(502, {"error": _redirect_refusal(location, integration)})
         for name, value in list(headers.items()):
             cleaned = _scrub(value.encode("latin-1", "replace"), secrets).decode("latin-1")
             headers[name] = cleaned
-        return Response(_scrub(upstream.content, secrets), upstream.status_code, headers=headers)
+        return Response(_scrub(upstream.content, secrets), upstream.status, headers=headers)
 
     def _location(self, location: str, manifest: Manifest, target: str, proxy_prefix: str) -> str | None:
         """What the caller gets as Location: the proxy URL for a place below the base URL, the URL
@@ -558,8 +563,9 @@ class CurlProxy:
 
 
 def _unreadable(location: str) -> bool:
-    """A Location that parsers may read differently (or not at all): never interpreted."""
-    if any(ord(c) <= 0x20 or ord(c) == 0x7F or c == "\\" for c in location):
+    """A Location that parsers may read differently (or not at all): never interpreted. Raw
+    non-ASCII counts: the proxy reads header bytes as Latin-1, a browser as UTF-8."""
+    if any(ord(c) <= 0x20 or ord(c) >= 0x7F or c == "\\" for c in location):
         return True
     try:
         urlsplit(location).port  # noqa: B018  (parses the authority and port)
@@ -575,6 +581,24 @@ def _redirect_refusal(location: str, integration: str) -> str:
             "the redirect was not followed"
         )
     return f"Refused: the upstream redirected outside {integration}'s allowed hosts; the redirect was not followed"
+
+
+# What httpx sends unchanged in a path and in a query (it percent-encodes `"<>` and, in a path,
+# backtick and braces; it removes dot segments, which check_path refuses): a target made only of
+# these, with no `/.` in its path, goes as it is; any other is normalised by httpx.URL as before.
+# tests/proxy/test_upstream_http1.py holds the two to each other.
+_PLAIN_TARGET = re.compile(rb"[-!$%&'()*+,./0-9:;=?@A-Z\[\\\]^_a-z|~]+")
+
+
+def _target(base: httpx.URL, raw_rest: str, query: str) -> bytes:
+    """The request target sent upstream: the base URL's path, the caller's path below it (as the
+    caller encoded it) and the caller's query, in the form httpx gives them."""
+    target = (base.raw_path.rstrip(b"/") + raw_rest.encode("ascii") or b"/") + (
+        b"?" + query.encode("latin-1") if query else b""
+    )
+    if _PLAIN_TARGET.fullmatch(target) and b"/." not in target.partition(b"?")[0]:
+        return target
+    return base.copy_with(raw_path=target).raw_path
 
 
 def _forwardable(name: str) -> bool:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Iterable
+from functools import lru_cache
 from urllib.parse import unquote_to_bytes, urlsplit
 
 from workbench.guard.egress import EgressRefused
@@ -51,6 +52,23 @@ def fully_decode(raw: str) -> str:
 
 def check_path(raw_rest: str) -> None:
     """`raw_rest` is what follows /c/<integration> in the request target, still encoded ("" or "/...")."""
+    if len(raw_rest) <= _REMEMBERED_LENGTH:
+        _check_short_path(raw_rest)  # the same checks; a path that passed is remembered
+    else:
+        _check_path(raw_rest)
+
+
+# Callers repeat their paths: one that passed is remembered (a pure function of the string; a
+# refusal raises, and is never remembered). Bounded: 1,024 paths of at most 256 characters.
+_REMEMBERED_LENGTH = 256
+
+
+@lru_cache(maxsize=1024)
+def _check_short_path(raw_rest: str) -> None:
+    _check_path(raw_rest)
+
+
+def _check_path(raw_rest: str) -> None:
     if raw_rest and not raw_rest.startswith("/"):
         raise Refused("path must start with '/'", 400)
     if any(ord(c) < 0x21 or ord(c) > 0x7E for c in raw_rest):
