@@ -4,12 +4,15 @@ clear the external-server discovery caches."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import errno
 import json
 import os
+import signal
 import socket
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -128,6 +131,7 @@ def _serve(args: argparse.Namespace) -> int:
         # start-up simply abandons the start. Either way the user asked to stop: no traceback.
         pass
     finally:
+        _hold_ctrl_c(False)
         sock.close()
         if _owns(runfile):  # never another running gateway's
             runfile.unlink(missing_ok=True)
@@ -165,6 +169,9 @@ def _run_gateway(args: argparse.Namespace, sock: socket.socket, runfile: Path) -
         http=http_protocol(),
         **server_options(settings.trusted_proxies),
     )
+    # From the banner until uvicorn has its own handlers, a Ctrl+C is held (not lost): delivered then,
+    # it stops the server gracefully instead of landing between asyncio.run and the serve coroutine.
+    _hold_ctrl_c(True)
     runfile.write_text(json.dumps({"pid": os.getpid(), "url": loopback}))
     lines = [
         "Workbench is running.",
@@ -179,7 +186,25 @@ def _run_gateway(args: argparse.Namespace, sock: socket.socket, runfile: Path) -
         "Press Ctrl+C to stop.",
     ]
     print("\n".join(lines), flush=True)
-    uvicorn.Server(config).run(sockets=[sock])
+    _server_class()(config).run(sockets=[sock])
+
+
+def _hold_ctrl_c(hold: bool) -> None:
+    if hasattr(signal, "pthread_sigmask"):  # POSIX; elsewhere the window stays (as uvicorn has it)
+        signal.pthread_sigmask(signal.SIG_BLOCK if hold else signal.SIG_UNBLOCK, {signal.SIGINT})
+
+
+def _server_class() -> type:
+    import uvicorn
+
+    class Server(uvicorn.Server):
+        @contextlib.contextmanager
+        def capture_signals(self) -> Iterator[None]:
+            with super().capture_signals():
+                _hold_ctrl_c(False)  # a held Ctrl+C arrives here
+                yield
+
+    return Server
 
 
 def _keys_create(args: argparse.Namespace) -> int:
@@ -436,7 +461,7 @@ def build_parser() -> argparse.ArgumentParser:
             "this entry. Without --key the client signs in with OAuth through the portal."
         ),
     )
-    from workbench.web.client_config import CLIENTS
+    from workbench.web.client_names import WRITABLE_CLIENTS as CLIENTS
 
     add.add_argument("client", metavar="CLIENT", choices=CLIENTS, help=f"one of: {', '.join(CLIENTS)}")
     add.add_argument(
@@ -534,12 +559,14 @@ def _catalog_vectors(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
     try:
+        args = build_parser().parse_args(argv)
         code: int = args.func(args)
     except CliError as exc:
         print(f"workbench: {exc}", file=sys.stderr)
         return 1
+    except KeyboardInterrupt:  # Ctrl+C before a command got going (serve handles its own): no traceback
+        return 130
     return code
 
 

@@ -255,3 +255,44 @@ def test_signin_hints_name_the_gateways_port(data_dir: Path, monkeypatch: pytest
     client = TestClient(create_local_app(gw), base_url="http://127.0.0.1:8800", client=("127.0.0.1", 1))
     assert "workbench signin-link --port 8800" in client.get("/portal/signin").text
     assert "workbench signin-link --port 8800" in client.get("/portal/signin/local?token=nope").text
+
+
+@pytest.mark.parametrize("attempt", range(3))
+def test_ctrl_c_the_instant_the_banner_appears_stops_the_server_gracefully(
+    data_dir: Path, attempt: int
+) -> None:
+    """A Ctrl+C between the banner and the server's own signal handlers is held, not lost and not
+    raised into the middle of asyncio.run: the gateway starts, then stops with its goodbye line, exit
+    status 0 and nothing on stderr (it used to print "coroutine 'Server.serve' was never awaited")."""
+    import os
+    import signal
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "workbench.cli", "serve", "--port", str(free_port())],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=REPO,
+        env={**os.environ, "WORKBENCH_DATA_DIR": str(data_dir), "PYTHONWARNINGS": "default"},
+    )
+    try:
+        assert proc.stdout is not None
+        for _ in range(6):
+            proc.stdout.readline()
+    finally:
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+    assert (proc.returncode, out.strip().splitlines()[-1], err) == (0, "Workbench stopped.", "")
+    assert not (data_dir / "serve.json").exists()
+
+
+def test_ctrl_c_before_a_command_starts_exits_130_without_a_traceback(
+    data_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import workbench.cli as cli
+
+    def interrupted(args: argparse.Namespace) -> int:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "_keys_list", interrupted)
+    assert main(["keys", "list"]) == 130

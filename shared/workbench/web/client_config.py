@@ -26,7 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from workbench.errors import WorkbenchError
-from workbench.web.client_setup import WRITABLE_CLIENTS, client_snippets
+from workbench.web.client_names import WRITABLE_CLIENTS
+from workbench.web.client_setup import client_snippets
 
 __all__ = ["CLIENTS", "ClientConfigError", "Written", "client_entry", "config_path", "merge", "write_config"]
 

@@ -18,6 +18,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
+from workbench.web.client_names import WRITABLE_CLIENTS
 from workbench.web.html import copy_block, e, html_page
 from workbench.web.local_signin import is_loopback_host
 
@@ -30,8 +31,6 @@ __all__ = ["KEY_PLACEHOLDER", "ClientSnippet", "client_setup_routes", "client_sn
 KEY_PLACEHOLDER = "wb_YOUR_API_KEY"
 _KEY = "@@WORKBENCH_KEY@@"  # where the key goes (unchanged by JSON and HTML escaping)
 CALLBACK_PORT = 33418  # the OAuth examples' local redirect listener
-# Clients whose configuration file `workbench client add` writes (web/client_config.py).
-WRITABLE_CLIENTS = ("claude-code", "claude-desktop", "cursor", "vscode", "windsurf")
 
 
 @dataclass(frozen=True, slots=True)
