@@ -12,6 +12,7 @@ import json
 import subprocess
 import sys
 
+import pytest
 from workbench.settings import Settings
 
 from tests.support.apigw import http_api_event
@@ -55,13 +56,48 @@ print(json.dumps({"status": answer["statusCode"], "body": answer["body"], "modul
 """
 
 
-# An OAuth access token is checked with the token service alone (a signature: jwt and cryptography's
-# EC are needed), never by building the authorization server.
+# An OAuth access token is checked with the token service alone (a signature: cryptography's EC is
+# needed, PyJWT is not: workbench.identity.es256), never by building the authorization server.
 NOT_ON_THE_ACCESS_TOKEN_PATH = tuple(
     m
     for m in NOT_ON_THE_API_KEY_PATH
-    if m not in ("jwt", "cryptography.hazmat.primitives.asymmetric", "workbench.identity.tokens")
+    if m not in ("cryptography.hazmat.primitives.asymmetric", "workbench.identity.tokens")
 )
+
+# The curl proxy's first request: the token's signature (cryptography's EC, without PyJWT), the
+# user's credential, the upstream call through the egress guard (httpx). Nothing of the MCP or
+# REST surfaces, the OAuth server, the portal, custom apps, search, plugins' argument models.
+NOT_ON_THE_CURL_PROXY_PATH = (
+    "boto3",
+    "botocore",
+    "aws_xray_sdk",
+    "aws_lambda_powertools",
+    "mangum",
+    "jwt",
+    "pydantic",
+    "pydantic_core",
+    "importlib.metadata",
+    "workbench.oauth",
+    "workbench.mcp",
+    "workbench.rest",
+    "workbench.web",
+    "workbench.external",
+    "workbench.engine.search",
+    "workbench.engine.meta",
+    "workbench.browser",
+    "workbench.connections.flow",
+    "workbench.connections.provider_oauth",
+    "workbench_plugins.github.tools",
+    "tests.support.slowapi.tools",
+)
+
+PROXY_CHILD = """
+import importlib.util, json, sys
+spec = importlib.util.spec_from_file_location("app", "functions/proxy/app.py")
+app = importlib.util.module_from_spec(spec); spec.loader.exec_module(app)
+answer = app.handler(json.loads(sys.argv[1]), None)
+print(json.dumps({"status": answer["statusCode"], "body": answer["body"], "modules": sorted(sys.modules)}))
+"""
 
 
 def _first_list_jots(endpoint: AwsEndpoint, settings: Settings, token: str) -> list[str]:
@@ -128,6 +164,59 @@ def test_an_oauth_token_tool_call_never_builds_the_authorization_server(
     modules = _first_list_jots(moto_endpoint, aws_settings, access)
     assert "workbench.identity.tokens" in modules  # the token was checked...
     assert _among(modules, NOT_ON_THE_ACCESS_TOKEN_PATH) == []  # ...without the server
+
+
+def test_a_curl_proxy_request_imports_only_what_it_needs(
+    moto_endpoint: AwsEndpoint, aws_settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from dataclasses import replace
+
+    from workbench.composition import build_gateway
+
+    from tests.support.slowapi import connect_slowapi, slow_upstream
+
+    with slow_upstream() as url:
+        monkeypatch.setenv("WB_SLOW_API_URL", url)
+        settings = replace(
+            aws_settings,
+            public_url="https://gw.example.test",
+            extra_plugins=("tests.support.slowapi",),
+            egress_allow="loopback",
+        )
+        gw = build_gateway(settings)
+        ada = gw.stores.users.get_or_create("ada@example.com")
+        connect_slowapi(gw, ada.id)
+        key = gw.auth.mint_key(ada)
+        curl = gw.curl.mint(gw.auth.api_keys.resolve(key), ["slowapi"], 900)["token"]
+        event = http_api_event(
+            "GET",
+            "/c/slowapi/fast",
+            route_key="ANY /c/{integration}/{proxy+}",
+            path_parameters={"integration": "slowapi", "proxy": "fast"},
+            headers={"authorization": f"Bearer {curl}"},
+            domain="gw.example.test",
+        )
+        env = {
+            "PATH": "/usr/bin:/bin",
+            **moto_endpoint.env(aws_settings),
+            "WORKBENCH_PUBLIC_URL": "https://gw.example.test",
+            "WORKBENCH_EXTRA_PLUGINS": "tests.support.slowapi",
+            "WORKBENCH_EGRESS_ALLOW": "loopback",
+            "WB_SLOW_API_URL": url,
+        }
+        done = subprocess.run(
+            [sys.executable, "-c", PROXY_CHILD, json.dumps(event)],
+            cwd=REPO,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    assert done.returncode == 0, done.stderr[-3000:]
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    assert out["status"] == 200, out["body"]
+    assert "workbench.identity.es256" in out["modules"]  # the token's signature was checked...
+    assert _among(out["modules"], NOT_ON_THE_CURL_PROXY_PATH) == []  # ...without PyJWT
 
 
 def test_the_mcp_app_and_the_portal_name_the_same_session_cookie() -> None:

@@ -1,6 +1,7 @@
 """Signed, self-contained tokens (JWT, ES256): OAuth access tokens for /mcp and curl proxy tokens.
 
-Verification needs no database read: the verifier holds the public keys (by `kid`). Rotation:
+Verification needs no database read: the verifier holds the public keys (by `kid`), and no PyJWT
+import either (workbench.identity.es256, with PyJWT as its test oracle; minting uses PyJWT). Rotation:
 several keys may verify; only the newest signs. In the embedded default the key pair is
 generated on first use and kept 0600 in the data directory; on AWS the private key is stored
 envelope-encrypted (see `SigningKeySource`).
@@ -16,11 +17,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-import jwt
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 
 from workbench.errors import AuthError
+from workbench.identity import es256
 
 __all__ = ["FileSigningKeys", "SigningKey", "SigningKeySource", "TokenService"]
 
@@ -31,6 +32,8 @@ class SigningKey:
     private_key: ec.EllipticCurvePrivateKey
 
     def public_jwk(self) -> dict[str, Any]:
+        import jwt
+
         jwk: dict[str, Any] = jwt.algorithms.ECAlgorithm.to_jwk(self.private_key.public_key(), as_dict=True)
         return {**jwk, "kid": self.kid, "alg": "ES256", "use": "sig"}
 
@@ -91,6 +94,8 @@ class TokenService:
         return {"keys": [k.public_jwk() for k in self.source.signing_keys()]}
 
     def mint(self, claims: Mapping[str, Any], *, audience: str, ttl_seconds: int) -> str:
+        import jwt
+
         key = self.source.signing_keys()[0]
         now = int(self.clock())
         payload = {
@@ -106,25 +111,14 @@ class TokenService:
 
     def verify(self, token: str, *, audience: str) -> dict[str, Any]:
         """The claims of a valid token for `audience`; AuthError otherwise (any reason)."""
-        try:
-            kid = jwt.get_unverified_header(token).get("kid")
-        except jwt.PyJWTError as exc:
-            raise AuthError("malformed token") from exc
+        kid = es256.unverified_header(token).get("kid")
         key = next((k for k in self.source.signing_keys() if k.kid == kid), None)
         if key is None:
             raise AuthError("token signed by an unknown key")
-        try:
-            claims: dict[str, Any] = jwt.decode(
-                token,
-                key.private_key.public_key(),
-                algorithms=["ES256"],
-                audience=audience,
-                issuer=self.issuer,
-                options={"require": ["exp", "iat", "aud", "iss", "sub"]},
-                leeway=0,
-            )
-        except jwt.ExpiredSignatureError as exc:
-            raise AuthError("token expired") from exc
-        except jwt.PyJWTError as exc:
-            raise AuthError("invalid token") from exc
-        return claims
+        return es256.verify(
+            token,
+            key.private_key.public_key(),
+            audience=audience,
+            issuer=self.issuer,
+            require=("exp", "iat", "aud", "iss", "sub"),
+        )

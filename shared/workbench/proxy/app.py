@@ -26,7 +26,6 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, quote_plus, urljoin, urlsplit
 
 import httpx
-import jwt
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
@@ -38,6 +37,7 @@ from workbench.guard.bodylimit import BodyLimit, BodyRule, BodyTooLarge, guarded
 from workbench.guard.egress import CheckedUrl, EgressRefused, Resolver
 from workbench.guard.http1 import Http1Client, Reply
 from workbench.guard.outage import OutageGuard
+from workbench.identity.es256 import unverified_header
 from workbench.observability import log_event
 from workbench.proxy.guard import Refused, check_path, location_inside
 from workbench.services.curl import TOKEN_TYPE
@@ -491,9 +491,9 @@ class CurlProxy:
             return True
         for match in _JWT.finditer(text):
             try:
-                if jwt.get_unverified_header(match.group(0)).get("kid") in kids:
+                if unverified_header(match.group(0)).get("kid") in kids:
                     return True
-            except jwt.PyJWTError:
+            except AuthError:
                 continue
         return False
 
