@@ -24,6 +24,15 @@ DOCS = [
     SearchDoc("pay_cancel_subscription", "Cancel a customer's subscription.", "pay"),
     SearchDoc("ci_list_runs", "List workflow runs.", "ci"),
     SearchDoc("ci_rerun_run", "Re-run a workflow run.", "ci"),
+    SearchDoc("tracker_assign_issue", "Assign an issue to a person.", "tracker"),
+    SearchDoc("apps_list", "List your registered apps.", "apps"),
+    SearchDoc("apps_refresh", "Refresh an app's tools from its server.", "apps"),
+    SearchDoc("code_create_pr", "Open a pull request from a branch.", "code"),
+    SearchDoc("code_list_branches", "List a repository's branches.", "code"),
+    SearchDoc("mail_send_email", "Send an email.", "mail"),
+    SearchDoc("mail_create_draft", "Save an email as a draft, to send later.", "mail"),
+    SearchDoc("web_read", "Read the text of the open page.", "web"),
+    SearchDoc("web_screenshot", "Take a screenshot of the open page.", "web"),
 ]
 
 
@@ -48,6 +57,11 @@ def index() -> SearchIndex:
         ("the customer was charged twice", "pay_create_refund"),
         ("the customer doesn't want to pay next month", "pay_cancel_subscription"),
         ("the ci run failed, a flaky test, one more try should do it", "ci_rerun_run"),
+        ("nobody is working on the tracker issue about login, Priya should take it", "tracker_assign_issue"),
+        ("I added the app but its new tools don't show up", "apps_refresh"),
+        ("the fix is on my branch and ready for review in code", "code_create_pr"),
+        ("write the email to Tom, my manager should check it before it goes out", "mail_create_draft"),
+        ("I want to see what the open page in the web looks like right now", "web_screenshot"),
     ],
 )
 def test_a_symptom_finds_the_action_it_calls_for(index: SearchIndex, query: str, first: str) -> None:

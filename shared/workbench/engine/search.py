@@ -513,6 +513,36 @@ _SYMPTOMS: tuple[tuple[str, str], ...] = (
         r"\b(?:does|do)" + _N + r" want to (?:pay|be billed|renew|continue)\b|\bunsubscribe\b",
         "stop",
     ),
+    # nobody does it: assign it
+    (
+        r"\bnobody(?:['\u2019]s| is) (?:working on|looking at|handling|assigned to|on)\b|\bno(?:body| one) owns\b|"
+        r"\bunassigned\b|\bno owner\b|\bshould (?:take|pick up|own|handle) (?:it|this|that)\b|"
+        r"\b(?:take|pick) (?:it|this|that) (?:over|up)\b",
+        "unowned",
+    ),
+    # a list that has not caught up: refresh it
+    (
+        r"\b(?:do|does|did)" + _N + r" show(?: up)?\b|\bnot showing(?: up)?\b|\bout of sync\b|"
+        r"\bnot (?:in sync|synced|refreshed)\b|\b(?:aren|isn)['\u2019]?t (?:listed|there yet)\b",
+        "unsynced",
+    ),
+    # work done, waiting for others: open a pull request
+    (
+        r"\bready (?:for (?:review|a review|the team|others|someone)|to (?:be )?(?:reviewed|merged))\b|"
+        r"\bfor the team to (?:look at|review|check)\b",
+        "ready",
+    ),
+    # written, not to be sent yet: a draft
+    (
+        r"\bbefore (?:it goes out|it(?:['\u2019]s| is) sent|sending|i send|we send)\b|"
+        r"\b(?:check|review|look at|approve) it (?:first|before)\b|\bnot (?:send|sent) (?:it )?yet\b",
+        "unsent",
+    ),
+    # how it looks: a picture of it
+    (
+        r"\bwhat (?:it|this|that) looks like\b|\blooks like (?:right )?now\b|\bhow (?:it|this|that) looks\b",
+        "appearance",
+    ),
     # failed by chance: run again
     (r"\bflaky\b|\bone more (?:try|time|run|go)\b|\btry (?:it |that )?again\b|\bretry\b", "retry"),
     # at the wrong time: reschedule
@@ -547,10 +577,22 @@ _INTENT_ACTIONS: dict[str, dict[str, float]] = {
     "unwanted": {"delete": 1.0, "archive": 1.0, "trash": 1.0, "remove": 1.0, "clear": 0.5},
     "missing": {"create": 1.0, "add": 0.9, "append": 0.8, "log": 0.5},
     "overcharged": {"refund": 1.0},
-    "stop": {"cancel": 1.0, "subscription": 0.5},
+    "stop": {"cancel": 1.0},
     "retry": {"rerun": 1.0, "run": 0.5},
-    "conflict": {"update": 1.0, "move": 0.5, "event": 0.5},
+    "conflict": {"update": 1.0, "move": 0.5},
     "unanswered": {"reply": 1.0, "comment": 1.0, "respond": 0.8},
+    "unowned": {"assign": 1.0},
+    "unsynced": {"refresh": 1.0, "sync": 1.0, "update": 0.5},
+    "ready": {"create": 1.0, "open": 0.8},
+    "unsent": {"create": 1.0},
+    "appearance": {"screenshot": 1.0},
+}
+# What some symptoms are about, as a second word ("doesn't want to pay" is about a subscription).
+_INTENT_OBJECTS: dict[str, dict[str, float]] = {
+    "stop": {"subscription": 1.0},
+    "conflict": {"event": 1.0, "meeting": 1.0},
+    "ready": {"pr": 1.0},
+    "unsent": {"draft": 1.0},
 }
 
 
@@ -1099,10 +1141,11 @@ class SearchIndex:
                     if joined and joined not in terms and joined in self._at and min(qa, qb) < 1:
                         phrases[joined] = max(phrases.get(joined, 0.0), min(qa, qb))
         queue += [(joined, joined, {joined: quality}) for joined, quality in phrases.items()]
-        for intent in intents:  # a symptom stands for its actions (the first kept if none is indexed)
-            actions = {a: _INTENT * share for a, share in _INTENT_ACTIONS[intent].items() if a in self._at}
-            if actions:
-                queue.append((f"~{intent}", "", actions))
+        for intent in intents:  # a symptom stands for its actions (and what they act on)
+            for suffix, table in (("", _INTENT_ACTIONS), ("/object", _INTENT_OBJECTS)):
+                found = {a: _INTENT * share for a, share in table.get(intent, {}).items() if a in self._at}
+                if found:
+                    queue.append((f"~{intent}{suffix}", "", found))
         for word, written, expansions in queue:
             if not expansions:
                 # An unknown word counts against the calibrated score, unless it is a value
