@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import errno
+import gc
 import json
 import os
 import signal
@@ -163,8 +164,14 @@ def _run_gateway(args: argparse.Namespace, sock: socket.socket, runfile: Path) -
     loopback = _loopback_base(settings, sock.getsockname()[1])
     link = mint_signin_link(gateway, user, loopback)
     base = settings.public_url.rstrip("/")
+    app = create_local_app(gateway)
+    # What start-up built (registry, catalog, routes, imported modules) lives as long as the process:
+    # moved out of the collector's generations, so that a full collection, which the requests' own
+    # garbage sets off every few thousand requests, no longer walks it (bench/mcp_throughput.py: a
+    # full collection cost ~50 ms of the loop's time before, ~8 ms after).
+    gc.freeze()
     config = uvicorn.Config(
-        create_local_app(gateway),
+        app,
         log_level="warning",
         http=http_protocol(),
         **server_options(settings.trusted_proxies),
