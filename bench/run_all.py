@@ -395,8 +395,8 @@ ROWS = (
     ),
     Row(
         "search_scale",
-        "1,000-tool custom catalog build (CPU)",
-        _get("custom_1000_build_ms"),
+        "1,000-tool custom catalog build (CPU, as the index worker builds it)",
+        _get("custom_1000_worker_cpu_ms"),
         "ms",
         "< 150 ms",
         lambda v: v < 150,

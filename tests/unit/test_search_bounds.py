@@ -216,3 +216,29 @@ def test_an_index_loaded_or_built_elsewhere_answers_as_a_fresh_build(load: str) 
             assert [(h.doc, h.score, h.named) for h in other.search(query, 10)] == [
                 (h.doc, h.score, h.named) for h in fresh.search(query, 10)
             ]
+
+
+@pytest.mark.parametrize("arrays", [False, True])
+def test_a_large_index_answers_the_same_scored_by_arrays_or_by_dicts(
+    arrays: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from workbench.engine import search
+
+    if arrays:
+        pytest.importorskip("numpy")
+    docs = _realistic(2_100)  # over the size at which numpy scores, when installed
+    dicts = SearchIndex(docs)
+    monkeypatch.setattr(search, "_NUMPY_DOCS", 0 if arrays else 10**9)
+    other = SearchIndex(docs)
+    other.prepare()
+    rng = random.Random(8)
+    queries = ["app3 get", "app7 list records"]  # a named integration ranks first
+    for doc in rng.sample(docs, 60):
+        words = doc.description.lower().rstrip(".").split()
+        queries += [" ".join(rng.sample(words, 4)), words[1][:-1] + " " + words[2]]
+    for query in queries:
+        for limit in (1, 10, 300):
+            got = [(h.doc, h.score, h.named) for h in other.search(query, limit)]
+            monkeypatch.setattr(search, "_NUMPY_DOCS", 10**9)
+            assert got == [(h.doc, h.score, h.named) for h in dicts.search(query, limit)], query
+            monkeypatch.setattr(search, "_NUMPY_DOCS", 0 if arrays else 10**9)

@@ -74,10 +74,15 @@ class IndexCache:
             raise SearchBudgetExceeded(refused)
         building = self._building.get(docs)
         if building is None:
-            building = asyncio.ensure_future(self.pool.run(self.worker.build, docs, self.budget, label))
+            building = asyncio.ensure_future(self.pool.run(self._build, docs, label))
             self._building[docs] = building
             building.add_done_callback(lambda done: self._built(docs, done))
         return await asyncio.shield(building)
+
+    def _build(self, docs: Key, label: str) -> SearchIndex:
+        index = self.worker.build(docs, self.budget, label)
+        index.prepare()  # on this pool thread, not on the first search's event loop
+        return index
 
     def _built(self, docs: Key, done: asyncio.Future[SearchIndex]) -> None:
         self._building.pop(docs, None)

@@ -203,9 +203,7 @@ def _index_terms(text: str) -> list[str]:
     """tokens(text), quicker for the common ASCII text (building an index of 20,000 tools)."""
     if not text.isascii():
         return tokens(text)
-    out: list[str] = []
-    for raw in _ASCII_WORD.findall(text):
-        out.extend(_ascii_stems(raw))
+    out = list(itertools.chain.from_iterable(map(_ascii_stems, _ASCII_WORD.findall(text))))
     if _PHRASE_ENDS.isdisjoint(out):
         return out
     return [t for t, _ in _phrases([(t, t) for t in out])]
@@ -766,11 +764,8 @@ def _argument_terms(text: str) -> list[str]:
     "2024-01-31T10:00:00Z" is not the words t10 and 00z)."""
     if not text.isascii():
         return [t for t in dict.fromkeys(tokens(text)) if not any(c.isdigit() for c in t)]
-    out: list[str] = []
-    for raw in dict.fromkeys(_ASCII_WORD.findall(text)):
-        if raw.isalpha():
-            out += _ascii_stems(raw)
-    return list(dict.fromkeys(out))
+    raws = filter(str.isalpha, dict.fromkeys(_ASCII_WORD.findall(text)))
+    return list(dict.fromkeys(itertools.chain.from_iterable(map(_ascii_stems, raws))))
 
 
 @functools.lru_cache(maxsize=1024)
@@ -906,6 +901,7 @@ class SearchIndex:
         clock.check()
         self._typo_terms, self._typo = self._build_typo_index()
         self._by_name: dict[str, list[int]] | None = None
+        self._numpy_arrays: tuple[Any, Any, Any] | None = None
         clock.check()
 
     def _build_typo_index(self) -> tuple[list[str], array[int]]:
@@ -935,9 +931,12 @@ class SearchIndex:
             forms = _deletes(term, 2 if term in long else 1)
             deletions += forms
             numbers += [number] * len(forms)
-        # key << 20 | number for each deletion, with C-level maps only (this is most of the build).
+        # key << 20 | number for each deletion, with C-level maps only (this is most of the build),
+        # sorted as floats (exact below 2**53, and Python compares floats several times faster
+        # than ints past 2**30).
         shifted = map((1 << 20).__mul__, map(zlib.crc32, map(str.encode, deletions)))
-        return terms, array("Q", sorted(map(int.__add__, shifted, numbers)))
+        keys = sorted(map(float, map(int.__add__, shifted, numbers)))
+        return terms, array("Q", map(int, keys))
 
     def _doc_count(self, term: str) -> int:
         return self._at[term] & _COUNT_MASK
@@ -1016,6 +1015,7 @@ class SearchIndex:
         index._by_integration = by_integration
         index._typo_terms, index._typo = typo_terms, _array("Q", typo)
         index._by_name = None
+        index._numpy_arrays = None
         return index
 
     # -- postings -----------------------------------------------------------------------------------
@@ -1175,11 +1175,15 @@ class SearchIndex:
         }
         for integration in implied:
             named.update(self._integration_docs().get(integration, ()))
-        scores: dict[int, float] = {}
-        for matched_word in words:
-            self._add_word(scores, *matched_word)
-        for doc in named:
-            scores[doc] = scores.get(doc, 0.0) + 1e-9
+        np = _numpy() if len(self.docs) >= _NUMPY_DOCS else None
+        if np is not None:  # a large index: the same sums as whole arrays (numpy, when installed)
+            scores = self._array_scores(np, words, named, limit)
+        else:
+            scores = {}
+            for matched_word in words:
+                self._add_word(scores, *matched_word)
+            for doc in named:
+                scores[doc] = scores.get(doc, 0.0) + 1e-9
         if not scores:
             return [], False
         return self._ranked(scores, limit, matched, unmatched, named, evidence, spoken)
@@ -1207,6 +1211,69 @@ class SearchIndex:
             present: Container[int] = best or set(ids)
             found = list(filter(present.__contains__, surfaced))
             _add(scores, found, itertools.repeat(_SURFACE * idf, len(found)))
+
+    def prepare(self) -> None:
+        """Load what searching this index needs beyond itself (numpy, for a large index), so that
+        the first search does not: call it off the event loop."""
+        if len(self.docs) >= _NUMPY_DOCS:
+            _numpy()
+
+    def _array_scores(self, np: Any, words: list[_Word], named: set[int], limit: int) -> dict[int, float]:
+        """What _add_word gives, for the tools that can rank in the first `limit` (ties and the
+        named integration's tools included): the same float operations in the same order per
+        tool, on whole postings at once (a posting's tools are distinct, so `scores[ids] += x`
+        adds once to each)."""
+        if self._numpy_arrays is None:
+            self._numpy_arrays = (
+                np.frombuffer(self._ids, dtype=np.int32),
+                np.frombuffer(self._weights, dtype=np.float32),
+                np.frombuffer(self._written_ids, dtype=np.int32),
+            )
+        all_ids, all_weights, all_written = self._numpy_arrays
+        n = len(self.docs)
+        scores = np.zeros(n)
+        touched = np.zeros(n, dtype=bool)
+        for idf, expansions, written in words:
+            if len(expansions) == 1:
+                ((term, quality),) = expansions.items()
+                start, end = self._run(self._at[term])
+                present = all_ids[start:end]
+                scores[present] += (idf * quality) * all_weights[start:end].astype(np.float64)
+            else:
+                best = np.zeros(n)
+                for term, quality in expansions.items():
+                    start, end = self._run(self._at[term])
+                    ids = all_ids[start:end]
+                    best[ids] = np.maximum(best[ids], quality * all_weights[start:end].astype(np.float64))
+                present = np.flatnonzero(best)
+                scores[present] += idf * best[present]
+            touched[present] = True
+            at = self._written_at.get(written)
+            if at is not None:
+                start, end = self._run(at)
+                surfaced = all_written[start:end]
+                mark = np.zeros(n, dtype=bool)
+                mark[present] = True
+                scores[surfaced[mark[surfaced]]] += _SURFACE * idf
+        chosen = touched
+        if named:
+            own = np.fromiter(named, dtype=np.int64, count=len(named))
+            scores[own] += 1e-9
+            chosen = touched.copy()
+            chosen[own] = False
+        top = np.flatnonzero(chosen)
+        if len(top) > limit:  # every other tool scoring at least the limit-th of them
+            values = scores[top]
+            top = top[values >= np.partition(values, len(values) - limit)[len(values) - limit]]
+        out = dict(zip(top.tolist(), scores[top].tolist(), strict=True))
+        if named:
+            out.update(zip(own.tolist(), scores[own].tolist(), strict=True))
+        return out
+
+    @staticmethod
+    def _run(at: int) -> tuple[int, int]:
+        start = at >> _COUNT_BITS
+        return start, start + (at & _COUNT_MASK)
 
     def _integration_docs(self) -> dict[str, list[int]]:
         if self._by_name is None:
@@ -1301,6 +1368,20 @@ def _flatten(
 
 
 _ZEROS = itertools.repeat(0.0)
+# Indexes of this many tools or more are scored with numpy when it is installed (the `scale` extra):
+# its import (~0.2 s CPU) is paid only there, off the event loop (SearchIndex.prepare).
+_NUMPY_DOCS = 2_000
+
+
+@functools.cache
+def _numpy() -> Any:
+    try:
+        import numpy
+    except ImportError:
+        return None
+    return numpy
+
+
 _Word = tuple[float, dict[str, float], str]  # a matched query word: (idf, expansions, as written)
 
 

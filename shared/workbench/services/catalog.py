@@ -60,7 +60,9 @@ class CatalogService:
 
         # The layer ships the catalog's index prebuilt: no tools module is imported to search.
         prebuilt = catalog_index.load(self.registry)
-        return prebuilt if prebuilt is not None else SearchIndex(catalog_docs(self.registry))
+        index = prebuilt if prebuilt is not None else SearchIndex(catalog_docs(self.registry))
+        index.prepare()  # built or loaded on a pool thread: so is what searching it needs
+        return index
 
     def search_index(self) -> SearchIndex:
         return self._index
