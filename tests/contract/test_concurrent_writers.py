@@ -11,18 +11,19 @@ import asyncio
 import os
 import threading
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 import pytest
 from workbench.composition import build_registry
-from workbench.errors import ConflictError
+from workbench.errors import ConflictError, NotFound
 from workbench.external import ExternalServers
 from workbench.external.service import MAX_SERVERS_PER_USER
 from workbench.guard.egress import EgressPolicy
 from workbench.identity.crypto import Cipher, LocalKeyProvider
 from workbench.identity.vault import Vault
 from workbench.services.jots import JotService
-from workbench.stores import Jot, Stores
+from workbench.stores import ExternalServer, ExternalServerStore, Jot, Stores
 
 
 def _together(jobs: list[Callable[[], Any]]) -> list[Any]:
@@ -107,3 +108,69 @@ def test_sixty_concurrent_registrations_store_exactly_the_cap(stores: Stores, in
     with pytest.raises(ConflictError):
         asyncio.run(services[0].register("u1", name="later", url="http://127.0.0.1:9/later"))
     assert len(services[0].list_for("u1")) == 25
+
+
+def test_a_stale_conditional_server_write_is_refused(stores: Stores) -> None:
+    servers = stores.external_servers
+    assert servers is not None
+    row = ExternalServer("u1", "app", "app_", b"cfg", created_at=1.0, updated_at=1.0)
+    assert servers.create(row)
+    assert servers.put_if(replace(row, status="x", updated_at=2.0), expected_updated_at=1.0) is True
+    assert servers.put_if(replace(row, status="y", updated_at=3.0), expected_updated_at=1.0) is False
+    assert servers.put_if(replace(row, name="gone", updated_at=3.0), expected_updated_at=1.0) is False
+    assert servers.get("u1", "gone") is None  # a conditional write never creates a row
+    got = servers.get("u1", "app")
+    assert got is not None and (got.status, got.updated_at, got.config) == ("x", 2.0, b"cfg")
+
+
+class _Interleaved:
+    """The store of one instance, on which another instance's whole write lands between this
+    instance's read of `name` and its write (the race, made certain)."""
+
+    def __init__(self, inner: ExternalServerStore, name: str, meanwhile: Callable[[], Any]) -> None:
+        self._inner = inner
+        self._name = name
+        self._meanwhile: Callable[[], Any] | None = meanwhile
+
+    def get(self, user_id: str, name: str) -> ExternalServer | None:
+        row = self._inner.get(user_id, name)
+        if name == self._name and self._meanwhile is not None:
+            meanwhile, self._meanwhile = self._meanwhile, None
+            meanwhile()
+        return row
+
+    def __getattr__(self, attr: str) -> Any:
+        return getattr(self._inner, attr)
+
+
+def _apps_on(store: ExternalServerStore, stores: Stores) -> ExternalServers:
+    cipher = Cipher(LocalKeyProvider.from_secret(KEY))
+    return ExternalServers(
+        store,
+        cipher,
+        Vault(stores.vault, cipher),
+        build_registry(plugins=False),
+        egress=EgressPolicy(allow="loopback"),
+    )
+
+
+def test_a_cache_clear_does_not_undo_a_workspace_code_set_meanwhile(stores: Stores) -> None:
+    assert stores.external_servers is not None
+    other = _apps(stores)
+    other.set_workspace_code("u1", "team-old")
+    racing = _Interleaved(
+        stores.external_servers, "#settings", lambda: other.set_workspace_code("u1", "team-new")
+    )
+    _apps_on(racing, stores).clear_cache("u1")
+    assert _apps(stores).workspace_code("u1") == "team-new"
+
+
+def test_a_deleted_app_is_not_brought_back_by_a_status_write_in_flight(stores: Stores) -> None:
+    assert stores.external_servers is not None
+    first = _apps(stores)
+    asyncio.run(first.register("u1", name="gone", url="http://127.0.0.1:9/mcp"))
+    racing = _Interleaved(stores.external_servers, "gone", lambda: first.remove("u1", "gone"))
+    with pytest.raises(NotFound):
+        asyncio.run(_apps_on(racing, stores).reconnect("u1", "gone"))
+    assert stores.external_servers.get("u1", "gone") is None
+    assert [a["name"] for a in first.list_for("u1")] == []

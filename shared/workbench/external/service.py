@@ -133,6 +133,7 @@ _FORBIDDEN_HEADERS = frozenset(
 _MAX_RESULT_BYTES = 5_000_000
 _UNSAFE_VALUE = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")  # never into a header or query value
 _PRUNE_AT = 5_000  # cache + back-off entries on this instance before expired ones are dropped
+_WRITE_ATTEMPTS = 8  # lost races in a row before a read-modify-write gives up (ConflictError)
 
 
 class NeedsConnect(ExternalError):
@@ -641,12 +642,13 @@ class ExternalServers:
             app = self.operator_apps[name]
             self._forget(self._key(app, caller))
         else:
-            store = self.store
-            server = store.get(user_id, name) if not name.startswith("#") else None
+            server = None
+            if not name.startswith("#"):
+                server = self._update_row(
+                    user_id, name, lambda row: replace(row, status="ok") if row is not None else None
+                )
             if server is None:
                 raise NotFound(f"No custom app named '{name}'")
-            server = replace(server, status="ok", updated_at=self._next_stamp(server.updated_at))
-            store.put(server)
             app = self._app(server)
             self._forget(self._key(app, caller))
         out = self.view(app)
@@ -715,10 +717,16 @@ class ExternalServers:
         previous = self._caller(user_id).code
         if code and code.lower() != previous.lower():
             self._claim_code(store, user_id, code)
-        row = store.get(user_id, _SETTINGS_ROW)
-        stamp = self._next_stamp(row.updated_at if row else 0.0)
         blob = self.cipher.encrypt_json({"workspaceCode": code or ""}, _context(user_id, _SETTINGS_ROW))
-        store.put(ExternalServer(user_id, _SETTINGS_ROW, "", blob, created_at=stamp, updated_at=stamp))
+        self._update_row(
+            user_id,
+            _SETTINGS_ROW,
+            lambda row: (
+                replace(row, config=blob)
+                if row is not None
+                else ExternalServer(user_id, _SETTINGS_ROW, "", blob)
+            ),
+        )
         if previous != user_id and previous.lower() != (code or user_id).lower():
             held = store.get(_CODE_OWNER, previous.lower())
             if held is not None and held.state == user_id:
@@ -838,14 +846,40 @@ class ExternalServers:
             self._forget(key)
         if self.store is not None:
             owner, row_name = (user_id, _SETTINGS_ROW) if user_id is not None else (OPERATOR, _EPOCH_ROW)
-            row = self.store.get(owner, row_name)
-            stamp = self._next_stamp(row.updated_at if row else 0.0)
-            if row is None:
+
+            def bumped(row: ExternalServer | None) -> ExternalServer:
+                if row is not None:
+                    return row  # the new stamp is the clear; the settings it holds are kept
                 blob = self.cipher.encrypt_json({"workspaceCode": ""}, _context(owner, row_name))
-                row = ExternalServer(owner, row_name, "", blob, created_at=stamp)
-            self.store.put(replace(row, updated_at=stamp))
+                return ExternalServer(owner, row_name, "", blob)
+
+            self._update_row(owner, row_name, bumped)
         log_event("external_cache_cleared", user=user_id or "*", dropped=len(keys))
         return len(keys)
+
+    def _update_row(
+        self, owner: str, name: str, change: Callable[[ExternalServer | None], ExternalServer | None]
+    ) -> ExternalServer | None:
+        """Read-modify-write of one row that other instances may write at the same moment: `change`
+        gets the stored row (None when there is none) and returns what to store (None: nothing to
+        do). It is written only if the row is still the one read — a newer `updated_at` stamp is the
+        version — and redone on the fresh row otherwise, so no concurrent change is lost and a row
+        deleted meanwhile is not brought back (unless `change` creates one for None)."""
+        for _ in range(_WRITE_ATTEMPTS):
+            row = self.store.get(owner, name)
+            new = change(row)
+            if new is None:
+                return None
+            if row is None:
+                stamp = self._next_stamp(0.0)
+                new = replace(new, created_at=new.created_at or stamp, updated_at=stamp)
+                if self.store.create(new):
+                    return new
+                continue  # created elsewhere meanwhile: change that one
+            new = replace(new, updated_at=self._next_stamp(row.updated_at))
+            if self.store.put_if(new, expected_updated_at=row.updated_at):
+                return new
+        raise ConflictError(f"'{name}' is being changed elsewhere at the same moment; try again.")
 
     def _next_stamp(self, previous: float) -> float:
         # Strictly newer than the stored stamp even when the clock has not moved.
@@ -1238,14 +1272,16 @@ class ExternalServers:
                 AuthRejected(app.name, 401), now + BACKOFF_FIRST_SECONDS, _stamp(app, caller), failed_at=now
             )
         else:
-            store = self.store
-            current = store.get(app.owner, app.name)
-            if current is not None and current.status != RECONNECT_REQUIRED:
-                store.put(
-                    replace(
-                        current, status=RECONNECT_REQUIRED, updated_at=self._next_stamp(current.updated_at)
-                    )
-                )
+            # Only a row that still exists: an app deleted meanwhile on another instance stays deleted.
+            self._update_row(
+                app.owner,
+                app.name,
+                lambda row: (
+                    replace(row, status=RECONNECT_REQUIRED)
+                    if row is not None and row.status != RECONNECT_REQUIRED
+                    else None
+                ),
+            )
         log_event("external_server_reconnect_required", server=app.name, user=caller.user_id)
 
     # -- OAuth-protected servers -------------------------------------------------------------------

@@ -783,6 +783,16 @@ class DynamoExternalServers:
         )
         return done is not None
 
+    def put_if(self, server: ExternalServer, *, expected_updated_at: float) -> bool:
+        done = self.t.conditional(
+            "put_item",
+            TableName=self.table,
+            Item=self._item(server),
+            ConditionExpression="updated_at = :expected",  # false on a missing row too
+            ExpressionAttributeValues={":expected": _n(expected_updated_at)},
+        )
+        return done is not None
+
     @staticmethod
     def _item(server: ExternalServer) -> Item:
         return {

@@ -230,12 +230,22 @@ class MemoryJots:
 class MemoryExternalServers:
     def __init__(self) -> None:
         self._rows: dict[tuple[str, str], ExternalServer] = {}
+        self._lock = threading.Lock()
 
     def put(self, server: ExternalServer) -> None:
         self._rows[(server.user_id, server.name)] = server
 
     def create(self, server: ExternalServer) -> bool:
         return self._rows.setdefault((server.user_id, server.name), server) is server
+
+    def put_if(self, server: ExternalServer, *, expected_updated_at: float) -> bool:
+        key = (server.user_id, server.name)
+        with self._lock:
+            current = self._rows.get(key)
+            if current is None or current.updated_at != expected_updated_at:
+                return False
+            self._rows[key] = server
+            return True
 
     def get(self, user_id: str, name: str) -> ExternalServer | None:
         return self._rows.get((user_id, name))

@@ -523,6 +523,30 @@ class SqliteExternalServers:
     def create(self, server: ExternalServer) -> bool:
         return self._insert("INSERT OR IGNORE", server)
 
+    def put_if(self, server: ExternalServer, *, expected_updated_at: float) -> bool:
+        with self.db.tx() as db:
+            cur = db.execute(
+                "UPDATE external_servers SET tool_prefix = ?, config = ?, auth_type = ?, header_name = ?, "
+                "enabled = ?, timeout_ms = ?, status = ?, created_at = ?, updated_at = ?, state = ? "
+                "WHERE user_id = ? AND name = ? AND updated_at = ?",
+                (
+                    server.tool_prefix,
+                    server.config,
+                    server.auth_type,
+                    server.header_name,
+                    int(server.enabled),
+                    server.timeout_ms,
+                    server.status,
+                    server.created_at,
+                    server.updated_at,
+                    server.state,
+                    server.user_id,
+                    server.name,
+                    expected_updated_at,
+                ),
+            )
+            return cur.rowcount == 1
+
     def _insert(self, verb: str, server: ExternalServer) -> bool:
         with self.db.tx() as db:
             cur = db.execute(
