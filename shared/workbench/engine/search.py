@@ -656,7 +656,7 @@ _QUERY_TERMS = 64
 _SURFACE = 0.2  # the word also found as written, singular or plural ("comments" → list_comments)
 # to_bytes layout and everything an index depends on: a saved index from other settings is refused.
 _FORMAT = (
-    "workbench-search-4 "
+    "workbench-search-5 "
     + hashlib.sha256(
         repr(
             (
@@ -791,16 +791,20 @@ def _edit_distance(a: str, b: str, limit: int) -> int:
 
 
 def _deletes(word: str, distance: int) -> set[str]:
-    out = {word}
-    frontier = {word}
-    for _ in range(distance):
-        frontier = {w[:i] + w[i + 1 :] for w in frontier for i in range(len(w))}
-        out |= frontier
+    """The word and every form of it with up to `distance` (1 or 2) letters deleted."""
+    n = len(word)
+    out = {word[:i] + word[i + 1 :] for i in range(n)}
+    out.add(word)
+    if distance >= 2:  # two distinct positions, each pair once
+        out.update(word[:i] + word[i + 1 : j] + word[j + 1 :] for j in range(1, n) for i in range(j))
     return out
 
 
 def _typo_limit(word: str) -> int:
     return 1 if len(word) < 8 else 2
+
+
+_TYPO_SHIFT = float(1 << 20)  # a typo index entry is crc * 2**20 + term number, a float below 2**53
 
 
 def _typo_key(text: str) -> int:
@@ -904,9 +908,9 @@ class SearchIndex:
         self._numpy_arrays: tuple[Any, Any, Any] | None = None
         clock.check()
 
-    def _build_typo_index(self) -> tuple[list[str], array[int]]:
+    def _build_typo_index(self) -> tuple[list[str], array[float]]:
         """A deletion index of the _TYPO_TERMS most common terms (and the synonym words): each
-        term and every form of it with one letter deleted, as (CRC-32 << 20 | term number), sorted.
+        term and every form of it with one letter deleted, as CRC-32 * 2**20 + term number, sorted.
         A query word's deletions (one, or two for a long word) are looked up in it, and every
         candidate is checked by edit distance, so the index stays one entry per term letter."""
         n_docs = self._doc_count
@@ -931,12 +935,11 @@ class SearchIndex:
             forms = _deletes(term, 2 if term in long else 1)
             deletions += forms
             numbers += [number] * len(forms)
-        # key << 20 | number for each deletion, with C-level maps only (this is most of the build),
-        # sorted as floats (exact below 2**53, and Python compares floats several times faster
-        # than ints past 2**30).
-        shifted = map((1 << 20).__mul__, map(zlib.crc32, map(str.encode, deletions)))
-        keys = sorted(map(float, map(int.__add__, shifted, numbers)))
-        return terms, array("Q", map(int, keys))
+        # key * 2**20 + number for each deletion, with C-level maps only (this is most of the
+        # build), as floats: exact below 2**53, sorted several times faster than such ints are,
+        # and stored as they are sorted.
+        shifted = map(_TYPO_SHIFT.__mul__, map(zlib.crc32, map(str.encode, deletions)))
+        return terms, array("d", sorted(map(float.__add__, shifted, numbers)))
 
     def _doc_count(self, term: str) -> int:
         return self._at[term] & _COUNT_MASK
@@ -1013,7 +1016,7 @@ class SearchIndex:
         )
         index._unseen_idf, index._prior = unseen, _array("b", prior)
         index._by_integration = by_integration
-        index._typo_terms, index._typo = typo_terms, _array("Q", typo)
+        index._typo_terms, index._typo = typo_terms, _array("d", typo)
         index._by_name = None
         index._numpy_arrays = None
         return index
@@ -1075,10 +1078,10 @@ class SearchIndex:
         typo, terms = self._typo, self._typo_terms
         candidates: set[str] = set()
         for d in _deletes(word, limit):
-            key = _typo_key(d) << 20
-            i = bisect.bisect_left(typo, key)
-            while i < len(typo) and typo[i] >> 20 == key >> 20:
-                candidates.add(terms[typo[i] & 0xFFFFF])
+            key = _typo_key(d)
+            i = bisect.bisect_left(typo, key * _TYPO_SHIFT)
+            while i < len(typo) and (entry := int(typo[i])) >> 20 == key:
+                candidates.add(terms[entry & 0xFFFFF])
                 i += 1
         out = []
         for term in sorted(candidates):
