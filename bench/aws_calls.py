@@ -27,6 +27,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from collections import Counter
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -77,6 +78,37 @@ def _bench_registry() -> Any:
 
         registry.add(manifest, lambda prefix=name: make(prefix))
     return registry
+
+
+def _timed(client: Any, spans: list[tuple[float, float]]) -> Any:
+    """Record when each API call starts and ends (a retry inside a call is part of it)."""
+    inner, depth = client.call, threading.local()
+
+    def call(operation: str, params: dict[str, Any]) -> Any:
+        outer = getattr(depth, "n", 0) == 0
+        depth.n = getattr(depth, "n", 0) + 1
+        started = time.perf_counter()
+        try:
+            return inner(operation, params)
+        finally:
+            depth.n -= 1
+            if outer:
+                spans.append((started, time.perf_counter()))
+
+    client.call = call
+    return client
+
+
+def _round_trips(spans: list[tuple[float, float]]) -> int:
+    """Sequential round trips: calls made while another was still waiting count once with it."""
+    waits, busy_until = 0, float("-inf")
+    for start, end in sorted(spans):
+        if start >= busy_until:
+            waits += 1
+            busy_until = end
+        else:
+            busy_until = max(busy_until, end)
+    return waits
 
 
 def _acme_things() -> Any:
@@ -271,8 +303,9 @@ async def _idle_calls(endpoint: AwsEndpoint, idle: float) -> dict[str, Any]:
     threading.Thread(target=upstream.serve_forever, daemon=True).start()
     settings = endpoint.fresh_tables(public_url="https://gw.example.test", egress_allow="loopback")
     log: list[tuple[str, str]] = []
-    ddb = _counting(endpoint.client("dynamodb"), "dynamodb", log)
-    kms = _counting(endpoint.client("kms"), "kms", log)
+    spans: list[tuple[float, float]] = []
+    ddb = _timed(_counting(endpoint.client("dynamodb"), "dynamodb", log), spans)
+    kms = _timed(_counting(endpoint.client("kms"), "kms", log), spans)
     registry = build_registry(plugins=False, extra=("tests.support.slow_plugin",))
     auth = ApiKeyAuth(fields=(ApiKeyField("token", "Token"),), header="Authorization", scheme="Bearer")
     registry.add(
@@ -325,6 +358,7 @@ async def _idle_calls(endpoint: AwsEndpoint, idle: float) -> dict[str, Any]:
         ),
     }
     counts: dict[str, dict[str, Counter[tuple[str, str]]]] = {"back to back": {}, "after idle": {}}
+    rounds: dict[str, dict[str, int]] = {"back to back": {}, "after idle": {}}
     base = "https://gw.example.test"
     async with (
         httpx.AsyncClient(transport=httpx.ASGITransport(app=create_mcp_app(gw)), base_url=base) as m,
@@ -357,8 +391,10 @@ async def _idle_calls(endpoint: AwsEndpoint, idle: float) -> dict[str, Any]:
 
         async def measured(kind: str, when: str) -> None:
             log.clear()
+            spans.clear()
             await send(kind)
             counts[when][kind] = Counter(log)
+            rounds[when][kind] = _round_trips(spans)
 
         for kind in IDLE_GOALS:
             for _ in range(2):  # warm: the instance's first request of each kind (clients, caches)
@@ -368,7 +404,7 @@ async def _idle_calls(endpoint: AwsEndpoint, idle: float) -> dict[str, Any]:
         for kind in IDLE_GOALS:
             await measured(kind, "after idle")
     upstream.shutdown()
-    return {"settings": settings, "counts": counts, "idle": idle}
+    return {"settings": settings, "counts": counts, "rounds": rounds, "idle": idle}
 
 
 def _print_idle(measured: dict[str, Any]) -> None:
@@ -386,7 +422,11 @@ def _print_idle(measured: dict[str, Any]) -> None:
                 f"{n} x {op} {names.get(t, t)}".rstrip() for (op, t), n in sorted(counter.items())
             )
             verdict = "OK" if total <= goal else "OVER"
-            print(f"  {when:<13} {kind:<{width}} {total} call(s) (goal <= {goal}) {verdict}  {detail}")
+            waits = measured["rounds"][when][kind]
+            print(
+                f"  {when:<13} {kind:<{width}} {total} call(s) (goal <= {goal}) {verdict}"
+                f", {waits} sequential round trip(s)  {detail}"
+            )
 
 
 def _print_warm(measured: dict[str, Any]) -> None:
@@ -529,6 +569,7 @@ def main() -> None:
                         when: {kind: sum(c.values()) for kind, c in per.items()}
                         for when, per in idle["counts"].items()
                     },
+                    "round_trips": idle["rounds"],
                     "cold_start": cold,
                 }
             )

@@ -7,6 +7,7 @@ connection make one KMS call."""
 from __future__ import annotations
 
 import json
+import threading
 from collections import Counter
 from typing import Any
 
@@ -226,6 +227,19 @@ async def test_a_warm_search_reads_in_two_calls_and_sees_what_another_instance_c
         assert found["demo_echo"]["connected"] is False and "more_moreThings" in found
         # The new app's config was sealed under the other instance's data key: one KMS call for it.
         assert log == Counter({"dynamodb:Query": 1, "dynamodb:BatchGetItem": 1, "kms:Decrypt": 1})
+
+        # One round trip, not two: the batch read is sent while the Query is still out. Each call
+        # waits here (before it is sent) for the other one to be under way too.
+        both, first = threading.Barrier(2, timeout=10), {"Query", "BatchGetItem"}
+
+        def meet(operation: str, params: dict[str, Any]) -> None:
+            if operation in first:
+                first.discard(operation)
+                both.wait()
+
+        on_call(gw.stores.external_servers.t.client, meet)  # type: ignore[attr-defined]
+        found = await search(c)
+        assert found["demo_echo"]["connected"] is False and not first and not both.broken
 
 
 async def test_a_search_with_no_custom_app_and_no_connection_to_read_makes_one_call(

@@ -35,7 +35,7 @@ import time
 import zlib
 from collections.abc import Awaitable, Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 from urllib.parse import quote
 
 import httpx
@@ -184,6 +184,16 @@ class _Caller:
     user_id: str
     code: str  # the workspace code
     stamp: float  # the newest admin clear that concerns this user
+
+
+class _Early(NamedTuple):
+    """What a search read in its first round trip: the user's partition, and beside it the keys it
+    knew it needed (`found`: the rows among `connections` and `servers` that exist)."""
+
+    rows: list[ExternalServer]
+    found: Snapshot
+    connections: frozenset[tuple[str, str]]
+    servers: frozenset[tuple[str, str]]
 
 
 @dataclass(slots=True)
@@ -899,7 +909,19 @@ class ExternalServers:
         """`catalog`, and the user's connections to `connections` (integration names) found in the
         same reads: the search needs both, and the stored rows behind them cost two round trips
         (the user's partition, then one batch of keys), not one per row."""
-        caller, apps, conns = await self.io.run(self._searchable, user_id, connections)
+        keys = [(user_id, i) for i in dict.fromkeys(connections)]
+        early: _Early | None = None
+        if keys:
+            # Keys known before the user's partition is read go out beside its Query: the clear
+            # stamp (needed as soon as there is an app, and free in a batch made anyway) and the
+            # connections the caller asked for. One round trip for both.
+            beside = ((OPERATOR, _EPOCH_ROW),)
+            rows, first = await asyncio.gather(
+                self.io.run(self.store.list_for, user_id),
+                self.io.run(self._read_together, connections=keys, servers=beside),
+            )
+            early = _Early(rows, first, frozenset(keys), frozenset(beside))
+        caller, apps, conns = await self.io.run(self._searchable, user_id, connections, early)
         now = self.clock()
         known: list[_Entry] = []
         waiting: list[asyncio.Future[_Entry]] = []
@@ -927,12 +949,13 @@ class ExternalServers:
         return [t for entry in known for t in entry.tools.values()], conns
 
     def _searchable(
-        self, user_id: str, connections: Collection[str] = ()
+        self, user_id: str, connections: Collection[str] = (), early: _Early | None = None
     ) -> tuple[_Caller, list[App], dict[str, Connection]]:
         """The caller, their searchable apps (an OAuth app only once connected) and their
         connections to `connections`: the user's partition (settings row and apps) in one read,
-        then one batch of every key that needs (clear stamp, code claim, connections)."""
-        caller, apps, snap = self._read(user_id, connections, oauth_tokens=True)
+        then one batch of every key that needs (clear stamp, code claim, connections), less what
+        `early` already read."""
+        caller, apps, snap = self._read(user_id, connections, oauth_tokens=True, early=early)
         found = {i: c for (u, i), c in snap.connections.items() if u == user_id}
         apps = [
             a
@@ -942,13 +965,21 @@ class ExternalServers:
         return caller, apps, {i: found[i] for i in connections if i in found}
 
     def _read(
-        self, user_id: str, connections: Collection[str] = (), *, oauth_tokens: bool = False
+        self,
+        user_id: str,
+        connections: Collection[str] = (),
+        *,
+        oauth_tokens: bool = False,
+        early: _Early | None = None,
     ) -> tuple[_Caller, list[App], Snapshot]:
         """The caller (workspace code, newest clear), their apps then the operator's, and a snapshot
         holding the user's connections to `connections` (and, with `oauth_tokens`, to each OAuth
-        app). One Query of the user's partition, then at most one batch read: a user with no app
-        (and no operator app configured) needs no clear stamp and no code claim."""
-        rows = self.store.list_for(user_id)
+        app). One Query of the user's partition (or `early`'s, with the keys read beside it), then
+        at most one batch read of the keys still missing: a user with no app (and no operator app
+        configured) needs no clear stamp and no code claim."""
+        rows = early.rows if early is not None else self.store.list_for(user_id)
+        asked_conns = early.connections if early is not None else frozenset()
+        asked_rows = early.servers if early is not None else frozenset()
         settings = next((r for r in rows if r.name == _SETTINGS_ROW), None)
         apps = [*(self._app(r) for r in rows if not r.name.startswith("#")), *self.operator_apps.values()]
         code = self._stored_code(user_id, settings)
@@ -961,8 +992,14 @@ class ExternalServers:
         wanted = list(connections)
         if oauth_tokens and self.oauth is not None:
             wanted += [a.name for a in apps if a.auth_type == "oauth" and a.enabled and a.status == "ok"]
-        keys = [(user_id, i) for i in dict.fromkeys(wanted)]
+        keys = [k for k in dict.fromkeys((user_id, i) for i in wanted) if k not in asked_conns]
+        servers = [k for k in servers if k not in asked_rows]
         snap = self._read_together(connections=keys, servers=servers) if keys or servers else Snapshot()
+        if early is not None:  # what was read beside the Query, and what was read after it
+            snap = Snapshot(
+                connections={**early.found.connections, **snap.connections},
+                servers={**early.found.servers, **snap.servers},
+            )
         if not apps:
             return _Caller(user_id, user_id, stamp), apps, snap
         epoch = snap.servers.get((OPERATOR, _EPOCH_ROW))
