@@ -80,3 +80,9 @@ def test_a_symptom_alone_is_no_confident_match(index: SearchIndex) -> None:
     # An action read from a symptom, with nothing to act on, is no tool's evident match.
     hits = index.search("it's out of date", 3)
     assert not hits or hits[0].score < 0.3
+
+
+def test_a_symptom_that_tells_what_to_do_is_evidence_for_the_score(index: SearchIndex) -> None:
+    # "charged twice" says refund as plainly as the verb would; "out of date" (update what?) does not.
+    hits = index.search("the customer was charged twice", 3)
+    assert hits[0].doc.name == "pay_create_refund" and hits[0].score >= 0.3

@@ -352,6 +352,10 @@ _IMPLIED: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"https?://dashboard\.stripe\.com/"), "stripe"),
     (re.compile(r"https?://[\w-]+\.slack\.com/"), "slack"),
 )
+# Integrations whose identifiers are proof enough that the query is about them (a Jira key, a
+# Stripe, Salesforce or Airtable id), for the score as for the ranking; an owner/repo, a Slack-like
+# id or a cell range are hints for the ranking only ("meters/second" is no repository).
+_SURE_IDENTIFIERS = frozenset({"atlassian-jira", "stripe", "salesforce", "airtable"})
 # Word pairs with a slash that are not an owner/repo.
 _NOT_REPO = _words_of("and/or read/write input/output on/off yes/no true/false either/or client/server i/o")
 
@@ -562,7 +566,8 @@ _SYMPTOM_WORDS = 4  # a symptom is told in a sentence: shorter queries are not r
 @functools.cache
 def _symptom_pattern() -> re.Pattern[str]:
     # Compiled on the first query long enough to hold a symptom (a few ms), not at import.
-    return re.compile("|".join(f"(?P<{name}>{pattern})" for pattern, name in _SYMPTOMS), re.I)
+    # Matched against the lower-cased query (quicker than re.I).
+    return re.compile("|".join(f"(?P<{name}>{pattern})" for pattern, name in _SYMPTOMS))
 
 
 _INTENT_ACTIONS: dict[str, dict[str, float]] = {
@@ -585,6 +590,9 @@ _INTENT_ACTIONS: dict[str, dict[str, float]] = {
     "unsent": {"create": 1.0},
     "appearance": {"screenshot": 1.0},
 }
+# Symptoms that tell what to do as plainly as its verb would ("charged twice" is a refund): their
+# reading is evidence for the score; the others ("it's wrong", "I can't find it") only rank.
+_TELLING = frozenset({"overcharged", "stop", "retry", "unowned", "unsent", "ready", "appearance", "unsynced"})
 # What some symptoms are about, as a second word ("doesn't want to pay" is about a subscription).
 _INTENT_OBJECTS: dict[str, dict[str, float]] = {
     "stop": {"subscription": 1.0},
@@ -600,13 +608,15 @@ def _symptoms(text: str) -> tuple[str, list[str]]:
     if len(text.split()) < _SYMPTOM_WORDS:
         return text, found
 
-    def take(match: re.Match[str]) -> str:
+    kept: list[str] = []
+    at = 0
+    for match in _symptom_pattern().finditer(text.lower()):  # ASCII: the same length lower-cased
         name = match.lastgroup
         if name and name not in found:
             found.append(name)
-        return " "
-
-    return _symptom_pattern().sub(take, text), found
+        kept += (text[at : match.start()], " ")
+        at = match.end()
+    return ("".join(kept) + text[at:] if found else text), found
 
 
 # -- ranking parameters (chosen on BFCL and the catalog query set together: bench/search.py) -----
@@ -756,6 +766,12 @@ def _parse(doc: SearchDoc) -> _Parsed:
     if text.isascii():
         return _Parsed(fields, frozenset(w for w in _ASCII_WORD.findall(text.lower()) if len(w) <= _TERM_MAX))
     return _Parsed(fields, frozenset(w for _, w in _terms(text)))
+
+
+@functools.lru_cache(maxsize=4096)
+def _fields_of(doc: SearchDoc) -> dict[str, list[str]]:
+    """A top hit's fields, for its calibrated score (the same few tools come first again and again)."""
+    return _parse(doc).fields
 
 
 def _argument_terms(text: str) -> list[str]:
@@ -1159,9 +1175,14 @@ class SearchIndex:
             # word merely because it is rarer in the catalog.
             idf = self._idf(word) if word in self._at else max(self._idf(t) for t in expansions)
             matched.append((idf, expansions))
-            # A symptom's reading is no evidence of the tool, nor is a short word corrected into
-            # another ("legs" is no typo of "logs", "buy" none of "bug": short words are real ones).
-            if not word.startswith("~") and (word in self._at or word in _SYNONYMS or len(word) > 4):
+            # Evidence for the score: the query's words, but not a short word corrected into another
+            # ("legs" is no typo of "logs", "buy" none of "bug": short words are real ones), and of
+            # the symptoms only those that tell what to do as plainly as a verb (_TELLING).
+            if (
+                word[1:].split("/")[0] in _TELLING
+                if word.startswith("~")
+                else word in self._at or word in _SYNONYMS or len(word) > 4
+            ):
                 evidence.append(expansions)
             words.append((idf, expansions, written))
         # A query that names an integration, or holds one of its identifiers, is about it: its
@@ -1178,6 +1199,8 @@ class SearchIndex:
         }
         for integration in implied:
             named.update(self._integration_docs().get(integration, ()))
+            if integration in _SURE_IDENTIFIERS:
+                spoken.update(self._integration_docs().get(integration, ()))
         np = _numpy() if len(self.docs) >= _NUMPY_DOCS else None
         if np is not None:  # a large index: the same sums as whole arrays (numpy, when installed)
             scores = self._array_scores(np, words, named, limit)
@@ -1314,7 +1337,7 @@ class SearchIndex:
             chosen = list(itertools.compress(scores, map(least.__le__, scores.values())))
         chosen.sort(key=lambda d: (d not in named, -scores[d], -self._prior[d], self.docs[d].name))
         best = scores[chosen[0]]
-        fields = _parse(self.docs[chosen[0]]).fields
+        fields = _fields_of(self.docs[chosen[0]])
         # How strong the top tool's evidence is: a query word (as written, mistyped or a synonym;
         # a symptom's reading does not count) found in what the tool does or acts on, in its name.
         strong = _found_in(fields, ("object", "integration"), evidence) or _found_in(
