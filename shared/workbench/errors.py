@@ -76,7 +76,8 @@ WorkbenchError
 │
 │   -- private control flow, never leaving their module --
 └── mcp.app._Refused, mcp.protocol._RpcError, proxy.app._Denied, web.browser_bridge._Refused,
-    tools._Aborted, external.openapi._Unresolvable
+    tools._Aborted, external.openapi._Unresolvable, external.document_worker._ChildFailed,
+    engine.index_worker._ChildFailed
 """
 
 from __future__ import annotations

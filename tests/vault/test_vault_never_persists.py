@@ -119,3 +119,15 @@ def test_every_builtin_that_stores_its_input_is_marked() -> None:
         assert literal or tool.keeps_arguments or tool.name in stores_nothing, tool.name
     keeps = {t.name for t in builtins if t.keeps_arguments}
     assert keeps == {"create_jot", "update_jot"}
+
+
+async def test_a_vault_ref_deep_in_large_arguments_is_still_found(gw: Gateway, agent: Agent) -> None:
+    """Arguments past the engine's on-loop budget are walked on a thread: a {{vault:}} ref at their
+    very end is found there, and the jot is refused as for small arguments."""
+    from workbench.engine.executor import LOOP_VALUES
+
+    await agent.run("vault_set", name="S", value=SECRET)
+    rows = [["a", 1]] * (LOOP_VALUES + 10) + [["{{vault:S}}", 2]]
+    out = await agent.run("create_jot", title="t", body="b", rows=rows)
+    assert out == {"error": REFUSED.format(tool="create_jot")}
+    assert SECRET not in everything_stored(gw, agent)

@@ -157,6 +157,30 @@ def project(template: Any, steps: StepLookup) -> Any:
     return _resolve(template, steps, None, Resolution(value=None), _OPEN_STEP)
 
 
+def refs_within(template: Any, budget: int) -> tuple[bool, bool] | None:
+    """(any `{{step:`/`{{vault:` opening, any `{{vault:` opening) in the template, or None once more
+    than `budget` values were looked at: the caller then looks off the event loop."""
+    stack = [template]
+    seen = 0
+    found = False
+    while stack:
+        node = stack.pop()
+        seen += 1
+        if seen > budget:
+            return None
+        if isinstance(node, str):
+            if "{{" in node and _OPEN.search(node) is not None:
+                found = True
+                if _OPEN_VAULT.search(node) is not None:
+                    return True, True
+        elif isinstance(node, dict | list):
+            seen += len(node)
+            if seen > budget:
+                return None
+            stack.extend(node.values() if isinstance(node, dict) else node)
+    return found, False
+
+
 def template_refs(template: Any, *, vault_only: bool = False) -> bool:
     """Whether the template contains any `{{step:` or `{{vault:` opening (only `{{vault:`)."""
     if isinstance(template, str):

@@ -26,7 +26,7 @@ from workbench.engine.blocking import BlockingPool, GroupWrite
 from workbench.engine.registry import Registry
 from workbench.errors import AuditNotWritten, CredentialError, ReconnectRequired, as_unavailable
 from workbench.guard import deadline
-from workbench.guard.jsontext import nesting_exceeds
+from workbench.guard.jsontext import nesting_exceeds, nesting_exceeds_within
 from workbench.identity.auth import Principal
 from workbench.manifest import CookieAuth, Manifest, OAuth2Auth
 from workbench.observability import Metrics, log_error, log_event
@@ -55,6 +55,9 @@ GRANT_MARK = "__grant__"
 # later walk recurse); results deeper than this become an error, so no walk over them can overflow.
 MAX_ARGS_DEPTH = 32
 MAX_RESULT_DEPTH = 128
+# Walks over a call's arguments or result look at this many values on the event loop (a few ms);
+# past it the walk is redone on a thread, so a 4 MB body of small values never holds the loop.
+LOOP_VALUES = 20_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -550,7 +553,10 @@ class Engine:
             )
         args: Any = call.args
         audit_error: str | None = None
-        if nesting_exceeds(call.args, MAX_ARGS_DEPTH):
+        too_deep = nesting_exceeds_within(call.args, MAX_ARGS_DEPTH, LOOP_VALUES)
+        if too_deep is None:  # large arguments: the walk runs on a thread, the loop goes on
+            too_deep = await self.tool_pool.run(nesting_exceeds, call.args, MAX_ARGS_DEPTH)
+        if too_deep:
             return (
                 {
                     "error": f"Invalid arguments for {tool.name}: (root): nested deeper than {MAX_ARGS_DEPTH} levels"
@@ -590,7 +596,10 @@ class Engine:
             if result.retry_after is not None:  # a provider's rate limit: when to try again
                 failed["retry_after"] = result.retry_after
             return failed, manifest.name, audit_error, True
-        if nesting_exceeds(result.json, MAX_RESULT_DEPTH):
+        too_deep = nesting_exceeds_within(result.json, MAX_RESULT_DEPTH, LOOP_VALUES)
+        if too_deep is None:
+            too_deep = await self.tool_pool.run(nesting_exceeds, result.json, MAX_RESULT_DEPTH)
+        if too_deep:
             return (
                 {"error": f"The result of {tool.name} is nested deeper than {MAX_RESULT_DEPTH} levels"},
                 manifest.name,
@@ -686,17 +695,45 @@ def audit_arguments(args: Any, secrets: Sequence[str], secret_names: Collection[
     schema's writeOnly / password fields, `secret_names`) and secret-looking names redacted, compact
     JSON, at most AUDIT_ARGS_CHARS characters (cut with "…")."""
 
-    def redact(value: Any) -> Any:
+    # Only the first AUDIT_ARGS_CHARS characters are kept, so only that much is copied: the walk
+    # stops once what it kept is sure to print longer (`size` never counts more than json.dumps
+    # prints: a string is at least its length and quotes, a number or literal at least one character
+    # and a separator), and a long string is cut after its secrets are replaced. Large arguments
+    # (a 4 MB body of small values) cost the event loop nothing more than small ones.
+    enough = AUDIT_ARGS_CHARS + 16
+    size = 0
+
+    def keep(value: Any) -> Any:
+        nonlocal size
+        if isinstance(value, str):
+            text = _scrub_text(value, secrets) if secrets else value
+            text = text[: max(enough - size, 0)]
+            size += len(text) + 2
+            return text
         if isinstance(value, dict):
-            return {
-                str(k): "[REDACTED]" if k in secret_names or _SECRET_NAME.search(str(k)) else redact(v)
-                for k, v in value.items()
-            }
+            out: dict[str, Any] = {}
+            size += 1
+            for k, v in value.items():
+                if size >= enough:
+                    break
+                key = _scrub_text(str(k), secrets) if secrets else str(k)
+                size += len(key) + 3
+                secret = k in secret_names or _SECRET_NAME.search(str(k))
+                out[key] = "[REDACTED]" if secret else keep(v)
+                size += 12 if secret else 0
+            return out
         if isinstance(value, list):
-            return [redact(v) for v in value]
+            items: list[Any] = []
+            size += 1
+            for v in value:
+                if size >= enough:
+                    break
+                items.append(keep(v))
+            return items
+        size += 2
         return value
 
-    text = json.dumps(scrub(redact(args), secrets), ensure_ascii=False, default=str, separators=(",", ":"))
+    text = json.dumps(keep(args), ensure_ascii=False, default=str, separators=(",", ":"))
     return text if len(text) <= AUDIT_ARGS_CHARS else text[: AUDIT_ARGS_CHARS - 1] + "…"
 
 

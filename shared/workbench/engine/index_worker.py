@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from workbench.engine.search import BuildBudget, SearchBudgetExceeded, SearchDoc, SearchIndex
+from workbench.errors import WorkbenchError
 
 __all__ = ["IndexWorker", "main"]
 
@@ -174,7 +175,7 @@ class IndexWorker:
             _close(child)
 
 
-class _ChildFailed(Exception):
+class _ChildFailed(WorkbenchError):
     pass
 
 

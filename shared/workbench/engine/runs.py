@@ -10,8 +10,16 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from workbench.engine.compose import BadRef, Resolution, VaultMissing, project, resolve, template_refs
-from workbench.engine.executor import LITERAL_SECRET_TOOLS, ToolCall, scrub
+from workbench.engine.compose import (
+    BadRef,
+    Resolution,
+    VaultMissing,
+    project,
+    refs_within,
+    resolve,
+    template_refs,
+)
+from workbench.engine.executor import LITERAL_SECRET_TOOLS, LOOP_VALUES, ToolCall, scrub
 from workbench.errors import InvalidInput, as_unavailable
 
 if TYPE_CHECKING:
@@ -106,10 +114,25 @@ def _written(ex: dict[str, Any], steps: dict[str, Any] | None, res: Resolution) 
 
 async def _resolved(engine: Engine, ex: dict[str, Any], steps: dict[str, Any] | None, vault: Any) -> ToolCall:
     """`_call_for`, in the store pool when the arguments hold a {{vault:}} ref (a store read and a
-    decrypt); arguments without refs are plain in-memory work and stay on the loop."""
-    if ex["tool"].startswith(LITERAL_TOOL_PREFIX) or not template_refs(ex["args"], vault_only=True):
+    decrypt); arguments without refs are plain in-memory work and stay on the loop. Arguments with no
+    ref at all are taken as they are: substituting nothing would copy them whole for nothing."""
+    if ex["tool"].startswith(LITERAL_TOOL_PREFIX):
+        return _call_for(ex, steps, vault)
+    found = refs_within(ex["args"], LOOP_VALUES)
+    if found is None:  # large arguments: every walk over them runs on a thread, the loop goes on
+        return await engine.tool_pool.run(_call_for_large, ex, steps, vault)
+    refs, vault_refs = found
+    if not refs:
+        return ToolCall(ex["tool"], ex["args"], ex["ref_id"])
+    if not vault_refs:
         return _call_for(ex, steps, vault)
     return await engine.store_io.run(_call_for, ex, steps, vault)
+
+
+def _call_for_large(ex: dict[str, Any], steps: dict[str, Any] | None, vault: Any) -> ToolCall:
+    if not template_refs(ex["args"]):
+        return ToolCall(ex["tool"], ex["args"], ex["ref_id"])
+    return _call_for(ex, steps, vault)
 
 
 async def run_compose(

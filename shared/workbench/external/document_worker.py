@@ -37,7 +37,7 @@ import weakref
 from pathlib import Path
 from typing import IO, Any
 
-from workbench.errors import InvalidInput
+from workbench.errors import InvalidInput, WorkbenchError
 from workbench.external.documents import read_document
 from workbench.external.openapi import Compiled, Operation
 
@@ -159,7 +159,7 @@ class DocumentWorker:
             _close(child)
 
 
-class _ChildFailed(Exception):
+class _ChildFailed(WorkbenchError):
     pass
 
 

@@ -32,6 +32,7 @@ __all__ = [
     "finite",
     "js_stringify",
     "nesting_exceeds",
+    "nesting_exceeds_within",
     "parse",
     "replace_lone_surrogates",
 ]
@@ -118,6 +119,25 @@ def parse(raw: bytes | str, *, max_depth: int = MAX_DEPTH) -> Any:
 def _short(exc: ValueError) -> str:
     text = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
     return text.split(" (", 1)[0] if len(text) > 120 else text
+
+
+def nesting_exceeds_within(value: Any, limit: int, budget: int) -> bool | None:
+    """`nesting_exceeds`, or None once more than `budget` containers were visited: the caller then
+    runs `nesting_exceeds` off the event loop (a 4 MB body can hold a million containers)."""
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    seen = 0
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, dict | list | tuple):
+            seen += 1 + len(node)  # every child is looked at: counted before looking
+            if seen > budget:
+                return None
+            depth += 1
+            if depth > limit:
+                return True
+            children = node.values() if isinstance(node, dict) else node
+            stack.extend((child, depth) for child in children if isinstance(child, dict | list | tuple))
+    return False
 
 
 def nesting_exceeds(value: Any, limit: int) -> bool:
