@@ -423,7 +423,8 @@ class Engine:
             self.metrics.observe("workbench_tool_execution_duration_seconds", labels, duration)
             log_event(
                 "tool_execution",
-                scrub=lambda line: _scrub_text(line, call.secrets),
+                # Only a call that carries secrets has anything to scrub (the walk is per string).
+                scrub=(lambda line: _scrub_text(line, call.secrets)) if call.secrets else None,
                 user=scope.principal.user.id,
                 integration=integration,
                 tool=call.tool,

@@ -44,7 +44,12 @@ logger = logging.getLogger("workbench")
 Scrubber = Callable[[str], str]
 
 # The LogRecord's own attributes: anything else on a record came in through `extra=` and is a field.
-_RECORD_FIELDS = frozenset(vars(logging.LogRecord("", 0, "", 0, "", (), None))) | {"message", "asctime"}
+# log_event's own `_fields` is read on its own (below).
+_RECORD_FIELDS = frozenset(vars(logging.LogRecord("", 0, "", 0, "", (), None))) | {
+    "message",
+    "asctime",
+    "_fields",
+}
 _BASE = ("level", "location", "message", "timestamp", "service", "correlation_id")
 
 
@@ -53,20 +58,34 @@ def _emit(level: int, event: str, scrub: Scrubber | None, fields: dict[str, Any]
         return
     values: dict[str, Any] = {"event": event, **fields}
     if scrub is not None:  # before the record exists: no handler ever sees the secret
-        values = _scrubbed(json.loads(json.dumps(values, default=str)), scrub)
+        values = _scrubbed(values, scrub)
     # stacklevel 3: past this function and log_event/log_error, to the line that called them.
     logger.log(level, event, extra={"_fields": values}, stacklevel=3)
 
 
 def _scrubbed(value: Any, scrub: Scrubber) -> Any:
-    """Every string in `value` (keys too, at any depth) through `scrub`."""
+    """`value` as its JSON text would read back (what `json.loads(json.dumps(value, default=str))`
+    gives: tuples as lists, keys as strings, anything else as its str()), with every string, keys
+    too, at any depth, through `scrub`; in one walk. tests/unit/test_log_scrub.py holds it to that
+    round trip."""
     if isinstance(value, str):
         return scrub(value)
+    if value is None or isinstance(value, bool | int | float):
+        return value
     if isinstance(value, dict):
-        return {scrub(k): _scrubbed(v, scrub) for k, v in value.items()}
-    if isinstance(value, list):
+        return {scrub(_key(k)): _scrubbed(v, scrub) for k, v in value.items()}
+    if isinstance(value, list | tuple):
         return [_scrubbed(v, scrub) for v in value]
-    return value
+    return scrub(str(value))
+
+
+def _key(key: Any) -> str:
+    """A dict key as json.dumps writes it."""
+    if isinstance(key, str):
+        return key
+    if key is None or isinstance(key, bool | int | float):
+        return json.dumps(key)
+    return str(key)
 
 
 def log_event(event: str, scrub: Scrubber | None = None, **fields: Any) -> None:
@@ -91,14 +110,21 @@ class JsonLines(logging.Formatter):
         super().__init__()
         self.service = service
         self.correlation_id: str | None = None
+        self._last_second: tuple[int, str] = (-1, "")
+
+    def _second(self, created: float) -> str:
+        """The timestamp up to its seconds (worked out once per second, not once per line)."""
+        second = int(created)
+        if self._last_second[0] != second:
+            self._last_second = (second, time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second)))
+        return self._last_second[1]
 
     def format(self, record: logging.LogRecord) -> str:
         line: dict[str, Any] = {
             "level": record.levelname,
             "location": f"{record.funcName}:{record.lineno}",
             "message": record.getMessage(),
-            "timestamp": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created))
-            + f".{int(record.msecs):03d}Z",
+            "timestamp": f"{self._second(record.created)}.{int(record.msecs):03d}Z",
             "service": self.service,
         }
         if self.correlation_id:
@@ -107,9 +133,11 @@ class JsonLines(logging.Formatter):
         for key, value in fields.items():
             if key not in _BASE:
                 line[key] = value
-        for key, value in vars(record).items():
-            if key not in _RECORD_FIELDS and not key.startswith("_") and key not in _BASE:
-                line[key] = value
+        attributes = vars(record)
+        if attributes.keys() - _RECORD_FIELDS:  # `extra=` fields (a set difference: most records have none)
+            for key, value in attributes.items():
+                if key not in _RECORD_FIELDS and not key.startswith("_") and key not in _BASE:
+                    line[key] = value
         if record.exc_info and record.exc_info[0] is not None:
             line["exception_name"] = record.exc_info[0].__name__
             line["exception"] = self.formatException(record.exc_info)
