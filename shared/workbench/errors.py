@@ -74,10 +74,13 @@ WorkbenchError
 │   -- the command line --
 ├── cli.CliError                      a problem the user can fix: one line, exit status 1
 │
+│   -- child processes (guard.child_worker), turned into their caller's own errors --
+├── guard.child_worker.ChildFailed    the child gave no answer (slow, stopped, garbled)
+├── guard.child_worker.Refused        raised in the child: the input is refused with this message
+│
 │   -- private control flow, never leaving their module --
 └── mcp.app._Refused, mcp.protocol._RpcError, proxy.app._Denied, web.browser_bridge._Refused,
-    tools._Aborted, external.openapi._Unresolvable, external.document_worker._ChildFailed,
-    engine.index_worker._ChildFailed
+    tools._Aborted, external.openapi._Unresolvable
 """
 
 from __future__ import annotations
