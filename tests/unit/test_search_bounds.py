@@ -242,3 +242,16 @@ def test_a_large_index_answers_the_same_scored_by_arrays_or_by_dicts(
             monkeypatch.setattr(search, "_NUMPY_DOCS", 10**9)
             assert got == [(h.doc, h.score, h.named) for h in dicts.search(query, limit)], query
             monkeypatch.setattr(search, "_NUMPY_DOCS", 0 if arrays else 10**9)
+
+
+def test_a_catalog_with_nul_characters_indexes_in_the_worker_as_in_process() -> None:
+    docs = [*DOCS, SearchDoc("x_get_thing", "Get the\0thing\0quickly.", "x", arguments="thing\0id the id")]
+    worker = IndexWorker()
+    built = worker.build(docs, BuildBudget())
+    worker.close()
+    fresh = SearchIndex(docs)
+    assert built.docs == docs  # the caller's documents, as they were
+    for query in ("get thing", "thing id", "quickly"):
+        assert [(h.doc, h.score) for h in built.search(query, 3)] == [
+            (h.doc, h.score) for h in fresh.search(query, 3)
+        ]

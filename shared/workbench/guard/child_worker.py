@@ -13,8 +13,9 @@ it allocates stays in the serving process. A `ChildWorker` runs it in a child pr
   milliseconds, so the parent's other threads run between them;
 - the child's address space is capped (RLIMIT_AS, `memory_mb` above what it holds at start): work
   that needs more is refused, never the serving process;
-- the parent waits on a pool thread without the GIL, at most the caller's `seconds`, then kills the
-  child: stuck or slow work fails that one request only (ChildFailed);
+- the parent waits on a pool thread without the GIL, at most the caller's `seconds` (counted from
+  the child's first frame, "ready", so a slow start-up on a busy machine is not the request's
+  fault), then kills the child: stuck or slow work fails that one request only (ChildFailed);
 - a child that grew past `keep_mb` after a request exits, handing its memory back.
 
 Where a child cannot be started (no interpreter, fork refused), `ask` answers None once said through
@@ -45,6 +46,8 @@ __all__ = ["ChildFailed", "ChildWorker", "Refused", "serve"]
 _HEADER = struct.Struct(">Q")
 _FRAME_MAX = 1 << 31
 _SLICE = 8192  # list items per answer frame
+_START_SECONDS = 30.0  # a child's start-up (an interpreter and its imports), however busy the machine
+_READY = _HEADER.pack(0)  # the child's first frame: ready for requests
 
 
 class ChildFailed(WorkbenchError):
@@ -124,6 +127,17 @@ class ChildWorker:
             return None
         # The child stops when its stdin closes: when this worker goes, or the process does.
         weakref.finalize(self, _finish, self._child)
+        # It says when it is ready (its imports done): a request's time starts after that, so a
+        # slow start-up on a busy machine is not the request's fault.
+        assert self._child.stdout is not None
+        try:
+            ready = _read(self._child.stdout.fileno(), _HEADER.size, time.monotonic() + _START_SECONDS)
+        except ChildFailed:
+            self._stop()
+            raise
+        if ready != _READY:
+            self._stop()
+            raise ChildFailed("garbled")
         return self._child
 
     @staticmethod
@@ -226,6 +240,8 @@ def serve(
         gc.disable()
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
     sys.stdout = sys.stderr  # nothing else may write into the answer pipe
+    stdout.write(_READY)
+    stdout.flush()
     while True:
         header = stdin.read(_HEADER.size)
         if len(header) < _HEADER.size:
