@@ -15,6 +15,7 @@ the `{{step:…}}` refs that embed a non-string value in a string.
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import itertools
 import json
@@ -34,6 +35,8 @@ __all__ = [
     "nesting_exceeds",
     "nesting_exceeds_within",
     "parse",
+    "parse_body",
+    "parse_paced",
     "replace_lone_surrogates",
 ]
 
@@ -92,15 +95,25 @@ def _decoder() -> json.JSONDecoder:
     return json.JSONDecoder(parse_constant=_reject_constant, parse_float=_finite_float)
 
 
-def parse(raw: bytes | str, *, max_depth: int = MAX_DEPTH) -> Any:
-    """The JSON value in `raw`, or JsonRejected."""
+def _text(raw: bytes | str) -> str:
     if isinstance(raw, bytes | bytearray | memoryview):
         try:
-            text = bytes(raw).decode("utf-8")
+            return bytes(raw).decode("utf-8")
         except UnicodeDecodeError as exc:
             raise JsonRejected("the body is not UTF-8") from exc
-    else:
-        text = raw
+    return raw
+
+
+def _refuse_lone_surrogates(text: str, value: Any) -> None:
+    if _SURROGATE_ESCAPE.search(text) and (bad := _lone_surrogate(value)) is not None:
+        code = _SURROGATE.search(bad)
+        assert code is not None
+        raise JsonRejected(f"a string contains the lone surrogate \\u{ord(code.group()):04x}")
+
+
+def parse(raw: bytes | str, *, max_depth: int = MAX_DEPTH) -> Any:
+    """The JSON value in `raw`, or JsonRejected."""
+    text = _text(raw)
     if _depth_exceeds_text(text, max_depth):
         raise JsonRejected(f"JSON nested deeper than {max_depth} levels")
     try:
@@ -109,11 +122,113 @@ def parse(raw: bytes | str, *, max_depth: int = MAX_DEPTH) -> Any:
         raise
     except ValueError as exc:  # JSONDecodeError, and int strings over the digit limit
         raise JsonRejected(f"invalid JSON ({_short(exc)})") from exc
-    if _SURROGATE_ESCAPE.search(text) and (bad := _lone_surrogate(value)) is not None:
-        code = _SURROGATE.search(bad)
-        assert code is not None
-        raise JsonRejected(f"a string contains the lone surrogate \\u{ord(code.group()):04x}")
+    _refuse_lone_surrogates(text, value)
     return value
+
+
+# Request bodies larger than this are parsed by `parse_paced` on a thread (`parse_body`).
+PACED_BYTES = 256 * 1024
+_WS = re.compile(r"[ \t\n\r]*")
+
+
+def _skip(text: str, i: int) -> int:
+    """The position after the JSON whitespace at `i`."""
+    m = _WS.match(text, i)
+    return m.end() if m else i
+
+
+async def parse_body(raw: bytes | str, *, max_depth: int = MAX_DEPTH) -> Any:
+    """`parse` for a request body on the event loop: a large one is parsed by `parse_paced` on a
+    thread. `parse` is one C call over the whole text (with the depth check, another): for a 4 MB
+    body of small values that holds the GIL, and so the loop, for 0.3-2 s."""
+    if len(raw) <= PACED_BYTES:
+        return parse(raw, max_depth=max_depth)
+    return await asyncio.to_thread(parse_paced, raw, max_depth=max_depth)
+
+
+def parse_paced(raw: bytes | str, *, max_depth: int = MAX_DEPTH) -> Any:
+    """`parse`, paced for a thread: arrays and objects are walked in Python, so the GIL changes hands
+    every few milliseconds and the event loop runs; each string, number and literal is decoded by the
+    same strict scanner; depth is counted while walking (no pass over the text first). The same value
+    and the same refusals as `parse` (tests/limits/test_paced_json.py holds them side by side), the
+    wording of a syntax error aside. No full garbage collection starts meanwhile (guard/gcdefer.py)."""
+    from workbench.guard.gcdefer import deferred_full_collections
+
+    text = _text(raw)
+    with deferred_full_collections():
+        value = _Paced(text, max_depth).document()
+    _refuse_lone_surrogates(text, value)
+    return value
+
+
+class _Paced:
+    def __init__(self, text: str, max_depth: int) -> None:
+        self.text = text
+        self.max_depth = max_depth
+        self.scan: Any = _decoder().scan_once  # type: ignore[attr-defined]  # the C scanner json uses
+
+    def document(self) -> Any:
+        text = self.text
+        try:
+            value, end = self.value(_skip(text, 0), 0)
+        except JsonRejected:
+            raise
+        except ValueError as exc:  # a scalar the strict scanner refused, or an int over the digit limit
+            raise JsonRejected(f"invalid JSON ({_short(exc)})") from None
+        end = _skip(text, end)
+        if end != len(text):
+            raise self.bad("Extra data", end)
+        return value
+
+    def bad(self, what: str, pos: int) -> JsonRejected:
+        return JsonRejected(f"invalid JSON ({what}: char {pos})")
+
+    def value(self, i: int, depth: int) -> tuple[Any, int]:
+        text = self.text
+        c = text[i : i + 1]
+        if c != "[" and c != "{":
+            try:
+                return self.scan(text, i)  # type: ignore[no-any-return]
+            except StopIteration:
+                raise self.bad("Expecting value", i) from None
+        if depth >= self.max_depth:
+            raise JsonRejected(f"JSON nested deeper than {self.max_depth} levels")
+        i = _skip(text, i + 1)
+        if c == "[":
+            items: list[Any] = []
+            if text[i : i + 1] == "]":
+                return items, i + 1
+            while True:
+                item, i = self.value(i, depth + 1)
+                items.append(item)
+                i = _skip(text, i)
+                c = text[i : i + 1]
+                if c == ",":
+                    i = _skip(text, i + 1)
+                elif c == "]":
+                    return items, i + 1
+                else:
+                    raise self.bad("Expecting ',' delimiter", i)
+        obj: dict[str, Any] = {}
+        if text[i : i + 1] == "}":
+            return obj, i + 1
+        while True:
+            if text[i : i + 1] != '"':
+                raise self.bad("Expecting property name enclosed in double quotes", i)
+            key, i = self.scan(text, i)
+            i = _skip(text, i)
+            if text[i : i + 1] != ":":
+                raise self.bad("Expecting ':' delimiter", i)
+            item, i = self.value(_skip(text, i + 1), depth + 1)
+            obj[key] = item
+            i = _skip(text, i)
+            c = text[i : i + 1]
+            if c == ",":
+                i = _skip(text, i + 1)
+            elif c == "}":
+                return obj, i + 1
+            else:
+                raise self.bad("Expecting ',' delimiter", i)
 
 
 def _short(exc: ValueError) -> str:

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from workbench import __version__
 from workbench.engine.meta import MetaTools, listed_tools, meta_tool
 from workbench.errors import AuthError, InvalidInput, WorkbenchError, as_unavailable
-from workbench.guard.jsontext import JsonRejected, escape_lone_surrogates, finite, parse
+from workbench.guard.jsontext import JsonRejected, escape_lone_surrogates, finite, parse_body
 from workbench.identity.auth import Principal
 
 if TYPE_CHECKING:
@@ -206,7 +206,7 @@ class McpServer:
         """`headers` must be lower-cased names. `principal`: already authenticated by the surface
         (the portal session path, seed 003); otherwise the bearer token decides."""
         try:
-            message = parse(body)
+            message = await parse_body(body)  # a large body on a thread (jsontext)
         except JsonRejected as exc:
             return await self._refused(
                 headers, principal, HttpReply(400, _error(None, PARSE_ERROR, f"Parse error: {exc}"))

@@ -12,7 +12,7 @@ from starlette.routing import Route
 from workbench.errors import AuthError
 from workbench.guard import deadline
 from workbench.guard.bodylimit import BodyRule, guarded_app, json_413
-from workbench.guard.jsontext import JsonRejected, dumps, parse
+from workbench.guard.jsontext import JsonRejected, dumps, parse_body
 from workbench.identity.auth import Principal, looks_like_api_key
 from workbench.rest.openapi import openapi_document
 from workbench.rest.service import run_rest
@@ -46,7 +46,9 @@ def rest_routes(gateway: Gateway) -> list[Route]:
         except AuthError:
             return _json(401, {"error": "Unauthorized"}, {"WWW-Authenticate": 'Bearer realm="workbench"'})
         try:
-            payload = parse(await request.body())  # at most MAX_BODY: BodyLimit stops the read past it
+            payload = await parse_body(
+                await request.body()
+            )  # at most MAX_BODY: BodyLimit stops the read past it
         except JsonRejected as exc:
             return _json(400, {"error": f"Malformed JSON body: {exc}"})
         reply = await run_rest(gateway, principal, request.path_params["integration"], payload)
