@@ -7,6 +7,7 @@ vault reader. The {{step:}} / {{vault:}} substitution and the return projection 
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -17,7 +18,6 @@ from workbench.engine.compose import (
     project,
     refs_within,
     resolve,
-    template_refs,
 )
 from workbench.engine.executor import LITERAL_SECRET_TOOLS, LOOP_VALUES, ToolCall, scrub
 from workbench.errors import InvalidInput, as_unavailable
@@ -130,7 +130,9 @@ async def _resolved(engine: Engine, ex: dict[str, Any], steps: dict[str, Any] | 
 
 
 def _call_for_large(ex: dict[str, Any], steps: dict[str, Any] | None, vault: Any) -> ToolCall:
-    if not template_refs(ex["args"]):
+    # refs_within walks with one list (no object per value): no garbage collection starts over them.
+    found = refs_within(ex["args"], sys.maxsize)
+    if found is None or not found[0]:
         return ToolCall(ex["tool"], ex["args"], ex["ref_id"])
     return _call_for(ex, steps, vault)
 

@@ -256,16 +256,21 @@ def nesting_exceeds_within(value: Any, limit: int, budget: int) -> bool | None:
 
 
 def nesting_exceeds(value: Any, limit: int) -> bool:
-    """Whether `value` nests dicts/lists more than `limit` levels deep (iterative)."""
-    stack: list[tuple[Any, int]] = [(value, 0)]
-    while stack:
-        node, depth = stack.pop()
-        if isinstance(node, dict | list | tuple):
-            depth += 1
-            if depth > limit:
-                return True
-            children = node.values() if isinstance(node, dict) else node
-            stack.extend((child, depth) for child in children if isinstance(child, dict | list | tuple))
+    """Whether `value` nests dicts/lists more than `limit` levels deep (iterative, a level at a time:
+    it allocates no object per container, so walking a large value on a thread starts no garbage
+    collection over it)."""
+    level = [value] if isinstance(value, dict | list | tuple) else []
+    depth = 0
+    while level:
+        depth += 1
+        if depth > limit:
+            return True
+        below: list[Any] = []
+        for node in level:
+            for child in node.values() if isinstance(node, dict) else node:
+                if isinstance(child, dict | list | tuple):
+                    below.append(child)
+        level = below
     return False
 
 
