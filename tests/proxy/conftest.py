@@ -150,9 +150,17 @@ def _route(server: Recorder, seen: Seen) -> tuple[int, list[tuple[str, str]], by
         "/api/redirect/allowed-with-userinfo": f"https://user@{ALLOWED_EXTRA_HOST}/archive.tar.gz",
         "/api/redirect/unparsable": "http://[::1",
         "/api/redirect/bad-port": f"https://{UPSTREAM_HOST}:99999/api/x",
+        # A raw non-ASCII byte (0xE9 on the wire): Latin-1 to the proxy, UTF-8 to a browser.
+        "/api/redirect/non-ascii": f"{own}/api/caf\u00e9",
     }
     if path in redirects:
         return 302, [("Location", redirects[path])], b""
+    if path == "/api/non-ascii-header":  # raw bytes 0xC3 0xA9 (UTF-8) and 0xE9 (Latin-1) on the wire
+        return (
+            200,
+            [("X-Utf8", "caf\u00c3\u00a9"), ("X-Latin1", "caf\u00e9"), ("Content-Type", "text/plain")],
+            b"ok",
+        )
     if path == "/api/leak":
         auth = seen.headers.get("authorization", "")
         body = json.dumps({"you_sent": auth}).encode()

@@ -37,6 +37,7 @@ def _get(proxy: Proxy, path: str) -> httpx.Response:
         ("backslash-path", UNREADABLE),
         ("unparsable", UNREADABLE),
         ("bad-port", UNREADABLE),
+        ("non-ascii", UNREADABLE),
     ],
 )
 def test_redirects_the_docs_refuse_are_refused_audited_and_not_followed(
@@ -88,3 +89,23 @@ def test_a_credential_echoed_encoded_is_redacted_in_every_form(proxy: Proxy, sec
         assert value not in text, name
         assert "[REDACTED]" in body[name], (name, body[name])
     assert r.headers["x-echo-b64"] == "[REDACTED]"
+
+
+def test_a_non_ascii_response_header_comes_back_byte_for_byte(proxy: Proxy) -> None:
+    """The upstream's header bytes are returned as they came (before the proxy's own HTTP/1.1
+    client, any non-ASCII header value made the answer a 502)."""
+    import socket
+    from urllib.parse import urlsplit
+
+    address = urlsplit(proxy.base)
+    with socket.create_connection((address.hostname, address.port), timeout=10) as sock:
+        sock.sendall(
+            f"GET /c/acme/non-ascii-header HTTP/1.1\r\nHost: {address.netloc}\r\n"
+            f"Authorization: Bearer {proxy.token()}\r\nConnection: close\r\n\r\n".encode()
+        )
+        raw = b""
+        while chunk := sock.recv(65536):
+            raw += chunk
+    head = raw.split(b"\r\n\r\n", 1)[0]
+    assert head.startswith(b"HTTP/1.1 200")
+    assert b"\r\nx-utf8: caf\xc3\xa9" in head and b"\r\nx-latin1: caf\xe9" in head
