@@ -50,3 +50,41 @@ def test_declared_tool_names_must_match_the_module() -> None:
     registry.add(manifest, lambda: [a])
     with pytest.raises(RegistryError, match="declares tools"):
         registry.find("twin_b")
+
+
+def test_one_integration_importing_never_holds_up_another() -> None:
+    """A server preloads tool modules on a thread (load_all); a request needing another integration
+    meanwhile loads that one at once instead of waiting for the whole preload."""
+    import threading
+
+    @tool("slow_one", "Slow.")
+    def slow_one(args: dict, ctx: object) -> str:
+        return "slow"
+
+    @tool("quick_one", "Quick.")
+    def quick_one(args: dict, ctx: object) -> str:
+        return "quick"
+
+    importing, release = threading.Event(), threading.Event()
+
+    def slow_loader() -> list:
+        importing.set()
+        release.wait(10)
+        return [slow_one]
+
+    registry = Registry()
+    registry.add(Manifest("slow", "1.0.0", "Slow", NoAuth(), builtin=True), slow_loader)
+    registry.add(Manifest("quick", "1.0.0", "Quick", NoAuth(), builtin=True), lambda: [quick_one])
+    preload = threading.Thread(target=registry.load_all)
+    preload.start()
+    try:
+        assert importing.wait(10)
+        found = []
+        lookup = threading.Thread(target=lambda: found.append(registry.find("quick_one")))
+        lookup.start()
+        lookup.join(5)
+        assert found == [quick_one]  # answered while "slow" is still importing
+    finally:
+        release.set()
+        preload.join(10)
+    assert set(registry.tools_of("slow")) == {"slow_one"}

@@ -34,6 +34,8 @@ class _Entry:
     manifest: Manifest
     loader: ToolLoader
     tools: dict[str, Tool] | None = None
+    # One per integration: a caller needing one integration never waits for another's import.
+    lock: threading.Lock = field(default_factory=threading.Lock)
 
 
 @dataclass(slots=True)
@@ -41,7 +43,6 @@ class Registry:
     """Integrations by name; tools loaded per integration on first use (thread-safe)."""
 
     _entries: dict[str, _Entry] = field(default_factory=dict)
-    _lock: threading.Lock = field(default_factory=threading.Lock)
     _lookup_order: list[_Entry] | None = field(default=None, repr=False)
     # Names found before (every execution looks its tool up): one dict read instead of the scan.
     _found: dict[str, Tool] = field(default_factory=dict, repr=False)
@@ -96,10 +97,16 @@ class Registry:
     def tools_of(self, integration: str) -> dict[str, Tool]:
         entry = self._entries[integration]
         if entry.tools is None:
-            with self._lock:
+            with entry.lock:
                 if entry.tools is None:
                     entry.tools = self._load(entry)
         return entry.tools
+
+    def load_all(self) -> None:
+        """Import every integration's tools now (blocking: a long-running server calls it on a thread
+        at start, so no request's first use of an integration imports it on the event loop)."""
+        for name in list(self._entries):
+            self.tools_of(name)
 
     def find(self, tool_name: str) -> Tool | None:
         """The tool with this name, loading only the integration(s) whose prefix matches."""
