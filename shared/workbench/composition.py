@@ -52,7 +52,7 @@ if TYPE_CHECKING:
     from workbench.services.schema import SchemaService
     from workbench.web.sessions import SessionCodec
 
-__all__ = ["Gateway", "build_gateway", "build_registry"]
+__all__ = ["LAZY_MODULES", "Gateway", "build_gateway", "build_registry"]
 
 
 def build_registry(*, plugins: bool = True, extra: tuple[str, ...] = ()) -> Registry:
@@ -108,6 +108,30 @@ def build_key_provider(settings: Settings) -> KeyProvider:
     return LocalKeyProvider.from_secret(load_or_create_local_key(settings.key_path, settings.local_key))
 
 
+# What the services built on first use import then (the `from` lines inside Gateway's and
+# _BuiltinServices' properties; tests/unit/test_composition.py keeps this list complete).
+LAZY_MODULES = (
+    "workbench.connections.flow",
+    "workbench.connections.provider_oauth",
+    "workbench.connections.verify",
+    "workbench.engine.approvals",
+    "workbench.external",
+    "workbench.external.oauth",
+    "workbench.external.operator",
+    "workbench.guard.egress",
+    "workbench.identity.tokens",
+    "workbench.oauth.service",
+    "workbench.services.auth",
+    "workbench.services.catalog",
+    "workbench.services.connections",
+    "workbench.services.curl",
+    "workbench.services.jots",
+    "workbench.services.runs",
+    "workbench.services.schema",
+    "workbench.web.sessions",
+)
+
+
 class Gateway:
     """Everything a surface needs, wired once. The services below the constructor are built on
     first use (see the module docstring); their attribute names are the same either way."""
@@ -156,6 +180,17 @@ class Gateway:
         self.store_io = store_io or engine.store_io
         # Bearer token -> principal for a few seconds per warm instance (workbench.identity.auth).
         self.auth_cache = auth_cache or AuthCache(0)
+
+    def preload(self) -> None:
+        """Import now, on the calling thread, what this gateway otherwise imports on first use: every
+        integration's tool modules and the modules its services are built from. A long-running
+        server calls it on a thread at start, so no first request imports them on the event loop
+        (a Lambda does not: one request at a time per instance, and a lean cold start)."""
+        import importlib
+
+        self.registry.load_all()
+        for module in LAZY_MODULES:
+            importlib.import_module(module)
 
     @cached_property
     def egress(self) -> EgressPolicy:
