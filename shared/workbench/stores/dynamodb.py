@@ -282,37 +282,30 @@ class DynamoApiKeys:
         return sorted((self._rec(i) for i in items), key=lambda k: k.created_at)
 
     def revoke(self, user_id: str, key_id: str) -> bool:
-        done = self.t.conditional(
-            "update_item",
-            TableName=self.table,
-            Key={"pk": _s(f"key#{key_id}"), "sk": _s("-")},
-            UpdateExpression="SET revoked = :t",
-            # Another user's key id behaves exactly like an unknown one.
-            ConditionExpression="attribute_exists(pk) AND user_id = :u",
-            ExpressionAttributeValues={":t": _bool(True), ":u": _s(user_id)},
-        )
-        if done is None:
-            return False
-        self.t.conditional(
-            "update_item",
-            TableName=self.table,
-            Key={"pk": _s(f"user#{user_id}"), "sk": _s(key_id)},
-            UpdateExpression="SET revoked = :t",
-            ConditionExpression="attribute_exists(pk)",
-            ExpressionAttributeValues={":t": _bool(True)},
-        )
-        return True
+        return self._update_both(user_id, key_id, "SET revoked = :v", _bool(True))
 
     def set_grant(self, user_id: str, key_id: str, grant: str) -> bool:
-        # The key item (what authentication reads) first, then the user's listed copy.
+        return self._update_both(user_id, key_id, "SET #g = :v", _s(grant), names={"#g": "grant"})
+
+    def _update_both(
+        self,
+        user_id: str,
+        key_id: str,
+        update: str,
+        value: dict[str, Any],
+        names: dict[str, str] | None = None,
+    ) -> bool:
+        """The key item (what authentication reads) first, then the user's listed copy. Another
+        user's key id behaves exactly like an unknown one: nothing written, False."""
+        extra: dict[str, Any] = {"ExpressionAttributeNames": names} if names else {}
         done = self.t.conditional(
             "update_item",
             TableName=self.table,
             Key={"pk": _s(f"key#{key_id}"), "sk": _s("-")},
-            UpdateExpression="SET #g = :g",
+            UpdateExpression=update,
             ConditionExpression="attribute_exists(pk) AND user_id = :u",
-            ExpressionAttributeNames={"#g": "grant"},
-            ExpressionAttributeValues={":g": _s(grant), ":u": _s(user_id)},
+            ExpressionAttributeValues={":v": value, ":u": _s(user_id)},
+            **extra,
         )
         if done is None:
             return False
@@ -320,10 +313,10 @@ class DynamoApiKeys:
             "update_item",
             TableName=self.table,
             Key={"pk": _s(f"user#{user_id}"), "sk": _s(key_id)},
-            UpdateExpression="SET #g = :g",
+            UpdateExpression=update,
             ConditionExpression="attribute_exists(pk)",
-            ExpressionAttributeNames={"#g": "grant"},
-            ExpressionAttributeValues={":g": _s(grant)},
+            ExpressionAttributeValues={":v": value},
+            **extra,
         )
         return True
 
