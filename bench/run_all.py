@@ -297,6 +297,7 @@ ROWS = (
         lambda v: v >= 0.60,
     ),
     Row("search", "indirect-goal set A R@1 (tuned on)", _get("indirect", "r1"), "", "", lambda v: True),
+    Row("search", "indirect-goal set C R@1 (tuned on)", _get("indirect_c", "r1"), "", "", lambda v: True),
     Row(
         "search",
         "held-out no-tool set B under the no-match band",
