@@ -233,6 +233,9 @@ def test_a_large_index_answers_the_same_scored_by_arrays_or_by_dicts(
     other.prepare()
     rng = random.Random(8)
     queries = ["app3 get", "app7 list records"]  # a named integration ranks first
+    # symptoms, read as actions that count only where they are the tool's action
+    queries += ["the app3 record is out of date now", "nobody is working on the app5 item, take it over"]
+    queries += ["the customer was charged twice and the app2 invoice is wrong"]
     for doc in rng.sample(docs, 60):
         words = doc.description.lower().rstrip(".").split()
         queries += [" ".join(rng.sample(words, 4)), words[1][:-1] + " " + words[2]]

@@ -33,6 +33,12 @@ DOCS = [
     SearchDoc("mail_create_draft", "Save an email as a draft, to send later.", "mail"),
     SearchDoc("web_read", "Read the text of the open page.", "web"),
     SearchDoc("web_screenshot", "Take a screenshot of the open page.", "web"),
+    SearchDoc("code_merge_pr", "Merge a pull request.", "code"),
+    SearchDoc("tracker_get_create_fields", "Get the fields needed to create an issue.", "tracker"),
+    SearchDoc("chat_send_message", "Send a message to a channel.", "chat"),
+    SearchDoc("chat_get_channel_history", "Get the recent messages of a channel.", "chat"),
+    SearchDoc("desk_create_ticket", "Create a support ticket.", "desk"),
+    SearchDoc("desk_create_contact", "Create a contact.", "desk"),
 ]
 
 
@@ -62,6 +68,12 @@ def index() -> SearchIndex:
         ("the fix is on my branch and ready for review in code", "code_create_pr"),
         ("write the email to Tom, my manager should check it before it goes out", "mail_create_draft"),
         ("I want to see what the open page in the web looks like right now", "web_screenshot"),
+        ("the pull request in code was approved and is ready to go in", "code_merge_pr"),
+        ("the channel still thinks the release is blocked, chat with them", "chat_send_message"),
+        ("what did people say in the chat channel while I was away", "chat_get_channel_history"),
+        ("a customer complained by phone and it is not logged at the desk", "desk_create_ticket"),
+        ("the crash on login isn't tracked in the tracker yet", "tracker_create_issue"),
+        ("the tracker issue has the old title, it should say login", "tracker_update_issue"),
     ],
 )
 def test_a_symptom_finds_the_action_it_calls_for(index: SearchIndex, query: str, first: str) -> None:
@@ -86,3 +98,26 @@ def test_a_symptom_that_tells_what_to_do_is_evidence_for_the_score(index: Search
     # "charged twice" says refund as plainly as the verb would; "out of date" (update what?) does not.
     hits = index.search("the customer was charged twice", 3)
     assert hits[0].doc.name == "pay_create_refund" and hits[0].score >= 0.3
+
+
+def test_a_symptom_reads_as_the_tools_action_not_a_word_of_its_object(index: SearchIndex) -> None:
+    # "create" is what tracker_get_create_fields is about, not what it does.
+    hits = [h.doc.name for h in index.search("the crash on login isn't tracked in the tracker yet", 5)]
+    assert hits.index("tracker_create_issue") < hits.index("tracker_get_create_fields")
+
+
+@pytest.mark.parametrize(
+    ("name", "integration", "actions"),
+    [
+        ("jira_get_create_fields", "atlassian-jira", {"get"}),
+        ("github_create_or_update_file", "github", {"create", "update"}),
+        ("stripe_create_refund", "stripe", {"create", "refund"}),
+        ("google_drive_upload", "google-drive", {"upload"}),
+        ("createIssue", "custom", {"create"}),
+        ("weather_forecast", "custom", set()),
+    ],
+)
+def test_a_tools_actions_by_its_name(name: str, integration: str, actions: set[str]) -> None:
+    from workbench.engine.search import _name_actions
+
+    assert _name_actions(name, integration) == actions

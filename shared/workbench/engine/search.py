@@ -450,8 +450,16 @@ _SYMPTOMS: tuple[tuple[str, str], ...] = (
     (
         r"\b(?:ha(?:s|ve) no idea|(?:does|do)" + _N + r" know) yet\b|\bunaware\b|"
         r"\b(?:ha(?:s|ve)" + _N + r"|never) (?:heard|been told)\b|\bnever (?:got|received)\b|"
-        r"\b(?:did" + _N + r"|never) (?:get|receive)\b|\bhave" + _N + r" told\b",
+        r"\b(?:did" + _N + r"|never) (?:get|receive)\b|\bhave" + _N + r" told\b|"
+        r"\bstill (?:thinks?|believes?|assumes?|expects?)\b",
         "inform",
+    ),
+    # what was said while I was away: read the history
+    (
+        r"\bwhile (?:i|we) (?:was|were) (?:away|asleep|out|off|offline|on leave|on vacation|on holiday)\b|"
+        r"\bwhat did (?:people|they|everyone|everybody|the team|others|folks) (?:say|write|post|discuss)\b|"
+        r"\b(?:i|we) missed\b|\bcatch up on\b",
+        "missed",
     ),
     # I do not know what there is: list it, read it
     (
@@ -478,7 +486,8 @@ _SYMPTOMS: tuple[tuple[str, str], ...] = (
     (
         r"\b(?:wrong|incorrect(?:ly)?|inaccurate|out ?of ?date|outdated|stale|typo(?:ed|s)?|misspel(?:t|led)|"
         r"still (?:says|shows|lists|describes|tells|mentions|points|has|is|at|in|on)|should (?:say|read)|"
-        r"(?:was|were|got|been) revoked|expired)\b",
+        r"(?:was|were|got|been) revoked|expired|(?:has|have|shows?|lists?|with) (?:the |an )?old|"
+        r"but (?:\w+ )?(?:actually|really|in fact))\b",
         "fix",
     ),
     # it is in the way: delete, archive, trash, remove
@@ -487,7 +496,8 @@ _SYMPTOMS: tuple[tuple[str, str], ...] = (
         r"no longer (?:needed|used|relevant|valid|useful)|(?:do|does)"
         + _N
         + r" need (?:it|them|this|that) any ?more|"
-        r"not needed any ?more|stopped using|dropped|clutter(?:s|ing|ed)?|duplicates|junk|"
+        r"not needed any ?more|stopped using|dropped|clutter(?:s|ing|ed)?|duplicates|junk|leftovers?|left ?over|"
+        r"(?:i|we) (?:do|did)" + _N + r" need|nobody (?:needs|uses|reads|wants|looks at)|"
         r"(?:is|are|a|the same|two|three|some|many|with) duplicated?)\b",
         "unwanted",
     ),
@@ -496,10 +506,12 @@ _SYMPTOMS: tuple[tuple[str, str], ...] = (
         r"\b(?:(?:is|are|was|were|has|have)"
         + _N
         + r"(?: been)?|not) (?:tracked|logged|recorded|filed|written down|"
-        r"captured|anywhere)\b|\bnobody (?:has|have) (?:recorded|logged|filed|written|tracked|created|added)\b|"
+        r"captured|anywhere)\b|"
+        r"\bnobody (?:has|have) (?:recorded|logged|filed|written|tracked|created|added|reported|opened)\b|"
         r"\bnowhere to (?:put|keep|store|record|track|write)\b|\b(?:does|do)" + _N + r" exist(?: yet)?\b|"
         r"\b(?:has|have|there['\u2019]?s|there is|there are) (?:no|nothing)\b(?=[^.,;!?]*\byet\b)|\bnothing yet\b|"
-        r"\b(?:is|are)" + _N + r" (?:in|on) (?=[^.,;!?]*\byet\b)|\bmissing\b|\bnever wrote (?:down|up)\b|"
+        r"\b(?:(?:is|are)" + _N + r"|['\u2019](?:s|re) not) (?:in|on) (?=[^.,;!?]*\byet\b)|\bmissing\b|"
+        r"\bnever wrote (?:down|up)\b|\bthere(?:['\u2019]s| is) no \w+ (?:for|about) (?:it|this|that)\b|"
         r"\b(?:track|log|file|record) (?:it|this|that|them)\b",
         "missing",
     ),
@@ -530,9 +542,21 @@ _SYMPTOMS: tuple[tuple[str, str], ...] = (
     ),
     # work done, waiting for others: open a pull request
     (
-        r"\bready (?:for (?:review|a review|the team|others|someone)|to (?:be )?(?:reviewed|merged))\b|"
+        r"\bready (?:for (?:review|a review|the team|others|someone)|to (?:be )?reviewed)\b|"
         r"\bfor the team to (?:look at|review|check)\b",
         "ready",
+    ),
+    # reviewed and accepted: merge it
+    (
+        r"\b(?:was|is|got|been|were|are) approved\b|\bready to (?:go in|ship|land|be merged|merge)\b|"
+        r"\bgood to (?:go|merge)\b",
+        "approved",
+    ),
+    # something is broken: it is a ticket or an issue (what to do with it is told elsewhere)
+    (
+        r"\bcomplain(?:s|ed|ing|t|ts)?\b|\bbroken\b|\bnot working\b|\b(?:does|do|did)" + _N + r" work\b|"
+        r"\bcrash(?:es|ed|ing)?\b",
+        "complaint",
     ),
     # written, not to be sent yet: a draft
     (
@@ -589,16 +613,22 @@ _INTENT_ACTIONS: dict[str, dict[str, float]] = {
     "ready": {"create": 1.0, "open": 0.8},
     "unsent": {"create": 1.0},
     "appearance": {"screenshot": 1.0},
+    "missed": {"get": 1.0, "list": 1.0, "read": 0.8, "search": 0.5},
+    "approved": {"merge": 1.0},
 }
 # Symptoms that tell what to do as plainly as its verb would ("charged twice" is a refund): their
 # reading is evidence for the score; the others ("it's wrong", "I can't find it") only rank.
-_TELLING = frozenset({"overcharged", "stop", "retry", "unowned", "unsent", "ready", "appearance", "unsynced"})
+_TELLING = frozenset(
+    {"overcharged", "stop", "retry", "unowned", "unsent", "ready", "appearance", "unsynced", "approved"}
+)
 # What some symptoms are about, as a second word ("doesn't want to pay" is about a subscription).
 _INTENT_OBJECTS: dict[str, dict[str, float]] = {
     "stop": {"subscription": 1.0},
     "conflict": {"event": 1.0, "meeting": 1.0},
     "ready": {"pr": 1.0},
     "unsent": {"draft": 1.0},
+    "missed": {"history": 1.0, "thread": 0.5},
+    "complaint": {"ticket": 1.0, "issue": 1.0},
 }
 
 
@@ -1164,7 +1194,8 @@ class SearchIndex:
             for suffix, table in (("", _INTENT_ACTIONS), ("/object", _INTENT_OBJECTS)):
                 found = {a: _INTENT * share for a, share in table.get(intent, {}).items() if a in self._at}
                 if found:
-                    queue.append((f"~{intent}{suffix}", "", found))
+                    # Actions count where they are the tool's action (its name's verb), objects anywhere.
+                    queue.append((f"~{intent}{suffix}", "" if suffix else _AS_ACTION, found))
         for word, written, expansions in queue:
             if not expansions:
                 # An unknown word counts against the calibrated score, unless it is a value
@@ -1222,6 +1253,12 @@ class SearchIndex:
         as the loop `scores[doc] += idf * quality * weight` (or the best of the word's expansions)
         and then the bonus for the word as written."""
         best: dict[int, float] = {}
+        if written == _AS_ACTION:  # a symptom's reading: only the tools whose action it is
+            for term, quality in expansions.items():
+                ids, weights = self._acting(term)
+                _put(best, ids, map(max, map(best.get, ids, _ZEROS), map(quality.__mul__, weights)))
+            _add(scores, best, map(idf.__mul__, best.values()))
+            return
         if len(expansions) == 1:  # the common case: no synonym, no correction
             ((term, quality),) = expansions.items()
             ids, weights = self._posting(term)
@@ -1237,6 +1274,15 @@ class SearchIndex:
             present: Container[int] = best or set(ids)
             found = list(filter(present.__contains__, surfaced))
             _add(scores, found, itertools.repeat(_SURFACE * idf, len(found)))
+
+    def _acting(self, term: str) -> tuple[list[int], list[float]]:
+        """The posting of an action word, kept to the tools whose name has it as its action."""
+        ids, weights = self._posting(term)
+        if term not in _ACTIONS:  # a word no tool name uses as its verb ("rerun", "permission")
+            return list(ids), list(weights)
+        docs = self.docs
+        keep = [k for k, i in enumerate(ids) if term in _name_actions(docs[i].name, docs[i].integration)]
+        return [ids[k] for k in keep], [weights[k] for k in keep]
 
     def prepare(self) -> None:
         """Load what searching this index needs beyond itself (numpy, for a large index), so that
@@ -1260,6 +1306,16 @@ class SearchIndex:
         scores = np.zeros(n)
         touched = np.zeros(n, dtype=bool)
         for idf, expansions, written in words:
+            if written == _AS_ACTION:
+                best = np.zeros(n)
+                for term, quality in expansions.items():
+                    acting, acting_weights = self._acting(term)
+                    ids = np.asarray(acting, dtype=np.int64)
+                    best[ids] = np.maximum(best[ids], quality * np.asarray(acting_weights, dtype=np.float64))
+                present = np.flatnonzero(best)
+                scores[present] += idf * best[present]
+                touched[present] = True
+                continue
             if len(expansions) == 1:
                 ((term, quality),) = expansions.items()
                 start, end = self._run(self._at[term])
@@ -1409,6 +1465,37 @@ def _numpy() -> Any:
 
 
 _Word = tuple[float, dict[str, float], str]  # a matched query word: (idf, expansions, as written)
+_AS_ACTION = "\x00action"  # "as written" of a symptom's actions: they match tools' actions only
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _name_actions(name: str, integration: str) -> frozenset[str]:
+    """A tool's actions by its name: the first action word after the integration's words, and any
+    joined to it by "or" / "and" (`github_create_or_update_file` creates and updates;
+    `jira_get_create_fields` only gets), and the last word when it is an action word too
+    (`stripe_create_refund` refunds)."""
+    known = set(_integration_terms(integration[:_NAME_CHARS]))
+    words = [
+        part.lower()
+        for raw in _ASCII_WORD.findall(name[:_NAME_CHARS])
+        for part in (_CAMEL.split(raw) if raw[:1].islower() else [raw])
+        if part
+    ]
+    at = 0
+    while at < len(words) - 1 and stem(words[at]) in known:
+        at += 1
+    acts: set[str] = set()
+    for i in range(at, len(words)):
+        if stem(words[i]) in _ACTIONS:
+            acts.add(stem(words[i]))
+            j = i + 1
+            while j + 1 < len(words) and words[j] in ("or", "and") and stem(words[j + 1]) in _ACTIONS:
+                acts.add(stem(words[j + 1]))
+                j += 2
+            break
+    if acts and stem(words[-1]) in _ACTIONS:  # an action named as the object (`create_refund`)
+        acts.add(stem(words[-1]))
+    return frozenset(acts)
 
 
 def _put(target: dict[int, float], keys: Iterable[int], values: Iterable[float]) -> None:
