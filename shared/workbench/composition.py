@@ -119,6 +119,7 @@ LAZY_MODULES = (
     "workbench.external.oauth",
     "workbench.external.operator",
     "workbench.guard.egress",
+    "workbench.guard.http1",
     "workbench.identity.tokens",
     "workbench.oauth.service",
     "workbench.services.auth",
@@ -203,6 +204,15 @@ class Gateway:
         from workbench.guard.egress import EgressTransport
 
         return EgressTransport(self.egress, inner=self._transport, **options)
+
+    def PluginTransport(self) -> httpx.AsyncBaseTransport:
+        """What plugins' `ctx.http` sends through: the egress rules on Workbench's own HTTP/1.1
+        client (workbench.guard.http1), or around the test double when there is one."""
+        if self._transport is not None:
+            return self.EgressTransport(retries=1)
+        from workbench.guard.http1 import Http1Transport
+
+        return Http1Transport(self.egress, retries=1)
 
     @cached_property
     def provider_oauth(self) -> ProviderOAuth:
@@ -497,7 +507,7 @@ def build_gateway(
         metrics,
         # Every plugin request (a user's own Superset/Zendesk/Salesforce host included) passes the
         # egress checks; the transport is made when the first upstream call needs it.
-        transport_factory=lambda: late[0].EgressTransport(retries=1),
+        transport_factory=lambda: late[0].PluginTransport(),
         concurrency=settings.execute_concurrency,
         clock=clock,
         builtin_services=services,

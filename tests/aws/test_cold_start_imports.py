@@ -91,6 +91,38 @@ NOT_ON_THE_CURL_PROXY_PATH = (
     "tests.support.slowapi.tools",
 )
 
+# A plugin tool's first upstream call: its argument model (the plugin's own pydantic), its
+# credential decrypted (cryptography's AES-GCM, a KMS data key), the call through httpx's client on
+# Workbench's own HTTP/1.1 transport: no httpcore, h11 or anyio, no SSL context (certifi's CA
+# bundle) for a plain-http upstream; nothing of the OAuth server, the portal, custom apps or search.
+NOT_ON_THE_PLUGIN_CALL_PATH = (
+    "boto3",
+    "botocore",
+    "aws_xray_sdk",
+    "aws_lambda_powertools",
+    "mangum",
+    "starlette",
+    "anyio",
+    "sniffio",
+    "httpcore",
+    "h11",
+    "certifi",
+    "jwt",
+    "cryptography.hazmat.primitives.asymmetric",
+    "workbench.oauth",
+    "workbench.identity.tokens",
+    "workbench.connections.flow",
+    "workbench.connections.provider_oauth",
+    "workbench.external",
+    "workbench.engine.search",
+    "workbench.web",
+    "workbench.rest",
+    "workbench.browser",
+    "workbench.builtin.apps",
+    "workbench.builtin.browser",
+    "workbench_plugins.github.tools",
+)
+
 PROXY_CHILD = """
 import importlib.util, json, sys
 spec = importlib.util.spec_from_file_location("app", "functions/proxy/app.py")
@@ -217,6 +249,63 @@ def test_a_curl_proxy_request_imports_only_what_it_needs(
     assert out["status"] == 200, out["body"]
     assert "workbench.identity.es256" in out["modules"]  # the token's signature was checked...
     assert _among(out["modules"], NOT_ON_THE_CURL_PROXY_PATH) == []  # ...without PyJWT
+
+
+def test_a_plugin_tools_first_upstream_call_imports_only_what_it_needs(
+    moto_endpoint: AwsEndpoint, aws_settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from dataclasses import replace
+
+    from workbench.composition import build_gateway
+
+    from tests.support.slowapi import connect_slowapi, slow_upstream
+
+    with slow_upstream(keep_alive=True) as url:
+        monkeypatch.setenv("WB_SLOW_API_URL", url)
+        settings = replace(aws_settings, extra_plugins=("tests.support.slowapi",), egress_allow="loopback")
+        gw = build_gateway(settings)
+        ada = gw.stores.users.get_or_create("ada@example.com")
+        connect_slowapi(gw, ada.id)  # stored encrypted under a KMS data key: the call decrypts it
+        key = gw.auth.mint_key(ada)
+        body = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "tools/call",
+            "params": {
+                "name": "execute_tools",
+                "arguments": {"executions": [{"tool": "slowapi_fast", "args": {}}]},
+            },
+        }
+        event = http_api_event(
+            "POST",
+            "/mcp",
+            route_key="ANY /mcp",
+            body=body,
+            headers={"authorization": f"Bearer {key}", "mcp-protocol-version": "2025-06-18"},
+        )
+        env = {
+            "PATH": "/usr/bin:/bin",
+            **moto_endpoint.env(aws_settings),
+            "WORKBENCH_PUBLIC_URL": "https://gw.example.test",
+            "WORKBENCH_EXTRA_PLUGINS": "tests.support.slowapi",
+            "WORKBENCH_EGRESS_ALLOW": "loopback",
+            "WB_SLOW_API_URL": url,
+        }
+        done = subprocess.run(
+            [sys.executable, "-c", CHILD, json.dumps(event)],
+            cwd=REPO,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    assert done.returncode == 0, done.stderr[-3000:]
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    assert out["status"] == 200, out["body"]
+    result = json.loads(json.loads(out["body"])["result"]["content"][0]["text"])
+    assert result == {"results": [{"result": {"fast": True}}]}  # it went upstream...
+    assert "workbench.guard.http1" in out["modules"] and "httpx" in out["modules"]
+    assert _among(out["modules"], NOT_ON_THE_PLUGIN_CALL_PATH) == []  # ...with no more than that
 
 
 def test_the_mcp_app_and_the_portal_name_the_same_session_cookie() -> None:

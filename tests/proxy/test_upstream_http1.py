@@ -116,7 +116,7 @@ CLOSES = {
 @dataclass
 class Upstream:
     """A loopback server that records each connection's raw bytes and answers `answer` to every
-    request head it sees (a request body is read by its Content-Length)."""
+    request head it sees (a request body is read by its Content-Length, or up to its last chunk)."""
 
     answer: bytes = b""
     close_after: bool = False
@@ -138,7 +138,10 @@ class Upstream:
                 for line in head.split(b"\r\n"):
                     if line.lower().startswith(b"content-length:"):
                         length = int(line.split(b":", 1)[1])
-                body = await reader.readexactly(length) if length else b""
+                if b"\r\ntransfer-encoding: chunked\r\n" in head.lower():
+                    body = await reader.readuntil(b"\r\n0\r\n\r\n")  # one chunk (or none), then the last
+                else:
+                    body = await reader.readexactly(length) if length else b""
                 self.received.append(head + body)
                 self.peers.append(peer)
                 writer.write(self.answer)

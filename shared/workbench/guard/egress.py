@@ -1,9 +1,10 @@
 """The one gate for every server-side HTTP request to a URL a user or tenant can influence.
 
-Plugins (a user's Superset address, Zendesk subdomain, Salesforce instance URL, any other),
-custom apps (external MCP servers), the curl proxy, OAuth client metadata documents and provider
-token endpoints all send through `EgressTransport(policy)`. Per request, and so per redirect hop
-that a client follows, it:
+Custom apps (external MCP servers), OAuth client metadata documents and provider token endpoints
+send through `EgressTransport(policy)`; plugins (a user's Superset address, Zendesk subdomain,
+Salesforce instance URL, any other) and the curl proxy through workbench.guard.http1, which applies
+the same rules with the same policy (and holds itself to this transport in its tests). Per
+request, and so per redirect hop that a client follows, it:
 
 1. parses the URL strictly (`EgressPolicy.check_url`): http(s) only (plain http only when the
    policy allows local addresses), no user:password@, no control characters or backslash, an

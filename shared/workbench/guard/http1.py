@@ -1,7 +1,9 @@
-"""The curl proxy's upstream leg: HTTP/1.1 on asyncio's own transports, connections kept per checked
-address. On this one path it replaces httpx + httpcore + h11 + anyio, which were about half of the
-proxy's CPU per request (bench/proxy.py; cProfile in the closing note of issue 24). The egress rules
-are EgressTransport's with `per_address=True`, applied the same way:
+"""The curl proxy's upstream leg and the transport under every plugin's `ctx.http`: HTTP/1.1 on
+asyncio's own transports. For the proxy it replaces httpx + httpcore + h11 + anyio, which were about
+half of its CPU per request (bench/proxy.py; cProfile in the closing note of issue 24); for plugins
+(`Http1Transport`, under httpx's client) httpcore + h11 + anyio, a third of what a plugin's first
+upstream call imported on a cold start (bench/cold_start.py). The egress rules are
+EgressTransport's, applied the same way; the proxy's are those of `per_address=True`:
 
 - every request resolves its host through the policy and checks EVERY answer
   (`EgressPolicy.resolve`); a kept connection is reused only when it goes to an address of that
@@ -41,13 +43,14 @@ from workbench.guard.egress import (
     _ACCEPT_ENCODING,
     _MAX_ADDRESSES_TRIED,
     _MAX_POOLS,
+    DEFAULT_MAX_RESPONSE_BYTES,
     CheckedUrl,
     EgressPolicy,
     ResponseTooLarge,
     _Decoder,
 )
 
-__all__ = ["KEEPALIVE_SECONDS", "Http1Client", "Reply"]
+__all__ = ["KEEPALIVE_SECONDS", "Http1Client", "Http1Transport", "Reply"]
 
 KEEPALIVE_SECONDS = 5.0  # httpcore's keepalive_expiry in EgressTransport
 _MAX_IDLE_PER_ADDRESS = 20  # httpcore's max_keepalive_connections
@@ -79,6 +82,8 @@ class Reply:
     status: int
     fields: list[tuple[bytes, bytes]]
     content: bytes
+    version: bytes = b"1.1"  # of the status line: HTTP/1.1 or HTTP/1.0
+    reason: bytes = b""  # the status line's reason phrase, as sent
 
     def headers(self) -> list[tuple[str, str]]:
         """The header pairs as text, byte for byte (Latin-1). (httpx decodes ASCII, else UTF-8, else
@@ -217,14 +222,21 @@ class Http1Client:
         *,
         max_response_bytes: int,
         verify: ssl.SSLContext | None = None,
+        per_address: bool = True,
     ) -> None:
         self.policy = policy
         self.max_response_bytes = max_response_bytes
+        self.per_address = per_address
+        # Which connect failures move on to the host's next checked address: EgressTransport's,
+        # whose per-address pools try one address each, and whose per-host backend tries each in turn.
+        self._failover: tuple[type[httpx.RequestError], ...] = (
+            (httpx.ConnectError,) if per_address else (httpx.ConnectError, httpx.ConnectTimeout)
+        )
         self._verify = verify
         self._ssl: ssl.SSLContext | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
-        # (scheme, host, port, checked address) -> idle connections, most recently used last; the
-        # least recently used key goes past _MAX_POOLS.
+        # (scheme, host, port, checked address or "" when kept per host) -> idle connections, most
+        # recently used last; the least recently used key goes past _MAX_POOLS.
         self._idle: dict[tuple[str, str, int, str], list[_Conn]] = {}
 
     async def send(
@@ -238,7 +250,8 @@ class Http1Client:
     ) -> Reply:
         """`target` (path and query, as httpx would send them) on `origin`, a URL that passed the
         policy's URL checks (`check_url`: its scheme, host and port are where the request goes).
-        The host is resolved and every answer checked here, on every call. `headers` are sent as
+        The host is resolved and every answer checked here, on every call (`per_address`), or when
+        a new connection is made (connections kept per host name). `headers` are sent as
         given, after Host and before Content-Length and Accept-Encoding (the order httpx gives them)."""
         loop = asyncio.get_running_loop()
         if self._loop is not loop:
@@ -246,15 +259,22 @@ class Http1Client:
         checked = origin
         request = _Call(method, origin.url, target, limits)
         head = _request_head(method, origin.url.netloc, target, headers, body, request)
-        addresses = await self.policy.resolve(checked.host, checked.port)
-        failure: httpx.ConnectError | None = None
-        for address in addresses[:_MAX_ADDRESSES_TRIED]:  # every one was checked above
-            key = (checked.scheme, checked.host, checked.port, address)
+        key = (checked.scheme, checked.host, checked.port, "")
+        conn: _Conn | None = None
+        if not self.per_address:  # a kept connection to this host goes on without a new answer
             conn = self._kept(key)
+            if conn is not None:
+                return await self._exchange(conn, key, method, head, body, request)
+        addresses = await self.policy.resolve(checked.host, checked.port)
+        failure: httpx.RequestError | None = None
+        for address in addresses[:_MAX_ADDRESSES_TRIED]:  # every one was checked above
+            if self.per_address:
+                key = (checked.scheme, checked.host, checked.port, address)
+                conn = self._kept(key)
             if conn is None:
                 try:
                     conn = await self._connect(checked.scheme, checked.host, address, checked.port, request)
-                except httpx.ConnectError as exc:  # nothing was sent: the next checked address may answer
+                except self._failover as exc:  # nothing was sent: the next checked address may answer
                     failure = exc
                     continue
             return await self._exchange(conn, key, method, head, body, request)
@@ -341,7 +361,7 @@ class Http1Client:
     async def _read(self, conn: _Conn, method: str, request: _Call) -> tuple[Reply, bool]:
         read = request.read
         while True:
-            version, status, fields = await _read_head(conn, read, request)
+            version, status, reason, fields = await _read_head(conn, read, request)
             if status >= 200:
                 break
             if status == 101:
@@ -374,7 +394,7 @@ class Http1Client:
             fields = _normalized(fields, length)
         if not decoder.identity:  # what was decoded no longer has its coding or length
             fields = [f for f in fields if f[0].lower() not in (b"content-encoding", b"content-length")]
-        return Reply(status, fields, content), reusable
+        return Reply(status, fields, content, version, reason), reusable
 
     async def _sized(
         self, conn: _Conn, decoder: _Decoder, length: int, read: float | None, request: _Call
@@ -437,6 +457,72 @@ class Http1Client:
                 conn.close()
 
 
+class Http1Transport(httpx.AsyncBaseTransport):
+    """An httpx transport on `Http1Client`: what a plugin's `ctx.http` (an httpx.AsyncClient, the
+    plugin API) sends through. A plugin's first upstream call then imports neither httpcore, h11 nor
+    anyio, and builds the SSL context (the CA bundle) only when an https URL first needs it.
+
+    The egress rules are EgressTransport's, applied by the client: the URL checked on every request
+    (so on every redirect hop a client follows); when a new connection is made, the host resolved
+    once, every answer checked, and a checked address connected to (each in turn), with TLS
+    verified for the host name; connections kept per host name (`per_address=True`: the host
+    resolved on every request, a kept connection reused only to an address of that answer); the
+    decoded body capped. `retries` more connection attempts follow a failed one (nothing was
+    sent), as httpcore's `retries` did. The answer is read whole before the client sees it (a
+    streamed response reads from memory, capped as before); a request body is sent whole (a streamed
+    one is read first, and sent as one chunk when the request says Transfer-Encoding: chunked).
+    tests/egress/test_plugin_transport.py holds it to EgressTransport (httpx/httpcore, the oracle)
+    through an httpx client, as plugins use it."""
+
+    def __init__(
+        self,
+        policy: EgressPolicy,
+        *,
+        retries: int = 0,
+        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+        verify: ssl.SSLContext | None = None,
+        per_address: bool = False,
+    ) -> None:
+        self.policy = policy
+        self.retries = retries
+        self._client = Http1Client(
+            policy, max_response_bytes=max_response_bytes, verify=verify, per_address=per_address
+        )
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        url = request.url
+        checked = self.policy.check_url(url)
+        body = await request.aread()
+        headers = request.headers.raw
+        if any(name.lower() == b"transfer-encoding" for name, _ in headers):
+            body = (b"%x\r\n%s\r\n" % (len(body), body) if body else b"") + b"0\r\n\r\n"
+        timeout = request.extensions.get("timeout")
+        limits = httpx.Timeout(**timeout) if timeout else _NO_LIMITS
+        attempts = self.retries
+        while True:
+            try:
+                reply = await self._client.send(request.method, checked, url.raw_path, headers, body, limits)
+                break
+            except (httpx.ConnectError, httpx.ConnectTimeout):
+                if attempts <= 0:
+                    raise
+                attempts -= 1
+        return httpx.Response(
+            reply.status,
+            # Names in lower case, as EgressTransport passed them on (values byte for byte: a
+            # non-ASCII one, which EgressTransport failed on, reaches the plugin as sent).
+            headers=[(name.lower(), value) for name, value in reply.fields],
+            stream=httpx.ByteStream(reply.content),
+            extensions={"http_version": b"HTTP/" + reply.version, "reason_phrase": reply.reason},
+        )
+
+    async def aclose(self) -> None:
+        await self._client.aclose()
+
+
+_NO_LIMITS = httpx.Timeout(None)
+
+
 class _Body:
     """Decoded pieces, counted against the cap as they arrive."""
 
@@ -496,26 +582,33 @@ def _request_head(
     names = {name.lower() for name, _ in headers}
     if b"host" not in names:
         lines.append(b"Host: " + netloc)
+    framed = names & {b"content-length", b"transfer-encoding"}  # a body already chunked is the caller's
     if body:
-        framing = [(b"Content-Length", str(len(body)).encode())] if b"content-length" not in names else []
+        framing = [(b"Content-Length", str(len(body)).encode())] if not framed else []
     else:
         framing = []
-        if method in ("POST", "PUT", "PATCH") and not names & {b"content-length", b"transfer-encoding"}:
+        if method in ("POST", "PUT", "PATCH") and not framed:
             lines.append(b"Content-Length: 0")
+    encoding = b"Accept-Encoding: " + _ACCEPT_ENCODING.encode()  # only what the decoder bounds
     for name, value in (*headers, *framing):
         if name.lower() == b"accept-encoding":
-            continue  # only what the decoder bounds (below)
+            # In the place of the first one asked for, the others dropped (httpx's headers[...] = ...).
+            if encoding:
+                lines.append(encoding)
+                encoding = b""
+            continue
         if _TOKEN.fullmatch(name) is None or _FIELD_VALUE.fullmatch(value) is None:
             raise request.error(httpx.LocalProtocolError, f"Illegal header name or value {name!r}")
         lines.append(name + b": " + value)
-    lines.append(b"Accept-Encoding: " + _ACCEPT_ENCODING.encode())
+    if encoding:
+        lines.append(encoding)
     lines.append(b"\r\n")
     return b"\r\n".join(lines)
 
 
 async def _read_head(
     conn: _Conn, read: float | None, request: _Call
-) -> tuple[bytes, int, list[tuple[bytes, bytes]]]:
+) -> tuple[bytes, int, bytes, list[tuple[bytes, bytes]]]:
     while True:
         end = _HEAD_END.search(conn.buf)
         if end is not None:
@@ -538,7 +631,7 @@ async def _read_head(
         if match is None:
             raise request.error(httpx.RemoteProtocolError, f"illegal header line: {line[:100]!r}")
         fields.append((match["name"], match["value"]))
-    return status_line["version"], int(status_line["status"]), fields
+    return status_line["version"], int(status_line["status"]), status_line["reason"] or b"", fields
 
 
 def _unfold(lines: list[bytes], request: _Call) -> list[bytes]:
