@@ -74,6 +74,7 @@ from workbench.tools import Tool
 if TYPE_CHECKING:
     from workbench.connections.flow import Redeemed
     from workbench.external.oauth import AppOAuth, Plan
+    from workbench.identity.auth import KeyRecheck
     from workbench.stores import Connection, PendingConnect, User
 
 __all__ = [
@@ -245,6 +246,7 @@ class ExternalServers:
         # stamp, a workspace code's claim, OAuth apps' and the caller's connections) in one round
         # trip. Without it (an ExternalServers built alone), each row is read by its own get.
         self._read_together = read_together or self._one_by_one
+        self._batched = read_together is not None  # Stores.read_together: any record, one read
         # (user) -> (workspace code, settings stamp) known to be the user's: a claim is only ever
         # released by its holder changing the code, which restamps the settings row.
         self._held_codes: dict[str, tuple[str, float]] = {}
@@ -904,21 +906,29 @@ class ExternalServers:
         return tools
 
     async def search_catalog(
-        self, user_id: str, budget: float | None = None, *, connections: Collection[str] = ()
+        self,
+        user_id: str,
+        budget: float | None = None,
+        *,
+        connections: Collection[str] = (),
+        recheck: KeyRecheck | None = None,
     ) -> tuple[list[ExternalTool], dict[str, Connection]]:
         """`catalog`, and the user's connections to `connections` (integration names) found in the
         same reads: the search needs both, and the stored rows behind them cost two round trips
-        (the user's partition, then one batch of keys), not one per row."""
+        (the user's partition, then one batch of keys), not one per row.
+
+        `recheck`: the caller's API key, taken on trust until now: its records join the first
+        batch and it is settled there (AuthError) before anything else is read or started."""
         keys = [(user_id, i) for i in dict.fromkeys(connections)]
         early: _Early | None = None
-        if keys:
+        if keys or recheck is not None:
             # Keys known before the user's partition is read go out beside its Query: the clear
-            # stamp (needed as soon as there is an app, and free in a batch made anyway) and the
-            # connections the caller asked for. One round trip for both.
+            # stamp (needed as soon as there is an app, and free in a batch made anyway), the
+            # connections the caller asked for, the caller's key. One round trip for all.
             beside = ((OPERATOR, _EPOCH_ROW),)
             rows, first = await asyncio.gather(
                 self.io.run(self.store.list_for, user_id),
-                self.io.run(self._read_together, connections=keys, servers=beside),
+                self.io.run(self._read_beside, keys, beside, recheck),
             )
             early = _Early(rows, first, frozenset(keys), frozenset(beside))
         caller, apps, conns = await self.io.run(self._searchable, user_id, connections, early)
@@ -947,6 +957,23 @@ class ExternalServers:
                 if not future.cancelled() and future.exception() is None:
                     known.append(future.result())
         return [t for entry in known for t in entry.tools.values()], conns
+
+    def _read_beside(
+        self,
+        keys: Collection[tuple[str, str]],
+        servers: Collection[tuple[str, str]],
+        recheck: KeyRecheck | None,
+    ) -> Snapshot:
+        """The first batch of a search; with `recheck`, the caller's key and user too, settled
+        here (AuthError: the key no longer stands, and nothing read is used)."""
+        if recheck is None:
+            return self._read_together(connections=keys, servers=servers)
+        if self._batched:
+            found = self._read_together(connections=keys, servers=servers, **recheck.reads)
+            recheck.settle(found)
+            return found
+        recheck.settle()  # no batch read here: the key on its own
+        return self._read_together(connections=keys, servers=servers)
 
     def _searchable(
         self, user_id: str, connections: Collection[str] = (), early: _Early | None = None

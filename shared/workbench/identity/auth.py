@@ -4,7 +4,8 @@ Resolving a bearer token reads the store (API key, user), so a warm instance kee
 for a short time (`AuthCache`, WORKBENCH_AUTH_CACHE_SECONDS, 15 s by default, 30 s at most). Only
 successes are kept: a key minted a moment ago is never refused from the cache. Once that time has
 passed, the key is checked again, and since the cache still remembers whose key it was, the key and
-its user come back in one round trip (`Stores.read_together`) instead of two in a row. A revocation made
+its user come back in one round trip (`Stores.read_together`) instead of two in a row; a caller that
+reads a batch first thing anyway (search_tools) takes them along with it (`KeyRecheck`). A revocation made
 through this instance takes effect at once (`KeysThatForget` drops the key's entries); another
 instance (another Lambda, or the CLI beside `workbench serve`) may accept a revoked key for up to
 the cache time. OAuth access tokens are never kept past their own `exp`.
@@ -21,7 +22,7 @@ import secrets
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from workbench.errors import AuthError, InvalidInput
@@ -33,6 +34,7 @@ __all__ = [
     "AccessTokenVerifier",
     "ApiKeys",
     "AuthCache",
+    "KeyRecheck",
     "KeysThatForget",
     "Principal",
     "looks_like_api_key",
@@ -61,6 +63,9 @@ class Principal:
     grant: Grant = FULL
     # How the person knows the credential: the API key's label, the OAuth client's name.
     credential_label: str = ""
+    # Set only on an API key whose cache time ran out, taken on trust until its check (read with
+    # the request's first batch) settles; see KeyRecheck.
+    recheck: KeyRecheck | None = field(default=None, compare=False, repr=False)
 
     @property
     def grant_holder(self) -> str:
@@ -145,17 +150,19 @@ class ApiKeys:
         self.keys.add(ApiKeyRecord(key_id, user.id, _hash(secret), time.time(), False, label, stored))
         return f"wb_{key_id}_{secret}"
 
-    def resolve(self, token: str, *, holder: str | None = None) -> Principal:
+    def resolve(self, token: str, *, holder: str | None = None, found: Snapshot | None = None) -> Principal:
         """The principal behind an API key; AuthError for a malformed, unknown or revoked key.
 
         `holder`: the user id this key belonged to when it was last resolved. Both records are then
-        read together (one round trip); the key is still checked exactly as on a first resolve."""
+        read together (one round trip); the key is still checked exactly as on a first resolve.
+        `found`: those two records, already read with another batch (KeyRecheck)."""
         match = _KEY_RE.match(token)
         if not match:
             raise AuthError("malformed API key")
         user: User | None = None
-        if holder is not None and self._read_together is not None:
+        if found is None and holder is not None and self._read_together is not None:
             found = self._read_together(user_id=holder, key_id=match.group(1))
+        if found is not None:
             rec, user = found.api_key, found.user
         else:
             rec = self.keys.get(match.group(1))
@@ -188,6 +195,46 @@ def _jwt_exp(token: str) -> float | None:
         return None
     exp = claims.get("exp") if isinstance(claims, dict) else None
     return float(exp) if isinstance(exp, int | float) and not isinstance(exp, bool) else None
+
+
+class KeyRecheck:
+    """An API key this instance resolved before, whose cache time has run out: instead of a round
+    trip of its own, its key and user records ride along with the first batch read the request
+    makes anyway (search_tools' first round trip), and are checked there exactly as on a resolve.
+
+    Until it settles, the principal it came with is only the last known answer: whoever takes one
+    must settle it before anything is written, started or answered for the caller (the MCP
+    surface settles it after the call in any case, and answers 401 if it fails)."""
+
+    __slots__ = ("_check", "_outcome", "key_id", "user_id")
+
+    def __init__(self, key_id: str, user_id: str, check: Callable[[Snapshot | None], Principal]) -> None:
+        self.key_id = key_id
+        self.user_id = user_id
+        self._check = check  # (found, or None to read them now) -> Principal; AuthError
+        self._outcome: Principal | str | None = None
+
+    @property
+    def reads(self) -> dict[str, str]:
+        """What to add to a `Stores.read_together` call for `settle`."""
+        return {"user_id": self.user_id, "key_id": self.key_id}
+
+    @property
+    def settled(self) -> bool:
+        return self._outcome is not None
+
+    def settle(self, found: Snapshot | None = None) -> Principal:
+        """The checked principal (its grant as stored now); AuthError when the key no longer stands.
+        `found`: a read that included `reads`; None reads the two records now (blocking). Settles
+        once: later calls give the same outcome."""
+        if self._outcome is None:
+            try:
+                self._outcome = self._check(found)
+            except AuthError as exc:
+                self._outcome = str(exc) or "invalid API key"
+        if isinstance(self._outcome, str):
+            raise AuthError(self._outcome)
+        return self._outcome
 
 
 @dataclass(frozen=True, slots=True)
@@ -229,8 +276,14 @@ class AuthCache:
     def holder(self, token: str) -> str | None:
         """Whose API key this was when it was last resolved here, even if that has expired: a hint
         for reading the key and its user together, never a reason to accept the key."""
+        lapsed = self.lapsed(token)
+        return lapsed.user.id if lapsed is not None else None
+
+    def lapsed(self, token: str) -> Principal | None:
+        """What an API key resolved to when it was last resolved here, even if that has expired:
+        the guess a KeyRecheck starts from, never a reason to accept the key."""
         entry = self._entries.get(self._key(token))
-        return entry.principal.user.id if entry is not None and entry.key_id is not None else None
+        return entry.principal if entry is not None and entry.key_id is not None else None
 
     def put(self, token: str, principal: Principal, generation: int) -> None:
         """Keep a successful resolve (started at `generation`), for the TTL or until the token's exp."""

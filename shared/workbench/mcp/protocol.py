@@ -193,12 +193,12 @@ class McpServer:
             {"WWW-Authenticate": f'Bearer resource_metadata="{self.resource_metadata_url}"'},
         )
 
-    async def authenticate(self, headers: Mapping[str, str]) -> Principal:
+    async def authenticate(self, headers: Mapping[str, str], *, defer: bool = False) -> Principal:
         raw = headers.get("authorization", "")
         scheme, _, token = raw.partition(" ")
         if scheme.lower() != "bearer" or not token.strip():
             raise AuthError("missing bearer token")
-        return await self.gw.auth.authenticate(token.strip())
+        return await self.gw.auth.authenticate(token.strip(), defer=defer)
 
     async def handle(
         self, body: bytes, headers: Mapping[str, str], principal: Principal | None = None
@@ -227,7 +227,8 @@ class McpServer:
         try:
             if principal is None:
                 try:
-                    principal = await self.authenticate(headers)
+                    # search_tools reads a batch first thing: a key's lapsed check rides along.
+                    principal = await self.authenticate(headers, defer=_searches(message))
                 except AuthError as exc:
                     return self._unauthorized(req_id, str(exc))
             if is_notification:
@@ -235,8 +236,20 @@ class McpServer:
             try:
                 result = await self._dispatch(message, headers, principal)
             except _RpcError as exc:
+                if (refused := await self._unconfirmed(req_id, principal)) is not None:
+                    return refused
                 await self._audit_error(principal, message["method"], exc.code, exc.message)
                 return HttpReply(exc.status, _error(req_id, exc.code, exc.message, exc.data))
+            except AuthError:
+                if (
+                    principal.recheck is None
+                    or (refused := await self._unconfirmed(req_id, principal)) is None
+                ):
+                    raise
+                return refused
+            # Never an answer on a key taken on trust: checked with the call's batch, or now.
+            if (refused := await self._unconfirmed(req_id, principal)) is not None:
+                return refused
         except Exception as exc:
             outage = as_unavailable(exc)
             if outage is None:
@@ -248,6 +261,14 @@ class McpServer:
             rpc = _error(req_id, RPC_UNAVAILABLE, str(outage), {"retryAfter": outage.retry_after})
             return HttpReply(503, rpc, {"Retry-After": str(outage.retry_after)})
         return HttpReply(200, {"jsonrpc": "2.0", "id": req_id, "result": result})
+
+    async def _unconfirmed(self, req_id: Any, principal: Principal) -> HttpReply | None:
+        """The 401 for a principal whose deferred key check (KeyRecheck) failed; None when it stands."""
+        try:
+            await self.gw.auth.confirm(principal)
+        except AuthError as exc:
+            return self._unauthorized(req_id, str(exc))
+        return None
 
     async def _refused(
         self, headers: Mapping[str, str], principal: Principal | None, reply: HttpReply
@@ -425,6 +446,16 @@ def whole_answer_failed(payload: Any) -> bool:
     if isinstance(results, list):
         return bool(results) and all(isinstance(item, dict) and "error" in item for item in results)
     return "error" in payload
+
+
+def _searches(message: dict[str, Any]) -> bool:
+    """A search_tools call: its first store read is a batch a lapsed key's check can join."""
+    params = message.get("params")
+    return (
+        message.get("method") == "tools/call"
+        and isinstance(params, dict)
+        and params.get("name") == "search_tools"
+    )
 
 
 def _valid_id(value: Any) -> bool:

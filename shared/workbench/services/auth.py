@@ -9,10 +9,19 @@ consent transaction) are one-time: a second `take_state` gets None.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from workbench.errors import AuthError
-from workbench.identity.auth import AccessTokenVerifier, ApiKeys, AuthCache, Principal, looks_like_api_key
+from workbench.identity.auth import (
+    AccessTokenVerifier,
+    ApiKeys,
+    AuthCache,
+    KeyRecheck,
+    Principal,
+    key_id_of,
+    looks_like_api_key,
+)
 from workbench.identity.grants import FULL, Grant
 
 if TYPE_CHECKING:
@@ -62,17 +71,41 @@ class AuthService:
 
     # -- bearer tokens ---------------------------------------------------------------------------
 
-    async def authenticate(self, token: str) -> Principal:
+    async def authenticate(self, token: str, *, defer: bool = False) -> Principal:
         """The principal behind a bearer token (API key, or an OAuth access token), from this
-        instance's AuthCache when it resolved the token moments ago; AuthError if none."""
+        instance's AuthCache when it resolved the token moments ago; AuthError if none.
+
+        `defer`: the caller makes a batch read anyway and settles a KeyRecheck (for an API key
+        resolved here before whose cache time ran out, the last answer comes back with
+        `recheck` set, its two records to be read with that batch, not in a round trip first)."""
         cached = self.cache.get(token)
         if cached is not None:
             return cached
         generation = self.cache.generation
-        holder = self.cache.holder(token)  # an API key resolved here before: one read, not two
+        lapsed = self.cache.lapsed(token)  # an API key resolved here before: one read, not two
+        key_id = key_id_of(token)
+        if defer and lapsed is not None and key_id is not None:
+
+            def check(found: Snapshot | None) -> Principal:
+                principal = self.api_keys.resolve(token, holder=lapsed.user.id, found=found)
+                self.cache.put(token, principal, generation)
+                return principal
+
+            return replace(lapsed, recheck=KeyRecheck(key_id, lapsed.user.id, check))
+        holder = lapsed.user.id if lapsed is not None else None
         principal = await self._io.run(self.resolve_token, token, holder)
         self.cache.put(token, principal, generation)
         return principal
+
+    async def confirm(self, principal: Principal) -> Principal:
+        """`principal` as checked: settles its KeyRecheck (reading the key alone when no batch
+        carried it; off the loop); AuthError when the key no longer stands."""
+        recheck = principal.recheck
+        if recheck is None:
+            return principal
+        if recheck.settled:
+            return recheck.settle()
+        return await self._io.run(recheck.settle)
 
     def resolve_token(self, token: str, holder: str | None = None) -> Principal:
         """`authenticate` without the cache, blocking (store reads; the signing keys). `holder`:

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from workbench.engine.registry import Registry
     from workbench.engine.search import SearchHit, SearchIndex
     from workbench.external import ExternalServers
-    from workbench.identity.auth import Principal
+    from workbench.identity.auth import KeyRecheck, Principal
     from workbench.identity.grants import Grant
     from workbench.manifest import Manifest
     from workbench.services.connections import ConnectionService
@@ -114,7 +114,13 @@ class CatalogService:
         custom_hints: dict[str, dict[str, Any]] = {}
         external = self._external()
         if external is not None:
-            found, conns = await external.search_catalog(principal.user.id, connections=stored)
+            found, conns = await external.search_catalog(
+                principal.user.id, connections=stored, recheck=principal.recheck
+            )
+            if principal.recheck is not None:  # settled with that read: redo if the grant changed
+                checked = await self._checked(principal.recheck)
+                if checked.grant != grant:
+                    return await self.search_tools(checked, query, limit)
             custom_hints = {t.name: t.annotations for t in found}
             custom = tuple(
                 SearchDoc(t.name, t.description, t.server, arguments=argument_text(t.input_schema))
@@ -146,6 +152,10 @@ class CatalogService:
                     hits = sorted([*hits, *theirs], key=_rank)[:limit]
         else:
             conns = await self._connections.io.run(self._connections.read, principal.user.id, stored)
+            if principal.recheck is not None:  # no batch to ride along with: checked on its own
+                checked = await self._checked(principal.recheck)
+                if checked.grant != grant:
+                    return await self.search_tools(checked, query, limit)
         # Only the hit integrations: a cookie integration's check decrypts its stored cookies.
         status = await self._connections.io.run(
             partial(self._connections.status, known=conns),
@@ -163,6 +173,10 @@ class CatalogService:
             }
             for hit in hits
         ]
+
+    async def _checked(self, recheck: KeyRecheck) -> Principal:
+        """The caller's key as checked (a read of its own, off the loop, unless a batch carried it)."""
+        return recheck.settle() if recheck.settled else await self._connections.io.run(recheck.settle)
 
     def _hints(self, hit: SearchHit, custom: Mapping[str, dict[str, Any]] | None = None) -> dict[str, Any]:
         return self.annotations_of(hit.doc.name, hit.doc.integration, custom)

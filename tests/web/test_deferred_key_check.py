@@ -1,0 +1,203 @@
+"""search_tools after the auth cache's time ran out (issue 24): the caller's API key is checked with
+the search's first batch read (KeyRecheck), not in a round trip of its own before it.
+
+What a user relies on: a key revoked or narrowed on another instance meanwhile is refused or
+narrowed exactly as if it had been checked first (the same 401, the narrowed grant's results, never
+an answer computed for a key that no longer stands), and a key that stands costs one batch, not two
+reads in a row.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from workbench.composition import Gateway
+from workbench.identity.auth import KeysThatForget
+from workbench.identity.grants import Grant
+from workbench.mcp.app import create_mcp_app
+
+from tests.support.gateways import make_gateway
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = time.time()
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _search(query: Any = "create a jot") -> dict[str, Any]:
+    return {
+        "jsonrpc": "2.0",
+        "id": 7,
+        "method": "tools/call",
+        "params": {"name": "search_tools", "arguments": {"query": query}},
+    }
+
+
+async def _post(gw: Gateway, key: str, body: dict[str, Any]) -> httpx.Response:
+    async with httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=create_mcp_app(gw)), base_url="http://gw"
+    ) as c:
+        return await c.post(
+            "/mcp", json=body, headers={"Authorization": f"Bearer {key}", "accept": "application/json"}
+        )
+
+
+def _names(resp: httpx.Response) -> list[str]:
+    assert resp.status_code == 200, resp.text
+    result = resp.json()["result"]
+    assert not result.get("isError"), result
+    return [t["name"] for t in json.loads(result["content"][0]["text"])["tools"]]
+
+
+class Reads:
+    """Stores.read_together, recording what each call asked for."""
+
+    def __init__(self, gw: Gateway) -> None:
+        self.inner = gw.stores.read_together
+        self.calls: list[dict[str, Any]] = []
+
+    def __call__(self, **asked: Any) -> Any:
+        self.calls.append(asked)
+        return self.inner(**asked)
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+@pytest.fixture
+def gw(tmp_path: Path, clock: Clock) -> Gateway:
+    gw = make_gateway(tmp_path, auth_cache_seconds=15)
+    gw.auth_cache.clock = clock
+    return gw
+
+
+def _other_instance(gw: Gateway) -> Any:
+    """The key store as another instance writes it: this instance's cache is not told."""
+    keys = gw.stores.api_keys
+    return keys.inner if isinstance(keys, KeysThatForget) else keys
+
+
+def _wire_reads(gw: Gateway) -> Reads:
+    reads = Reads(gw)
+    gw.auth.api_keys._read_together = reads
+    external = gw.external
+    assert external is not None
+    external._read_together = reads
+    return reads
+
+
+async def test_a_lapsed_key_is_checked_in_the_searchs_first_batch(gw: Gateway, clock: Clock) -> None:
+    user = gw.stores.users.get_or_create("ada@example.com")
+    key = gw.auth.mint_key(user)
+    first = _names(await _post(gw, key, _search()))
+    reads = _wire_reads(gw)
+    clock.now += 16  # past the cache's time
+    assert _names(await _post(gw, key, _search())) == first
+    # One batch: the key and its user beside what the search reads anyway.
+    assert len(reads.calls) == 1
+    assert reads.calls[0]["user_id"] == user.id
+    assert reads.calls[0]["key_id"] == key.split("_")[1]
+    # The check was kept like any resolve: the next search within the time reads no key.
+    reads.calls.clear()
+    assert _names(await _post(gw, key, _search())) == first
+    assert all("key_id" not in asked for asked in reads.calls)
+
+
+async def test_a_key_revoked_elsewhere_meanwhile_gets_401(gw: Gateway, clock: Clock) -> None:
+    user = gw.stores.users.get_or_create("ada@example.com")
+    key = gw.auth.mint_key(user)
+    assert (await _post(gw, key, _search())).status_code == 200
+    assert _other_instance(gw).revoke(user.id, key.split("_")[1])
+    clock.now += 16
+    resp = await _post(gw, key, _search())
+    assert resp.status_code == 401
+    assert resp.json() == {
+        "jsonrpc": "2.0",
+        "id": 7,
+        "error": {"code": -32001, "message": "Unauthorized: invalid API key"},
+    }
+    assert resp.headers["www-authenticate"].startswith("Bearer resource_metadata=")
+    # Refused from then on too (nothing about the failed check was kept as a success).
+    assert (await _post(gw, key, _search())).status_code == 401
+
+
+async def test_a_revoked_key_gets_401_not_the_answer_to_its_bad_arguments(gw: Gateway, clock: Clock) -> None:
+    user = gw.stores.users.get_or_create("ada@example.com")
+    key = gw.auth.mint_key(user)
+    assert (await _post(gw, key, _search())).status_code == 200
+    _other_instance(gw).revoke(user.id, key.split("_")[1])
+    clock.now += 16
+    for bad in (12, "", "x" * 100_000):
+        resp = await _post(gw, key, _search(bad))
+        assert resp.status_code == 401, (bad, resp.text)
+        assert resp.json()["error"]["message"] == "Unauthorized: invalid API key"
+
+
+async def test_a_grant_narrowed_elsewhere_meanwhile_narrows_this_search(gw: Gateway, clock: Clock) -> None:
+    user = gw.stores.users.get_or_create("ada@example.com")
+    key = gw.auth.mint_key(user)
+    assert any(n.endswith("jot") for n in _names(await _post(gw, key, _search("create a jot"))))
+    narrowed = Grant("full", ("github",))
+    assert _other_instance(gw).set_grant(user.id, key.split("_")[1], narrowed.dumps())
+    clock.now += 16
+    names = _names(await _post(gw, key, _search("create a jot")))
+    assert names and all(n.startswith("github_") for n in names)
+
+
+async def test_without_custom_apps_service_the_key_is_checked_on_its_own(gw: Gateway, clock: Clock) -> None:
+    user = gw.stores.users.get_or_create("ada@example.com")
+    key = gw.auth.mint_key(user)
+    gw.catalog._external = lambda: None
+    assert (await _post(gw, key, _search())).status_code == 200
+    _other_instance(gw).revoke(user.id, key.split("_")[1])
+    clock.now += 16
+    assert (await _post(gw, key, _search())).status_code == 401
+
+
+async def test_other_calls_check_the_key_before_they_run(gw: Gateway, clock: Clock) -> None:
+    """Only search_tools defers: an execution never runs on a key taken on trust."""
+    user = gw.stores.users.get_or_create("ada@example.com")
+    key = gw.auth.mint_key(user)
+    call = {
+        "jsonrpc": "2.0",
+        "id": 3,
+        "method": "tools/call",
+        "params": {
+            "name": "execute_tools",
+            "arguments": {"executions": [{"tool": "create_jot", "args": {"title": "t", "body": "b"}}]},
+        },
+    }
+    assert (await _post(gw, key, call)).status_code == 200
+    _other_instance(gw).revoke(user.id, key.split("_")[1])
+    clock.now += 16
+    assert (await _post(gw, key, call)).status_code == 401
+    assert len(gw.stores.jots.list_for(user.id)) == 1  # the second one never ran
+
+
+async def test_a_search_that_never_read_is_still_checked_before_it_answers(
+    gw: Gateway, clock: Clock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The surface's safety net: whatever path a search takes, the key is settled before the answer."""
+    user = gw.stores.users.get_or_create("ada@example.com")
+    key = gw.auth.mint_key(user)
+    assert (await _post(gw, key, _search())).status_code == 200
+
+    async def answers_without_reading(principal: Any, query: str, limit: int) -> list[Any]:
+        return []
+
+    monkeypatch.setattr(gw.catalog, "search_tools", answers_without_reading)
+    clock.now += 16
+    assert (await _post(gw, key, _search())).status_code == 200  # the key stands: checked alone
+    clock.now += 16
+    _other_instance(gw).revoke(user.id, key.split("_")[1])
+    assert (await _post(gw, key, _search())).status_code == 401
