@@ -24,16 +24,18 @@ import itertools
 import marshal
 import math
 import re
+import sys
 import time
 import unicodedata
 import zlib
 from array import array
 from collections import defaultdict
-from collections.abc import Container, Iterable
+from collections.abc import Collection, Container, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from workbench.errors import WorkbenchError
+from workbench.guard.gcdefer import deferred_full_collections
 
 if TYPE_CHECKING:
     from workbench.engine.registry import Registry
@@ -814,6 +816,105 @@ def _argument_terms(text: str) -> list[str]:
     return list(dict.fromkeys(itertools.chain.from_iterable(map(_ascii_stems, raws))))
 
 
+# A maximal run of ASCII letters and digits: _ASCII_WORD without its lookarounds (several times
+# quicker over a catalog's text); a run longer than _WORD_MAX is then dropped as _ASCII_WORD drops it.
+_RUN = re.compile(r"[A-Za-z0-9]+")
+
+
+class _Stems(dict[str, str]):
+    """stem(), once per distinct word of one build."""
+
+    def __missing__(self, word: str) -> str:
+        out = self[word] = stem(word)
+        return out
+
+
+class _Words(dict[str, tuple[str, ...]]):
+    """One build's ASCII words and their index terms (_ascii_stems), each distinct word worked out
+    once: a catalog of 20,000 tools has millions of words but a hundred thousand distinct ones, and
+    more than the shared cache holds. It lives as long as the build, and its texts are bounded."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.stems = _Stems()
+
+    def __missing__(self, raw: str) -> tuple[str, ...]:
+        if len(raw) > _WORD_MAX:
+            out: tuple[str, ...] = ()
+        else:
+            parts = (raw,) if raw.islower() or raw.isdigit() else _split_camel(raw)
+            stems = self.stems
+            out = tuple(
+                stems[w]
+                for w in parts
+                if w not in _STOP and (len(w) > 1 or w.isdigit()) and len(w) <= _TERM_MAX
+            )
+        self[raw] = out
+        return out
+
+
+class _Lower(dict[str, str]):
+    """A written word as the index keeps it: lower-cased, or "" past _TERM_MAX characters."""
+
+    def __missing__(self, raw: str) -> str:
+        out = self[raw] = raw.lower() if len(raw) <= _TERM_MAX else ""
+        return out
+
+
+class _Parser:
+    """_parse for a whole catalog: the same fields and written words, each distinct word tokenised
+    once (_Words), no regex lookarounds; a document with any non-ASCII text goes through _parse."""
+
+    def __init__(self) -> None:
+        self.words = _Words()
+        self.lower = _Lower()
+
+    def _terms(self, raws: list[str]) -> list[str]:
+        out = list(itertools.chain.from_iterable(map(self.words.__getitem__, raws)))
+        if _PHRASE_ENDS.isdisjoint(out):
+            return out
+        return [t for t, _ in _phrases([(t, t) for t in out])]
+
+    def parse(self, doc: SearchDoc) -> tuple[dict[str, list[str]], Collection[str]]:
+        name, description, keywords = (
+            doc.name[:_NAME_CHARS],
+            doc.description[:_DESCRIPTION_CHARS],
+            doc.keywords[:_KEYWORD_CHARS],
+        )
+        arguments = doc.arguments[:_ARGUMENT_CHARS]
+        if not (name.isascii() and description.isascii() and keywords.isascii() and arguments.isascii()):
+            parsed = _parse(doc)
+            return parsed.fields, parsed.written
+        integration = _integration_terms(doc.integration[:_NAME_CHARS])
+        known = set(integration)
+        name_raws = _RUN.findall(name)
+        terms = self._terms(name_raws)
+        at = 0
+        while at < len(terms) - 1 and terms[at] in known:
+            at += 1
+        rest = terms[at:]
+        verb = next((i for i, t in enumerate(rest) if t in _ACTIONS), None)
+        if "_" in description:
+            description = _IDENTIFIER.sub(" ", description)
+        description_raws = _RUN.findall(description)
+        keyword_raws = _RUN.findall(keywords) if keywords else []
+        words = self.words.__getitem__
+        raws = filter(str.isalpha, dict.fromkeys(_RUN.findall(arguments)))
+        fields = {
+            "action": [rest[verb]] if verb is not None else [],
+            "object": [t for i, t in enumerate(rest) if i != verb],
+            "integration": [*integration, *(t for t in terms[:at] if t not in known)],
+            "description": self._terms(description_raws)[:_DESCRIPTION_TERMS],
+            "keywords": self._terms(keyword_raws),
+            "arguments": list(dict.fromkeys(itertools.chain.from_iterable(map(words, raws))))[
+                :_ARGUMENT_TERMS
+            ],
+        }
+        written = set(map(self.lower.__getitem__, itertools.chain(name_raws, description_raws, keyword_raws)))
+        written.discard("")
+        return fields, written
+
+
 @functools.lru_cache(maxsize=1024)
 def _integration_terms(integration: str) -> tuple[str, ...]:
     return tuple(tokens(integration))
@@ -895,7 +996,12 @@ class SearchIndex:
     def __init__(
         self, docs: Iterable[SearchDoc], budget: BuildBudget | None = None, label: str = "catalog"
     ) -> None:
-        budget = budget or BuildBudget()
+        # A build makes a few container objects per tool, all freed when it ends: a full garbage
+        # collection over them (and the rest of the process) would cost more than the build itself.
+        with deferred_full_collections():
+            self._build(docs, budget or BuildBudget(), label)
+
+    def _build(self, docs: Iterable[SearchDoc], budget: BuildBudget, label: str) -> None:
         self.docs: list[SearchDoc] = list(itertools.islice(docs, budget.tools + 1))
         if len(self.docs) > budget.tools:
             raise SearchBudgetExceeded(
@@ -903,51 +1009,56 @@ class SearchIndex:
             )
         clock = _Clock(budget, label)
         n = len(self.docs)
-        parsed: list[_Parsed] = []
+        parser = _Parser()
+        fields: list[dict[str, list[str]]] = []
+        written_words: list[str] = []  # each tool's written words, tool after tool
+        written_docs: array[int] = array("i")
         for i, d in enumerate(self.docs):
-            parsed.append(_parse(d))
+            parsed, written = parser.parse(d)
+            fields.append(parsed)
+            written_words.extend(written)
+            written_docs.extend(itertools.repeat(i, len(written)))
             if i & 127 == 127:
                 clock.check()
-        avg = {f: (sum(len(p.fields[f]) for p in parsed) / n if n else 0.0) or 1.0 for f in _FIELDS}
-        norms = {f: (_WEIGHT[f], 1 - _B[f], _B[f] / avg[f]) for f in _FIELDS}
+        del parser
+        avg = {f: (sum(len(p[f]) for p in fields) / n if n else 0.0) or 1.0 for f in _FIELDS}
+        norms = [(f, _WEIGHT[f], 1 - _B[f], _B[f] / avg[f]) for f in _FIELDS]
         # BM25F: a term's frequency in each field, weighted and length-normalised per field, summed,
-        # then saturated once; stored saturated so that a query only multiplies and adds.
-        rows: dict[str, tuple[array[int], array[float]]] = {}
-        written: dict[str, array[int]] = {}
-        for i, p in enumerate(parsed):
+        # then saturated once; stored saturated so that a query only multiplies and adds. Each
+        # tool's sums in a dict by C-level maps (the same additions in the same order as a loop),
+        # then every (term, tool, sum) laid out term by term at once (_grouped).
+        terms: list[str] = []
+        sums: array[float] = array("d")
+        tools: array[int] = array("i")
+        for i, p in enumerate(fields):
             tf: dict[str, float] = {}
-            for f, terms in p.fields.items():
-                if terms:
-                    weight, flat, slope = norms[f]
-                    norm = weight / (flat + slope * len(terms))
-                    for t in terms:
-                        tf[t] = tf.get(t, 0.0) + norm
-            for t, v in tf.items():
-                row = rows.get(t)
-                if row is None:
-                    row = rows[t] = (array("i"), array("f"))
-                row[0].append(i)
-                row[1].append(v / (_K1 + v))
-            for w in p.written:
-                docs_of = written.get(w)
-                if docs_of is None:
-                    docs_of = written[w] = array("i")
-                docs_of.append(i)
+            for f, weight, flat, slope in norms:
+                own = p[f]
+                if own:
+                    norm = weight / (flat + slope * len(own))
+                    collections.deque(
+                        map(tf.__setitem__, own, map(norm.__add__, map(tf.get, own, _ZEROS))), maxlen=0
+                    )
+            terms.extend(tf)
+            sums.extend(tf.values())
+            tools.extend(itertools.repeat(i, len(tf)))
             if i & 127 == 127:
                 clock.check()
-        self._at, self._ids, self._weights = _flatten({t: r[0] for t, r in rows.items()}, rows)
-        self._written_at, self._written_ids, _ = _flatten(written, None)
-        del rows, written
+        self._at, self._ids, self._weights = _grouped(terms, tools, sums)
+        del terms, sums, tools
+        clock.check()
+        self._written_at, self._written_ids, _ = _grouped(written_words, written_docs, None)
+        del written_words, written_docs
         self._unseen_idf = math.log(1 + (n + 0.5) / 1.5)  # as rare as a word of one tool
         self._vocab = sorted(self._at)  # for prefix lookups
-        self._prior = array("b", (int(_prior(p.fields)) for p in parsed))
+        self._prior = array("b", (int(_prior(p)) for p in fields))
         # Tools by the words of their integration, for queries that name one ("zendesk tickets").
         by_integration: dict[str, list[int]] = defaultdict(list)
-        for i, p in enumerate(parsed):
-            for t in dict.fromkeys(p.fields["integration"]):
+        for i, p in enumerate(fields):
+            for t in dict.fromkeys(p["integration"]):
                 by_integration[t].append(i)
         self._by_integration = dict(by_integration)
-        del parsed
+        del fields
         clock.check()
         self._typo_terms, self._typo = self._build_typo_index()
         self._by_name: dict[str, list[int]] | None = None
@@ -1449,10 +1560,51 @@ def _flatten(
     return at, ids, weights
 
 
+def _grouped(
+    terms: list[str], docs: array[int], sums: array[float] | None
+) -> tuple[dict[str, int], array[int], array[float]]:
+    """Postings given tool by tool (each tool's terms once, tools in order) laid out term by term,
+    as _flatten lays them: {term: start << 24 | length} in the order terms first appear, each run's
+    tools in order, and beside them the BM25 sums saturated (sum / (k1 + sum)) as float32. A stable
+    counting sort: with numpy when it is loaded (a large catalog), else by C-level maps, a counter
+    per term handing out its run's next position. Both give the same arrays, bit for bit."""
+    number: dict[str, int] = defaultdict(itertools.count().__next__)
+    of = array("i", map(number.__getitem__, terms))
+    np = _numpy() if len(of) >= _NUMPY_POSTINGS and "numpy" in sys.modules else None
+    weights: array[float] = array("f")
+    if np is not None:
+        numbers = np.frombuffer(of, dtype=np.int32)
+        order = np.argsort(numbers, kind="stable")
+        counted = np.bincount(numbers, minlength=len(number))
+        ids = array("i", np.frombuffer(docs, dtype=np.int32)[order].tobytes())
+        if sums is not None:
+            values = np.frombuffer(sums, dtype=np.float64)[order]
+            weights = array("f", (values / (_K1 + values)).astype(np.float32).tobytes())
+        counts: list[int] = counted.tolist()
+        starts = list(itertools.accumulate(counts, initial=0))
+    else:
+        counter = collections.Counter(of)
+        counts = [counter[t] for t in range(len(number))]
+        starts = list(itertools.accumulate(counts, initial=0))
+        slots = list(map(itertools.count, starts))
+        position = array("i", map(next, map(slots.__getitem__, of)))
+        del of, slots
+        ids = array("i", bytes(4 * len(position)))
+        collections.deque(map(ids.__setitem__, position, docs), maxlen=0)
+        if sums is not None:
+            weights = array("f", bytes(4 * len(position)))
+            saturated = map(float.__truediv__, sums, map(_K1.__add__, sums))
+            collections.deque(map(weights.__setitem__, position, saturated), maxlen=0)
+    runs = map(int.__or__, map(int.__lshift__, starts, itertools.repeat(_COUNT_BITS)), counts)
+    return dict(zip(number, runs, strict=False)), ids, weights
+
+
 _ZEROS = itertools.repeat(0.0)
 # Indexes of this many tools or more are scored with numpy when it is installed (the `scale` extra):
 # its import (~0.2 s CPU) is paid only there, off the event loop (SearchIndex.prepare).
 _NUMPY_DOCS = 2_000
+# Postings laid out with numpy (when it is loaded) from this many on: the same arrays, quicker.
+_NUMPY_POSTINGS = 50_000
 
 
 @functools.cache
