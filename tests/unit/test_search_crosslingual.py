@@ -43,3 +43,45 @@ def test_a_korean_word_the_lexicon_does_not_know_is_kept() -> None:
     # Korean is written in words: one the lexicon does not know stays in the query (and counts
     # against the score), unlike the particles left of a Chinese or Japanese run.
     assert translate("오늘 뉴스 보여줘").split() == ["오늘", "뉴스", "show"]
+
+
+@pytest.mark.parametrize(
+    ("query", "phrase"),
+    [
+        ("la página está desactualizada", "out of date"),
+        ("der Kunde wurde zweimal belastet", "twice"),
+        ("le client attend une réponse depuis lundi", "without reply"),
+        ("o contato ainda não está no CRM", "missing"),
+        ("Notionのページが古いままです", "out of date"),
+        ("我找不到那封邮件", "cannot find"),
+        ("회의가 다른 일정과 겹쳐요", "clashes"),
+        ("ग्राहक से दो बार पैसे काट लिए", "twice"),
+    ],
+)
+def test_a_situation_in_another_language_reads_as_the_english_the_symptoms_know(
+    query: str, phrase: str
+) -> None:
+    assert phrase in translate(query)
+
+
+def test_a_situation_in_another_language_finds_the_action_it_calls_for() -> None:
+    index = SearchIndex(catalog_docs(build_registry()))
+    # ASCII Spanish or Portuguese is read cross-lingually even when its English reading scored.
+    assert index.search("el cliente dice que le cobraron dos veces en Stripe", 1)[0].doc.name == (
+        "stripe_create_refund"
+    )
+    assert index.search("o contato novo ainda não está no HubSpot", 1)[0].doc.name == "hubspot_create_contact"
+    assert index.search("le client attend une réponse sur Zendesk depuis lundi", 1)[0].doc.name == (
+        "zendesk_add_comment"
+    )
+    assert index.search("der Termin am Freitag kollidiert mit einem anderen Termin", 1)[0].doc.name == (
+        "calendar_update_event"
+    )
+
+
+def test_a_translated_word_has_no_number_so_no_tool_is_preferred_for_its_form() -> None:
+    # "목록" (list) + "티켓": the English word is made up by the lexicon, singular; a tool that
+    # has "ticket" written singular in its name is no better a match for it than one with "tickets".
+    index = SearchIndex(catalog_docs(build_registry()))
+    names = [h.doc.name for h in index.search("HubSpot 연락처 목록을 보여줘", 2)]
+    assert names[0] == "hubspot_list_contacts"

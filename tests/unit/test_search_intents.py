@@ -121,3 +121,25 @@ def test_a_tools_actions_by_its_name(name: str, integration: str, actions: set[s
     from workbench.engine.search import _name_actions
 
     assert _name_actions(name, integration) == actions
+
+
+@pytest.mark.parametrize(
+    ("word", "bases"),
+    [
+        ("emailed", ("email", "emaile")),
+        ("charged", ("charg", "charge")),
+        ("planned", ("plann", "planne", "plan")),
+        ("copied", ("copi", "copie", "copy")),
+        ("sharing", ("shar", "share")),
+        ("red", ()),
+        ("need", ()),
+    ],
+)
+def test_an_unknown_inflected_word_is_read_as_its_base(word: str, bases: tuple[str, ...]) -> None:
+    from workbench.engine.search import _bases
+
+    assert _bases(word) == bases
+
+
+def test_an_inflected_word_finds_the_tool_of_its_base(index: SearchIndex) -> None:
+    assert index.search("emailed", 1)[0].doc.name == "mail_send_email"

@@ -107,7 +107,67 @@ server: servidor server serveur サーバー 服务器 서버 सर्वर
 text: texto text texte テキスト 文章 本文 文本 텍스트 टेक्स्ट
 all: todos todas todo toda alle tous toutes すべて 全部 所有 모든 सभी सब
 recent: reciente recientes recente letzte neueste recent recents 最近 最新 최근 हाल
+release: 发布 リリース 릴리스 릴리즈 रिलीज़ रिलीज
 open: abre abrir abra offne offnen ouvre ouvrir 開いて 打开 열어 खोलो
+"""
+
+# Situations and symptoms (engine/search.py _SYMPTOMS), written by meaning in each language: each
+# form, found in the query, is replaced by an English phrase the symptom reader knows. Forms are
+# separated by `|`; a trailing * takes any ending (Latin scripts); other scripts match as written
+# inside a word. Longer forms are tried first.
+_SITUATIONS = """
+out of date: desactualizad* | no esta al dia | sigue diciendo | todavia dice | veraltet* | nicht mehr aktuell |
+ nicht aktuell | steht noch | zeigt noch | pas a jour | plus a jour | perime* | dit encore | affiche encore |
+ desatualizad* | ainda diz | ainda mostra | 古いまま | 古くなって | 最新ではない | 更新されていない | 过时 | 不是最新 |
+ 还是旧的 | 没有更新 | 오래된 | 최신이 아니 | 업데이트되지 않 | 아직 열려 | 아직 열린 | पुराना | पुरानी | अपडेट नहीं
+charged: cobraron | cobrado | cobro | cobrar | abgebucht | belastet | debite* | preleve* | cobraram | cobrou |
+ 請求され | 引き落とされ | 課金され | 扣了 | 扣款 | 收费了 | 결제됐 | 결제되었 | 청구됐 | 청구되었 | पैसे काट | चार्ज किया | चार्ज हो
+twice: dos veces | doble cobro | zweimal | doppelt | deux fois | duas vezes | 二重 | 二回 | 2回 | 两次 | 重复扣 | 重复收 | 두 번 |
+ 이중 | 중복 결제 |
+ दो बार
+unassigned: nadie se ocupa | nadie esta trabajando | nadie atiende | sin asignar | sin responsable |
+ niemand kummert sich | niemand bearbeitet | niemand arbeitet | keiner kummert sich | nicht zugewiesen |
+ personne ne s'occupe | personne ne travaille | non assigne* | ninguem esta trabalhando | ninguem cuida |
+ sem responsavel | nao atribuid* | 誰も対応していない | 誰も担当していない | 担当者がいない | 未割り当て | 没人处理 | 没有人处理 |
+ 没人负责 | 无人负责 | 未分配 | 아무도 담당 | 담당자가 없 | 아무도 처리 | 미할당 | कोई काम नहीं कर रहा | किसी को असाइन नहीं |
+ कोई नहीं देख रहा
+without reply: sin respuesta | espera una respuesta | esperando una respuesta | esperando respuesta |
+ no ha respondido | nadie ha respondido | wartet auf eine antwort | wartet auf antwort | keine antwort |
+ ohne antwort | unbeantwortet | attend une reponse | attendent une reponse | sans reponse | pas de reponse |
+ n'a pas repondu | sem resposta | esperando uma resposta | esperando resposta | aguardando resposta |
+ aguardando uma resposta | nao respondeu | ninguem respondeu | 返信がない | 返事がない | 返信を待って | 回答がない | 未返信 |
+ 没有回复 | 没人回复 | 等待回复 | 等回复 | 未回复 | 답장이 없 | 답변이 없 | 응답이 없 | 답을 기다 | 답변을 기다 | जवाब नहीं |
+ जवाब का इंतज़ार | जवाब का इंतजार | उत्तर नहीं
+cannot find: no encuentro | no puedo encontrar | no encuentra | finde nicht | nicht finden | je ne trouve pas |
+ ne trouve pas | introuvable | nao encontro | nao consigo encontrar | nao acho | 見つからない | 見つけられない | 找不到 |
+ 没找到 | 찾을 수 없 | 못 찾 | नहीं मिल रहा | नहीं मिल रही
+cannot access: no tiene acceso | no tienen acceso | sin acceso | acceso denegado | no puede abrir | no puede ver |
+ keinen zugriff | kein zugriff | zugriff verweigert | nicht offnen | n'a pas acces | n'ont pas acces |
+ pas acces | acces refuse | ne peut pas ouvrir | ne peut pas voir | nao tem acesso | sem acesso | acesso negado |
+ nao consegue abrir | nao consegue ver | アクセスできない | 見られない | 開けない | 権限がない | 无法访问 | 没有权限 | 打不开 |
+ 看不到 | 접근할 수 없 | 권한이 없 | 볼 수 없 | 열 수 없 | एक्सेस नहीं | खोल नहीं पा | देख नहीं पा | अनुमति नहीं
+missing: todavia no esta | aun no esta | todavia no existe | no existe | noch nicht im | noch nicht in |
+ gibt es noch nicht | existiert noch nicht | fehlt | n'est pas encore | pas encore dans | n'existe pas |
+ ainda nao esta | ainda nao existe | nao existe | まだ登録されていない | 登録されていない | 記録されていない | 存在しない |
+ 还没有 | 没有记录 | 不存在 | 아직 없 | 등록되지 않 | 기록되지 않 | 존재하지 않 | अभी तक नहीं | मौजूद नहीं
+unaware: no sabe todavia | no saben todavia | todavia no sabe* | no se ha enterado | no se han enterado |
+ weiss noch nicht | wissen noch nicht | noch nicht informiert | ne sait pas encore | ne savent pas encore |
+ pas au courant | ainda nao sabe* | nao foi avisad* | まだ知らない | 知らされていない | 还不知道 | 아직 모르 | 모르고 있 |
+ पता नहीं | नहीं पता | मालूम नहीं
+clashes: coincide con | se solapa* | choca con | conflicto con | kollidiert | uberschneidet | uberschneiden |
+ doppelt gebucht | en conflit | chevauche* | conflita | sobrepoe | 重なって | 重複して | かぶって | ダブルブッキング | 冲突 |
+ 撞车 | 重叠 | 겹쳐 | 겹치 | 충돌 | टकरा
+flaky: fallo sin motivo | fallo sin razon | intermitente | ohne grund fehlgeschlagen | sporadisch | instabil |
+ echoue sans raison | a echoue sans raison | aleatoire | falhou sem motivo | falhou sem razao | instavel |
+ 理由もなく失敗 | たまに失敗 | 不安定 | 无缘无故失败 | 偶尔失败 | 不稳定 | 이유 없이 실패 | 가끔 실패 | 불안정 | बिना वजह फेल |
+ बिना कारण फेल
+does not want to pay: no quiere pagar | no quiere seguir pagando | dejar de pagar | will nicht mehr zahlen |
+ mochte nicht mehr zahlen | nicht mehr bezahlen | ne veut plus payer | ne veulent plus payer | arreter de payer |
+ nao quer mais pagar | nao quer pagar | parar de pagar | 払いたくない | 支払いをやめ | 不想再付费 | 不想付费 | 不想再为 |
+ 不想续费 | 不再付费 | 결제하고 싶지 않 | 결제를 중단 | 구독을 그만 | पैसे नहीं देना | भुगतान नहीं करना | भुगतान बंद
+obsolete: ya no se necesita | ya no sirve | no sirve | nicht mehr gebraucht | nicht mehr benotigt | uberflussig |
+ ne sert plus | plus besoin | nao precisa mais | 不要にな | 不要な | いらない | もう使わない | 不需要 | 没用 | 多余 | 필요 없 | 쓸모없 |
+ ज़रूरत नहीं | जरूरत नहीं | बेकार
 """
 
 # Function words of each language: dropped once the query is known to be in one of them.
@@ -136,6 +196,37 @@ def _fold(text: str) -> str:
         if not (unicodedata.combining(ch) and ord(decomposed[i - 1]) < 0x250)
     )
     return unicodedata.normalize("NFKC", out).casefold()
+
+
+@functools.cache
+def _situations() -> tuple[re.Pattern[str], dict[str, str]]:
+    """One pattern of every situation form (longest first) and each form's English phrase."""
+    meaning: dict[str, str] = {}
+    english = ""
+    for line in _SITUATIONS.strip().splitlines():
+        if ":" in line and not line.startswith(" "):
+            english, _, line = line.partition(":")
+        for form in line.split("|"):
+            form = " ".join(_fold(form).split())
+            if form:
+                meaning.setdefault(form, english)
+    parts = []
+    for form in sorted(meaning, key=len, reverse=True):
+        if _CJK.search(form) or not form.isascii():
+            parts.append(re.escape(form))
+        elif form.endswith("*"):
+            parts.append(r"(?<!\w)" + re.escape(form[:-1]) + r"\w*")
+        else:
+            parts.append(r"(?<!\w)" + re.escape(form) + r"(?!\w)")
+    stems = sorted(((f.rstrip("*"), e) for f, e in meaning.items()), key=lambda p: -len(p[0]))
+    return re.compile("|".join(parts)), dict(stems)
+
+
+def _situation(match: re.Match[str]) -> str:
+    meaning = _situations()[1]
+    text = match.group()
+    english = meaning.get(text) or next(e for f, e in meaning.items() if text.startswith(f))
+    return f" {english} "
 
 
 @functools.cache
@@ -170,8 +261,10 @@ def _tables() -> tuple[
 def translate(query: str) -> str:
     """The query with the lexicon's foreign words read as English (unchanged if it has none)."""
     words, prefixes, substrings, function, cjk_function = _tables()
-    text = _fold(query)
-    found = False
+    text = _fold(query).replace("\u2019", "'")
+    pattern, _ = _situations()
+    text, situations = pattern.subn(_situation, text)
+    found = bool(situations)
     if _CJK.search(text):
         for form, meaning in substrings:
             if form in text:

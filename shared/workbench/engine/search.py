@@ -108,6 +108,26 @@ def stem(word: str) -> str:
     return word
 
 
+def _bases(word: str) -> tuple[str, ...]:
+    """The words an -ed or -ing form may come from, most likely first: emailed → email, charged →
+    charge, planned → plan, copied → copy, sharing → share. Only looked up when the word itself is
+    no index term (the stemmer leaves -ed and -ing alone: "meeting" and "shared" are words too)."""
+    if len(word) < 5 or not word.isalpha():
+        return ()
+    for ending in ("ed", "ing"):
+        if word.endswith(ending):
+            root = word[: -len(ending)]
+            if len(root) < 3:
+                return ()
+            out = [root, root + "e"]
+            if root[-1] == root[-2] and root[-1] not in "aeiouls":  # planned, shipped
+                out.append(root[:-1])
+            if ending == "ed" and root.endswith("i"):  # copied, replied
+                out.append(root[:-1] + "y")
+            return tuple(out)
+    return ()
+
+
 def _fold(text: str) -> str:
     """NFKC, and accents off Latin letters (résumé→resume); other scripts keep their marks."""
     out: list[str] = []
@@ -364,6 +384,20 @@ _NOT_REPO = _words_of("and/or read/write input/output on/off yes/no true/false e
 
 _URL = re.compile(r"https?://\S++")
 
+# Function words of Spanish, Portuguese, French and German that English does not use: two of them
+# in a query written in plain ASCII ("o build do CI falhou") make it one to read cross-lingually
+# even when its English reading looked confident.
+_FOREIGN_WORDS = _words_of(
+    "el los las del una unos unas al es esta estan por para que se su sus muy pero sin ya "
+    "o os uma umas em nao nos nas ao aos pelo pela sem ainda esse essa isso "
+    "le les une des du au aux est sont avec pour dans sur pas ne qui encore "
+    "der das dem des ein eine einen und ist sind nicht mit von zu im auf fur noch"
+)
+
+
+def _foreign(text: str) -> bool:
+    return len(_FOREIGN_WORDS.intersection(text.lower().split())) >= 2
+
 
 def implied_integrations(query: str) -> set[str]:
     """The integrations a query's identifiers belong to (see _IMPLIED)."""
@@ -424,6 +458,7 @@ _LEXICON: dict[str, dict[str, float]] = {
     "store": {"set": 1.0, "save": 1.0, "upload": 1.0},
     "attached": {"attachment": 1.0},
     "press": {"click": 1.0},
+    "hit": {"click": 1.0},
     "tap": {"click": 1.0},
     "enter": {"type": 1.0},
     "fill": {"type": 1.0},
@@ -520,7 +555,7 @@ _SYMPTOMS: tuple[tuple[str, str], ...] = (
     # money taken wrongly: refund
     (
         r"(?<=charged |.billed |...paid )(?:twice|double|two times|too much|by mistake|wrongly)\b|"
-        r"\bdouble[- ](?:charged|billed)\b|\bover(?:charged|billed)\b",
+        r"\b(?:double|twice)[- ](?:charged|billed)\b|\bover(?:charged|billed)\b",
         "overcharged",
     ),
     # stop paying: cancel the subscription
@@ -602,7 +637,7 @@ _INTENT_ACTIONS: dict[str, dict[str, float]] = {
     "lost": {"search": 1.0, "find": 1.0},
     "unshared": {"share": 1.0, "invite": 1.0, "permission": 0.5},
     "local": {"upload": 1.0},
-    "fix": {"update": 1.0, "edit": 1.0, "set": 1.0, "modify": 0.8},
+    "fix": {"update": 1.0, "edit": 1.0, "set": 1.0, "modify": 0.8, "write": 0.8},
     "unwanted": {"delete": 1.0, "archive": 1.0, "trash": 1.0, "remove": 1.0, "clear": 0.5},
     "missing": {"create": 1.0, "add": 0.9, "append": 0.8, "log": 0.5},
     "overcharged": {"refund": 1.0},
@@ -634,15 +669,18 @@ _INTENT_OBJECTS: dict[str, dict[str, float]] = {
 }
 
 
-def _symptoms(text: str) -> tuple[str, list[str]]:
-    """(the query without its symptom phrases, the intents they stand for, in order, once each)."""
+def _symptoms(text: str, short: bool = False) -> tuple[str, list[str]]:
+    """(the query without its symptom phrases, the intents they stand for, in order, once each).
+    English phrases; a query in another language has them once engine/crosslingual.py read it
+    (`short`: then a query of fewer words is read too)."""
     found: list[str] = []
-    if len(text.split()) < _SYMPTOM_WORDS:
+    lowered = text.lower()
+    if (len(text.split()) < _SYMPTOM_WORDS and not short) or len(lowered) != len(text):
         return text, found
 
     kept: list[str] = []
     at = 0
-    for match in _symptom_pattern().finditer(text.lower()):  # ASCII: the same length lower-cased
+    for match in _symptom_pattern().finditer(lowered):  # the same length lower-cased
         name = match.lastgroup
         if name and name not in found:
             found.append(name)
@@ -675,6 +713,7 @@ _DESCRIPTION_TERMS = 60  # a long description's tail says little about what the 
 _SYNONYM = 0.6  # a synonym match counts this much of an exact one
 _INTENT = 1.0  # a symptom read as its action (_SYMPTOMS)
 _PREFIX = 0.6  # an unknown word completed to an index term ("calend" → calendar)
+_INFLECTED = 0.9  # an unknown -ed / -ing word read as its base ("emailed" → email)
 _TYPO = 0.7  # an unknown word corrected to an index term ("lsit" → list)
 _TYPO_MIN_LENGTH = 3  # shorter words are another real word one letter away too often
 _TYPO_MAX_LENGTH = 24  # no word is longer; a longer "word" is not worth its edit-distance cost
@@ -1213,6 +1252,13 @@ class SearchIndex:
                 found.setdefault(action, _SYNONYM * share)
         if found or not word.isascii() or word.isdigit() or word in _NOT_PLURAL:
             return found  # a word known for what it means ("news") is not another one mistyped
+        for base in _bases(word):  # "emailed" is email, "charged" charge, "shared" share
+            if base in at:
+                found[base] = _INFLECTED
+                for syn in _SYNONYMS.get(base, ()):
+                    if syn in at:
+                        found.setdefault(syn, _INFLECTED * _SYNONYM)
+                return found
         # Nothing matches the word as written: complete a prefix, or correct a typo.
         if len(word) >= 3:
             i = bisect.bisect_left(self._vocab, word)
@@ -1254,7 +1300,7 @@ class SearchIndex:
         query = query[:_QUERY_CHARS]
         implied, text = _implied(query)
         hits, floor = self._search(text, implied, limit)
-        if not hits or hits[0].score < _CONFIDENT or not text.isascii():
+        if not hits or hits[0].score < _CONFIDENT or not text.isascii() or _foreign(text):
             # Not confident, or not English only: read the query's foreign words as the catalog's
             # English ones (engine/crosslingual.py) and keep the better answer. A confident
             # English query never gets here.
@@ -1262,7 +1308,8 @@ class SearchIndex:
 
             translated = translate(text)
             if translated != text:
-                other, other_floor = self._search(translated, implied, limit)
+                # A situation the lexicon read in the query's language is one however short.
+                other, other_floor = self._search(translated, implied, limit, situations=True)
                 if other and (not hits or other[0].score > hits[0].score):
                     hits, floor = other, other_floor
         if floor and hits[0].score < _NAMED_FLOOR:
@@ -1271,14 +1318,17 @@ class SearchIndex:
             hits[0] = SearchHit(hits[0].doc, _NAMED_FLOOR, True)
         return hits
 
-    def _search(self, text: str, implied: set[str], limit: int) -> tuple[list[SearchHit], bool]:
+    def _search(
+        self, text: str, implied: set[str], limit: int, situations: bool = False
+    ) -> tuple[list[SearchHit], bool]:
         """(the hits, whether the top one may be lifted to the weak-match band: _NAMED_FLOOR)."""
         terms: dict[str, str] = {}  # index term → the word as first written
-        text, intents = _symptoms(text) if text.isascii() else (text, [])
+        text, intents = _symptoms(text, situations)
         for term, written in _terms(_FRAMES.sub(" ", _VALUES.sub(" ", text))):
             if term in _FILLER:
                 continue
-            terms.setdefault(term, written)
+            # A word the lexicon read into English has no form as written (singular or plural).
+            terms.setdefault(term, "" if situations else written)
             if len(terms) == _QUERY_TERMS:
                 break
         if not self.docs or not (terms or implied or intents):
@@ -1366,8 +1416,12 @@ class SearchIndex:
         best: dict[int, float] = {}
         if written == _AS_ACTION:  # a symptom's reading: only the tools whose action it is
             for term, quality in expansions.items():
-                ids, weights = self._acting(term)
-                _put(best, ids, map(max, map(best.get, ids, _ZEROS), map(quality.__mul__, weights)))
+                acting, acting_weights = self._acting(term)
+                _put(
+                    best,
+                    acting,
+                    map(max, map(best.get, acting, _ZEROS), map(quality.__mul__, acting_weights)),
+                )
             _add(scores, best, map(idf.__mul__, best.values()))
             return
         if len(expansions) == 1:  # the common case: no synonym, no correction
