@@ -245,9 +245,14 @@ async def _warm_calls(endpoint: AwsEndpoint) -> dict[str, Any]:
 
 IDLE_SECONDS = 20.0
 # Goals per request kind: (after IDLE_SECONDS with no request, back to back).
+EXECUTE_CONNECTED = "execute_tools (1 tool with a stored connection)"
 IDLE_GOALS = {
     "tools/list": (1, 0),
     "execute_tools (1 auth-none tool)": (2, 1),
+    # A tool of an integration the user connected: its stored connection is read every time (fresh
+    # credentials), so back to back is that read and the audit write; after idle, the key's check
+    # must ride along with that read (issue 24: "the audit write and at most one read").
+    EXECUTE_CONNECTED: (2, 2),
     "search_tools": (2, 2),
     # Another user, with a custom (OpenAPI) app and a workspace code, whose query hits a plugin that
     # needs a stored connection: every row the search reads is needed.
@@ -351,6 +356,13 @@ async def _idle_calls(endpoint: AwsEndpoint, idle: float) -> dict[str, Any]:
         "execute_tools (1 auth-none tool)": mcp(
             "tools/call",
             {"name": "execute_tools", "arguments": {"executions": [{"tool": "probe_noop", "args": {}}]}},
+        ),
+        EXECUTE_CONNECTED: mcp(
+            "tools/call",
+            {
+                "name": "execute_tools",
+                "arguments": {"executions": [{"tool": "acme_list_things", "args": {}}]},
+            },
         ),
         "search_tools": mcp("tools/call", {"name": "search_tools", "arguments": {"query": "create a jot"}}),
         CUSTOM_SEARCH: mcp(

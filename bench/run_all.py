@@ -154,6 +154,7 @@ ROWS = (
         for kind, goals in (
             ("tools/list", (1, 0)),
             ("execute_tools (1 auth-none tool)", (2, 1)),
+            ("execute_tools (1 tool with a stored connection)", (2, 2)),
             ("search_tools", (2, 2)),
             ("search_tools (custom app, hit needs a connection)", (2, 2)),
             ("curl proxy GET", (2, 2)),

@@ -513,6 +513,7 @@ def build_gateway(
         builtin_services=services,
         store_io=store_io,
         audit_fallback=build_audit_fallback(settings),
+        read_together=stores.read_together,
     )
     gateway = Gateway(
         settings=settings,

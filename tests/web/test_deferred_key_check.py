@@ -1,5 +1,6 @@
-"""search_tools after the auth cache's time ran out (issue 24): the caller's API key is checked with
-the search's first batch read (KeyRecheck), not in a round trip of its own before it.
+"""search_tools and execute_tools after the auth cache's time ran out (issue 24): the caller's API key
+is checked with the call's first batch read (KeyRecheck: the search's rows, the executions' stored
+connections), not in a round trip of its own before it.
 
 What a user relies on: a key revoked or narrowed on another instance meanwhile is refused or
 narrowed exactly as if it had been checked first (the same 401, the narrowed grant's results, never
@@ -164,24 +165,80 @@ async def test_without_custom_apps_service_the_key_is_checked_on_its_own(gw: Gat
     assert (await _post(gw, key, _search())).status_code == 401
 
 
-async def test_other_calls_check_the_key_before_they_run(gw: Gateway, clock: Clock) -> None:
-    """Only search_tools defers: an execution never runs on a key taken on trust."""
-    user = gw.stores.users.get_or_create("ada@example.com")
-    key = gw.auth.mint_key(user)
-    call = {
+def _execute(*executions: dict[str, Any], compose: bool = False) -> dict[str, Any]:
+    return {
         "jsonrpc": "2.0",
         "id": 3,
         "method": "tools/call",
         "params": {
             "name": "execute_tools",
-            "arguments": {"executions": [{"tool": "create_jot", "args": {"title": "t", "body": "b"}}]},
+            "arguments": {"executions": list(executions), **({"compose": True} if compose else {})},
         },
     }
-    assert (await _post(gw, key, call)).status_code == 200
+
+
+JOT = {"tool": "create_jot", "args": {"title": "t", "body": "b"}, "ref_id": "j"}
+REPOS = {"tool": "github_list_repos", "args": {}, "ref_id": "r"}
+
+
+def _results(resp: httpx.Response) -> dict[str, Any]:
+    assert resp.status_code == 200, resp.text
+    return json.loads(resp.json()["result"]["content"][0]["text"])
+
+
+async def test_execute_checks_a_lapsed_key_with_the_batchs_connections(gw: Gateway, clock: Clock) -> None:
+    user = gw.stores.users.get_or_create("ada@example.com")
+    key = gw.auth.mint_key(user)
+    assert (await _post(gw, key, _execute(JOT, REPOS))).status_code == 200
+    reads = _wire_reads(gw)
+    gw.engine.read_together = reads
+    gets: list[tuple[str, str]] = []
+    store = gw.engine.credentials.store
+    real_get = store.get
+
+    def counting_get(user_id: str, integration: str) -> Any:
+        gets.append((user_id, integration))
+        return real_get(user_id, integration)
+
+    store.get = counting_get  # type: ignore[method-assign]
+    clock.now += 16
+    out = _results(await _post(gw, key, _execute(JOT, REPOS)))["results"]
+    assert "result" in out[0]  # the jot was written
+    assert "github" in json.dumps(out[1]) and "error" in out[1]  # not connected: said, not run
+    # One read: the key, its user and the one stored connection the batch needs (jots need none).
+    assert reads.calls == [
+        {"connections": [(user.id, "github")], "user_id": user.id, "key_id": key.split("_")[1]}
+    ]
+    # Read once (the memory stores' batch reads key by key): that read serves the execution.
+    assert gets == [(user.id, "github")]
+    assert len(gw.stores.jots.list_for(user.id)) == 2
+
+
+async def test_execute_never_runs_on_a_key_revoked_elsewhere(gw: Gateway, clock: Clock) -> None:
+    user = gw.stores.users.get_or_create("ada@example.com")
+    key = gw.auth.mint_key(user)
+    assert (await _post(gw, key, _execute(JOT))).status_code == 200
     _other_instance(gw).revoke(user.id, key.split("_")[1])
     clock.now += 16
-    assert (await _post(gw, key, call)).status_code == 401
-    assert len(gw.stores.jots.list_for(user.id)) == 1  # the second one never ran
+    for body in (_execute(JOT), _execute(JOT, compose=True), _execute(JOT, REPOS)):
+        resp = await _post(gw, key, body)
+        assert resp.status_code == 401, resp.text
+        assert resp.json()["error"]["message"] == "Unauthorized: invalid API key"
+    assert len(gw.stores.jots.list_for(user.id)) == 1  # none of them ran
+
+
+async def test_execute_runs_under_a_grant_narrowed_elsewhere(gw: Gateway, clock: Clock) -> None:
+    user = gw.stores.users.get_or_create("ada@example.com")
+    key = gw.auth.mint_key(user)
+    assert (await _post(gw, key, _execute(JOT))).status_code == 200
+    _other_instance(gw).set_grant(user.id, key.split("_")[1], Grant("full", ("github",)).dumps())
+    clock.now += 16
+    for body in (_execute(JOT), _execute(JOT, compose=True)):
+        out = _results(await _post(gw, key, body))
+        error = out["results"][0]["error"] if "results" in out else out["error"]
+        assert error.startswith("create_jot was refused: this API key (wb_"), out
+        assert "may use only these integrations: github; jots is not one of them" in error
+    assert len(gw.stores.jots.list_for(user.id)) == 1
 
 
 async def test_a_search_that_never_read_is_still_checked_before_it_answers(

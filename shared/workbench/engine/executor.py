@@ -28,9 +28,9 @@ from workbench.errors import AuditNotWritten, CredentialError, ReconnectRequired
 from workbench.guard import deadline
 from workbench.guard.jsontext import nesting_exceeds, nesting_exceeds_within
 from workbench.identity.auth import Principal
-from workbench.manifest import CookieAuth, Manifest, OAuth2Auth
+from workbench.manifest import CookieAuth, Manifest, NoAuth, OAuth2Auth
 from workbench.observability import Metrics, log_error, log_event
-from workbench.stores import AuditStore, Connection, User
+from workbench.stores import AuditStore, Connection, Snapshot, User
 from workbench.tools import CancelSignal, EmitFn, TokenKind, Tool, ToolContext
 
 if TYPE_CHECKING:
@@ -268,8 +268,11 @@ class Engine:
         builtin_services: Any = None,
         store_io: BlockingPool | None = None,
         audit_fallback: Callable[[list[dict[str, Any]]], None] | None = None,
+        read_together: Callable[..., Snapshot] | None = None,
     ) -> None:
         self.registry = registry
+        # Stores.read_together: a batch's connections, and a lapsed API key's check, in one read.
+        self.read_together = read_together
         self._secret_names: dict[str, frozenset[str]] = {}  # tool name -> its secret arguments
         self.credentials = credentials
         self.audit = audit
@@ -318,15 +321,48 @@ class Engine:
     # -- batch -----------------------------------------------------------------------------------
 
     @asynccontextmanager
-    async def batch(self, principal: Principal) -> AsyncIterator[BatchScope]:
+    async def batch(self, principal: Principal, tools: Sequence[str] = ()) -> AsyncIterator[BatchScope]:
         """A scope for one request's executions; their audit rows are written in one go when it
-        closes, also when the request is cut short (a deadline, a client gone)."""
-        scope = BatchScope(principal)
+        closes, also when the request is cut short (a deadline, a client gone).
+
+        Nothing runs on a key taken on trust: a principal with a KeyRecheck is settled here first
+        (AuthError), in one read with the stored connections the calls of `tools` will need."""
+        scope = BatchScope(principal) if principal.recheck is None else await self._checked(principal, tools)
         try:
             yield scope
         finally:
             if scope.events:
                 await self.audit_writes.write(scope.events)
+
+    async def _checked(self, principal: Principal, tools: Sequence[str]) -> BatchScope:
+        """The scope of a batch whose caller's key is due for its check (KeyRecheck): the key, its
+        user and the stored connections of the calls' integrations read together, off the loop."""
+        recheck = principal.recheck
+        assert recheck is not None
+        user_id = principal.user.id
+        wanted: list[tuple[str, str]] = []
+        for name in tools:
+            tool = self.registry.find(name)
+            manifest = self.registry.manifest(tool.integration) if tool is not None else None
+            if manifest is not None and not isinstance(manifest.auth, NoAuth):
+                wanted.append((user_id, manifest.name))
+        wanted = list(dict.fromkeys(wanted))
+        read = self.read_together
+        if read is None:
+            return BatchScope(await self.store_io.run(recheck.settle))
+
+        def check() -> tuple[Principal, Snapshot]:
+            found = read(connections=wanted, **recheck.reads)
+            return recheck.settle(found), found
+
+        checked, found = await self.store_io.run(check)
+        scope = BatchScope(checked)
+        # Read for the key's holder: used only when the key is still theirs (it always is; a key
+        # never changes owner, but nothing read for one user may serve another).
+        if checked.user.id == user_id:
+            for key in wanted:
+                scope._conns[key[1]] = found.connections.get(key)
+        return scope
 
     def write_audit(self, events: list[dict[str, Any]]) -> None:
         """One write for a batch's rows, bounded in time by the store (`audit_write_seconds`). Rows
@@ -356,7 +392,7 @@ class Engine:
         """Run calls through a pool of `concurrency` workers; results index-aligned with calls."""
         results: list[dict[str, Any]] = [{} for _ in calls]
         next_index = iter(range(len(calls)))
-        async with self.batch(principal) as scope:
+        async with self.batch(principal, [c.tool for c in calls if c.refused is None]) as scope:
 
             async def worker() -> None:
                 for i in next_index:  # each worker claims the next index and writes only there

@@ -149,7 +149,8 @@ async def run_compose(
     steps: dict[str, Any] = {}
     used_secrets: list[str] = []
     last: Any = None
-    async with engine.batch(principal) as scope:  # the steps' audit rows: one write
+    # The steps' audit rows: one write. Their tools are known now (a step's args may not be).
+    async with engine.batch(principal, [ex["tool"] for ex in executions]) as scope:
         for index, ex in enumerate(executions):
             ref_id = ex["ref_id"]
             call = await _resolved(engine, ex, steps, vault)

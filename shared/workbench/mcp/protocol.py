@@ -227,8 +227,8 @@ class McpServer:
         try:
             if principal is None:
                 try:
-                    # search_tools reads a batch first thing: a key's lapsed check rides along.
-                    principal = await self.authenticate(headers, defer=_searches(message))
+                    # A call that reads a batch first thing: a lapsed key's check rides along.
+                    principal = await self.authenticate(headers, defer=_batch_first(message))
                 except AuthError as exc:
                     return self._unauthorized(req_id, str(exc))
             if is_notification:
@@ -448,13 +448,17 @@ def whole_answer_failed(payload: Any) -> bool:
     return "error" in payload
 
 
-def _searches(message: dict[str, Any]) -> bool:
-    """A search_tools call: its first store read is a batch a lapsed key's check can join."""
+# The calls whose first store read is a batch a lapsed API key's check can join (KeyRecheck): each
+# settles it there before it ranks with the grant, runs, starts or answers anything.
+_DEFERS_KEY_CHECK = frozenset({"search_tools", "execute_tools"})
+
+
+def _batch_first(message: dict[str, Any]) -> bool:
     params = message.get("params")
     return (
         message.get("method") == "tools/call"
         and isinstance(params, dict)
-        and params.get("name") == "search_tools"
+        and params.get("name") in _DEFERS_KEY_CHECK
     )
 
 
