@@ -11,6 +11,7 @@ import signal
 import time
 
 import pytest
+from workbench.engine import search
 from workbench.engine.blocking import BlockingPool
 from workbench.engine.index_cache import IndexCache
 from workbench.engine.index_worker import IndexWorker
@@ -258,3 +259,33 @@ def test_a_catalog_with_nul_characters_indexes_in_the_worker_as_in_process() -> 
         assert [(h.doc, h.score) for h in built.search(query, 3)] == [
             (h.doc, h.score) for h in fresh.search(query, 3)
         ]
+
+
+def test_the_typo_index_has_an_entry_budget_spent_on_the_words_of_many_tools_first() -> None:
+    # 2,000 tools of unique identifiers beside a few common words: the typo index stays within its
+    # budget, and what it covers first are the words many tools share (and their two-slip forms).
+    rng = random.Random(4)
+    common = "invoice customer subscription refund payment"
+    docs = [
+        SearchDoc(
+            f"billing_get_{i}",
+            f"Get the {common.split()[i % 5]} {' '.join(_word(rng.randint(9, 20), i * 100 + k) for k in range(40))}",
+            "billing",
+            arguments=" ".join(_word(12, -i * 100 - k) for k in range(20)),
+        )
+        for i in range(2_000)
+    ]
+    index = SearchIndex(docs)
+    assert len(index._typo) <= search._TYPO_ENTRIES
+    assert {"invoice", "customer", "subscription", "refund", "payment"} <= set(index._typo_terms)
+    assert index._corrections("subscirption") == ["subscription"]  # one slip
+    assert index._corrections("subscirptoin") == ["subscription"]  # two, in a common long word
+    assert index.search("get the subscirptoin", 1)[0].doc.description.startswith("Get the subscription")
+
+
+def test_a_catalogs_every_word_is_in_its_typo_index_while_the_budget_allows() -> None:
+    docs = _realistic(200)
+    index = SearchIndex(docs)
+    eligible = {t for t in index._at if 3 <= len(t) <= 24 and t.isalpha() and t.isascii()}
+    assert eligible <= set(index._typo_terms)
+    assert len(index._typo) < search._TYPO_ENTRIES

@@ -30,8 +30,9 @@ import unicodedata
 import zlib
 from array import array
 from collections import defaultdict
-from collections.abc import Collection, Container, Iterable
+from collections.abc import Collection, Container, Iterable, Iterator
 from dataclasses import dataclass
+from operator import itemgetter
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from workbench.errors import WorkbenchError
@@ -719,6 +720,7 @@ _TYPO_MIN_LENGTH = 3  # shorter words are another real word one letter away too 
 _TYPO_MAX_LENGTH = 24  # no word is longer; a longer "word" is not worth its edit-distance cost
 _TYPO_TERMS = 8_000  # the typo index covers at most this many terms, the most common first
 _TYPO_LONG = 1_000  # of which the most common long ones (8+ letters) with two deletions, not one
+_TYPO_ENTRIES = 48_000  # and at most this many entries in all (384 KB): SearchIndex._build_typo_index
 _PREFIX_TERMS = 32
 _CONFIDENT = 0.3  # the top of the "no match" band: below it a query is also read cross-lingually  # an unknown word completes to at most this many terms
 # Bounds on what one tool adds to an index, so that memory and build time grow with the number of
@@ -737,7 +739,7 @@ _QUERY_TERMS = 64
 _SURFACE = 0.2  # the word also found as written, singular or plural ("comments" → list_comments)
 # to_bytes layout and everything an index depends on: a saved index from other settings is refused.
 _FORMAT = (
-    "workbench-search-5 "
+    "workbench-search-6 "
     + hashlib.sha256(
         repr(
             (
@@ -751,6 +753,8 @@ _FORMAT = (
                 _PHRASES,
                 _TERM_MAX,
                 _TYPO_TERMS,
+                _TYPO_LONG,
+                _TYPO_ENTRIES,
                 sorted(_SYNONYMS),
             )
         ).encode()
@@ -986,6 +990,37 @@ def _deletes(word: str, distance: int) -> set[str]:
     return out
 
 
+def _deletions(words: list[bytes], length: int, two: bool) -> Iterator[Iterable[bytes]]:
+    """_deletes(word, 2 if two else 1) of every word (all `length` letters long), position by
+    position: the words themselves, then each with its i-th letter deleted, then (two) with its i-th
+    and j-th, each an iterator over all the words at once."""
+    yield words
+    for i in range(length):
+        yield map(
+            bytes.__add__, map(itemgetter(slice(None, i)), words), map(itemgetter(slice(i + 1, None)), words)
+        )
+    if two:
+        for j in range(1, length):
+            for i in range(j):
+                yield map(
+                    bytes.__add__,
+                    map(
+                        bytes.__add__,
+                        map(itemgetter(slice(None, i)), words),
+                        map(itemgetter(slice(i + 1, j)), words),
+                    ),
+                    map(itemgetter(slice(j + 1, None)), words),
+                )
+
+
+def _one_deletion(length: int) -> int:
+    return length + 1  # the word and each one-letter deletion
+
+
+def _two_deletions(length: int) -> int:
+    return length * (length - 1) // 2
+
+
 def _typo_limit(word: str) -> int:
     return 1 if len(word) < 8 else 2
 
@@ -1106,9 +1141,15 @@ class SearchIndex:
 
     def _build_typo_index(self) -> tuple[list[str], array[float]]:
         """A deletion index of the _TYPO_TERMS most common terms (and the synonym words): each
-        term and every form of it with one letter deleted, as CRC-32 * 2**20 + term number, sorted.
-        A query word's deletions (one, or two for a long word) are looked up in it, and every
-        candidate is checked by edit distance, so the index stays one entry per term letter."""
+        term and every form of it with one letter deleted (two for the _TYPO_LONG most common long
+        words), as CRC-32 * 2**20 + term number, sorted. A query word's deletions (one, or two for
+        a long word) are looked up in it, and every candidate is checked by edit distance.
+
+        At most _TYPO_ENTRIES entries, filled by what a correction is likeliest to be worth: the
+        words of two or more tools (and the synonym words), commonest first; two deletions of the
+        common long ones; then the words of a single tool, shortest first (a long one is usually an
+        identifier, whose parts are indexed too), then their two deletions. A catalog's size or
+        its identifiers bound the typo index's size and build time, never grow them."""
         n_docs = self._doc_count
         eligible = [
             t
@@ -1118,24 +1159,45 @@ class SearchIndex:
         if len(eligible) > _TYPO_TERMS:
             eligible.sort(key=lambda t: -n_docs(t))
             del eligible[_TYPO_TERMS:]
-        terms = sorted({*eligible, *(t for t in _SYNONYMS if len(t) >= _TYPO_MIN_LENGTH)})
-        deletions: list[str] = []
-        numbers: list[int] = []
-        long = set(
-            sorted((t for t in terms if len(t) >= 8), key=lambda t: -n_docs(t) if t in self._at else 0)[
-                :_TYPO_LONG
-            ]
-        )
+        candidates = sorted({*eligible, *(t for t in _SYNONYMS if len(t) >= _TYPO_MIN_LENGTH)})
+        count = {t: n_docs(t) if t in self._at else 0 for t in candidates}
+        long = set(sorted((t for t in candidates if len(t) >= 8), key=lambda t: -count[t])[:_TYPO_LONG])
+        common = sorted((t for t in candidates if count[t] != 1), key=lambda t: (-count[t], len(t), t))
+        rare = sorted((t for t in candidates if count[t] == 1), key=lambda t: (len(t), t))
+        one: set[str] = set()
+        two: set[str] = set()
+        spent = 0
+        for tier, into, cost in (
+            (common, one, _one_deletion),
+            ([t for t in common if t in long], two, _two_deletions),
+            (rare, one, _one_deletion),
+            ([t for t in rare if t in long], two, _two_deletions),
+        ):
+            for t in tier:
+                spent += cost(len(t))
+                if spent > _TYPO_ENTRIES:
+                    break
+                into.add(t)
+            else:
+                continue
+            break
+        terms = sorted(one)
+        # Two deletions for the most common long words (two slips in "invented" → "inventor").
+        groups: dict[tuple[int, bool], tuple[list[bytes], list[float]]] = {}
         for number, term in enumerate(terms):
-            # Two deletions for the most common long words (two slips in "invented" → "inventor").
-            forms = _deletes(term, 2 if term in long else 1)
-            deletions += forms
-            numbers += [number] * len(forms)
-        # key * 2**20 + number for each deletion, with C-level maps only (this is most of the
-        # build), as floats: exact below 2**53, sorted several times faster than such ints are,
-        # and stored as they are sorted.
-        shifted = map(_TYPO_SHIFT.__mul__, map(zlib.crc32, map(str.encode, deletions)))
-        return terms, array("d", sorted(map(float.__add__, shifted, numbers)))
+            group = groups.setdefault((len(term), term in two), ([], []))
+            group[0].append(term.encode())
+            group[1].append(float(number))
+        # key * 2**20 + number for each deletion, as floats (exact below 2**53, sorted several
+        # times faster than such ints are, and stored as they are sorted). The deletions are made
+        # a position at a time across every term of one length, by C-level maps (no bytecode per
+        # deletion: this is most of the build); a term's repeated deletions ("leter" twice from
+        # "letter") are one entry.
+        entries: set[float] = set()
+        for (length, twice), (words, numbers) in groups.items():
+            for form in _deletions(words, length, twice):
+                entries.update(map(float.__add__, map(_TYPO_SHIFT.__mul__, map(zlib.crc32, form)), numbers))
+        return terms, array("d", sorted(entries))
 
     def _doc_count(self, term: str) -> int:
         return self._at[term] & _COUNT_MASK
