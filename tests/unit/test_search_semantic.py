@@ -33,9 +33,10 @@ def _hit(score: float) -> list[SearchHit]:
     return [SearchHit(SearchDoc("a_get_b", "Get b.", "a"), score)]
 
 
-def test_only_a_query_nothing_matched_needs_it() -> None:
+def test_only_a_query_without_a_confident_match_needs_it() -> None:
     assert not semantic.needed("create jira issue", _hit(0.9))
-    assert not semantic.needed("Jiraで新しい課題を作成して", _hit(0.2))  # the lexicon matched
+    assert not semantic.needed("Jiraで新しい課題を作成して", _hit(0.3))  # a weak match, not none
+    assert semantic.needed("the jira thing from yesterday", _hit(0.2))  # the no-match band
     assert semantic.needed("Создай задачу", _hit(0.0))  # nothing matched
     assert semantic.needed("whatever", [])
 
@@ -79,6 +80,30 @@ def test_a_strong_lexical_hit_is_never_pushed_out() -> None:
     lexical = index.search("create jira issue", 1)[0]
     fused = semantic.search(index, semantic.load(docs), "create jira issue", 5)
     assert fused[0].doc.name == lexical.doc.name and fused[0].score >= lexical.score
+
+
+def test_fusion_adds_a_share_of_the_semantic_score_to_a_weak_lexical_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import numpy as np
+
+    # Lexically, "money back for the title" matches wiki_find_page weakly (a word of its
+    # description); the vectors say billing_refund_payment is the closest. Some word matched, so
+    # the semantic score is only added (AGREE of it): a semantic-only hit scores at most AGREE, the
+    # lexical hit keeps its score.
+    index = SearchIndex(WIKI)
+    vectors = semantic.CatalogVectors(
+        [semantic._key(d) for d in WIKI], np.array([[1.0, 0.0], [0.0, 1.0], [0.6, 0.8]], dtype=np.float16)
+    )
+    monkeypatch.setattr(semantic.MODEL_INSTANCE, "embed", lambda texts, query: np.array([0.0, 1.0]))
+    lexical = index.search("money back for the title", 3)
+    assert lexical[0].doc.name == "wiki_find_page" and semantic.NOTHING <= lexical[0].score < semantic.WEAK
+    fused = {h.doc.name: h.score for h in semantic.search(index, vectors, "money back for the title", 3)}
+    assert fused["wiki_find_page"] >= lexical[0].score
+    assert lexical[0].score < fused["billing_refund_payment"] <= semantic.AGREE
+    # Nothing matched at all: the semantic score is the answer.
+    alone = semantic.search(index, vectors, "что-нибудь", 3)
+    assert alone[0].doc.name == "billing_refund_payment" and alone[0].score == 1.0
 
 
 def _gateway_search(query: str) -> tuple[list[dict[str, object]], set[str]]:

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
 __all__ = ["CatalogService"]
 
-_NOTHING = 0.01  # engine.semantic.NOTHING: a top score under it means no word of the query matched
+_WEAK = 0.3  # engine.semantic.WEAK: a top score under it is in the no-match band
 
 
 def _rank(hit: SearchHit) -> tuple[bool, float]:
@@ -96,13 +96,12 @@ class CatalogService:
         if index is None:
             index = await self._connections.io.run(self.search_index)
         hits = index.search(query, wide)
-        nothing = not hits or hits[0].score < _NOTHING  # no word of the query matched
-        if nothing:
+        if not hits or hits[0].score < _WEAK:
             from workbench.engine import semantic
 
             if semantic.needed(query, hits) and semantic.available():
-                # Nothing matched: the multilingual component, on a pool thread (its model loads
-                # there once; a query with any match never imports even this module).
+                # No confident match: the multilingual component, on a pool thread (its model loads
+                # there once; a confident query never imports even this module).
                 hits = await self._connections.io.run(self._semantic_search, index, query, wide)
         if not grant.is_full:
             hits = [h for h in hits if _grant_offers(grant, h.doc.name, h.doc.integration, self._hints(h))]
@@ -135,9 +134,10 @@ class CatalogService:
                 else:
                     theirs = own.search(query, wide)
                     # Vectors as discovered (embedded in the background, where the semantic
-                    # component is installed), used as for the shared catalog: when nothing matched.
+                    # component is installed), used as for the shared catalog: when this
+                    # catalog's answer is in the no-match band.
                     vectors = self.search_indexes.vectors(custom)
-                    if vectors is not None and nothing and (not theirs or theirs[0].score < _NOTHING):
+                    if vectors is not None and (not theirs or theirs[0].score < _WEAK):
                         from workbench.engine import semantic
 
                         theirs = await self._connections.io.run(semantic.search, own, vectors, query, wide)
