@@ -11,7 +11,11 @@ comparison answering an API Gateway HTTP API v2 event in the same run:
                 mcp oauth token     POST /mcp execute_tools [list_jots], an OAuth access token
                 plugin http         POST /mcp execute_tools of a plugin tool whose first call goes
                                     upstream (httpx through the egress guard, KMS decrypt of its
-                                    credential); the plugin and its API are the bench's own, on loopback
+                                    credential); the plugin and its API are the bench's own, on
+                                    loopback; its arguments are a pydantic model, as the shipped
+                                    plugins' are
+                plugin http (Arguments)  the same call to the same API, by a plugin whose tool
+                                    declares its arguments with workbench.tools.Arguments (no pydantic)
                 portal page         GET /portal/integrations (where /portal sends a signed-in
                                     user), with a session cookie
                 curl proxy          GET /c/<integration>/fast with a curl_session token
@@ -361,7 +365,8 @@ class Function:
 
 
 # The bench's own plugin (what a deployed plugin is: a manifest, and tools with pydantic arguments
-# that call their API through ctx.http), its API on loopback, reached through the egress guard.
+# that call their API through ctx.http), its API on loopback, reached through the egress guard; and
+# its twin whose tool declares the same argument with workbench.tools.Arguments.
 BENCH_PLUGIN = {
     "__init__.py": """
 import os
@@ -390,6 +395,27 @@ class Get(BaseModel):
 
 @tool("benchapi_get", "Read one thing from the bench API.", Get)
 async def get(args: Get, ctx: Any) -> Any:
+    return (await ctx.http.get(f"/{args.path}")).json()
+
+
+TOOLS = [get]
+""",
+}
+BENCH_LEAN_PLUGIN = {
+    "__init__.py": BENCH_PLUGIN["__init__.py"]
+    .replace('"benchapi"', '"benchlean"')
+    .replace('"Bench API"', '"Bench API (Arguments)"')
+    .replace('"benchapi_"', '"benchlean_"'),
+    "tools.py": """
+from typing import Any
+
+from workbench.tools import Arg, Arguments, tool
+
+GET = Arguments("Get", Arg("path", str, default="fast", description="What to read"))
+
+
+@tool("benchlean_get", "Read one thing from the bench API.", GET)
+async def get(args: Any, ctx: Any) -> Any:
     return (await ctx.http.get(f"/{args.path}")).json()
 
 
@@ -445,9 +471,10 @@ def _workbench_functions(python: str, layer: Path, endpoint: AwsEndpoint, api_ur
     from tests.support.apigw import http_api_event
 
     plugin_dir = CACHE / "fn-plugin"
-    (plugin_dir / "benchapi").mkdir(parents=True, exist_ok=True)
-    for name, code in BENCH_PLUGIN.items():
-        (plugin_dir / "benchapi" / name).write_text(code.lstrip())
+    for package, files in (("benchapi", BENCH_PLUGIN), ("benchlean", BENCH_LEAN_PLUGIN)):
+        (plugin_dir / package).mkdir(parents=True, exist_ok=True)
+        for name, code in files.items():
+            (plugin_dir / package / name).write_text(code.lstrip())
     sys.path.insert(0, str(plugin_dir))
     os.environ["BENCH_API_URL"] = api_url
     settings = endpoint.fresh_tables(
@@ -455,10 +482,11 @@ def _workbench_functions(python: str, layer: Path, endpoint: AwsEndpoint, api_ur
         egress_allow="loopback",
         session_secret="bench-session-secret-" + "s" * 24,
     )
-    gateway = build_gateway(settings, registry=build_registry(extra=("benchapi",)))
+    gateway = build_gateway(settings, registry=build_registry(extra=("benchapi", "benchlean")))
     user = gateway.stores.users.get_or_create("bench@example.com")
     key = gateway.auth.mint_key(user, label="bench")
     gateway.credentials.save(user.id, "benchapi", {"key": "bench-api-key-0123456789"})
+    gateway.credentials.save(user.id, "benchlean", {"key": "bench-api-key-0123456789"})
     access = gateway.tokens.mint(  # what the OAuth server issues (workbench.oauth.service._issue)
         {"sub": user.id, "email": user.email, "client_id": "bench-client", "scope": ""},
         audience=gateway.oauth.audience,
@@ -490,6 +518,8 @@ def _workbench_functions(python: str, layer: Path, endpoint: AwsEndpoint, api_ur
         env_for = {**env, "AWS_LAMBDA_FUNCTION_NAME": f"bench-{surface}"}
         if name in ("plugin http", "curl proxy"):
             env_for.update(plugin_env)
+        if name == "plugin http (Arguments)":
+            env_for.update({**plugin_env, "WORKBENCH_EXTRA_PLUGINS": "benchlean"})
         code = REPO / "functions" / surface
         return Function(name, python, layer, code, env_for, event, extra_path=plugin_dir, expect=expect)
 
@@ -507,6 +537,14 @@ def _workbench_functions(python: str, layer: Path, endpoint: AwsEndpoint, api_ur
             "mcp",
             _mcp_event(
                 key, _mcp_call("execute_tools", {"executions": [{"tool": "benchapi_get", "args": {}}]})
+            ),
+            "fast",
+        ),
+        fn(
+            "plugin http (Arguments)",
+            "mcp",
+            _mcp_event(
+                key, _mcp_call("execute_tools", {"executions": [{"tool": "benchlean_get", "args": {}}]})
             ),
             "fast",
         ),
@@ -645,7 +683,7 @@ def main() -> None:
     print(f"  engine layer: {pyc[0]} .py files, {pyc[1]} .pyc files (no .pyc = every cold start compiles)")
     for name in med:
         print(
-            f"  {name:<18} median {med[name] * 1000:7.1f} ms   best {best[name] * 1000:7.1f} ms   "
+            f"  {name:<23} median {med[name] * 1000:7.1f} ms   best {best[name] * 1000:7.1f} ms   "
             f"CPU {cpu_med[name] * 1000:7.1f} ms   peak RSS {rss[name] / 1024:6.1f} MB"
         )
     print(
@@ -653,7 +691,7 @@ def main() -> None:
     )
     for name, r in requests.items():
         print(
-            f"    {name:<18} {r['ratio_vs_sdk']:.2f}x wall, {r['cpu_ratio_vs_sdk']:.2f}x CPU of the SDK;"
+            f"    {name:<23} {r['ratio_vs_sdk']:.2f}x wall, {r['cpu_ratio_vs_sdk']:.2f}x CPU of the SDK;"
             f"  {r['ratio_vs_hello']:.2f}x wall, {r['cpu_ratio_vs_hello']:.2f}x CPU of hello"
         )
     for name, rows in imports.items():

@@ -43,6 +43,7 @@ COLD_REQUESTS = (
     "mcp search_tools",
     "mcp oauth token",
     "plugin http",
+    "plugin http (Arguments)",
     "portal page",
     "curl proxy",
     "rest",

@@ -12,6 +12,12 @@ and an execute function, sync or async:
     async def list_prs(args: ListPrs, ctx: ToolContext) -> Any:
         return (await ctx.http.get(f"/repos/{args.owner}/{args.repo}/pulls")).json()
 
+A tool whose arguments are plain strings, integers and booleans can declare them without pydantic,
+`Arguments("ListPrs", Arg("owner", str), Arg("limit", int, default=30, ge=1, le=100))`
+(workbench.arguments): its first call on a cold start then never imports pydantic, and every
+input the fast check cannot accept as it is goes through the equivalent pydantic model, so what is
+accepted, refused and said is the model's.
+
 A sync execute function runs in a thread (the engine's pool for sync tools), never on the event
 loop, so a slow one holds up neither the rest of its batch nor other requests.
 
@@ -35,7 +41,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from workbench.annotations import Hint
-from workbench.arguments import Arguments
+from workbench.arguments import Arg, Arguments
 from workbench.errors import WorkbenchError
 from workbench.manifest import (
     ApiKeyAuth,
@@ -59,6 +65,8 @@ if TYPE_CHECKING:
 __all__ = [
     "ApiKeyAuth",
     "ApiKeyField",
+    "Arg",
+    "Arguments",
     "CancelSignal",
     "CookieAuth",
     "EmitFn",

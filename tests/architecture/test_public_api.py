@@ -15,6 +15,8 @@ import workbench_plugins
 
 TOOLS = {
     "ApiKeyAuth",
+    "Arg",
+    "Arguments",
     "ApiKeyField",
     "CancelSignal",
     "CookieAuth",

@@ -251,21 +251,41 @@ def test_a_curl_proxy_request_imports_only_what_it_needs(
     assert _among(out["modules"], NOT_ON_THE_CURL_PROXY_PATH) == []  # ...without PyJWT
 
 
+@pytest.mark.parametrize(
+    ("plugin", "tool", "banned"),
+    [
+        # Its tools module imports pydantic for its argument models (as the shipped plugins do).
+        ("slowapi", "slowapi_fast", NOT_ON_THE_PLUGIN_CALL_PATH),
+        # Its tool declares its arguments with workbench.tools.Arguments: no pydantic at all.
+        (
+            "leanapi",
+            "leanapi_get",
+            (*NOT_ON_THE_PLUGIN_CALL_PATH, "pydantic", "pydantic_core", "importlib.metadata"),
+        ),
+    ],
+)
 def test_a_plugin_tools_first_upstream_call_imports_only_what_it_needs(
-    moto_endpoint: AwsEndpoint, aws_settings: Settings, monkeypatch: pytest.MonkeyPatch
+    moto_endpoint: AwsEndpoint,
+    aws_settings: Settings,
+    monkeypatch: pytest.MonkeyPatch,
+    plugin: str,
+    tool: str,
+    banned: tuple[str, ...],
 ) -> None:
     from dataclasses import replace
 
     from workbench.composition import build_gateway
 
-    from tests.support.slowapi import connect_slowapi, slow_upstream
+    from tests.support.slowapi import slow_upstream
 
     with slow_upstream(keep_alive=True) as url:
         monkeypatch.setenv("WB_SLOW_API_URL", url)
-        settings = replace(aws_settings, extra_plugins=("tests.support.slowapi",), egress_allow="loopback")
+        package = f"tests.support.{plugin}"
+        settings = replace(aws_settings, extra_plugins=(package,), egress_allow="loopback")
         gw = build_gateway(settings)
         ada = gw.stores.users.get_or_create("ada@example.com")
-        connect_slowapi(gw, ada.id)  # stored encrypted under a KMS data key: the call decrypts it
+        # Stored encrypted under a KMS data key: the call decrypts it.
+        gw.credentials.save(ada.id, plugin, {"key": "plugin-key"})
         key = gw.auth.mint_key(ada)
         body = {
             "jsonrpc": "2.0",
@@ -273,7 +293,7 @@ def test_a_plugin_tools_first_upstream_call_imports_only_what_it_needs(
             "method": "tools/call",
             "params": {
                 "name": "execute_tools",
-                "arguments": {"executions": [{"tool": "slowapi_fast", "args": {}}]},
+                "arguments": {"executions": [{"tool": tool, "args": {}}]},
             },
         }
         event = http_api_event(
@@ -287,7 +307,7 @@ def test_a_plugin_tools_first_upstream_call_imports_only_what_it_needs(
             "PATH": "/usr/bin:/bin",
             **moto_endpoint.env(aws_settings),
             "WORKBENCH_PUBLIC_URL": "https://gw.example.test",
-            "WORKBENCH_EXTRA_PLUGINS": "tests.support.slowapi",
+            "WORKBENCH_EXTRA_PLUGINS": package,
             "WORKBENCH_EGRESS_ALLOW": "loopback",
             "WB_SLOW_API_URL": url,
         }
@@ -305,7 +325,7 @@ def test_a_plugin_tools_first_upstream_call_imports_only_what_it_needs(
     result = json.loads(json.loads(out["body"])["result"]["content"][0]["text"])
     assert result == {"results": [{"result": {"fast": True}}]}  # it went upstream...
     assert "workbench.guard.http1" in out["modules"] and "httpx" in out["modules"]
-    assert _among(out["modules"], NOT_ON_THE_PLUGIN_CALL_PATH) == []  # ...with no more than that
+    assert _among(out["modules"], banned) == []  # ...with no more than that
 
 
 def test_the_mcp_app_and_the_portal_name_the_same_session_cookie() -> None:
