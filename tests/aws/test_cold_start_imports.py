@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from typing import Any
 
 import pytest
 from workbench.settings import Settings
@@ -45,15 +46,63 @@ NOT_ON_THE_API_KEY_PATH = (
     "workbench.builtin.apps",
     "workbench.builtin.browser",
     "workbench_plugins.github.tools",
+    "workbench.stores.flow_records",  # connect, approvals, custom apps, OAuth server records
 )
 
-CHILD = """
+# Building a dataclass costs about 1 ms of a cold start on Python 3.12 (one compile per generated
+# method), so the engine's own dataclasses a first tool call builds are these, no more: the records
+# it reads (user, key, connection, jot), the manifests, settings and the tool-call values. Internal
+# holders are plain classes; the records of other flows live in workbench.stores.flow_records.
+DATACLASSES_OF_A_TOOL_CALL = frozenset(
+    {
+        "workbench.annotations.Hint",
+        "workbench.engine.executor.ToolCall",
+        "workbench.engine.meta.MetaTool",
+        "workbench.identity.auth.Principal",
+        "workbench.identity.grants.Grant",
+        "workbench.manifest.ApiKeyAuth",
+        "workbench.manifest.ApiKeyField",
+        "workbench.manifest.CookieAuth",
+        "workbench.manifest.LoginHosts",
+        "workbench.manifest.Manifest",
+        "workbench.manifest.NoAuth",
+        "workbench.manifest.OAuth2Auth",
+        "workbench.manifest.Probe",
+        "workbench.manifest.TokenRejected",
+        "workbench.observability.tracing.TraceHeader",
+        "workbench.settings.Settings",
+        "workbench.stores.ApiKeyRecord",
+        "workbench.stores.Connection",
+        "workbench.stores.Jot",
+        "workbench.stores.Stores",
+        "workbench.stores.User",
+        "workbench.tools.Tool",
+        "workbench.tools.ToolResult",
+    }
+)
+
+# Records every dataclass the child builds (the class's module and name), then loads the entry.
+_COUNT_DATACLASSES = """
+import dataclasses
+built = []
+_process_class = dataclasses._process_class
+def _recorded(cls, *args, **kwargs):
+    built.append(cls.__module__ + "." + cls.__qualname__)
+    return _process_class(cls, *args, **kwargs)
+dataclasses._process_class = _recorded
+"""
+
+CHILD = (
+    _COUNT_DATACLASSES
+    + """
 import importlib.util, json, sys
 spec = importlib.util.spec_from_file_location("app", "functions/mcp/app.py")
 app = importlib.util.module_from_spec(spec); spec.loader.exec_module(app)
 answer = app.handler(json.loads(sys.argv[1]), None)
-print(json.dumps({"status": answer["statusCode"], "body": answer["body"], "modules": sorted(sys.modules)}))
+print(json.dumps({"status": answer["statusCode"], "body": answer["body"], "modules": sorted(sys.modules),
+                  "dataclasses": built}))
 """
+)
 
 
 # An OAuth access token is checked with the token service alone (a signature: cryptography's EC is
@@ -89,6 +138,7 @@ NOT_ON_THE_CURL_PROXY_PATH = (
     "workbench.connections.provider_oauth",
     "workbench_plugins.github.tools",
     "tests.support.slowapi.tools",
+    "workbench.stores.flow_records",
 )
 
 # A plugin tool's first upstream call: its argument model (the plugin's own pydantic), its
@@ -123,17 +173,32 @@ NOT_ON_THE_PLUGIN_CALL_PATH = (
     "workbench_plugins.github.tools",
 )
 
-PROXY_CHILD = """
+PROXY_CHILD = (
+    _COUNT_DATACLASSES
+    + """
 import importlib.util, json, sys
 spec = importlib.util.spec_from_file_location("app", "functions/proxy/app.py")
 app = importlib.util.module_from_spec(spec); spec.loader.exec_module(app)
 answer = app.handler(json.loads(sys.argv[1]), None)
-print(json.dumps({"status": answer["statusCode"], "body": answer["body"], "modules": sorted(sys.modules)}))
+print(json.dumps({"status": answer["statusCode"], "body": answer["body"], "modules": sorted(sys.modules),
+                  "dataclasses": built}))
 """
+)
+
+# The curl proxy's own: the egress policy and the checked URL, the client's reply, the match of
+# the request to a connection, the signing key the token is checked against.
+DATACLASSES_OF_A_CURL_PROXY_REQUEST = DATACLASSES_OF_A_TOOL_CALL | {
+    "workbench.guard.egress.CheckedUrl",
+    "workbench.guard.egress.EgressPolicy",
+    "workbench.guard.http1.Reply",
+    "workbench.proxy.app._Found",
+    "workbench.identity.tokens.SigningKey",
+}
 
 
-def _first_list_jots(endpoint: AwsEndpoint, settings: Settings, token: str) -> list[str]:
-    """The modules a fresh MCP function has imported after answering one list_jots with `token`."""
+def _first_list_jots(endpoint: AwsEndpoint, settings: Settings, token: str) -> dict[str, Any]:
+    """What a fresh MCP function has imported ("modules") and the dataclasses it built
+    ("dataclasses") after answering one list_jots with `token`."""
     body = {
         "jsonrpc": "2.0",
         "id": 1,
@@ -165,7 +230,11 @@ def _first_list_jots(endpoint: AwsEndpoint, settings: Settings, token: str) -> l
     assert out["status"] == 200, out["body"]
     result = json.loads(json.loads(out["body"])["result"]["content"][0]["text"])
     assert result == {"results": [{"result": {"jots": []}}]}
-    return list(out["modules"])
+    return out
+
+
+def _ours(dataclasses: list[str]) -> set[str]:
+    return {name for name in dataclasses if name.startswith("workbench.")}
 
 
 def _among(modules: list[str], banned: tuple[str, ...]) -> list[str]:
@@ -179,7 +248,9 @@ def test_an_api_key_tool_call_imports_only_what_it_needs(
 
     gw = build_gateway(aws_settings)
     key = gw.auth.mint_key(gw.stores.users.get_or_create("ada@example.com"), label="cold")
-    assert _among(_first_list_jots(moto_endpoint, aws_settings, key), NOT_ON_THE_API_KEY_PATH) == []
+    first = _first_list_jots(moto_endpoint, aws_settings, key)
+    assert _among(first["modules"], NOT_ON_THE_API_KEY_PATH) == []
+    assert _ours(first["dataclasses"]) - DATACLASSES_OF_A_TOOL_CALL == set()
 
 
 def test_an_oauth_token_tool_call_never_builds_the_authorization_server(
@@ -193,9 +264,13 @@ def test_an_oauth_token_tool_call_never_builds_the_authorization_server(
     user = gw.stores.users.get_or_create("ada@example.com")
     claims = {"sub": user.id, "email": user.email, "client_id": "cold-client", "scope": ""}
     access = gw.tokens.mint(claims, audience=gw.oauth.audience, ttl_seconds=600)  # as the server issues it
-    modules = _first_list_jots(moto_endpoint, aws_settings, access)
-    assert "workbench.identity.tokens" in modules  # the token was checked...
-    assert _among(modules, NOT_ON_THE_ACCESS_TOKEN_PATH) == []  # ...without the server
+    first = _first_list_jots(moto_endpoint, aws_settings, access)
+    assert "workbench.identity.tokens" in first["modules"]  # the token was checked...
+    assert _among(first["modules"], NOT_ON_THE_ACCESS_TOKEN_PATH) == []  # ...without the server
+    assert (
+        _ours(first["dataclasses"]) - DATACLASSES_OF_A_TOOL_CALL - {"workbench.identity.tokens.SigningKey"}
+        == set()
+    )
 
 
 def test_a_curl_proxy_request_imports_only_what_it_needs(
@@ -249,6 +324,7 @@ def test_a_curl_proxy_request_imports_only_what_it_needs(
     assert out["status"] == 200, out["body"]
     assert "workbench.identity.es256" in out["modules"]  # the token's signature was checked...
     assert _among(out["modules"], NOT_ON_THE_CURL_PROXY_PATH) == []  # ...without PyJWT
+    assert _ours(out["dataclasses"]) - DATACLASSES_OF_A_CURL_PROXY_REQUEST == set()
 
 
 @pytest.mark.parametrize(

@@ -52,7 +52,6 @@ import threading
 import time
 import urllib.parse
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -79,15 +78,20 @@ __all__ = [
 MAX_ATTEMPTS = 3
 
 
-@dataclass(frozen=True, slots=True)
 class Service:
-    signing_name: str
-    target_prefix: str
-    content_type: str
-    # The name X-Ray's service map shows for it.
-    trace_name: str
-    # Members whose JSON value is base64 of bytes (boto3 hands them out as bytes).
-    blob_members: frozenset[str] = frozenset()
+    # Plain classes here: every cold start builds them (a dataclass costs about 1 ms).
+    __slots__ = ("blob_members", "content_type", "signing_name", "target_prefix", "trace_name")
+
+    def __init__(
+        self,
+        signing_name: str,
+        target_prefix: str,
+        content_type: str,
+        trace_name: str,  # the name X-Ray's service map shows for it
+        blob_members: frozenset[str] = frozenset(),  # members whose JSON value is base64 of bytes
+    ) -> None:
+        self.signing_name, self.target_prefix, self.content_type = signing_name, target_prefix, content_type
+        self.trace_name, self.blob_members = trace_name, blob_members
 
 
 SERVICES: dict[str, Service] = {
@@ -176,13 +180,15 @@ def _error_type(value: Any) -> str:
     return value.split(":", 1)[0].rpartition("#")[2]
 
 
-@dataclass(frozen=True, slots=True)
 class Credentials:
-    access_key: str
-    secret_key: str
-    token: str | None = None
-    # Epoch seconds after which these must be fetched again (None: they do not expire here).
-    expires_at: float | None = None
+    __slots__ = ("access_key", "expires_at", "secret_key", "token")
+
+    def __init__(
+        self, access_key: str, secret_key: str, token: str | None = None, expires_at: float | None = None
+    ) -> None:
+        self.access_key, self.secret_key, self.token = access_key, secret_key, token
+        # Epoch seconds after which these must be fetched again (None: they do not expire here).
+        self.expires_at = expires_at
 
 
 CredentialSource = Callable[[], Credentials]

@@ -19,7 +19,7 @@ import base64
 import math
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from workbench.engine.blocking import BlockingPool
@@ -69,17 +69,22 @@ _BACKOFF_MAX = 60.0
 _SAVE_ATTEMPTS = 4  # a refreshed (maybe rotated) token is stored however briefly the store is down
 
 
-@dataclass(frozen=True, slots=True)
+# Plain classes: every first request imports this module, and a dataclass costs about 1 ms to build.
 class _Lease:
-    row: Connection
-    failures: int  # failed attempts in a row before this one
-    lost: bool  # one of them lost the provider's answer in transit (it may have rotated the token)
+    __slots__ = ("failures", "lost", "row")
+
+    def __init__(self, row: Connection, failures: int, lost: bool) -> None:
+        self.row = row
+        self.failures = failures  # failed attempts in a row before this one
+        self.lost = lost  # one of them lost the provider's answer in transit (it may have rotated the token)
 
 
-@dataclass(slots=True)
 class _Outcome:
-    failure: str | None = None  # the words every caller of a failed attempt gets
-    lost: bool = False
+    __slots__ = ("failure", "lost")
+
+    def __init__(self) -> None:
+        self.failure: str | None = None  # the words every caller of a failed attempt gets
+        self.lost = False
 
 
 def _lease_blob(failures: int, lost: bool) -> bytes:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 from workbench.errors import WorkbenchError
@@ -51,10 +50,13 @@ class VaultUnreadable(VaultMissing):
 _MISSING = object()
 
 
-@dataclass(slots=True)
 class Resolution:
-    value: Any
-    secrets: list[str] = field(default_factory=list)
+    # A plain class: every cold start builds this module's classes (a dataclass costs about 1 ms).
+    __slots__ = ("secrets", "value")
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+        self.secrets: list[str] = []
 
 
 StepLookup = Mapping[str, Any]

@@ -14,7 +14,7 @@ import re
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Mapping, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from secrets import token_hex
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any, Protocol
@@ -218,15 +218,18 @@ class _Context:
         return self._engine.builtin_services
 
 
-@dataclass(slots=True)
 class BatchScope:
     """Per-batch memo and audit buffer: one connection read per integration, however many
-    executions use it, and every execution's audit row kept for the batch's one audit write."""
+    executions use it, and every execution's audit row kept for the batch's one audit write.
+    (A plain class: every cold start builds this module's classes, a dataclass costs about 1 ms.)"""
 
-    principal: Principal
-    _conns: dict[str, Connection | None] = field(default_factory=dict)
-    _locks: dict[str, asyncio.Lock] = field(default_factory=dict)
-    events: list[dict[str, Any]] = field(default_factory=list)
+    __slots__ = ("_conns", "_locks", "events", "principal")
+
+    def __init__(self, principal: Principal) -> None:
+        self.principal = principal
+        self._conns: dict[str, Connection | None] = {}
+        self._locks: dict[str, asyncio.Lock] = {}
+        self.events: list[dict[str, Any]] = []
 
     async def connection(
         self, integration: str, read: Callable[[], Awaitable[Connection | None]]

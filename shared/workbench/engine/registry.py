@@ -15,7 +15,6 @@ import importlib
 import pkgutil
 import threading
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
 
 from workbench.errors import RegistryError
 from workbench.manifest import Manifest
@@ -29,23 +28,28 @@ RESERVED_NAMES = frozenset({"browser", "jots"})
 ToolLoader = Callable[[], Sequence[Tool]]
 
 
-@dataclass(slots=True)
+# Plain classes, not dataclasses: every cold start builds them (a dataclass costs about 1 ms).
 class _Entry:
-    manifest: Manifest
-    loader: ToolLoader
-    tools: dict[str, Tool] | None = None
-    # One per integration: a caller needing one integration never waits for another's import.
-    lock: threading.Lock = field(default_factory=threading.Lock)
+    __slots__ = ("loader", "lock", "manifest", "tools")
+
+    def __init__(self, manifest: Manifest, loader: ToolLoader) -> None:
+        self.manifest = manifest
+        self.loader = loader
+        self.tools: dict[str, Tool] | None = None
+        # One per integration: a caller needing one integration never waits for another's import.
+        self.lock = threading.Lock()
 
 
-@dataclass(slots=True)
 class Registry:
     """Integrations by name; tools loaded per integration on first use (thread-safe)."""
 
-    _entries: dict[str, _Entry] = field(default_factory=dict)
-    _lookup_order: list[_Entry] | None = field(default=None, repr=False)
-    # Names found before (every execution looks its tool up): one dict read instead of the scan.
-    _found: dict[str, Tool] = field(default_factory=dict, repr=False)
+    __slots__ = ("_entries", "_found", "_lookup_order")
+
+    def __init__(self) -> None:
+        self._entries: dict[str, _Entry] = {}
+        self._lookup_order: list[_Entry] | None = None
+        # Names found before (every execution looks its tool up): one dict read instead of the scan.
+        self._found: dict[str, Tool] = {}
 
     def add(self, manifest: Manifest, loader: ToolLoader, *, allow_reserved: bool = False) -> None:
         if manifest.name in RESERVED_NAMES and not allow_reserved:

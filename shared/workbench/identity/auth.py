@@ -237,11 +237,12 @@ class KeyRecheck:
         return self._outcome
 
 
-@dataclass(frozen=True, slots=True)
 class _Entry:
-    principal: Principal
-    until: float
-    key_id: str | None
+    # A plain class: every cold start builds this module's classes (a dataclass costs about 1 ms).
+    __slots__ = ("key_id", "principal", "until")
+
+    def __init__(self, principal: Principal, until: float, key_id: str | None) -> None:
+        self.principal, self.until, self.key_id = principal, until, key_id
 
 
 class AuthCache:

@@ -21,7 +21,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 __all__ = ["Span", "TraceHeader", "current_span", "request_span", "span"]
@@ -47,21 +47,44 @@ class TraceHeader:
         return cls(fields["Root"], fields["Parent"])
 
 
-@dataclass(slots=True)
 class Span:
-    name: str
-    namespace: str | None = None
-    id: str = field(default_factory=lambda: os.urandom(8).hex())
-    start_time: float = field(default_factory=time.time)
-    end_time: float | None = None
-    annotations: dict[str, str | int | float | bool] = field(default_factory=dict)
-    # X-Ray's typed sections: "aws" (operation, table_name, ...) and "http" (request/response).
-    aws: dict[str, Any] | None = None
-    http: dict[str, Any] | None = None
-    error: bool = False
-    fault: bool = False
-    throttle: bool = False
-    children: list[Span] = field(default_factory=list)
+    # A plain class: every cold start builds this module's classes (a dataclass costs about 1 ms).
+    __slots__ = (
+        "annotations",
+        "aws",
+        "children",
+        "end_time",
+        "error",
+        "fault",
+        "http",
+        "id",
+        "name",
+        "namespace",
+        "start_time",
+        "throttle",
+    )
+
+    def __init__(
+        self,
+        name: str,
+        namespace: str | None = None,
+        *,
+        aws: dict[str, Any] | None = None,
+        http: dict[str, Any] | None = None,
+    ) -> None:
+        self.name = name
+        self.namespace = namespace
+        self.id = os.urandom(8).hex()
+        self.start_time = time.time()
+        self.end_time: float | None = None
+        self.annotations: dict[str, str | int | float | bool] = {}
+        # X-Ray's typed sections: "aws" (operation, table_name, ...) and "http" (request/response).
+        self.aws = aws
+        self.http = http
+        self.error = False
+        self.fault = False
+        self.throttle = False
+        self.children: list[Span] = []
 
     def document(self) -> dict[str, Any]:
         doc: dict[str, Any] = {

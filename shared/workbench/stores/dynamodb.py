@@ -28,28 +28,25 @@ import time
 import uuid
 from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import replace
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from workbench.aws.clients import LazyClient, client_error_code
 from workbench.errors import AuditNotWritten, ConflictError
 from workbench.settings import Settings
-from workbench.stores import (
-    ActivityPage,
-    ActivityQuery,
-    ApiKeyRecord,
-    Approval,
-    AuthorizationCode,
-    Connection,
-    ExternalServer,
-    Jot,
-    OAuthClient,
-    OAuthState,
-    PendingConnect,
-    RefreshToken,
-    Snapshot,
-    Stores,
-    User,
-)
+from workbench.stores import ApiKeyRecord, Connection, Jot, Snapshot, Stores, User
+
+if TYPE_CHECKING:  # built on first use (a first tool call needs none of them): imported where made
+    from workbench.stores.flow_records import (
+        ActivityPage,
+        ActivityQuery,
+        Approval,
+        AuthorizationCode,
+        ExternalServer,
+        OAuthClient,
+        OAuthState,
+        PendingConnect,
+        RefreshToken,
+    )
 
 __all__ = ["TABLES", "DynamoTables", "dynamodb_stores", "dynamodb_tables"]
 
@@ -427,6 +424,8 @@ class DynamoPending:
         )
 
     def get(self, connection_id: str, *, now: float) -> PendingConnect | None:
+        from workbench.stores.flow_records import PendingConnect
+
         got = self.t.client.get_item(
             TableName=self.table, Key={"pk": _s(f"connect#{connection_id}")}, ConsistentRead=True
         )
@@ -472,6 +471,8 @@ class DynamoPending:
         )
 
     def take_state(self, state: str, *, now: float) -> OAuthState | None:
+        from workbench.stores.flow_records import OAuthState
+
         # One delete returning the old item: of two concurrent takes, exactly one sees it.
         got = self.t.client.delete_item(
             TableName=self.table, Key={"pk": _s(f"state#{state}")}, ReturnValues="ALL_OLD"
@@ -588,6 +589,8 @@ class DynamoAudit:
         """A Query on the user's partition (or, filtered by integration, on by_user_integration),
         newest first; never a Scan. The cursor is a sort key only: the partition is always the
         caller's user, so no cursor can reach another user's events."""
+        from workbench.stores.flow_records import ActivityPage
+
         params: dict[str, Any] = {"TableName": self.table, "ScanIndexForward": False}
         if query.integration is not None:
             params["IndexName"] = "by_user_integration"
@@ -749,6 +752,8 @@ class DynamoExternalServers:
 
     @staticmethod
     def _server(item: Item) -> ExternalServer:
+        from workbench.stores.flow_records import ExternalServer
+
         return ExternalServer(
             user_id=_get_s(item, "user_id"),
             name=_get_s(item, "name"),
@@ -947,6 +952,8 @@ class DynamoOAuthClients:
         self.o.put({"pk": _s(self._INDEX), "sk": _s(client.client_id), **expiry})
 
     def get(self, client_id: str, *, now: float | None = None) -> OAuthClient | None:
+        from workbench.stores.flow_records import OAuthClient
+
         item = self.o.get(f"client#{client_id}")
         if item is None:
             return None
@@ -1029,6 +1036,8 @@ class DynamoAuthorizationCodes:
 
     @staticmethod
     def _code(item: Item) -> AuthorizationCode:
+        from workbench.stores.flow_records import AuthorizationCode
+
         body = json.loads(_get_s(item, "body"))
         return AuthorizationCode(**body, used=bool(item["used"]["BOOL"]))
 
@@ -1066,6 +1075,8 @@ class DynamoRefreshTokens:
 
     @staticmethod
     def _token(item: Item) -> RefreshToken:
+        from workbench.stores.flow_records import RefreshToken
+
         body = json.loads(_get_s(item, "body"))
         return RefreshToken(**body, rotated=bool(item["rotated"]["BOOL"]))
 
@@ -1176,6 +1187,8 @@ class DynamoApprovals:
         self.table = t.name("approvals")
 
     def _approval(self, item: Item, now: float) -> Approval:
+        from workbench.stores.flow_records import Approval
+
         body = json.loads(_get_s(item, "body"))
         rec = Approval(
             **body,
