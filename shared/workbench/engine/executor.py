@@ -225,9 +225,9 @@ class BatchScope:
 
     __slots__ = ("_conns", "_locks", "events", "principal")
 
-    def __init__(self, principal: Principal) -> None:
+    def __init__(self, principal: Principal, connections: dict[str, Connection | None] | None = None) -> None:
         self.principal = principal
-        self._conns: dict[str, Connection | None] = {}
+        self._conns = {} if connections is None else connections  # integration -> row, read already
         self._locks: dict[str, asyncio.Lock] = {}
         self.events: list[dict[str, Any]] = []
 
@@ -359,13 +359,11 @@ class Engine:
             return recheck.settle(found), found
 
         checked, found = await self.store_io.run(check)
-        scope = BatchScope(checked)
         # Read for the key's holder: used only when the key is still theirs (it always is; a key
         # never changes owner, but nothing read for one user may serve another).
-        if checked.user.id == user_id:
-            for key in wanted:
-                scope._conns[key[1]] = found.connections.get(key)
-        return scope
+        if checked.user.id != user_id:
+            return BatchScope(checked)
+        return BatchScope(checked, {key[1]: found.connections.get(key) for key in wanted})
 
     def write_audit(self, events: list[dict[str, Any]]) -> None:
         """One write for a batch's rows, bounded in time by the store (`audit_write_seconds`). Rows
