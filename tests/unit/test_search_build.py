@@ -93,3 +93,24 @@ def test_the_bulk_parser_reads_every_tool_as_parse_does() -> None:
     for doc in _catalog(300, seed=2):
         fields, written = parser.parse(doc)
         assert (fields, set(written)) == (search._parse(doc).fields, set(search._parse(doc).written))
+
+
+def test_a_vocabulary_past_its_bound_keeps_the_first_words_and_their_postings_whole(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    docs = _catalog(300, seed=3)
+    rows, written = _reference(docs)
+    assert len(rows) > 60 and len(written) > 60
+    monkeypatch.setattr(search, "_VOCABULARY", 40)
+    monkeypatch.setattr(search, "_VOCABULARY_PER_TOOL", 0)
+    index = SearchIndex(docs)
+    # The first 40 distinct words, each with every tool that has it (a word new past the bound
+    # is left out whole; a word already in keeps its later tools).
+    assert list(index._at) == list(rows)[:40]
+    assert _runs(index._at, index._ids, index._weights) == {t: rows[t] for t in list(rows)[:40]}
+    kept = _runs(index._written_at, index._written_ids, None)
+    assert len(kept) == 40 and all(written[w] == tools for w, tools in kept.items())
+    first = docs[0]
+    assert (
+        index.search(first.name.replace("_", " "), 10)[0].doc.name.split("_")[0] == first.name.split("_")[0]
+    )

@@ -720,6 +720,10 @@ _TYPO_MIN_LENGTH = 3  # shorter words are another real word one letter away too 
 _TYPO_MAX_LENGTH = 24  # no word is longer; a longer "word" is not worth its edit-distance cost
 _TYPO_TERMS = 8_000  # the typo index covers at most this many terms, the most common first
 _TYPO_LONG = 1_000  # of which the most common long ones (8+ letters) with two deletions, not one
+# At most this many distinct words in one index, plus so many per tool (real catalogs have 3-6 per
+# tool; a catalog of unique identifiers, 120): a tool's words new past it are left out of postings.
+_VOCABULARY = 50_000
+_VOCABULARY_PER_TOOL = 8
 _TYPO_ENTRIES = 48_000  # and at most this many entries in all (384 KB): SearchIndex._build_typo_index
 _PREFIX_TERMS = 32
 _CONFIDENT = 0.3  # the top of the "no match" band: below it a query is also read cross-lingually  # an unknown word completes to at most this many terms
@@ -755,6 +759,8 @@ _FORMAT = (
                 _TYPO_TERMS,
                 _TYPO_LONG,
                 _TYPO_ENTRIES,
+                _VOCABULARY,
+                _VOCABULARY_PER_TOOL,
                 sorted(_SYNONYMS),
             )
         ).encode()
@@ -872,6 +878,9 @@ class _Stems(dict[str, str]):
         return out
 
 
+_WORDS_CACHED = 32_768  # distinct words a build remembers the terms of (it starts again past it)
+
+
 class _Words(dict[str, tuple[str, ...]]):
     """One build's ASCII words and their index terms (_ascii_stems), each distinct word worked out
     once: a catalog of 20,000 tools has millions of words but a hundred thousand distinct ones, and
@@ -882,6 +891,9 @@ class _Words(dict[str, tuple[str, ...]]):
         self.stems = _Stems()
 
     def __missing__(self, raw: str) -> tuple[str, ...]:
+        if len(self) >= _WORDS_CACHED:  # a vocabulary of unique identifiers: start again
+            self.clear()
+            self.stems.clear()
         if len(raw) > _WORD_MAX:
             out: tuple[str, ...] = ()
         else:
@@ -900,8 +912,41 @@ class _Lower(dict[str, str]):
     """A written word as the index keeps it: lower-cased, or "" past _TERM_MAX characters."""
 
     def __missing__(self, raw: str) -> str:
+        if len(self) >= _WORDS_CACHED:
+            self.clear()
         out = self[raw] = raw.lower() if len(raw) <= _TERM_MAX else ""
         return out
+
+
+class _Vocabulary:
+    """At most `limit` distinct words in one build's postings: a tool's words new past it are left
+    out (as one tool's, they could only find that tool). Counted only once the words given
+    (`admitted`, every tool's so far) may hold that many, so a catalog within it pays nothing."""
+
+    def __init__(self, limit: int, admitted: list[str]) -> None:
+        self.limit, self.admitted = limit, admitted
+        self.seen: dict[str, None] | None = None
+
+    def admit(self, words: Collection[str]) -> Collection[str]:
+        """`words` (a tool's, distinct) within the limit: a dict's keys over it are deleted in
+        place, a set's are returned as a new list."""
+        seen = self.seen
+        if seen is None:
+            if len(self.admitted) + len(words) <= self.limit:
+                return words
+            seen = self.seen = dict.fromkeys(self.admitted)
+        fresh = [w for w in words if w not in seen]
+        room = max(self.limit - len(seen), 0)
+        seen.update(dict.fromkeys(fresh[:room]))
+        if len(fresh) <= room:
+            return words
+        left_out = fresh[room:]
+        if isinstance(words, dict):
+            for w in left_out:
+                del words[w]
+            return words
+        dropped = set(left_out)
+        return [w for w in words if w not in dropped]
 
 
 class _Parser:
@@ -912,11 +957,27 @@ class _Parser:
         self.words = _Words()
         self.lower = _Lower()
 
-    def _terms(self, raws: list[str]) -> list[str]:
-        out = list(itertools.chain.from_iterable(map(self.words.__getitem__, raws)))
-        if _PHRASE_ENDS.isdisjoint(out):
-            return out
-        return [t for t, _ in _phrases([(t, t) for t in out])]
+    def _terms(self, raws: list[str], most: int | None = None) -> list[str]:
+        """_index_terms of the text of `raws`, its first `most` (the words past them never looked
+        at: a description's tail says nothing, and need not fill the cache)."""
+        out = itertools.chain.from_iterable(map(self.words.__getitem__, raws))
+        terms = list(out if most is None else itertools.islice(out, most + 1))
+        if most is not None and len(terms) > most:
+            return terms[:most]  # two-word names add their word at the end: past `most` too
+        if not _PHRASE_ENDS.isdisjoint(terms):
+            terms = [t for t, _ in _phrases([(t, t) for t in terms])]
+        return terms if most is None else terms[:most]
+
+    def _arguments(self, text: str) -> list[str]:
+        """_argument_terms(text): each word once, the first _ARGUMENT_TERMS, from as few of the
+        text's words as give them."""
+        raws = list(filter(str.isalpha, dict.fromkeys(_RUN.findall(text))))
+        words = self.words.__getitem__
+        head = 2 * _ARGUMENT_TERMS
+        terms = dict.fromkeys(itertools.chain.from_iterable(map(words, raws[:head])))
+        if len(terms) < _ARGUMENT_TERMS and len(raws) > head:
+            terms = dict.fromkeys(itertools.chain.from_iterable(map(words, raws)))
+        return list(terms)[:_ARGUMENT_TERMS]
 
     def parse(self, doc: SearchDoc) -> tuple[dict[str, list[str]], Collection[str]]:
         name, description, keywords = (
@@ -941,17 +1002,13 @@ class _Parser:
             description = _IDENTIFIER.sub(" ", description)
         description_raws = _RUN.findall(description)
         keyword_raws = _RUN.findall(keywords) if keywords else []
-        words = self.words.__getitem__
-        raws = filter(str.isalpha, dict.fromkeys(_RUN.findall(arguments)))
         fields = {
             "action": [rest[verb]] if verb is not None else [],
             "object": [t for i, t in enumerate(rest) if i != verb],
             "integration": [*integration, *(t for t in terms[:at] if t not in known)],
-            "description": self._terms(description_raws)[:_DESCRIPTION_TERMS],
+            "description": self._terms(description_raws, _DESCRIPTION_TERMS),
             "keywords": self._terms(keyword_raws),
-            "arguments": list(dict.fromkeys(itertools.chain.from_iterable(map(words, raws))))[
-                :_ARGUMENT_TERMS
-            ],
+            "arguments": self._arguments(arguments),
         }
         written = set(map(self.lower.__getitem__, itertools.chain(name_raws, description_raws, keyword_raws)))
         written.discard("")
@@ -1087,9 +1144,12 @@ class SearchIndex:
         fields: list[dict[str, list[str]]] = []
         written_words: list[str] = []  # each tool's written words, tool after tool
         written_docs: array[int] = array("i")
+        vocabulary = _VOCABULARY + _VOCABULARY_PER_TOOL * n
+        known = _Vocabulary(vocabulary, written_words)
         for i, d in enumerate(self.docs):
             parsed, written = parser.parse(d)
             fields.append(parsed)
+            written = known.admit(written)
             written_words.extend(written)
             written_docs.extend(itertools.repeat(i, len(written)))
             if i & 127 == 127:
@@ -1104,6 +1164,7 @@ class SearchIndex:
         terms: list[str] = []
         sums: array[float] = array("d")
         tools: array[int] = array("i")
+        known = _Vocabulary(vocabulary, terms)
         for i, p in enumerate(fields):
             tf: dict[str, float] = {}
             for f, weight, flat, slope in norms:
@@ -1113,6 +1174,7 @@ class SearchIndex:
                     collections.deque(
                         map(tf.__setitem__, own, map(norm.__add__, map(tf.get, own, _ZEROS))), maxlen=0
                     )
+            known.admit(tf)
             terms.extend(tf)
             sums.extend(tf.values())
             tools.extend(itertools.repeat(i, len(tf)))
