@@ -267,3 +267,62 @@ def test_container_credentials_that_are_not_credentials_are_a_connection_error(a
         assert source is not None
         with pytest.raises(AwsConnectionError, match="no credentials"):
             source()
+
+
+def test_every_https_connection_shares_one_tls_context(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """DynamoDB and KMS, each from two threads: four connections, one CA store loaded (each context
+    http.client makes for itself loads it again: 20-40 ms of CPU), and every connection verified."""
+    import ssl
+
+    from cryptography.hazmat.primitives import serialization
+    from workbench.aws import client as aws_client
+
+    from tests.egress.internet import issue_certificate
+
+    ca_key, ca = issue_certificate("AWS Test CA", [], None, None)
+    leaf_key, leaf = issue_certificate("localhost", ["localhost"], ca_key, ca.subject)
+    (tmp_path / "ca.pem").write_bytes(ca.public_bytes(serialization.Encoding.PEM))
+    (tmp_path / "leaf.pem").write_bytes(leaf.public_bytes(serialization.Encoding.PEM))
+    (tmp_path / "leaf.key").write_bytes(
+        leaf_key.private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+        )
+    )
+    server_tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    server_tls.load_cert_chain(tmp_path / "leaf.pem", tmp_path / "leaf.key")
+    monkeypatch.setenv("SSL_CERT_FILE", str(tmp_path / "ca.pem"))  # the default context trusts the test CA
+    made: list[ssl.SSLContext] = []
+    default = ssl._create_default_https_context
+
+    def counted() -> ssl.SSLContext:
+        made.append(default())
+        return made[-1]
+
+    monkeypatch.setattr(ssl, "_create_default_https_context", counted)
+    monkeypatch.setattr(aws_client, "_TLS", [])  # none made yet in this process (and none kept after)
+    with scripted([]) as server:
+        server.socket = server_tls.wrap_socket(server.socket, server_side=True)
+        clients = [
+            AwsJsonClient(
+                service,
+                region="us-east-1",
+                credentials=lambda: CREDS,
+                endpoint_url=f"https://localhost:{server.server_address[1]}",
+            )
+            for service in ("dynamodb", "kms")
+        ]
+        answers: list[Any] = []
+
+        def call(client: AwsJsonClient) -> None:
+            answers.append(client.call("DescribeTable" if client is clients[0] else "Decrypt", {}))
+
+        threads = [threading.Thread(target=call, args=(c,)) for c in clients for _ in range(2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    assert answers == [{}] * 4
+    assert len(server.seen) == 4
+    assert len(made) == 1

@@ -48,6 +48,7 @@ import hmac
 import http.client
 import json
 import random
+import ssl
 import threading
 import time
 import urllib.parse
@@ -120,6 +121,27 @@ _THROTTLING, _RETRYABLE = AWS_THROTTLING_CODES, AWS_RETRYABLE_CODES
 THROTTLING_CODES, RETRYABLE_CODES = AWS_THROTTLING_CODES, AWS_RETRYABLE_CODES
 _RETRYABLE_STATUS = frozenset({500, 502, 503, 504})
 _THROTTLE_STATUS = 429  # a throttle whatever the body says
+
+
+_TLS: list[ssl.SSLContext] = []
+_TLS_LOCK = threading.Lock()
+
+
+def _tls() -> ssl.SSLContext:
+    """The one TLS context of every AWS connection in the process, made on the first: what
+    http.client.HTTPSConnection makes for itself when given none (the default HTTPS context with
+    ALPN http/1.1 and post-handshake auth), but each of those loads the CA store again, 20-40 ms of
+    CPU per connection: per client (DynamoDB, KMS, ...) and per store thread, and again after a
+    dropped connection. A context is safe to share between threads."""
+    if not _TLS:
+        with _TLS_LOCK:
+            if not _TLS:
+                context = ssl._create_default_https_context()
+                context.set_alpn_protocols(["http/1.1"])
+                if context.post_handshake_auth is not None:
+                    context.post_handshake_auth = True
+                _TLS.append(context)
+    return _TLS[0]
 
 
 class AwsFailure(WorkbenchError):
@@ -476,7 +498,9 @@ class AwsJsonClient:
         conn: http.client.HTTPConnection | None = getattr(self._local, "conn", None)
         if conn is None:
             if self._https:
-                conn = http.client.HTTPSConnection(self._host, self._port, timeout=self._connect_timeout)
+                conn = http.client.HTTPSConnection(
+                    self._host, self._port, timeout=self._connect_timeout, context=_tls()
+                )
             else:
                 conn = http.client.HTTPConnection(self._host, self._port, timeout=self._connect_timeout)
             self._local.conn = conn
