@@ -246,6 +246,7 @@ async def _warm_calls(endpoint: AwsEndpoint) -> dict[str, Any]:
 IDLE_SECONDS = 20.0
 # Goals per request kind: (after IDLE_SECONDS with no request, back to back).
 EXECUTE_CONNECTED = "execute_tools (1 tool with a stored connection)"
+EXECUTE_CUSTOM = "execute_tools (1 custom-app tool)"
 IDLE_GOALS = {
     "tools/list": (1, 0),
     "execute_tools (1 auth-none tool)": (2, 1),
@@ -253,6 +254,10 @@ IDLE_GOALS = {
     # credentials), so back to back is that read and the audit write; after idle, the key's check
     # must ride along with that read (issue 24: "the audit write and at most one read").
     EXECUTE_CONNECTED: (2, 2),
+    # The second user's custom (OpenAPI) app's tool: the app's row comes from a Query of the user's
+    # partition (its tool prefix is the user's choice, so the row's key is not known before it),
+    # with the clear stamp beside it; then the audit write. Goal as for any execute_tools.
+    EXECUTE_CUSTOM: (2, 2),
     "search_tools": (2, 2),
     # Another user, with a custom (OpenAPI) app and a workspace code, whose query hits a plugin that
     # needs a stored connection: every row the search reads is needed.
@@ -333,16 +338,24 @@ async def _idle_calls(endpoint: AwsEndpoint, idle: float) -> dict[str, Any]:
     )
     user = gw.stores.users.get_or_create("bench@example.com")
     gw.credentials.save(user.id, "acme", {"token": "upstream-secret-0123456789"})
-    keys = {kind: gw.auth.mint_key(user, label=kind) for kind in IDLE_GOALS if kind != CUSTOM_SEARCH}
+    keys = {
+        kind: gw.auth.mint_key(user, label=kind)
+        for kind in IDLE_GOALS
+        if kind not in (CUSTOM_SEARCH, EXECUTE_CUSTOM)
+    }
     # The second user: a custom OpenAPI app (its tools known from the document: no discovery
     # traffic), a workspace code of their own, a stored connection to acme.
     other = gw.stores.users.get_or_create("bench-apps@example.com")
     gw.credentials.save(other.id, "acme", {"token": "upstream-secret-9876543210"})
     gw.external.set_workspace_code(other.id, "bench-team")
     await gw.external.register_openapi(
-        other.id, name="benchapi", document=json.dumps(_BENCH_DOCUMENT), base_url="https://api.bench.test"
+        other.id,
+        name="benchapi",
+        document=json.dumps(_BENCH_DOCUMENT),
+        base_url=f"http://127.0.0.1:{upstream.server_address[1]}/api",
     )
     keys[CUSTOM_SEARCH] = gw.auth.mint_key(other, label=CUSTOM_SEARCH)
+    keys[EXECUTE_CUSTOM] = gw.auth.mint_key(other, label=EXECUTE_CUSTOM)
     curl = gw.curl.mint(gw.auth.api_keys.resolve(keys["curl proxy GET"]), ["acme"], 900)["token"]
 
     async def dns(host: str, port: int) -> list[str]:
@@ -362,6 +375,13 @@ async def _idle_calls(endpoint: AwsEndpoint, idle: float) -> dict[str, Any]:
             {
                 "name": "execute_tools",
                 "arguments": {"executions": [{"tool": "acme_list_things", "args": {}}]},
+            },
+        ),
+        EXECUTE_CUSTOM: mcp(
+            "tools/call",
+            {
+                "name": "execute_tools",
+                "arguments": {"executions": [{"tool": "benchapi_listThings", "args": {}}]},
             },
         ),
         "search_tools": mcp("tools/call", {"name": "search_tools", "arguments": {"query": "create a jot"}}),

@@ -920,17 +920,7 @@ class ExternalServers:
         `recheck`: the caller's API key, taken on trust until now: its records join the first
         batch and it is settled there (AuthError) before anything else is read or started."""
         keys = [(user_id, i) for i in dict.fromkeys(connections)]
-        early: _Early | None = None
-        if keys or recheck is not None:
-            # Keys known before the user's partition is read go out beside its Query: the clear
-            # stamp (needed as soon as there is an app, and free in a batch made anyway), the
-            # connections the caller asked for, the caller's key. One round trip for all.
-            beside = ((OPERATOR, _EPOCH_ROW),)
-            rows, first = await asyncio.gather(
-                self.io.run(self.store.list_for, user_id),
-                self.io.run(self._read_beside, keys, beside, recheck),
-            )
-            early = _Early(rows, first, frozenset(keys), frozenset(beside))
+        early = await self._first_reads(user_id, keys, recheck) if keys or recheck is not None else None
         caller, apps, conns = await self.io.run(self._searchable, user_id, connections, early)
         now = self.clock()
         known: list[_Entry] = []
@@ -957,6 +947,19 @@ class ExternalServers:
                 if not future.cancelled() and future.exception() is None:
                     known.append(future.result())
         return [t for entry in known for t in entry.tools.values()], conns
+
+    async def _first_reads(
+        self, user_id: str, keys: Collection[tuple[str, str]] = (), recheck: KeyRecheck | None = None
+    ) -> _Early:
+        """The user's partition, and beside its Query the keys known before it is read: the clear
+        stamp (needed as soon as there is an app, and free in a batch made anyway), the connections
+        `keys`, the caller's key (`recheck`). One round trip for all."""
+        beside = ((OPERATOR, _EPOCH_ROW),)
+        rows, first = await asyncio.gather(
+            self.io.run(self.store.list_for, user_id),
+            self.io.run(self._read_beside, keys, beside, recheck),
+        )
+        return _Early(rows, first, frozenset(keys), frozenset(beside))
 
     def _read_beside(
         self,
@@ -1073,7 +1076,8 @@ class ExternalServers:
 
     async def lookup(self, principal: Any, name: str) -> tuple[Tool, Manifest] | None:
         """Engine hook: the external tool behind `name` for this principal, if any."""
-        caller, apps = await self.io.run(self._caller_and_apps, principal.user.id)
+        early = await self._first_reads(principal.user.id)
+        caller, apps = await self.io.run(self._caller_and_apps, principal.user.id, early)
         owners = sorted(
             (a for a in apps if a.enabled and name.startswith(a.tool_prefix)),
             key=lambda a: -len(a.tool_prefix),
@@ -1097,8 +1101,8 @@ class ExternalServers:
             return None
         return self._tool(app, caller, found), manifest
 
-    def _caller_and_apps(self, user_id: str) -> tuple[_Caller, list[App]]:
-        caller, apps, _ = self._read(user_id)
+    def _caller_and_apps(self, user_id: str, early: _Early | None = None) -> tuple[_Caller, list[App]]:
+        caller, apps, _ = self._read(user_id, early=early)
         return caller, apps
 
     def _tool(self, app: App, caller: _Caller, ext: ExternalTool) -> Tool:
@@ -1123,11 +1127,8 @@ class ExternalServers:
         return await self._call(app, await self.io.run(self._caller, user_id), tool_name, args)
 
     async def _call(self, app: App, caller: _Caller, tool_name: str, args: dict[str, Any]) -> Any:
-        # Re-read: the app may have been disabled, replaced or flagged since the lookup.
-        current = await self.io.run(self._find, caller.user_id, app.name)
-        if current is None or not current.enabled:
-            raise LookupError("Tool not found")
-        app = current
+        # `app` as this request read it a moment ago (the lookup's Query of the user's partition, or
+        # `call`'s read): not read a third time (issue 24: one more sequential round trip per call).
         if app.status in (RECONNECT_REQUIRED, UNREADABLE):
             raise RuntimeError(status_message(app))
         if app.kind == "openapi":
