@@ -121,6 +121,12 @@ NOT_PLURALS = [
     "means",
     "goods",
     "postgres",
+    "devops",
+    "saas",
+    "odds",
+    "dynamics",
+    "sqs",
+    "ecs",
 ]
 
 

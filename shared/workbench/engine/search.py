@@ -84,7 +84,8 @@ _NOT_PLURAL = _words_of(
     "news sales analytics status series species physics mathematics politics economics "
     "logistics ethics always perhaps canvas alias atlas bias lens chaos kudos macos ios "
     "postgres kubernetes redis jenkins aws sms dns cms gps ops https minutes customs means goods "
-    "thanks towards afterwards whereas"
+    "thanks towards afterwards whereas devops mlops gitops finops saas paas iaas odds dynamics "
+    "sqs sns ecs eks efs rds"
 )
 
 
@@ -621,6 +622,13 @@ _SYMPTOMS: tuple[tuple[str, str], ...] = (
         r"\b(?:has|have)" + _N + r" (?:replied|answered|responded)\b|\bno (?:reply|response|answer)\b",
         "unanswered",
     ),
+    # what a container holds (the words stay in the query: they may name the integration)
+    (
+        r"\bwhat(?:['\u2019]s| is| do (?:i|we) have|(?: else)? have (?:i|we) got)(?= (?:on|in) "
+        r"(?:my|our|the|their|his|her|your) (?:calendar|agenda|schedule)\b)",
+        "agenda",
+    ),
+    (r"\b(?=(?:in|from|into) (?:my|our|the|your) (?:inbox|mailbox)\b)", "mailbox"),
 )
 _SYMPTOM_WORDS = 4  # a symptom is told in a sentence: shorter queries are not read for one
 
@@ -634,7 +642,7 @@ def _symptom_pattern() -> re.Pattern[str]:
 
 _INTENT_ACTIONS: dict[str, dict[str, float]] = {
     "inform": {"send": 1.0, "post": 1.0, "reply": 0.5},
-    "unknown": {"list": 1.0, "get": 1.0, "describe": 1.0, "search": 0.5},
+    "unknown": {"list": 1.0, "get": 0.8, "describe": 1.0, "search": 0.5},
     "lost": {"search": 1.0, "find": 1.0},
     "unshared": {"share": 1.0, "invite": 1.0, "permission": 0.5},
     "local": {"upload": 1.0},
@@ -645,7 +653,7 @@ _INTENT_ACTIONS: dict[str, dict[str, float]] = {
     "stop": {"cancel": 1.0},
     "retry": {"rerun": 1.0, "run": 0.5},
     "conflict": {"update": 1.0, "move": 0.5},
-    "unanswered": {"reply": 1.0, "comment": 1.0, "respond": 0.8},
+    "unanswered": {"reply": 1.0, "comment": 1.0, "respond": 1.0},
     "unowned": {"assign": 1.0},
     "unsynced": {"refresh": 1.0, "sync": 1.0, "update": 0.5},
     "ready": {"create": 1.0, "open": 0.8},
@@ -667,6 +675,8 @@ _INTENT_OBJECTS: dict[str, dict[str, float]] = {
     "unsent": {"draft": 1.0},
     "missed": {"history": 1.0, "thread": 0.5},
     "complaint": {"ticket": 1.0, "issue": 1.0},
+    "agenda": {"event": 1.0},
+    "mailbox": {"email": 0.5, "message": 0.5},
 }
 
 
@@ -762,6 +772,7 @@ _FORMAT = (
                 _VOCABULARY,
                 _VOCABULARY_PER_TOOL,
                 sorted(_SYNONYMS),
+                sorted(_NOT_PLURAL),
             )
         ).encode()
     ).hexdigest()[:16]
@@ -1412,6 +1423,10 @@ class SearchIndex:
                 i += 1
         out = []
         for term in sorted(candidates):
+            if len(word) == 3 and len(term) == 3 and sorted(word) != sorted(term):
+                # A three-letter word one letter off another is usually a word of its own ("met"
+                # is no "get", "buy" no "bug"): only swapped letters are a slip ("gte" → get).
+                continue
             if _edit_distance(word, term, limit) <= limit:
                 if term in self._at:
                     out.append(term)
