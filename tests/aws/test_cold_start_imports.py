@@ -404,6 +404,79 @@ def test_a_plugin_tools_first_upstream_call_imports_only_what_it_needs(
     assert _among(out["modules"], banned) == []  # ...with no more than that
 
 
+# The web function's first page (where /portal sends a signed-in user): Starlette and the portal's
+# pages, the OAuth server's routes among them, but not the server behind them (its client registry,
+# the egress guard, httpx), nor the plugins' OAuth client, nor the jots host's markdown parser.
+NOT_ON_THE_PORTAL_PAGE_PATH = (
+    "boto3",
+    "botocore",
+    "aws_xray_sdk",
+    "aws_lambda_powertools",
+    "mangum",
+    "jwt",
+    "httpx",
+    "httpcore",
+    "pydantic",
+    "markdown_it",
+    "workbench.oauth.service",
+    "workbench.oauth.clients",
+    "workbench.guard.egress",
+    "workbench.connections.provider_oauth",
+    "workbench.external.service",
+    "workbench.external.client",
+    "workbench.web.jots_markdown",
+    "workbench.mcp",
+    "workbench.rest",
+    "workbench.engine.search",
+    "workbench.browser",
+)
+
+WEB_CHILD = """
+import importlib.util, json, sys
+spec = importlib.util.spec_from_file_location("app", "functions/web/app.py")
+app = importlib.util.module_from_spec(spec); spec.loader.exec_module(app)
+answer = app.handler(json.loads(sys.argv[1]), None)
+print(json.dumps({"status": answer["statusCode"], "body": answer["body"], "modules": sorted(sys.modules)}))
+"""
+
+
+def test_a_portal_page_imports_only_what_it_needs(moto_endpoint: AwsEndpoint, aws_settings: Settings) -> None:
+    from dataclasses import replace
+
+    from workbench.composition import build_gateway
+    from workbench.web.sessions import SESSION_COOKIE
+
+    settings = replace(aws_settings, public_url="https://gw.example.test")
+    gw = build_gateway(settings)
+    ada = gw.stores.users.get_or_create("ada@example.com")
+    event = http_api_event(
+        "GET",
+        "/portal/integrations",
+        route_key="ANY /portal/{proxy+}",
+        cookies=[f"{SESSION_COOKIE}={gw.sessions.issue(ada.id)}"],
+        domain="gw.example.test",
+    )
+    env = {
+        "PATH": "/usr/bin:/bin",
+        **moto_endpoint.env(aws_settings),
+        "WORKBENCH_PUBLIC_URL": "https://gw.example.test",
+    }
+    done = subprocess.run(
+        [sys.executable, "-c", WEB_CHILD, json.dumps(event)],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    assert out["status"] == 200, out["body"][:500]
+    assert "ada@example.com" in out["body"] and "Integrations" in out["body"]  # the signed-in page...
+    assert "workbench.oauth.routes" in out["modules"]  # ...served beside the OAuth routes...
+    assert _among(out["modules"], NOT_ON_THE_PORTAL_PAGE_PATH) == []  # ...without the server behind them
+
+
 def test_the_mcp_app_and_the_portal_name_the_same_session_cookie() -> None:
     from workbench.mcp import app
     from workbench.web import sessions

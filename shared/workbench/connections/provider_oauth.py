@@ -29,7 +29,13 @@ from workbench.errors import ConfigError, InvalidInput, WorkbenchError
 from workbench.guard.egress import EgressRefused
 from workbench.guard.jsontext import parse
 from workbench.guard.shared_http import SharedClient
-from workbench.identity.secrets import EnvSecrets, SecretSource, plugin_client_keys
+from workbench.identity.secrets import (
+    EnvSecrets,
+    SecretSource,
+    missing_plugin_client,
+    plugin_client_keys,
+    plugin_redirect_uri,
+)
 from workbench.manifest import LoginHosts, Manifest, OAuth2Auth
 from workbench.settings import Settings
 
@@ -189,13 +195,12 @@ class ProviderOAuth:
         self.http = SharedClient(transport, timeout=_TIMEOUT)
 
     def redirect_uri(self, integration: str) -> str:
-        return f"{self.settings.public_url.rstrip('/')}/api/auth/plugin/{integration}/callback"
+        return plugin_redirect_uri(self.settings.public_url, integration)
 
     def missing_setting(self, manifest: Manifest) -> str | None:
         """The setting an operator must add before `manifest` can be connected; None when it is set.
         Raises ConfigError when the secret store cannot be read."""
-        id_key, _ = plugin_client_keys(manifest.name)
-        return None if self.secrets.get(id_key) else self.secrets.setting_name(id_key)
+        return missing_plugin_client(self.secrets, manifest.name)
 
     def client(self, manifest: Manifest) -> tuple[str, str | None]:
         """(client id, secret or None). Not configured, or unreadable, is a ProviderError that is not

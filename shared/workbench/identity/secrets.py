@@ -41,6 +41,18 @@ def plugin_client_keys(integration: str) -> tuple[str, str]:
     return f"{stem}_CLIENT_ID", f"{stem}_CLIENT_SECRET"
 
 
+def plugin_redirect_uri(public_url: str, integration: str) -> str:
+    """The redirect URI an operator registers with a plugin's OAuth app (the connect callback)."""
+    return f"{public_url.rstrip('/')}/api/auth/plugin/{integration}/callback"
+
+
+def missing_plugin_client(secrets: SecretSource, integration: str) -> str | None:
+    """The setting an operator must add before the OAuth plugin `integration` can be connected; None
+    when it is set. Raises ConfigError when the secret store cannot be read."""
+    id_key, _ = plugin_client_keys(integration)
+    return None if secrets.get(id_key) else secrets.setting_name(id_key)
+
+
 class SecretSource(Protocol):
     """Where the gateway's secrets live. `get` is called on the request path: adapters cache."""
 

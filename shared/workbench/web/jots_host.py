@@ -23,7 +23,6 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from workbench.guard.jsontext import replace_lone_surrogates
-from workbench.web.jots_markdown import render_markdown
 
 if TYPE_CHECKING:
     from workbench.composition import Gateway
@@ -81,6 +80,9 @@ def _not_found() -> HTMLResponse:
 
 
 def _jot_html(jot: Jot) -> str:
+    # Imported by the first jot shown: the markdown parser is not part of every web cold start.
+    from workbench.web.jots_markdown import render_markdown
+
     return f'<article><h1 class="title">{escape(jot.title)}</h1>{render_markdown(jot.body)}</article>'
 
 

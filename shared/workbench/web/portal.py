@@ -29,6 +29,7 @@ from starlette.routing import BaseRoute, Route
 
 from workbench.errors import ConfigError, InvalidInput, VerificationFailed
 from workbench.identity.grants import Grant
+from workbench.identity.secrets import missing_plugin_client, plugin_redirect_uri
 from workbench.manifest import ApiKeyAuth, CookieAuth, Manifest, NoAuth, OAuth2Auth
 from workbench.web.client_setup import setup_section
 from workbench.web.connect import login_host_fields, login_host_from
@@ -81,10 +82,10 @@ async def _refused_destination(egress: EgressPolicy, template: str, value: str) 
 
 def why_unavailable(gw: Gateway, m: Manifest) -> str | None:
     """Why an OAuth integration cannot be connected on this gateway (no OAuth client); None if it can."""
-    if not isinstance(m.auth, OAuth2Auth) or gw.provider_oauth is None:
+    if not isinstance(m.auth, OAuth2Auth):
         return None
-    try:
-        missing = gw.provider_oauth.missing_setting(m)
+    try:  # without building the OAuth client (httpx, the egress transport): a page never needs it
+        missing = missing_plugin_client(gw.secrets, m.name)
     except ConfigError:
         return "Its settings cannot be read right now."
     return f"Not configured on this gateway: {missing} is not set." if missing else None
@@ -230,7 +231,7 @@ def portal_routes(web: WebContext) -> list[BaseRoute]:
         for m, why_not in needs_setup:
             setting = why_not.removeprefix("Not configured on this gateway: ").removesuffix(" is not set.")
             console = _PROVIDER_CONSOLES.get(m.name.split("-", 1)[0])
-            redirect_uri = gw.provider_oauth.redirect_uri(m.name) if gw.provider_oauth is not None else ""
+            redirect_uri = plugin_redirect_uri(gw.settings.public_url, m.name)
             secret_name = setting.replace("_CLIENT_ID", "_CLIENT_SECRET")
             steps = [
                 "Register an OAuth app at the provider"
