@@ -426,7 +426,7 @@ def _implied(query: str) -> tuple[set[str], str]:
 
 # A snake_case identifier in a description names another tool or a parameter
 # ("use superset_export_csv for files"), not what this tool does.
-_IDENTIFIER = re.compile(r"\b[A-Za-z0-9]+(?:_[A-Za-z0-9]+)+\b")
+_IDENTIFIER = re.compile(r"\b[A-Za-z0-9]++(?:_[A-Za-z0-9]++)+\b")  # possessive: no backtracking in a word
 
 # How people ask, not what they ask for: request frames whose verbs are not the action ("tell me
 # what is on my calendar" is not a message to send) and filler words. Both are left out of the
@@ -905,14 +905,17 @@ class _Words(dict[str, tuple[str, ...]]):
         if len(self) >= _WORDS_CACHED:  # a vocabulary of unique identifiers: start again
             self.clear()
             self.stems.clear()
+        out: tuple[str, ...] = ()
         if len(raw) > _WORD_MAX:
-            out: tuple[str, ...] = ()
+            pass
+        elif raw.islower() or raw.isdigit():  # most words: one part, itself
+            if raw not in _STOP and (len(raw) > 1 or raw.isdigit()) and len(raw) <= _TERM_MAX:
+                out = (self.stems[raw],)
         else:
-            parts = (raw,) if raw.islower() or raw.isdigit() else _split_camel(raw)
             stems = self.stems
             out = tuple(
                 stems[w]
-                for w in parts
+                for w in _split_camel(raw)
                 if w not in _STOP and (len(w) > 1 or w.isdigit()) and len(w) <= _TERM_MAX
             )
         self[raw] = out
@@ -1230,13 +1233,20 @@ class SearchIndex:
             if _TYPO_MIN_LENGTH <= len(t) <= _TYPO_MAX_LENGTH and t.isascii() and t.isalpha()
         ]
         if len(eligible) > _TYPO_TERMS:
-            eligible.sort(key=lambda t: -n_docs(t))
+            eligible.sort(key=n_docs, reverse=True)
             del eligible[_TYPO_TERMS:]
         candidates = sorted({*eligible, *(t for t in _SYNONYMS if len(t) >= _TYPO_MIN_LENGTH)})
-        count = {t: n_docs(t) if t in self._at else 0 for t in candidates}
-        long = set(sorted((t for t in candidates if len(t) >= 8), key=lambda t: -count[t])[:_TYPO_LONG])
-        common = sorted((t for t in candidates if count[t] != 1), key=lambda t: (-count[t], len(t), t))
-        rare = sorted((t for t in candidates if count[t] == 1), key=lambda t: (len(t), t))
+        at = self._at
+        count = dict(
+            zip(candidates, (at[t] & _COUNT_MASK if t in at else 0 for t in candidates), strict=True)
+        )
+        # Stable sorts (equal keys keep their order, reverse=True too): the most common long words
+        # alphabetically; common words by (-count, length, word); rare ones by (length, word).
+        by_count = sorted(candidates, key=count.__getitem__, reverse=True)
+        long = set(itertools.islice((t for t in by_count if len(t) >= 8), _TYPO_LONG))
+        common = sorted((t for t in candidates if count[t] != 1), key=len)
+        common.sort(key=count.__getitem__, reverse=True)
+        rare = sorted((t for t in candidates if count[t] == 1), key=len)
         one: set[str] = set()
         two: set[str] = set()
         spent = 0
