@@ -115,7 +115,8 @@ NOT_ON_THE_ACCESS_TOKEN_PATH = tuple(
 
 # The curl proxy's first request: the token's signature (cryptography's EC, without PyJWT), the
 # user's credential, the upstream call through the egress guard (httpx). Nothing of the MCP or
-# REST surfaces, the OAuth server, the portal, custom apps, search, plugins' argument models.
+# REST surfaces, the OAuth server, the portal, custom apps, search, plugins' argument models, nor
+# Starlette (the proxy's requests are served on its direct path).
 NOT_ON_THE_CURL_PROXY_PATH = (
     "boto3",
     "botocore",
@@ -139,6 +140,8 @@ NOT_ON_THE_CURL_PROXY_PATH = (
     "workbench_plugins.github.tools",
     "tests.support.slowapi.tools",
     "workbench.stores.flow_records",
+    "starlette",  # the proxy's own request and answer on its direct path (workbench.proxy.app)
+    "anyio",
 )
 
 # A plugin tool's first upstream call: its argument model (the plugin's own pydantic), its

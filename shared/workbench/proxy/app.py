@@ -17,18 +17,16 @@ from __future__ import annotations
 import asyncio
 import base64
 import dataclasses
+import functools
 import hashlib
 import json
 import re
 import time
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast, overload
 from urllib.parse import quote, quote_plus, urljoin, urlsplit
 
 import httpx
-from starlette.requests import Request
-from starlette.responses import Response
-from starlette.routing import Route
 
 from workbench.connections.credentials import token_of
 from workbench.errors import AuthError, CredentialError, UpstreamTimeout, WorkbenchError, upstream_timeout
@@ -43,7 +41,8 @@ from workbench.proxy.guard import Refused, check_path, location_inside
 from workbench.services.curl import TOKEN_TYPE
 
 if TYPE_CHECKING:
-    from starlette.types import Receive, Scope, Send
+    from starlette.routing import Route
+    from starlette.types import Message, Receive, Scope, Send
 
     from workbench.composition import Gateway
     from workbench.manifest import Manifest
@@ -136,6 +135,96 @@ class _Denied(WorkbenchError):
         super().__init__(body.get("error"))
         self.status = status
         self.body = body
+
+
+class Request:
+    """What the proxy reads of a request, on the ASGI scope and receive it came with: the method,
+    the headers, the body. The proxy's requests are served without Starlette (its import is a good
+    part of a cold start); `handle` takes Starlette's Request too (the routes of a local gateway),
+    which this one answers like (tests/proxy/test_light_asgi.py holds them to each other)."""
+
+    __slots__ = ("_body", "_receive", "headers", "scope")
+
+    def __init__(self, scope: Scope, receive: Receive) -> None:
+        self.scope = scope
+        self._receive = receive
+        self._body: bytes | None = None
+        self.headers = _Headers(scope["headers"])
+
+    @property
+    def method(self) -> str:
+        return str(self.scope["method"])
+
+    async def body(self) -> bytes:
+        if self._body is None:
+            chunks: list[bytes] = []
+            while True:
+                message: Message = await self._receive()
+                if message["type"] == "http.disconnect":
+                    from starlette.requests import ClientDisconnect
+
+                    raise ClientDisconnect()
+                if message["type"] == "http.request":
+                    chunks.append(message.get("body", b""))
+                    if not message.get("more_body", False):
+                        break
+            self._body = b"".join(chunks)
+        return self._body
+
+
+class _Headers:
+    """A request's headers as Starlette's `Headers` gives them: names as sent (ASGI: lower case),
+    Latin-1, repeated ones kept; `get` finds the first, whatever the case asked for."""
+
+    __slots__ = ("raw",)
+
+    def __init__(self, raw: list[tuple[bytes, bytes]]) -> None:
+        self.raw = raw
+
+    @overload
+    def get(self, key: str) -> str | None: ...
+    @overload
+    def get(self, key: str, default: str) -> str: ...
+    def get(self, key: str, default: str | None = None) -> str | None:
+        wanted = key.lower().encode("latin-1")
+        for name, value in self.raw:
+            if name == wanted:
+                return value.decode("latin-1")
+        return default
+
+    def items(self) -> list[tuple[str, str]]:
+        return [(name.decode("latin-1"), value.decode("latin-1")) for name, value in self.raw]
+
+
+class Response:
+    """An answer as Starlette's `Response(content, status, headers, media_type)` sends it: the
+    headers given (names lower-cased, Latin-1), then Content-Length unless given (none for 1xx,
+    204, 304) and Content-Type when `media_type` is set and none was given (text/* with UTF-8)."""
+
+    __slots__ = ("body", "raw_headers", "status_code")
+
+    def __init__(
+        self,
+        content: bytes | str,
+        status_code: int = 200,
+        headers: dict[str, str] | None = None,
+        media_type: str | None = None,
+    ) -> None:
+        self.status_code = status_code
+        self.body = content.encode() if isinstance(content, str) else content
+        raw = [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in (headers or {}).items()]
+        names = {name for name, _ in raw}
+        if b"content-length" not in names and not (status_code < 200 or status_code in (204, 304)):
+            raw.append((b"content-length", str(len(self.body)).encode("latin-1")))
+        if media_type is not None and b"content-type" not in names:
+            if media_type.startswith("text/") and "charset=" not in media_type.lower():
+                media_type += "; charset=utf-8"
+            raw.append((b"content-type", media_type.encode("latin-1")))
+        self.raw_headers = raw
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await send({"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers})
+        await send({"type": "http.response.body", "body": self.body})
 
 
 def _json(status: int, body: dict[str, Any], headers: dict[str, str] | None = None) -> Response:
@@ -632,6 +721,8 @@ async def _read_body(request: Request) -> bytes:
 def proxy_routes(
     gateway: Gateway, *, resolver: Resolver | None = None, proxy: CurlProxy | None = None
 ) -> list[Route]:
+    from starlette.routing import Route
+
     proxy = proxy or CurlProxy(gateway, resolver)
     return [
         Route("/c/{integration}", proxy.handle, methods=METHODS),
@@ -675,24 +766,35 @@ class DirectProxy:
         await self._app(scope, receive, send)
 
     async def _handle(self, scope: Scope, receive: Receive, send: Send) -> None:
-        request = Request(scope, receive, send)
+        request = Request(scope, receive)
         try:
             response = await self.proxy.handle(request)
         except BodyTooLarge as exc:  # as guarded_app's handler answers it (the proxy reads the body itself)
-            response = BODY_RULES[0].render(request, exc)
+            # Starlette's JSON answer (imported only then); the renderer reads nothing of the request.
+            await BODY_RULES[0].render(cast(Any, request), exc)(scope, receive, send)
+            return
         await response(scope, receive, send)
 
 
 class ProxyApp:
     """The curl proxy's ASGI app: its requests through `DirectProxy`, the rest to the Starlette app
-    of its routes (same proxy, same deadline and body cap)."""
+    of its routes (same proxy, same deadline and body cap), built the first time one comes."""
 
     def __init__(self, proxy: CurlProxy, settings: Settings) -> None:
         self.direct = DirectProxy(proxy, settings)
-        self.app = guarded_app(
-            proxy_routes(proxy.gw, proxy=proxy), BODY_RULES, middleware=deadline.middleware(settings)
+        self._proxy, self._settings = proxy, settings
+
+    @functools.cached_property
+    def app(self) -> Any:
+        return guarded_app(
+            proxy_routes(self._proxy.gw, proxy=self._proxy),
+            BODY_RULES,
+            middleware=deadline.middleware(self._settings),
         )
-        self.routes = self.app.routes
+
+    @property
+    def routes(self) -> list[Any]:
+        return list(self.app.routes)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if self.direct.takes(scope):
