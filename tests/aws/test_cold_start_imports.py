@@ -35,6 +35,8 @@ NOT_ON_THE_API_KEY_PATH = (
     "importlib.metadata",
     "workbench.guard.egress",
     "cryptography.hazmat.primitives.asymmetric",
+    # A stored signing key is read without cryptography's PEM reader (workbench.identity.tokens).
+    "cryptography.hazmat.primitives.serialization",
     "workbench.oauth",
     "workbench.connections.provider_oauth",
     "workbench.identity.tokens",
@@ -142,6 +144,7 @@ NOT_ON_THE_CURL_PROXY_PATH = (
     "workbench.stores.flow_records",
     "starlette",  # the proxy's own request and answer on its direct path (workbench.proxy.app)
     "anyio",
+    "cryptography.hazmat.primitives.serialization",
 )
 
 # A plugin tool's first upstream call: its argument model (the plugin's own pydantic), its

@@ -19,11 +19,10 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 
 from workbench.aws.clients import LazyClient, client_error_code
-from workbench.identity.tokens import SigningKey
+from workbench.identity.tokens import SigningKey, load_signing_key, signing_key_pem
 
 if TYPE_CHECKING:
     from workbench.identity.crypto import Cipher
@@ -121,7 +120,7 @@ class DynamoSigningKeys:
         for item in self._items():
             kid = item["kid"]["S"]
             pem = self.cipher.decrypt(bytes(item["blob"]["B"]), _context(kid))
-            private = serialization.load_pem_private_key(pem, password=None)
+            private = load_signing_key(pem)
             assert isinstance(private, ec.EllipticCurvePrivateKey)
             keys.append(SigningKey(kid, private))
         return keys
@@ -129,9 +128,7 @@ class DynamoSigningKeys:
     def _create(self, generation: int) -> None:
         kid = secrets.token_hex(8)
         key = ec.generate_private_key(ec.SECP256R1())
-        pem = key.private_bytes(
-            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-        )
+        pem = signing_key_pem(key)
         try:
             self.client.put_item(
                 TableName=self.table,

@@ -9,21 +9,76 @@ envelope-encrypted (see `SigningKeySource`).
 
 from __future__ import annotations
 
+import base64
+import binascii
 import os
 import secrets
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 
 from workbench.errors import AuthError
 from workbench.identity import es256
 
-__all__ = ["FileSigningKeys", "SigningKey", "SigningKeySource", "TokenService"]
+if TYPE_CHECKING:
+    from cryptography.hazmat.primitives.asymmetric.types import PrivateKeyTypes
+
+__all__ = [
+    "FileSigningKeys",
+    "SigningKey",
+    "SigningKeySource",
+    "TokenService",
+    "load_signing_key",
+    "signing_key_pem",
+]
+
+# An unencrypted PKCS #8 P-256 key as cryptography writes it (DER, RFC 5208 + RFC 5915): version 0,
+# id-ecPublicKey with prime256v1, then an ECPrivateKey (version 1, the 32-byte scalar, the public point).
+_P256_PKCS8_HEAD = bytes.fromhex("308187020100301306072a8648ce3d020106082a8648ce3d030107046d306b0201010420")
+_P256_PKCS8_POINT = bytes.fromhex("a14403420004")
+
+
+def load_signing_key(pem: bytes) -> PrivateKeyTypes:
+    """The private key of a stored signing key's PEM. The one layout the key stores write (above) is
+    read here, the key derived from its scalar and checked against the point stored with it; anything
+    else goes to cryptography's PEM reader, whose import (its SSH and PKCS #12 readers, about 20 ms)
+    a cold start that only verifies a token then never pays. tests/unit/test_signing_key_pem.py holds
+    it to that reader."""
+    lines = pem.strip().split(b"\n")
+    if (
+        len(lines) > 2
+        and lines[0] == b"-----BEGIN PRIVATE KEY-----"
+        and lines[-1] == b"-----END PRIVATE KEY-----"
+    ):
+        try:
+            der = base64.b64decode(b"".join(line.strip() for line in lines[1:-1]), validate=True)
+        except binascii.Error:
+            der = b""
+        if len(der) == 138 and der.startswith(_P256_PKCS8_HEAD) and der[68:74] == _P256_PKCS8_POINT:
+            try:
+                key = ec.derive_private_key(int.from_bytes(der[36:68], "big"), ec.SECP256R1())
+            except ValueError:  # a scalar out of range: the reader below says what it says
+                pass
+            else:
+                point = key.public_key().public_numbers()
+                if point.x.to_bytes(32, "big") + point.y.to_bytes(32, "big") == der[74:]:
+                    return key
+    from cryptography.hazmat.primitives import serialization
+
+    return serialization.load_pem_private_key(pem, password=None)
+
+
+def signing_key_pem(key: ec.EllipticCurvePrivateKey) -> bytes:
+    """The PEM a key store keeps: PKCS #8, unencrypted (the layout `load_signing_key` reads)."""
+    from cryptography.hazmat.primitives import serialization
+
+    return key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,7 +116,7 @@ class FileSigningKeys:
             self._cache = [
                 SigningKey(
                     p.stem.removeprefix("signing-"),
-                    serialization.load_pem_private_key(p.read_bytes(), password=None),  # type: ignore[arg-type]
+                    load_signing_key(p.read_bytes()),  # type: ignore[arg-type]
                 )
                 for p in found
             ]
@@ -71,9 +126,7 @@ class FileSigningKeys:
         """Create a new signing key; older keys keep verifying until their files are removed."""
         self.directory.mkdir(parents=True, exist_ok=True, mode=0o700)
         key = ec.generate_private_key(ec.SECP256R1())
-        pem = key.private_bytes(
-            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-        )
+        pem = signing_key_pem(key)
         path = self.directory / f"signing-{secrets.token_hex(8)}.pem"
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(fd, "wb") as fh:
