@@ -188,6 +188,12 @@ class Credentials:
             raise CredentialUnreadable(conn.integration)
         return value
 
+    def unwrap_ahead(self, conn: Connection) -> None:
+        """The master-key call `load(conn)` would make, made now (blocking): its data key waits in
+        the cipher's cache. Nothing is decrypted (a row that does not unwrap raises here too; `load`
+        reports it)."""
+        self.cipher.unwrap_ahead(conn.credential, credential_context(conn.user_id, conn.integration))
+
     def is_connected(self, manifest: Manifest, conn: Connection | None) -> bool:
         if isinstance(manifest.auth, NoAuth):
             return True

@@ -13,7 +13,7 @@ import json
 import re
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Mapping, Sequence
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass
 from secrets import token_hex
 from types import SimpleNamespace
@@ -516,6 +516,23 @@ class Engine:
             return conn, self.credentials.is_connected(manifest, conn)
         return conn, await self.store_io.run(self.credentials.is_connected, manifest, conn)
 
+    async def _read_ahead(self, scope: BatchScope, manifest: Manifest) -> None:
+        """The batch's read of the user's connection to `manifest` (kept for the pipeline), then the
+        master-key call its credential's decryption makes (the data key waits in the cipher's
+        cache), both in one store-pool job: the loop is busy importing. Nothing is refreshed, and
+        nothing of the credential is decrypted here."""
+        store, credentials, user_id = self.credentials.store, self.credentials, scope.principal.user.id
+        unwrap = not isinstance(manifest.auth, NoAuth | CookieAuth)  # a cookie's check decrypts it anyway
+
+        def read() -> Connection | None:
+            conn = store.get(user_id, manifest.name)
+            if unwrap and conn is not None and conn.status == "connected":
+                with suppress(Exception):  # the credential's own decryption reports it
+                    credentials.unwrap_ahead(conn)
+            return conn
+
+        await scope.connection(manifest.name, lambda: self.store_io.run(read))
+
     async def lookup(self, principal: Principal, name: str) -> tuple[Tool, Manifest] | None:
         found = self.registry.find(name)
         if found is not None:
@@ -556,6 +573,15 @@ class Engine:
         self, scope: BatchScope, call: ToolCall, signal: CancelSignal | None, emit: EmitFn | None
     ) -> tuple[dict[str, Any], str | None, str | None, bool]:
         """(outcome, integration, audit error override, whether the handler ran)."""
+        pending = self.registry.unloaded(call.tool)
+        if pending is not None and pending.auth.type != "none":
+            # The lookup imports the tool's module next, on the loop (a cold start's first call of a
+            # plugin: the plugin and pydantic, 100 ms or more). The user's connection, which the
+            # pipeline reads next anyway, and the data key of its credential are read meanwhile in
+            # the store pool, so their round trips overlap the import.
+            ahead = asyncio.ensure_future(self._read_ahead(scope, pending))
+            ahead.add_done_callback(_retrieved)
+            await asyncio.sleep(0)  # the read is queued before the import holds the loop
         hit = await self.lookup(scope.principal, call.tool)
         if call.refused is not None:
             return dict(call.refused), (hit[1].name if hit else None), None, False
@@ -645,6 +671,12 @@ class Engine:
                 True,
             )
         return {"result": result.json}, manifest.name, audit_error, True
+
+
+def _retrieved(task: asyncio.Future[None]) -> None:
+    """A read ahead that failed: the pipeline's own read (made again) reports it."""
+    if not task.cancelled():
+        task.exception()
 
 
 def _not_connected(integration: str, message: str) -> dict[str, Any]:

@@ -117,22 +117,40 @@ class Registry:
         known = self._found.get(tool_name)
         if known is not None:
             return known
-        if self._lookup_order is None:  # built-ins first, then the longest prefix wins
+        for entry in self._candidates(tool_name):
+            found = self.tools_of(entry.manifest.name).get(tool_name)
+            if found is not None:
+                self._found[tool_name] = found
+                return found
+        return None
+
+    def unloaded(self, tool_name: str) -> Manifest | None:
+        """The plugin whose tools `find` will import for this name, by its prefix (None: the name is
+        answered without importing a plugin, or no plugin's prefix matches it). Nothing is imported."""
+        if tool_name in self._found:
+            return None
+        for entry in self._candidates(tool_name):
+            if entry.tools is not None:
+                if tool_name in entry.tools:
+                    return None
+            elif not entry.manifest.builtin:  # a built-in is a candidate for every name
+                return entry.manifest
+        return None
+
+    def _candidates(self, tool_name: str) -> Iterable[_Entry]:
+        """The integrations that may define this tool, in lookup order: built-ins first, then the
+        longest prefix (or a manifest that names its tools and names this one)."""
+        if self._lookup_order is None:
             self._lookup_order = sorted(
                 self._entries.values(), key=lambda e: (not e.manifest.builtin, -len(e.manifest.prefix))
             )
         for entry in self._lookup_order:
             declared = entry.manifest.tool_names
             if declared is not None:
-                if tool_name not in declared:
-                    continue
-            elif not (entry.manifest.builtin or tool_name.startswith(entry.manifest.prefix)):
-                continue
-            found = self.tools_of(entry.manifest.name).get(tool_name)
-            if found is not None:
-                self._found[tool_name] = found
-                return found
-        return None
+                if tool_name in declared:
+                    yield entry
+            elif entry.manifest.builtin or tool_name.startswith(entry.manifest.prefix):
+                yield entry
 
     def all_tools(self) -> Iterable[Tool]:
         for name in list(self._entries):
