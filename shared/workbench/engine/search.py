@@ -949,6 +949,9 @@ class _Vocabulary:
             if len(self.admitted) + len(words) <= self.limit:
                 return words
             seen = self.seen = dict.fromkeys(self.admitted)
+        if len(seen) + len(words) <= self.limit:  # all of them fit: remembered in C
+            seen.update(dict.fromkeys(words))
+            return words
         fresh = [w for w in words if w not in seen]
         room = max(self.limit - len(seen), 0)
         seen.update(dict.fromkeys(fresh[:room]))
