@@ -11,7 +11,10 @@ reads in a row.
 from __future__ import annotations
 
 import json
+import threading
 import time
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -258,3 +261,67 @@ async def test_a_search_that_never_read_is_still_checked_before_it_answers(
     clock.now += 16
     _other_instance(gw).revoke(user.id, key.split("_")[1])
     assert (await _post(gw, key, _search())).status_code == 401
+
+
+THINGS = {
+    "openapi": "3.0.3",
+    "info": {"title": "Things", "version": "1.0.0"},
+    "paths": {"/things": {"get": {"operationId": "listThings", "summary": "List the things"}}},
+}
+
+
+@pytest.fixture
+def with_app(tmp_path: Path, clock: Clock) -> Iterator[tuple[Gateway, list[str], str]]:
+    """A gateway (loopback egress allowed) and a loopback upstream for a custom OpenAPI app: the
+    gateway, the paths the upstream was asked for, its base URL."""
+    seen: list[str] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            seen.append(self.path)
+            body = b'{"things": []}'
+            self.send_response(200)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    gw = make_gateway(tmp_path, auth_cache_seconds=15, egress_allow="loopback")
+    gw.auth_cache.clock = clock
+    try:
+        yield gw, seen, f"http://127.0.0.1:{server.server_address[1]}/api"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+async def test_a_custom_app_tool_call_carries_a_lapsed_keys_check(
+    with_app: tuple[Gateway, list[str], str], clock: Clock
+) -> None:
+    gw, seen, base_url = with_app
+    user = gw.stores.users.get_or_create("ada@example.com")
+    assert gw.external is not None
+    await gw.external.register_openapi(user.id, name="things", document=json.dumps(THINGS), base_url=base_url)
+    key = gw.auth.mint_key(user)
+    call = {"tool": "things_listThings", "args": {}}
+    assert "result" in _results(await _post(gw, key, _execute(call)))["results"][0]
+    reads = _wire_reads(gw)
+    gw.engine.read_together = reads
+    clock.now += 16
+    assert "result" in _results(await _post(gw, key, _execute(call)))["results"][0]
+    assert len(seen) == 2
+    # The key's check rode with the lookup's first batch (beside its Query of the user's apps).
+    checks = [asked for asked in reads.calls if "key_id" in asked]
+    assert len(checks) == 1 and checks[0]["user_id"] == user.id
+    assert checks[0]["servers"], "the clear stamp is read in that same batch"
+    # Revoked on another instance meanwhile: 401, and the upstream is never called.
+    _other_instance(gw).revoke(user.id, key.split("_")[1])
+    clock.now += 16
+    resp = await _post(gw, key, _execute(call))
+    assert resp.status_code == 401 and resp.json()["error"]["message"] == "Unauthorized: invalid API key"
+    assert len(seen) == 2

@@ -223,11 +223,18 @@ class BatchScope:
     executions use it, and every execution's audit row kept for the batch's one audit write.
     (A plain class: every cold start builds this module's classes, a dataclass costs about 1 ms.)"""
 
-    __slots__ = ("_conns", "_locks", "events", "principal")
+    __slots__ = ("_conns", "_locks", "events", "looked_up", "principal")
 
-    def __init__(self, principal: Principal, connections: dict[str, Connection | None] | None = None) -> None:
+    def __init__(
+        self,
+        principal: Principal,
+        connections: dict[str, Connection | None] | None = None,
+        looked_up: dict[str, tuple[Tool, Manifest]] | None = None,
+    ) -> None:
         self.principal = principal
         self._conns = {} if connections is None else connections  # integration -> row, read already
+        # tool name -> its lookup, made already (the key's check rode with it): served once.
+        self.looked_up = {} if looked_up is None else looked_up
         self._locks: dict[str, asyncio.Lock] = {}
         self.events: list[dict[str, Any]] = []
 
@@ -339,18 +346,28 @@ class Engine:
 
     async def _checked(self, principal: Principal, tools: Sequence[str]) -> BatchScope:
         """The scope of a batch whose caller's key is due for its check (KeyRecheck): the key, its
-        user and the stored connections of the calls' integrations read together, off the loop."""
+        user and the stored connections of the calls' integrations read together, off the loop;
+        with no such connection to read, the first custom-app tool's lookup carries the check
+        (its first batch read). Settled before the scope exists, so before anything runs."""
         recheck = principal.recheck
         assert recheck is not None
         user_id = principal.user.id
         wanted: list[tuple[str, str]] = []
+        elsewhere: list[str] = []  # not a plugin's: a custom app's (or no tool at all)
         for name in tools:
             tool = self.registry.find(name)
             manifest = self.registry.manifest(tool.integration) if tool is not None else None
             if manifest is not None and not isinstance(manifest.auth, NoAuth):
                 wanted.append((user_id, manifest.name))
+            elif tool is None:
+                elsewhere.append(name)
         wanted = list(dict.fromkeys(wanted))
         read = self.read_together
+        if not wanted and elsewhere and self.extra_lookups:
+            name = elsewhere[0]
+            hit = await self.lookup(principal, name)  # settles the check with its first read
+            checked = await self.store_io.run(recheck.settle)  # no-op unless no read carried it
+            return BatchScope(checked, looked_up={name: hit} if hit and checked.user.id == user_id else None)
         if read is None:
             return BatchScope(await self.store_io.run(recheck.settle))
 
@@ -582,7 +599,7 @@ class Engine:
             ahead = asyncio.ensure_future(self._read_ahead(scope, pending))
             ahead.add_done_callback(_retrieved)
             await asyncio.sleep(0)  # the read is queued before the import holds the loop
-        hit = await self.lookup(scope.principal, call.tool)
+        hit = scope.looked_up.pop(call.tool, None) or await self.lookup(scope.principal, call.tool)
         if call.refused is not None:
             return dict(call.refused), (hit[1].name if hit else None), None, False
         if hit is None:

@@ -1075,8 +1075,13 @@ class ExternalServers:
         future.add_done_callback(self._background.discard)
 
     async def lookup(self, principal: Any, name: str) -> tuple[Tool, Manifest] | None:
-        """Engine hook: the external tool behind `name` for this principal, if any."""
-        early = await self._first_reads(principal.user.id)
+        """Engine hook: the external tool behind `name` for this principal, if any. A principal
+        whose key is due for its check (KeyRecheck, not settled yet) has it settled by the first
+        read, before anything else is read or started (AuthError)."""
+        recheck = principal.recheck
+        early = await self._first_reads(
+            principal.user.id, recheck=recheck if recheck is not None and not recheck.settled else None
+        )
         caller, apps = await self.io.run(self._caller_and_apps, principal.user.id, early)
         owners = sorted(
             (a for a in apps if a.enabled and name.startswith(a.tool_prefix)),
