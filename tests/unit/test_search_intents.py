@@ -162,3 +162,34 @@ def test_what_a_container_holds_is_its_contents() -> None:
     )
     assert index.search("what is on my calendar today", 1)[0].doc.name == "calendar_list_events"
     assert index.search("list my calendars", 1)[0].doc.name == "calendar_list_calendars"
+
+
+def test_symptoms_tried_at_word_boundaries_find_what_a_full_scan_finds(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from pathlib import Path
+
+    from workbench.engine import search
+
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[2] / "bench"))
+    from search_queries import CLEAN, FRESH  # the tuning sets only
+    from search_queries_tuning import INDIRECT_C
+    from search_queries_untuned import INDIRECT, NO_TOOL
+
+    def full_scan(text: str) -> tuple[str, list[str]]:
+        found: list[str] = []
+        kept: list[str] = []
+        at = 0
+        for match in search._symptom_pattern().finditer(text.lower()):
+            if match.lastgroup and match.lastgroup not in found:
+                found.append(match.lastgroup)
+            kept += (text[at : match.start()], " ")
+            at = match.end()
+        return ("".join(kept) + text[at:] if found else text), found
+
+    queries = [q for q, _ in [*CLEAN, *INDIRECT, *INDIRECT_C, *(x for g in FRESH.values() for x in g)]]
+    queries += [*NO_TOOL, "she's not in hubspot yet, charged twice", "what's on my calendar in my inbox"]
+    long = [q for q in queries if len(q.split()) >= 4 and len(q.lower()) == len(q)]
+    assert len(long) > 150
+    for query in long:
+        assert search._symptoms(query) == full_scan(query), query

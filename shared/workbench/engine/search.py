@@ -691,13 +691,21 @@ def _symptoms(text: str, short: bool = False) -> tuple[str, list[str]]:
 
     kept: list[str] = []
     at = 0
-    for match in _symptom_pattern().finditer(lowered):  # the same length lower-cased
+    match_at = _symptom_pattern().match
+    # Every phrase starts at a word boundary: tried there only (what finditer finds, a quarter
+    # quicker than trying each of the pattern's hundreds of branches at every character).
+    for boundary in _BOUNDARY.finditer(lowered):  # the same length lower-cased
+        if boundary.start() < at or (match := match_at(lowered, boundary.start())) is None:
+            continue
         name = match.lastgroup
         if name and name not in found:
             found.append(name)
         kept += (text[at : match.start()], " ")
         at = match.end()
     return ("".join(kept) + text[at:] if found else text), found
+
+
+_BOUNDARY = re.compile(r"\b")
 
 
 # -- ranking parameters (chosen on BFCL and the catalog query set together: bench/search.py) -----
