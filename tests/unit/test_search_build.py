@@ -114,3 +114,29 @@ def test_a_vocabulary_past_its_bound_keeps_the_first_words_and_their_postings_wh
     assert (
         index.search(first.name.replace("_", " "), 10)[0].doc.name.split("_")[0] == first.name.split("_")[0]
     )
+
+
+def test_camel_case_splits_as_the_pattern_alone_splits() -> None:
+    def reference(word: str) -> list[str]:
+        parts = [p for p in search._CAMEL.split(word) if p]
+        low = word.lower()
+        if len(parts) == 1 or (word[0].isupper() and min(map(len, parts)) < 4):
+            return [low]
+        return [*(p.lower() for p in parts), low]
+
+    rng = random.Random(7)
+    alphabet = "aAbBzZ09xXyY"
+    words = ["".join(rng.choices(alphabet, k=rng.randint(1, 12))) for _ in range(20_000)]
+    words += [
+        "createIssue",
+        "PaymentIntents",
+        "GitHub",
+        "PRs",
+        "HTTPServer",
+        "XMLHttpRequest",
+        "iOS",
+        "A1B",
+        "Create2go",
+    ]
+    for word in words:
+        assert search._split_camel(word) == reference(word), word

@@ -144,11 +144,16 @@ def _split_camel(word: str) -> list[str]:
     """createIssue → create, issue, createissue; PaymentIntents → payment, intents, paymentintents.
     Brand-like words stay whole (GitHub, HubSpot: a part under four letters), and so do
     acronym plurals (PRs, URLs)."""
-    parts = [p for p in _CAMEL.split(word) if p]
+    rest = word[1:]
+    if rest.islower() or rest.isdigit() or not rest:  # no capital past the first letter: one part
+        return [word.lower()]
+    parts = _CAMEL.split(word)  # zero-width splits inside the word: never an empty part
     low = word.lower()
     if len(parts) == 1 or (word[0].isupper() and min(map(len, parts)) < 4):
         return [low]
-    return [*(p.lower() for p in parts), low]
+    out = list(map(str.lower, parts))
+    out.append(low)
+    return out
 
 
 def _words(text: str) -> list[str]:
