@@ -8,7 +8,9 @@ here instead of in production.
 
 from __future__ import annotations
 
+import fnmatch
 import json
+import re
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -51,6 +53,38 @@ def _grants(function: str, settings: Settings) -> tuple[dict[str, tuple[set[str]
     return tables, other
 
 
+def _leading_keys(function: str, settings: Settings) -> dict[tuple[str, str], list[str]]:
+    """(table name, action) -> the partition-key patterns a `dynamodb:LeadingKeys` condition allows,
+    for the actions this function is granted on a table only under such a condition."""
+    statements = [s for p in RESOURCES[function]["Properties"]["Policies"] for s in p["Statement"]]
+    bound: dict[tuple[str, str], list[str]] = {}
+    free: set[tuple[str, str]] = set()
+    for statement in statements:
+        if "Fn::If" in statement or not str(statement.get("Action", "")).count("dynamodb:"):
+            continue
+        (logical,) = dynamodb_grants([statement], TABLE_IDS)
+        table = settings.table_name(STORE_OF[logical])
+        actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
+        condition = statement.get("Condition") or {}
+        patterns = [v for c in condition.values() for v in c.get("dynamodb:LeadingKeys", [])]
+        for action in (a.removeprefix("dynamodb:") for a in actions):
+            if patterns:
+                bound.setdefault((table, action), []).extend(patterns)
+            else:
+                free.add((table, action))
+    return {k: v for k, v in bound.items() if k not in free}
+
+
+def _partition_key(action: str, params: dict[str, Any]) -> str | None:
+    """The partition key value a GetItem/PutItem/Query names (our tables' key attribute is `pk`)."""
+    if action == "Query":
+        found = re.search(r"\bpk\s*=\s*(:\w+)", params.get("KeyConditionExpression", ""))
+        value = params.get("ExpressionAttributeValues", {}).get(found.group(1)) if found else None
+    else:
+        value = (params.get("Key") or params.get("Item") or {}).get("pk")
+    return value.get("S") if isinstance(value, dict) else None
+
+
 @pytest.fixture
 def as_function(
     lambda_env: Settings, monkeypatch: pytest.MonkeyPatch
@@ -78,6 +112,10 @@ def as_function(
                     if (index not in indexes) if index else (action not in actions):
                         where = f"{table}/index/{index}" if index else table
                         raise AccessDenied(f"{current['function']} may not {action} on {where}")
+                    patterns = _leading_keys(current["function"], lambda_env).get((table, action))
+                    key = _partition_key(action, params) if patterns else None
+                    if patterns and not any(fnmatch.fnmatchcase(key or "", p) for p in patterns):
+                        raise AccessDenied(f"{current['function']} may not {action} {key!r} on {table}")
             elif f"{service}:{action}" not in other:
                 raise AccessDenied(f"{current['function']} may not {service}:{action}")
 
@@ -161,6 +199,48 @@ def test_mcp_function_flows_stay_within_its_policy(
     session = _tool(handler, key, "curl_session", {"integrations": ["notion"]})
     assert "token" in session, session
     assert calls  # the flows above did reach DynamoDB (and nothing was denied)
+
+
+def test_mcp_function_takes_an_oauth_clients_token_within_its_policy(
+    as_function: Callable[[str], list[str]], lambda_env: Settings
+) -> None:
+    """What MCP clients send: an access token of a grant with a refresh token (its `grant` claim is
+    the refresh-token family, checked on each new token and after the auth cache's time)."""
+    import time
+
+    from workbench.runtime.lambda_handler import instance_gateway
+    from workbench.stores.flow_records import RefreshToken
+
+    gw = build_gateway(lambda_env)  # set-up, as the OAuth function's token endpoint would
+    user = gw.stores.users.get_or_create("ada@example.com")
+    now = time.time()
+    audience = "https://gw.example.test/mcp"  # the public URL the functions serve (the events' host)
+    gw.stores.oauth_refresh.put(
+        RefreshToken("h" * 64, "fam1", user.id, "cl_1", "Client", audience, "", now, now, now + 3600)
+    )
+    calls = as_function("McpFunction")
+    handler = load_entry("mcp").handler
+    # Signed as the OAuth function signs it: the deployment's key, issuer and audience.
+    token = instance_gateway().tokens.mint(
+        {"sub": user.id, "email": user.email, "client_id": "cl_1", "scope": "", "grant": "fam1"},
+        audience=audience,
+        ttl_seconds=900,
+    )
+    assert "tools" in _mcp(handler, token, "tools/list")
+    out = _tool(handler, token, "execute_tools", {"executions": [{"tool": "list_jots"}]})
+    assert "error" not in out["results"][0], out
+    assert any(c.startswith("Query") and c.endswith("-oauth") for c in calls), calls  # the family
+    as_function("RestFunction")  # REST takes API keys only (docs/oauth.md): refused before any read
+    event = http_api_event(
+        "POST",
+        "/rest/jots",
+        route_key="ANY /rest/{integration}",
+        path_parameters={"integration": "jots"},
+        headers={"authorization": f"Bearer {token}"},
+        body={"tool": "list_jots", "args": {}},
+    )
+    result = load_entry("rest").handler(event, None)
+    assert result["statusCode"] == 401, result
 
 
 def test_rest_function_flows_stay_within_its_policy(
@@ -264,3 +344,19 @@ def test_the_enforcement_itself_denies_what_a_policy_lacks(
     assert result["statusCode"] == 200, result
     (outcome,) = json.loads(response_json(result)["result"]["content"][0]["text"])["results"]
     assert outcome["error"].startswith("ProxyFunction may not PutItem on "), outcome
+
+
+@pytest.mark.parametrize("function", ["McpFunction", "ProxyFunction"])
+def test_an_oauth_grant_check_reads_only_refresh_token_families(function: str) -> None:
+    """The functions that check an OAuth client's grant may Query the OAuth table's `family#`
+    partitions and nothing else of it (no codes, no tokens, no clients)."""
+    statements = [s for p in RESOURCES[function]["Properties"]["Policies"] for s in p["Statement"]]
+    on_oauth = [
+        s
+        for s in statements
+        if "Fn::If" not in s and dynamodb_grants([s], TABLE_IDS).keys() == {"OAuthTable"}
+    ]
+    queries = [s for s in on_oauth if "dynamodb:Query" in s["Action"]]
+    assert queries and all(
+        s["Condition"] == {"ForAllValues:StringLike": {"dynamodb:LeadingKeys": ["family#*"]}} for s in queries
+    ), queries
