@@ -230,6 +230,20 @@ def test_mcp_function_takes_an_oauth_clients_token_within_its_policy(
     out = _tool(handler, token, "execute_tools", {"executions": [{"tool": "list_jots"}]})
     assert "error" not in out["results"][0], out
     assert any(c.startswith("Query") and c.endswith("-oauth") for c in calls), calls  # the family
+    session = _tool(handler, token, "curl_session", {"integrations": ["notion"]})
+    calls = as_function("ProxyFunction")  # that curl token's grant is checked by the proxy too
+    proxied = load_entry("proxy").handler(
+        http_api_event(
+            "GET",
+            "/c/notion/v1/users/me",
+            route_key="ANY /c/{integration}/{proxy+}",
+            path_parameters={"integration": "notion", "proxy": "v1/users/me"},
+            headers={"authorization": f"Bearer {session['token']}"},
+        ),
+        None,
+    )
+    assert proxied["statusCode"] == 403 and response_json(proxied)["error"] == "NOT_CONNECTED", proxied
+    assert any(c.startswith("Query") and c.endswith("-oauth") for c in calls), calls
     as_function("RestFunction")  # REST takes API keys only (docs/oauth.md): refused before any read
     event = http_api_event(
         "POST",
