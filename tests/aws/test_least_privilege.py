@@ -191,6 +191,39 @@ def test_mcp_function_flows_stay_within_its_policy(
         },
     )
     assert all("error" not in r for r in made["results"]), made
+    # A user's own things: a vault secret used by a call, a custom OpenAPI app found and removed.
+    document = {
+        "openapi": "3.0.3",
+        "info": {"title": "Things", "version": "1"},
+        "servers": [{"url": "https://api.things.example"}],
+        "paths": {"/things": {"get": {"operationId": "listThings", "summary": "List the acme things"}}},
+    }
+    own = _tool(
+        handler,
+        key,
+        "execute_tools",
+        {
+            "executions": [
+                {"tool": "vault_set", "args": {"name": "NOTE", "value": "secret-1"}},
+                {"tool": "apps_register_openapi", "args": {"name": "things", "document": document}},
+            ]
+        },
+    )
+    assert all("error" not in r for r in own["results"]), own
+    used = _tool(
+        handler,
+        key,
+        "execute_tools",
+        {"executions": [{"tool": "create_jot", "args": {"title": "t", "body": "{{vault:NOTE}}"}}]},
+    )
+    # The vault was read (and the secret resolved) before the call was refused for keeping it.
+    assert "cannot take a {{vault:}} value" in used["results"][0]["error"], used
+    found = _tool(handler, key, "search_tools", {"query": "list acme things"})
+    assert "things_listThings" in [t["name"] for t in found["tools"]], found
+    gone = _tool(
+        handler, key, "execute_tools", {"executions": [{"tool": "apps_remove", "args": {"name": "things"}}]}
+    )
+    assert "error" not in gone["results"][0], gone
     started = _tool(handler, key, "connect", {"integration": "testoauth"})
     waited = _tool(
         handler, key, "wait_for_connection", {"connectionId": started["connectionId"], "timeoutSec": 60}
