@@ -7,12 +7,15 @@ from __future__ import annotations
 
 import importlib
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from workbench.composition import Gateway, build_registry
+from workbench.guard import deadline
+from workbench.guard.deadline import Deadline
 
 from tests.support.gateways import make_gateway, principal_for
 from tests.support.slowapi import connect_slowapi, make_manifest, slow_upstream
@@ -61,22 +64,27 @@ def _gateway(
     return gw, seen
 
 
-async def _fast(gw: Gateway) -> dict[str, Any]:
-    out = await gw.runs.execute(principal_for(gw), [{"tool": "slowapi_fast", "args": {}, "ref_id": None}])
+async def _fast(gw: Gateway, *, within: float | None = None) -> dict[str, Any]:
+    """One slowapi_fast call; `within`: under a request deadline of that many seconds (as on Lambda,
+    where the engine looks the tool up for the audit before the pipeline runs)."""
+    calls = [{"tool": "slowapi_fast", "args": {}, "ref_id": None}]
+    with deadline.scope(Deadline(time.monotonic() + within) if within is not None else None):
+        out = await gw.runs.execute(principal_for(gw), calls)
     result: dict[str, Any] = out["results"][0]
     return result
 
 
+@pytest.mark.parametrize("within", [None, 20.0], ids=["no deadline", "a request deadline"])
 async def test_the_connection_and_its_data_key_are_read_while_the_plugin_imports(
-    tmp_path: Path, upstream: str
+    tmp_path: Path, upstream: str, within: float | None
 ) -> None:
     during_import: list[str] = []
     gw, seen = _gateway(tmp_path, upstream, during_import)
-    assert await _fast(gw) == {"result": {"fast": True}}
+    assert await _fast(gw, within=within) == {"result": {"fast": True}}
     assert during_import == ["import started", "the key was unwrapped during the import"]
     assert seen == ["connection read", "data key unwrapped"]  # once each, as without the read ahead
     # The tools are loaded now: the next call reads its connection (a new batch) and nothing ahead.
-    assert await _fast(gw) == {"result": {"fast": True}}
+    assert await _fast(gw, within=within) == {"result": {"fast": True}}
     assert seen == ["connection read", "data key unwrapped", "connection read"]
 
 

@@ -509,6 +509,15 @@ class Engine:
     ) -> tuple[dict[str, Any], str | None, str | None, bool]:
         """The pipeline, stopped at the request's deadline: an execution that cannot start, or is cut
         short, is an error item like any other (the batch or compose still answers)."""
+        pending = self.registry.unloaded(call.tool)
+        if pending is not None and pending.auth.type != "none":
+            # The tool's module is imported next, on the loop (a cold start's first call of a plugin:
+            # the plugin and pydantic, 100 ms or more). The user's connection, which the pipeline
+            # reads anyway, and the data key of its credential are read meanwhile in the store pool,
+            # so their round trips overlap the import.
+            ahead = asyncio.ensure_future(self._read_ahead(scope, pending))
+            ahead.add_done_callback(_retrieved)
+            await asyncio.sleep(0)  # the read is queued before the import holds the loop
         left = deadline.remaining()
         if left is None:
             return await self._pipeline(scope, call, signal, emit)
@@ -590,15 +599,6 @@ class Engine:
         self, scope: BatchScope, call: ToolCall, signal: CancelSignal | None, emit: EmitFn | None
     ) -> tuple[dict[str, Any], str | None, str | None, bool]:
         """(outcome, integration, audit error override, whether the handler ran)."""
-        pending = self.registry.unloaded(call.tool)
-        if pending is not None and pending.auth.type != "none":
-            # The lookup imports the tool's module next, on the loop (a cold start's first call of a
-            # plugin: the plugin and pydantic, 100 ms or more). The user's connection, which the
-            # pipeline reads next anyway, and the data key of its credential are read meanwhile in
-            # the store pool, so their round trips overlap the import.
-            ahead = asyncio.ensure_future(self._read_ahead(scope, pending))
-            ahead.add_done_callback(_retrieved)
-            await asyncio.sleep(0)  # the read is queued before the import holds the loop
         hit = scope.looked_up.pop(call.tool, None) or await self.lookup(scope.principal, call.tool)
         if call.refused is not None:
             return dict(call.refused), (hit[1].name if hit else None), None, False
