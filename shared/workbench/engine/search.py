@@ -1784,36 +1784,43 @@ def _grouped(
 ) -> tuple[dict[str, int], array[int], array[float]]:
     """Postings given tool by tool (each tool's terms once, tools in order) laid out term by term,
     as _flatten lays them: {term: start << 24 | length} in the order terms first appear, each run's
-    tools in order, and beside them the BM25 sums saturated (sum / (k1 + sum)) as float32. A stable
-    counting sort: with numpy when it is loaded (a large catalog), else by C-level maps, a counter
-    per term handing out its run's next position. Both give the same arrays, bit for bit."""
+    tools in order, and beside them the BM25 sums saturated (sum / (k1 + sum)) as float32. With
+    numpy when it is loaded (a large catalog: a stable sort of term numbers), else a row per term.
+    Both give the same arrays, bit for bit."""
+    if len(terms) >= _NUMPY_POSTINGS and "numpy" in sys.modules:
+        return _grouped_numpy(_numpy(), terms, docs, sums)
+    if sums is None:
+        runs: dict[str, array[int]] = {}
+        for term, doc in zip(terms, docs, strict=True):
+            run = runs.get(term)
+            if run is None:
+                run = runs[term] = array("i")
+            run.append(doc)
+        return _flatten(runs, None)
+    rows: dict[str, tuple[array[int], array[float]]] = {}
+    for term, doc, v in zip(terms, docs, sums, strict=True):
+        row = rows.get(term)
+        if row is None:
+            row = rows[term] = (array("i"), array("f"))
+        row[0].append(doc)
+        row[1].append(v / (_K1 + v))
+    return _flatten({t: r[0] for t, r in rows.items()}, rows)
+
+
+def _grouped_numpy(
+    np: Any, terms: list[str], docs: array[int], sums: array[float] | None
+) -> tuple[dict[str, int], array[int], array[float]]:
     number: dict[str, int] = defaultdict(itertools.count().__next__)
     of = array("i", map(number.__getitem__, terms))
-    np = _numpy() if len(of) >= _NUMPY_POSTINGS and "numpy" in sys.modules else None
+    numbers = np.frombuffer(of, dtype=np.int32)
+    order = np.argsort(numbers, kind="stable")
+    counts: list[int] = np.bincount(numbers, minlength=len(number)).tolist()
+    ids = array("i", np.frombuffer(docs, dtype=np.int32)[order].tobytes())
     weights: array[float] = array("f")
-    if np is not None:
-        numbers = np.frombuffer(of, dtype=np.int32)
-        order = np.argsort(numbers, kind="stable")
-        counted = np.bincount(numbers, minlength=len(number))
-        ids = array("i", np.frombuffer(docs, dtype=np.int32)[order].tobytes())
-        if sums is not None:
-            values = np.frombuffer(sums, dtype=np.float64)[order]
-            weights = array("f", (values / (_K1 + values)).astype(np.float32).tobytes())
-        counts: list[int] = counted.tolist()
-        starts = list(itertools.accumulate(counts, initial=0))
-    else:
-        counter = collections.Counter(of)
-        counts = [counter[t] for t in range(len(number))]
-        starts = list(itertools.accumulate(counts, initial=0))
-        slots = list(map(itertools.count, starts))
-        position = array("i", map(next, map(slots.__getitem__, of)))
-        del of, slots
-        ids = array("i", bytes(4 * len(position)))
-        collections.deque(map(ids.__setitem__, position, docs), maxlen=0)
-        if sums is not None:
-            weights = array("f", bytes(4 * len(position)))
-            saturated = map(float.__truediv__, sums, map(_K1.__add__, sums))
-            collections.deque(map(weights.__setitem__, position, saturated), maxlen=0)
+    if sums is not None:
+        values = np.frombuffer(sums, dtype=np.float64)[order]
+        weights = array("f", (values / (_K1 + values)).astype(np.float32).tobytes())
+    starts = itertools.accumulate(counts, initial=0)
     runs = map(int.__or__, map(int.__lshift__, starts, itertools.repeat(_COUNT_BITS)), counts)
     return dict(zip(number, runs, strict=False)), ids, weights
 
