@@ -85,3 +85,23 @@ def test_a_translated_word_has_no_number_so_no_tool_is_preferred_for_its_form() 
     index = SearchIndex(catalog_docs(build_registry()))
     names = [h.doc.name for h in index.search("HubSpot 연락처 목록을 보여줘", 2)]
     assert names[0] == "hubspot_list_contacts"
+
+
+@pytest.mark.parametrize(
+    ("query", "words"),
+    [
+        ("Stripe में सभी ग्राहकों की सूची दिखाओ", {"stripe", "all", "customer", "list", "show"}),  # oblique plural
+        # "lade" alone is load: upload, download or invite by its particle (herunter: down)
+        ("Lade die Datei aus Google Drive herunter", {"lade", "download", "file", "google", "drive"}),
+        ("qual é o histórico de mensagens", {"qual", "history", "message"}),
+    ],
+)
+def test_everyday_words_and_hindi_plurals_read_as_english(query: str, words: set[str]) -> None:
+    assert set(translate(query).lower().split()) == words
+
+
+def test_a_name_in_capitals_is_a_value_not_words() -> None:
+    index = SearchIndex(catalog_docs(build_registry()))
+    # STRIPE_KEY names a secret: it does not name Stripe.
+    assert index.search("supprime le secret STRIPE_KEY de mon coffre-fort", 1)[0].doc.name == "vault_delete"
+    assert index.search("delete the secret STRIPE_KEY from my vault", 1)[0].doc.name == "vault_delete"

@@ -34,8 +34,8 @@ read: lee leer lea leia ler lies lesen lis lire 読み 読んで 读取 阅读 �
 delete: borra borrar elimina eliminar apaga apague apagar exclua excluir losche loschen losch* entferne entfernen supprime supprimer efface effacer 削除 消して 删除 삭제 지워 हटाओ हटाएं मिटाओ
 update: actualiza actualizar atualize atualizar aktualisiere aktualisieren andere andern mets modifie modifier modifique 更新 変更 更新 修改 업데이트 수정 बदलो अपडेट
 add: anade anadir agrega agregar adicione adicionar fuge hinzufugen ajoute ajouter 追加 添加 加 추가 जोड़ो जोड़ें जोड़
-upload: sube subir subid envie carregue carregar lade hochladen televerse televerser 上传 アップロード 업로드 अपलोड
-download: descarga descargar baixe baixar herunterladen telecharge telecharger ダウンロード 下载 다운로드 डाउनलोड
+upload: sube subir subid envie carregue carregar hochladen televerse televerser 上传 アップロード 업로드 अपलोड
+download: descarga descargar baixe baixar herunterladen herunter telecharge telecharger ダウンロード 下载 다운로드 डाउनलोड
 share: comparte compartir compartilhe compartilhar teile teilen partage partager 共有 分享 共享 공유 साझा
 merge: fusiona fusionar mescle mesclar merge zusammenfuhren fusionne fusionner マージ 合并 병합 머지 मर्ज
 assign: asigna asignar atribua atribuir zuweisen weise assigne assigner 割り当て 分配 指派 할당 असाइन
@@ -44,7 +44,7 @@ cancel: cancela cancelar kundige kundigen storniere annule annuler 解約 キャ
 refund: reembolsa reembolsar reembolse reembolso erstatte erstattung ruckerstattung rembourse rembourser remboursement 返金 退款 환불 रिफंड
 run: ejecuta ejecutar execute executar fuhre ausfuhren fuhr* execute executer lance lancer 実行 运行 执行 실행 चलाओ
 reply: responde responder antworte antworten reponds repondre 返信 回复 답장 जवाब
-invite: invita invitar convide convidar lade einladen invite inviter 招待 邀请 초대 आमंत्रित
+invite: invita invitar convide convidar einladen invite inviter 招待 邀请 초대 आमंत्रित
 close: cierra cerrar feche fechar schliesse schliessen ferme fermer 閉じ 关闭 닫아 बंद
 archive: archiva archivar arquive arquivar archiviere archivieren archive archiver アーカイブ 归档 보관 संग्रह
 clear: limpia limpiar limpe limpar leere leeren efface vide vider クリア 清除 清空 지워 साफ
@@ -56,9 +56,9 @@ comment: comentario comentarios comente kommentar kommentare kommentiere comment
 issue: incidencia incidencias tarea tareas problema problemas aufgabe aufgaben vorgang probleme tache taches tarefa tarefas 課題 イシュー 问题 任务 이슈 과제 इश्यू समस्या
 ticket: ticket tickets tiquete chamado chamados ticket チケット 工单 票 티켓 टिकट टिकट्स
 message: mensaje mensajes mensagem mensagens nachricht nachrichten message messages メッセージ 消息 信息 메시지 메세지 संदेश मैसेज
-channel: canal canales canais kanal kanale kanaele chaine チャンネル 频道 채널 चैनल
+channel: canal canales canais kanal kanale kanaele chaine chaines canaux チャンネル 频道 채널 चैनल
 email: correo correos email mail e-mail emails メール 邮件 电子邮件 메일 이메일 ईमेल मेल
-event: evento eventos termin termine ereignis evenement evenements イベント 予定 会議 活动 事件 日程 会议 이벤트 일정 회의 इवेंट मीटिंग
+event: evento eventos termin termine ereignis evenement evenements reunion reuniones reuniao reunioes besprechung イベント 予定 会議 活动 事件 日程 会议 이벤트 일정 회의 इवेंट मीटिंग
 calendar: calendario agenda kalender calendrier カレンダー 日历 日程表 캘린더 달력 कैलेंडर
 file: archivo archivos arquivo arquivos datei dateien fichier fichiers ファイル 文件 파일 फ़ाइल फाइल
 folder: carpeta carpetas pasta pastas ordner dossier dossiers フォルダ 文件夹 폴더 फ़ोल्डर फोल्डर
@@ -77,11 +77,15 @@ payment: pago pagos pagamento pagamentos zahlung zahlungen paiement paiements �
 product: producto productos produto produtos produkt produkte produit produits 商品 製品 产品 상품 제품 उत्पाद
 price: precio precios preco precos preis preise prix 価格 价格 가격 कीमत
 link: enlace vinculo link liens lien リンク 链接 링크 लिंक
-repository: repositorio repositorios repositório repository depot リポジトリ 仓库 저장소 레포 रिपॉजिटरी
+repo: repositorio repositorios repositório repository depot リポジトリ 仓库 저장소 레포 रिपॉजिटरी
 branch: rama ramas ramo ramos zweig branche branches ブランチ 分支 브랜치 ब्रांच
 pr: プルリクエスト 拉取请求 合并请求 풀리퀘스트 리퀘스트
 commit: コミット 提交 커밋 कमिट
 note: nota notas notiz notizen note notes メモ ノート 笔记 备忘 메모 노트 नोट नोट्स
+vault: boveda cofre tresor coffre 金庫 保险库 金库 금고 तिजोरी
+history: historial historico historique verlauf 履歴 历史 历史记录 기록 इतिहास
+trash: papelera lixeira papierkorb corbeille ゴミ箱 回收站 垃圾箱 휴지통
+save: guarda guardar guarde salva salvar speichere speichern speicher enregistre enregistrer sauvegarde 保存 저장 सहेजो सहेजें
 secret: secreto secretos segredo geheimnis schlussel cle secret 秘密 シークレット 密钥 비밀 시크릿 सीक्रेट
 browser: navegador browser navigateur ブラウザ 浏览器 브라우저 ब्राउज़र
 spreadsheet: planilha tabellenblatt tabellenkalkulation スプレッドシート 电子表格 스프레드시트 स्प्रेडशीट
@@ -182,6 +186,8 @@ o a os as um uma de do da dos das em no na nos nas para com e meu minha meus min
 में पर को का की के से है हैं और मेरे मेरा मेरी यह सभी
 """
 
+_DEVANAGARI = re.compile("[\u0900-\u097f]")
+_HINDI_ENDINGS = ("ियों", "ों", "ें", "एं", "ाएं")
 _PUNCTUATION = "\"'.,;:!?¿¡()[]{}«»“”‘’、。，！？：；（）"
 _PIECES = re.compile(r"[-/'’_]+")
 _CJK = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
@@ -280,6 +286,15 @@ def translate(query: str) -> str:
             english = words.get(word)
             if english is None and len(word) >= 5:
                 english = next((e for p, e in prefixes if word.startswith(p)), None)
+            if english is None and _DEVANAGARI.match(word):  # ग्राहकों → ग्राहक (plural, oblique)
+                english = next(
+                    (
+                        words[word[: -len(end)]]
+                        for end in _HINDI_ENDINGS
+                        if word.endswith(end) and word[: -len(end)] in words
+                    ),
+                    None,
+                )
             if english is not None:
                 parts.append(english)
                 found = True

@@ -322,7 +322,8 @@ _VERB_SENSE = {
 }
 
 # Values in a query name a thing, not the kind of tool: an email address, a URL, an issue key
-# (ACME-12), a #channel or @mention, an owner/repo. They are left out of the query.
+# (ACME-12), a #channel or @mention, an owner/repo, a NAME_IN_CAPITALS (a secret's or a setting's).
+# They are left out of the query.
 # Possessive quantifiers keep each pattern linear in the query's length.
 _VALUES = re.compile(
     r"[^\s@]++@[^\s@.]++\.[^\s@]++"  # email address
@@ -330,6 +331,7 @@ _VALUES = re.compile(
     r"|\b[A-Za-z][A-Za-z0-9]*+-\d++\b"  # issue key: ACME-12
     r"|(?<!\w)[#@][\w.-]++"  # #channel, @mention
     r"|\b[\w.-]++/[\w.-]++"  # owner/repo
+    r"|\b[A-Z][A-Z0-9]*+(?:_[A-Z0-9]++)++\b"  # a constant's or a secret's name: STRIPE_KEY
 )
 
 # Identifiers that belong to one integration imply it as if the query named it (an agent pastes the
@@ -395,10 +397,11 @@ _URL = re.compile(r"https?://\S++")
 # in a query written in plain ASCII ("o build do CI falhou") make it one to read cross-lingually
 # even when its English reading looked confident.
 _FOREIGN_WORDS = _words_of(
-    "el los las del una unos unas al es esta estan por para que se su sus muy pero sin ya "
-    "o os uma umas em nao nos nas ao aos pelo pela sem ainda esse essa isso "
-    "le les une des du au aux est sont avec pour dans sur pas ne qui encore "
-    "der das dem des ein eine einen und ist sind nicht mit von zu im auf fur noch"
+    "el la los las del de una unos unas al es este esta estos estas estan por para que se su sus mi mis "
+    "muy pero sin ya o os uma umas em nao nos nas ao aos pelo pela sem ainda esse essa isso meu "
+    "minha meus minhas le les une des du au aux est sont avec pour dans sur pas ne qui encore mon "
+    "mes cette der das dem des ein eine einen und ist sind nicht mit von zu im auf fur noch mein "
+    "meine meinen bitte"
 )
 
 
