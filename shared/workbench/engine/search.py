@@ -1231,6 +1231,7 @@ class SearchIndex:
         clock.check()
         self._typo_terms, self._typo = self._build_typo_index()
         self._by_name: dict[str, list[int]] | None = None
+        self._actions: dict[str, tuple[list[int], list[float]]] = {}
         self._numpy_arrays: tuple[Any, Any, Any] | None = None
         clock.check()
 
@@ -1378,6 +1379,7 @@ class SearchIndex:
         index._by_integration = by_integration
         index._typo_terms, index._typo = typo_terms, _array("d", typo)
         index._by_name = None
+        index._actions = {}
         index._numpy_arrays = None
         return index
 
@@ -1609,13 +1611,21 @@ class SearchIndex:
             _add(scores, found, itertools.repeat(_SURFACE * idf, len(found)))
 
     def _acting(self, term: str) -> tuple[list[int], list[float]]:
-        """The posting of an action word, kept to the tools whose name has it as its action."""
+        """The posting of an action word, kept to the tools whose name has it as its action
+        (worked out once per index and word: a large catalog's "delete" has thousands of tools)."""
+        found = self._actions.get(term)
+        if found is not None:
+            return found
         ids, weights = self._posting(term)
         if term not in _ACTIONS:  # a word no tool name uses as its verb ("rerun", "permission")
-            return list(ids), list(weights)
-        docs = self.docs
-        keep = [k for k, i in enumerate(ids) if term in _name_actions(docs[i].name, docs[i].integration)]
-        return [ids[k] for k in keep], [weights[k] for k in keep]
+            found = list(ids), list(weights)
+        else:
+            docs = self.docs
+            keep = [k for k, i in enumerate(ids) if term in _name_actions(docs[i].name, docs[i].integration)]
+            found = [ids[k] for k in keep], [weights[k] for k in keep]
+        if len(self._actions) < _ACTING_CACHED:
+            self._actions[term] = found
+        return found
 
     def prepare(self) -> None:
         """Load what searching this index needs beyond itself (numpy, for a large index), so that
@@ -1846,6 +1856,7 @@ def _numpy() -> Any:
 
 
 _Word = tuple[float, dict[str, float], str]  # a matched query word: (idf, expansions, as written)
+_ACTING_CACHED = 256  # action words whose kept postings an index remembers (_ACTIONS has ~110)
 _AS_ACTION = "\x00action"  # "as written" of a symptom's actions: they match tools' actions only
 
 
