@@ -24,18 +24,11 @@ from workbench.rest.app import create_rest_app
 from workbench.settings import Settings
 from workbench.stores import ApiKeyRecord, User
 
+from tests.support.clock import ManualClock as Clock
 from tests.support.gateways import make_gateway
 from tests.web.conftest import csrf_of
 
 REVEALED = re.compile(r'id="revealed-key" tabindex="0">(wb_[^<]+)</code>')
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = time.time()
-
-    def __call__(self) -> float:
-        return self.now
 
 
 class Counting:

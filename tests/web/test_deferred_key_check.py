@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -25,15 +24,8 @@ from workbench.identity.auth import KeysThatForget
 from workbench.identity.grants import Grant
 from workbench.mcp.app import create_mcp_app
 
+from tests.support.clock import ManualClock as Clock
 from tests.support.gateways import make_gateway
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = time.time()
-
-    def __call__(self) -> float:
-        return self.now
 
 
 def _search(query: Any = "create a jot") -> dict[str, Any]:
