@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 from workbench.observability.logs import CurrentStdout, JsonLines
 from workbench.observability.metrics import EmfWriter
 from workbench.observability.tracing import request_span
+from workbench.runtime import coldgc
 
 if TYPE_CHECKING:
     from workbench.composition import Gateway
@@ -253,9 +254,15 @@ def lambda_handler_for(
         )
         return result
 
+    def entry(event: dict[str, Any], context: Any) -> dict[str, Any]:
+        try:
+            return handler(event, context)
+        finally:
+            coldgc.resume()  # the cold start is over once its first event is answered
+
     if os.environ.get("AWS_LAMBDA_INITIALIZATION_TYPE") == "snap-start":
         _prewarm(state, factory)
-    return handler
+    return entry
 
 
 def _prewarm(state: dict[str, Any], factory: AppFactory | str) -> None:
