@@ -1,7 +1,7 @@
 """The index build's bulk steps give exactly what the plain per-tool loop gives (issue 24 item 4:
 the build made fast without changing a single posting): fields and written words as `_parse` reads
-each tool, BM25F sums added in the same order, postings laid out term by term (pure Python and
-numpy), on ASCII, camelCase, snake_case, non-Latin, over-long and NUL-holding texts."""
+each tool, BM25F sums added in the same order, postings laid out term by term, on ASCII,
+camelCase, snake_case, non-Latin, over-long and NUL-holding texts."""
 
 from __future__ import annotations
 
@@ -72,13 +72,7 @@ def _runs(at: dict[str, int], ids: array[int], weights: array[float] | None) -> 
     return out
 
 
-@pytest.mark.parametrize("with_numpy", [False, True])
-def test_the_bulk_build_gives_the_per_tool_loops_postings_bit_for_bit(
-    with_numpy: bool, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    if with_numpy:
-        pytest.importorskip("numpy")
-        monkeypatch.setattr(search, "_NUMPY_POSTINGS", 1)
+def test_the_bulk_build_gives_the_per_tool_loops_postings_bit_for_bit() -> None:
     docs = _catalog(400)
     index = SearchIndex(docs)
     rows, written = _reference(docs)

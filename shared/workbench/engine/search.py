@@ -24,7 +24,6 @@ import itertools
 import marshal
 import math
 import re
-import sys
 import time
 import unicodedata
 import zlib
@@ -897,63 +896,63 @@ def _argument_terms(text: str) -> list[str]:
 _RUN = re.compile(r"[A-Za-z0-9]+")
 
 
-class _Stems(dict[str, str]):
-    """stem(), once per distinct word of one build."""
-
-    def __missing__(self, word: str) -> str:
-        out = self[word] = stem(word)
-        return out
+_WORDS_CACHED = 32_768  # distinct words a build remembers (it starts again past it)
 
 
-_WORDS_CACHED = 32_768  # distinct words a build remembers the terms of (it starts again past it)
-
-
-class _Words(dict[str, tuple[str, ...]]):
-    """One build's ASCII words and their index terms (_ascii_stems), each distinct word worked out
-    once: a catalog of 20,000 tools has millions of words but a hundred thousand distinct ones, and
-    more than the shared cache holds. It lives as long as the build, and its texts are bounded."""
+class _Words:
+    """One build's ASCII words, each distinct word worked out once: its index terms (_ascii_stems)
+    and its written form (lower-cased, or "" past _TERM_MAX). A tool's new words are worked out
+    together (`learn`), so that reading a word already seen is one dict lookup: a catalog of 20,000
+    tools has millions of words but a hundred thousand distinct ones. It lives as long as the
+    build, and starts again past _WORDS_CACHED words (a vocabulary of unique identifiers)."""
 
     def __init__(self) -> None:
-        super().__init__()
-        self.stems = _Stems()
+        self.terms: dict[str, tuple[str, ...]] = {}
+        self.lower: dict[str, str] = {}
+        self.stems: dict[str, str] = {}  # stem() of words ending in -s: any other word is its own
 
-    def __missing__(self, raw: str) -> tuple[str, ...]:
-        if len(self) >= _WORDS_CACHED:  # a vocabulary of unique identifiers: start again
-            self.clear()
+    def learn(self, raws: set[str]) -> None:
+        """Work out the words of `raws` not known yet (each a run of ASCII letters and digits)."""
+        terms, lower = self.terms, self.lower
+        if len(terms) >= _WORDS_CACHED:
+            terms.clear()
+            lower.clear()
             self.stems.clear()
-        out: tuple[str, ...] = ()
-        if len(raw) > _WORD_MAX:
-            pass
-        elif raw.islower() or raw.isdigit():  # most words: one part, itself
-            if raw not in _STOP and (len(raw) > 1 or raw.isdigit()) and len(raw) <= _TERM_MAX:
-                out = (self.stems[raw],)
-        else:
-            stems = self.stems
-            out = tuple(
-                stems[w]
+        for raw in raws.difference(terms):
+            if raw.islower() or raw.isdigit():  # most words: one part, itself
+                if len(raw) > _TERM_MAX:
+                    terms[raw], lower[raw] = (), ""
+                    continue
+                lower[raw] = raw
+                if raw in _STOP or (len(raw) == 1 and not raw.isdigit()):
+                    terms[raw] = ()
+                else:
+                    terms[raw] = (self._stem(raw) if raw[-1] == "s" else raw,)
+                continue
+            lower[raw] = raw.lower() if len(raw) <= _TERM_MAX else ""
+            if len(raw) > _WORD_MAX:
+                terms[raw] = ()
+                continue
+            terms[raw] = tuple(
+                self._stem(w) if w[-1] == "s" else w
                 for w in _split_camel(raw)
                 if w not in _STOP and (len(w) > 1 or w.isdigit()) and len(w) <= _TERM_MAX
             )
-        self[raw] = out
-        return out
 
-
-class _Lower(dict[str, str]):
-    """A written word as the index keeps it: lower-cased, or "" past _TERM_MAX characters."""
-
-    def __missing__(self, raw: str) -> str:
-        if len(self) >= _WORDS_CACHED:
-            self.clear()
-        out = self[raw] = raw.lower() if len(raw) <= _TERM_MAX else ""
+    def _stem(self, word: str) -> str:
+        out = self.stems.get(word)
+        if out is None:
+            out = self.stems[word] = stem(word)
         return out
 
 
 class _Vocabulary:
     """At most `limit` distinct words in one build's postings: a tool's words new past it are left
     out (as one tool's, they could only find that tool). Counted only once the words given
-    (`admitted`, every tool's so far) may hold that many, so a catalog within it pays nothing."""
+    (`admitted`: the distinct words of every tool so far, kept up to date by the build) may hold
+    that many, so a catalog within it pays nothing."""
 
-    def __init__(self, limit: int, admitted: list[str]) -> None:
+    def __init__(self, limit: int, admitted: Collection[str]) -> None:
         self.limit, self.admitted = limit, admitted
         self.seen: dict[str, None] | None = None
 
@@ -983,17 +982,15 @@ class _Vocabulary:
 
 
 class _Parser:
-    """_parse for a whole catalog: the same fields and written words, each distinct word tokenised
-    once (_Words), no regex lookarounds; a document with any non-ASCII text goes through _parse."""
+    """_parse for a whole catalog: the same fields and written words, each distinct word worked
+    out once (_Words), no regex lookarounds; a document with any non-ASCII text goes through _parse."""
 
     def __init__(self) -> None:
         self.words = _Words()
-        self.lower = _Lower()
 
     def _terms(self, raws: list[str], most: int | None = None) -> list[str]:
-        """_index_terms of the text of `raws`, its first `most` (the words past them never looked
-        at: a description's tail says nothing, and need not fill the cache)."""
-        out = itertools.chain.from_iterable(map(self.words.__getitem__, raws))
+        """_index_terms of the text of `raws`, its first `most`."""
+        out = itertools.chain.from_iterable(map(self.words.terms.__getitem__, raws))
         terms = list(out if most is None else itertools.islice(out, most + 1))
         if most is not None and len(terms) > most:
             return terms[:most]  # two-word names add their word at the end: past `most` too
@@ -1001,11 +998,11 @@ class _Parser:
             terms = [t for t, _ in _phrases([(t, t) for t in terms])]
         return terms if most is None else terms[:most]
 
-    def _arguments(self, text: str) -> list[str]:
-        """_argument_terms(text): each word once, the first _ARGUMENT_TERMS, from as few of the
-        text's words as give them."""
-        raws = list(filter(str.isalpha, dict.fromkeys(_RUN.findall(text))))
-        words = self.words.__getitem__
+    def _arguments(self, raws: list[str]) -> list[str]:
+        """_argument_terms of the text of `raws`: each word once, the first _ARGUMENT_TERMS, from as
+        few of the text's words as give them."""
+        raws = list(filter(str.isalpha, dict.fromkeys(raws)))
+        words = self.words.terms.__getitem__
         head = 2 * _ARGUMENT_TERMS
         terms = dict.fromkeys(itertools.chain.from_iterable(map(words, raws[:head])))
         if len(terms) < _ARGUMENT_TERMS and len(raws) > head:
@@ -1024,26 +1021,30 @@ class _Parser:
             return parsed.fields, parsed.written
         integration = _integration_terms(doc.integration[:_NAME_CHARS])
         known = set(integration)
+        if "_" in description:
+            description = _IDENTIFIER.sub(" ", description)
         name_raws = _RUN.findall(name)
+        description_raws = _RUN.findall(description)
+        keyword_raws = _RUN.findall(keywords) if keywords else []
+        argument_raws = _RUN.findall(arguments) if arguments else []
+        self.words.learn(set(name_raws).union(description_raws, keyword_raws, argument_raws))
         terms = self._terms(name_raws)
         at = 0
         while at < len(terms) - 1 and terms[at] in known:
             at += 1
         rest = terms[at:]
         verb = next((i for i, t in enumerate(rest) if t in _ACTIONS), None)
-        if "_" in description:
-            description = _IDENTIFIER.sub(" ", description)
-        description_raws = _RUN.findall(description)
-        keyword_raws = _RUN.findall(keywords) if keywords else []
         fields = {
             "action": [rest[verb]] if verb is not None else [],
             "object": [t for i, t in enumerate(rest) if i != verb],
             "integration": [*integration, *(t for t in terms[:at] if t not in known)],
             "description": self._terms(description_raws, _DESCRIPTION_TERMS),
             "keywords": self._terms(keyword_raws),
-            "arguments": self._arguments(arguments),
+            "arguments": self._arguments(argument_raws),
         }
-        written = set(map(self.lower.__getitem__, itertools.chain(name_raws, description_raws, keyword_raws)))
+        written = set(
+            map(self.words.lower.__getitem__, itertools.chain(name_raws, description_raws, keyword_raws))
+        )
         written.discard("")
         return fields, written
 
@@ -1175,49 +1176,53 @@ class SearchIndex:
         n = len(self.docs)
         parser = _Parser()
         fields: list[dict[str, list[str]]] = []
-        written_words: list[str] = []  # each tool's written words, tool after tool
-        written_docs: array[int] = array("i")
+        # Each written word's tools, and below each term's tools and weights, tool after tool: a
+        # row per word (in the order words first appear), then laid end to end (_flatten).
+        written_rows: dict[str, array[int]] = {}
         vocabulary = _VOCABULARY + _VOCABULARY_PER_TOOL * n
-        known = _Vocabulary(vocabulary, written_words)
+        known = _Vocabulary(vocabulary, written_rows)
         for i, d in enumerate(self.docs):
             parsed, written = parser.parse(d)
             fields.append(parsed)
-            written = known.admit(written)
-            written_words.extend(written)
-            written_docs.extend(itertools.repeat(i, len(written)))
+            for w in known.admit(written):
+                try:
+                    written_rows[w].append(i)
+                except KeyError:
+                    written_rows[w] = array("i", (i,))
             if i & 127 == 127:
                 clock.check()
         del parser
+        self._written_at, self._written_ids, _ = _flatten(written_rows, None)
+        del written_rows
         avg = {f: (sum(len(p[f]) for p in fields) / n if n else 0.0) or 1.0 for f in _FIELDS}
         norms = [(f, _WEIGHT[f], 1 - _B[f], _B[f] / avg[f]) for f in _FIELDS]
         # BM25F: a term's frequency in each field, weighted and length-normalised per field, summed,
         # then saturated once; stored saturated so that a query only multiplies and adds. Each
-        # tool's sums in a dict by C-level maps (the same additions in the same order as a loop),
-        # then every (term, tool, sum) laid out term by term at once (_grouped).
-        terms: list[str] = []
-        sums: array[float] = array("d")
-        tools: array[int] = array("i")
-        known = _Vocabulary(vocabulary, terms)
+        # tool's sums in a dict by C-level maps (the same additions in the same order as a loop:
+        # dict.update takes each pair as it comes, so a repeated term adds to its sum so far).
+        rows: dict[str, array[int]] = {}
+        weights: dict[str, array[float]] = {}
+        known = _Vocabulary(vocabulary, rows)
         for i, p in enumerate(fields):
             tf: dict[str, float] = {}
             for f, weight, flat, slope in norms:
                 own = p[f]
                 if own:
                     norm = weight / (flat + slope * len(own))
-                    collections.deque(
-                        map(tf.__setitem__, own, map(norm.__add__, map(tf.get, own, _ZEROS))), maxlen=0
-                    )
+                    tf.update(zip(own, map(norm.__add__, map(tf.get, own, _ZEROS)), strict=False))
             known.admit(tf)
-            terms.extend(tf)
-            sums.extend(tf.values())
-            tools.extend(itertools.repeat(i, len(tf)))
+            for term, v in tf.items():
+                try:
+                    rows[term].append(i)
+                    weights[term].append(v / (_K1 + v))
+                except KeyError:
+                    rows[term] = array("i", (i,))
+                    weights[term] = array("f", (v / (_K1 + v),))
             if i & 127 == 127:
                 clock.check()
-        self._at, self._ids, self._weights = _grouped(terms, tools, sums)
-        del terms, sums, tools
+        self._at, self._ids, self._weights = _flatten(rows, weights)
+        del rows, weights
         clock.check()
-        self._written_at, self._written_ids, _ = _grouped(written_words, written_docs, None)
-        del written_words, written_docs
         self._unseen_idf = math.log(1 + (n + 0.5) / 1.5)  # as rare as a word of one tool
         self._vocab = sorted(self._at)  # for prefix lookups
         self._prior = array("b", (int(_prior(p)) for p in fields))
@@ -1778,72 +1783,26 @@ _NO_DOCS: array[int] = array("i")
 
 
 def _flatten(
-    runs: dict[str, array[int]], rows: dict[str, tuple[array[int], array[float]]] | None
+    rows: dict[str, array[int]], weights: dict[str, array[float]] | None
 ) -> tuple[dict[str, int], array[int], array[float]]:
-    """Per-term arrays laid end to end: {term: start << 24 | length}, the ids, the weights."""
+    """Per-term rows laid end to end: {term: start << 24 | length} in the rows' order, the tools,
+    the weights (float32)."""
     at: dict[str, int] = {}
     ids: array[int] = array("i")
-    weights: array[float] = array("f")
-    for term, docs in runs.items():
+    out: array[float] = array("f")
+    for term, docs in rows.items():
         at[term] = len(ids) << _COUNT_BITS | len(docs)
         ids.extend(docs)
-        if rows is not None:
-            weights.extend(rows[term][1])
-    return at, ids, weights
-
-
-def _grouped(
-    terms: list[str], docs: array[int], sums: array[float] | None
-) -> tuple[dict[str, int], array[int], array[float]]:
-    """Postings given tool by tool (each tool's terms once, tools in order) laid out term by term,
-    as _flatten lays them: {term: start << 24 | length} in the order terms first appear, each run's
-    tools in order, and beside them the BM25 sums saturated (sum / (k1 + sum)) as float32. With
-    numpy when it is loaded (a large catalog: a stable sort of term numbers), else a row per term.
-    Both give the same arrays, bit for bit."""
-    if len(terms) >= _NUMPY_POSTINGS and "numpy" in sys.modules:
-        return _grouped_numpy(_numpy(), terms, docs, sums)
-    if sums is None:
-        runs: dict[str, array[int]] = {}
-        for term, doc in zip(terms, docs, strict=True):
-            run = runs.get(term)
-            if run is None:
-                run = runs[term] = array("i")
-            run.append(doc)
-        return _flatten(runs, None)
-    rows: dict[str, tuple[array[int], array[float]]] = {}
-    for term, doc, v in zip(terms, docs, sums, strict=True):
-        row = rows.get(term)
-        if row is None:
-            row = rows[term] = (array("i"), array("f"))
-        row[0].append(doc)
-        row[1].append(v / (_K1 + v))
-    return _flatten({t: r[0] for t, r in rows.items()}, rows)
-
-
-def _grouped_numpy(
-    np: Any, terms: list[str], docs: array[int], sums: array[float] | None
-) -> tuple[dict[str, int], array[int], array[float]]:
-    number: dict[str, int] = defaultdict(itertools.count().__next__)
-    of = array("i", map(number.__getitem__, terms))
-    numbers = np.frombuffer(of, dtype=np.int32)
-    order = np.argsort(numbers, kind="stable")
-    counts: list[int] = np.bincount(numbers, minlength=len(number)).tolist()
-    ids = array("i", np.frombuffer(docs, dtype=np.int32)[order].tobytes())
-    weights: array[float] = array("f")
-    if sums is not None:
-        values = np.frombuffer(sums, dtype=np.float64)[order]
-        weights = array("f", (values / (_K1 + values)).astype(np.float32).tobytes())
-    starts = itertools.accumulate(counts, initial=0)
-    runs = map(int.__or__, map(int.__lshift__, starts, itertools.repeat(_COUNT_BITS)), counts)
-    return dict(zip(number, runs, strict=False)), ids, weights
+    if weights is not None:
+        for run in weights.values():
+            out.extend(run)
+    return at, ids, out
 
 
 _ZEROS = itertools.repeat(0.0)
 # Indexes of this many tools or more are scored with numpy when it is installed (the `scale` extra):
 # its import (~0.2 s CPU) is paid only there, off the event loop (SearchIndex.prepare).
 _NUMPY_DOCS = 2_000
-# Postings laid out with numpy (when it is loaded) from this many on: the same arrays, quicker.
-_NUMPY_POSTINGS = 50_000
 
 
 @functools.cache
