@@ -16,6 +16,9 @@ comparison answering an API Gateway HTTP API v2 event in the same run:
                                     plugins' are
                 plugin http (Arguments)  the same call to the same API, by a plugin whose tool
                                     declares its arguments with workbench.tools.Arguments (no pydantic)
+                plugin http (superset)  a shipped plugin's first tool call: superset_list_schemas
+                                    (its module declares 12 pydantic models; the tool logs in, then
+                                    reads), against the same loopback API as the user's Superset
                 portal page         GET /portal/integrations (where /portal sends a signed-in
                                     user), with a session cookie
                 curl proxy          GET /c/<integration>/fast with a curl_session token
@@ -425,7 +428,8 @@ TOOLS = [get]
 
 
 class _Api(ThreadingHTTPServer):
-    """The bench plugin's API: every GET answers a small JSON."""
+    """The bench plugins' API: every GET answers a small JSON (also what Superset's schema list
+    reads), every POST a token (Superset's login)."""
 
     daemon_threads = True
 
@@ -434,7 +438,13 @@ class _Api(ThreadingHTTPServer):
             protocol_version = "HTTP/1.1"
 
             def do_GET(self) -> None:
-                body = b'{"fast": true}'
+                self._answer(b'{"fast": true, "result": ["public"]}')
+
+            def do_POST(self) -> None:
+                self.rfile.read(int(self.headers.get("content-length") or 0))
+                self._answer(b'{"access_token": "bench.login.token"}')
+
+            def _answer(self, body: bytes) -> None:
                 self.send_response(200)
                 self.send_header("content-type", "application/json")
                 self.send_header("content-length", str(len(body)))
@@ -487,6 +497,9 @@ def _workbench_functions(python: str, layer: Path, endpoint: AwsEndpoint, api_ur
     key = gateway.auth.mint_key(user, label="bench")
     gateway.credentials.save(user.id, "benchapi", {"key": "bench-api-key-0123456789"})
     gateway.credentials.save(user.id, "benchlean", {"key": "bench-api-key-0123456789"})
+    gateway.credentials.save(
+        user.id, "superset", {"username": "bench", "password": "bench-password", "base_url": api_url}
+    )
     access = gateway.tokens.mint(  # what the OAuth server issues (workbench.oauth.service._issue)
         {"sub": user.id, "email": user.email, "client_id": "bench-client", "scope": ""},
         audience=gateway.oauth.audience,
@@ -520,6 +533,8 @@ def _workbench_functions(python: str, layer: Path, endpoint: AwsEndpoint, api_ur
             env_for.update(plugin_env)
         if name == "plugin http (Arguments)":
             env_for.update({**plugin_env, "WORKBENCH_EXTRA_PLUGINS": "benchlean"})
+        if name == "plugin http (superset)":  # shipped: the layer's own catalog, no extra plugin
+            env_for["WORKBENCH_EGRESS_ALLOW"] = "loopback"
         code = REPO / "functions" / surface
         return Function(name, python, layer, code, env_for, event, extra_path=plugin_dir, expect=expect)
 
@@ -547,6 +562,18 @@ def _workbench_functions(python: str, layer: Path, endpoint: AwsEndpoint, api_ur
                 key, _mcp_call("execute_tools", {"executions": [{"tool": "benchlean_get", "args": {}}]})
             ),
             "fast",
+        ),
+        fn(
+            "plugin http (superset)",
+            "mcp",
+            _mcp_event(
+                key,
+                _mcp_call(
+                    "execute_tools",
+                    {"executions": [{"tool": "superset_list_schemas", "args": {"database_id": 1}}]},
+                ),
+            ),
+            "public",
         ),
         fn(
             "portal page",
@@ -683,7 +710,7 @@ def main() -> None:
     print(f"  engine layer: {pyc[0]} .py files, {pyc[1]} .pyc files (no .pyc = every cold start compiles)")
     for name in med:
         print(
-            f"  {name:<23} median {med[name] * 1000:7.1f} ms   best {best[name] * 1000:7.1f} ms   "
+            f"  {name:<24} median {med[name] * 1000:7.1f} ms   best {best[name] * 1000:7.1f} ms   "
             f"CPU {cpu_med[name] * 1000:7.1f} ms   peak RSS {rss[name] / 1024:6.1f} MB"
         )
     print(
@@ -691,7 +718,7 @@ def main() -> None:
     )
     for name, r in requests.items():
         print(
-            f"    {name:<23} {r['ratio_vs_sdk']:.2f}x wall, {r['cpu_ratio_vs_sdk']:.2f}x CPU of the SDK;"
+            f"    {name:<24} {r['ratio_vs_sdk']:.2f}x wall, {r['cpu_ratio_vs_sdk']:.2f}x CPU of the SDK;"
             f"  {r['ratio_vs_hello']:.2f}x wall, {r['cpu_ratio_vs_hello']:.2f}x CPU of hello"
         )
     for name, rows in imports.items():
