@@ -254,9 +254,10 @@ IDLE_GOALS = {
     # credentials), so back to back is that read and the audit write; after idle, the key's check
     # must ride along with that read (issue 24: "the audit write and at most one read").
     EXECUTE_CONNECTED: (2, 2),
-    # The second user's custom (OpenAPI) app's tool: the app's row comes from a Query of the user's
-    # partition (its tool prefix is the user's choice, so the row's key is not known before it),
-    # with the clear stamp beside it; then the audit write. Goal as for any execute_tools.
+    # The second user's custom (OpenAPI) app's tool: the instance keeps the user's partition (their
+    # apps, whose tool prefixes are their choice) with the version it read it at; one BatchGetItem
+    # reads the version (unchanged: no Query), the clear stamp and, after idle, the key; then the
+    # audit write. Goal as for any execute_tools.
     EXECUTE_CUSTOM: (2, 2),
     "search_tools": (2, 2),
     # Another user, with a custom (OpenAPI) app and a workspace code, whose query hits a plugin that

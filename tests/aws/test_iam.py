@@ -44,6 +44,11 @@ _OPERATIONS = {
 }
 
 
+# Transactions: IAM authorizes their parts (PutItem, UpdateItem, DeleteItem, ConditionCheckItem,
+# GetItem), never the call itself (AWS: "Using IAM with DynamoDB transactions").
+_TRANSACTIONS = {"transact_write_items", "transact_get_items"}
+
+
 def _action(operation: str) -> str:
     return "".join(part.title() for part in operation.split("_"))
 
@@ -70,9 +75,13 @@ def _calls(tree: ast.AST) -> tuple[set[str], set[str], set[str]]:
         first = node.args[0].value if node.args and isinstance(node.args[0], ast.Constant) else None
         if node.func.attr == "name" and isinstance(first, str):
             tables.add(first)
+        elif node.func.attr in _TRANSACTIONS:
+            pass  # IAM has no such action: each part is authorized as its own (named as below)
         elif node.func.attr in _OPERATIONS:
             actions.add(_action(node.func.attr))
-        elif node.func.attr == "conditional" and isinstance(first, str):  # t.conditional("put_item", ...)
+        elif node.func.attr in ("conditional", "_versioned") and isinstance(first, str):
+            # t.conditional("put_item", ...); self._versioned("delete_item", ...): a write alone, or
+            # a transaction's part (DynamoExternalServers: with the partition's version, a PutItem)
             actions.add(_action(first))
         for keyword in node.keywords:
             if keyword.arg == "IndexName" and isinstance(keyword.value, ast.Constant):

@@ -75,6 +75,15 @@ def _leading_keys(function: str, settings: Settings) -> dict[tuple[str, str], li
     return {k: v for k, v in bound.items() if k not in free}
 
 
+_TRANSACTION_PARTS = {
+    "Put": "PutItem",
+    "Update": "UpdateItem",
+    "Delete": "DeleteItem",
+    "ConditionCheck": "ConditionCheckItem",
+    "Get": "GetItem",
+}
+
+
 def _partition_key(action: str, params: dict[str, Any]) -> str | None:
     """The partition key value a GetItem/PutItem/Query names (our tables' key attribute is `pk`)."""
     if action == "Query":
@@ -103,7 +112,12 @@ def as_function(
             if "function" not in current:
                 return  # set-up before any function's policy is in force
             tables, other = _grants(current["function"], lambda_env)
-            if service == "dynamodb":
+            if service == "dynamodb" and action in ("TransactWriteItems", "TransactGetItems"):
+                # IAM authorizes each part as its own action, on its own table and key.
+                for item in params["TransactItems"]:
+                    ((kind, part),) = item.items()
+                    check(_TRANSACTION_PARTS[kind], part)
+            elif service == "dynamodb":
                 # A batch call names its tables in RequestItems; each must allow the action.
                 for table in params.get("RequestItems") or [params.get("TableName", "")]:
                     calls.append(f"{action} {table}")

@@ -30,6 +30,11 @@ def stores(request: pytest.FixtureRequest, tmp_path: Path) -> Stores:
         return sqlite_stores(tmp_path / "contract.sqlite3")
     from workbench.stores.dynamodb import dynamodb_stores
 
+    if kind == "dynamodb-dynalite" and request.node.get_closest_marker("transactions"):
+        # A custom app's row is written with its partition's version in one TransactWriteItems
+        # (stores/dynamodb.py DynamoExternalServers); dynalite has no transactions. moto runs these.
+        pytest.skip("dynalite has no TransactWriteItems")
+
     endpoint: AwsEndpoint = request.getfixturevalue(
         "moto_endpoint" if kind == "dynamodb-moto" else "dynalite_endpoint"
     )

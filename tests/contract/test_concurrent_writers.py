@@ -87,6 +87,7 @@ def _apps(stores: Stores) -> ExternalServers:
 KEY = os.urandom(32)
 
 
+@pytest.mark.transactions
 @pytest.mark.parametrize("instances", [3])
 def test_sixty_concurrent_registrations_store_exactly_the_cap(stores: Stores, instances: int) -> None:
     services = [_apps(stores) for _ in range(instances)]
@@ -110,6 +111,7 @@ def test_sixty_concurrent_registrations_store_exactly_the_cap(stores: Stores, in
     assert len(services[0].list_for("u1")) == 25
 
 
+@pytest.mark.transactions
 def test_a_stale_conditional_server_write_is_refused(stores: Stores) -> None:
     servers = stores.external_servers
     assert servers is not None
@@ -154,6 +156,7 @@ def _apps_on(store: ExternalServerStore, stores: Stores) -> ExternalServers:
     )
 
 
+@pytest.mark.transactions
 def test_a_cache_clear_does_not_undo_a_workspace_code_set_meanwhile(stores: Stores) -> None:
     assert stores.external_servers is not None
     other = _apps(stores)
@@ -165,6 +168,7 @@ def test_a_cache_clear_does_not_undo_a_workspace_code_set_meanwhile(stores: Stor
     assert _apps(stores).workspace_code("u1") == "team-new"
 
 
+@pytest.mark.transactions
 def test_a_deleted_app_is_not_brought_back_by_a_status_write_in_flight(stores: Stores) -> None:
     assert stores.external_servers is not None
     first = _apps(stores)

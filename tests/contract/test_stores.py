@@ -116,6 +116,7 @@ def test_read_together_answers_what_each_get_answers(stores: Stores) -> None:
     assert after.api_key == replace(key, revoked=True) and after.user == ada
 
 
+@pytest.mark.transactions
 def test_read_together_reads_many_connections_and_server_rows_by_key(stores: Stores) -> None:
     """The keys a search needs (connections of several integrations, a user's settings row, the
     operator's clear stamp), in one read: each row found is what its own `get` answers, a key with
@@ -485,6 +486,7 @@ def test_time_is_not_cached(stores: Stores) -> None:
 # -- external MCP servers (custom apps) ------------------------------------------------------------------
 
 
+@pytest.mark.transactions
 def test_external_servers_roundtrip_and_isolation(stores: Stores) -> None:
     from workbench.stores import ExternalServer
 
@@ -509,6 +511,7 @@ def test_external_servers_roundtrip_and_isolation(stores: Stores) -> None:
     assert servers.get("usr_b", "linear") == theirs
 
 
+@pytest.mark.transactions
 def test_external_server_create_writes_only_a_new_key(stores: Stores) -> None:
     """create() is the claim a workspace code rests on: the first writer of a key wins, a second gets
     False and changes nothing, and the same name under another partition is a different key."""
@@ -526,6 +529,7 @@ def test_external_server_create_writes_only_a_new_key(stores: Stores) -> None:
     assert servers.get("#workspace", "team-a").state == "usr_b"  # type: ignore[union-attr]
 
 
+@pytest.mark.transactions
 def test_external_server_state_is_written_alone_and_never_resurrects(stores: Stores) -> None:
     from workbench.stores import ExternalServer
 
@@ -545,6 +549,60 @@ def test_external_server_state_is_written_alone_and_never_resurrects(stores: Sto
     assert servers.set_state("usr_a", "acme", '{"tools": []}') is False
     assert servers.get("usr_a", "acme") is None
     assert servers.set_state("usr_b", "never", "{}") is False and servers.list_for("usr_b") == []
+
+
+@pytest.mark.transactions
+def test_every_write_of_a_users_partition_gives_it_a_new_version(stores: Stores) -> None:
+    """What an instance's kept copy of a user's partition rests on (external/service.py
+    `_first_reads`): each completed write of the partition stores a version never seen before, read
+    by key; a write that does not happen stores none; the version row is never listed; another
+    user's partition and the store's own '#' partitions keep theirs."""
+    from workbench.stores import ExternalServer
+    from workbench.stores.flow_records import PARTITION_VERSION
+
+    servers = stores.external_servers
+    assert servers is not None
+    seen: list[str] = []
+
+    def version(owner: str = "usr_a") -> str | None:
+        row = servers.get(owner, PARTITION_VERSION)
+        found = stores.read_together(servers=[(owner, PARTITION_VERSION)]).servers.get(
+            (owner, PARTITION_VERSION)
+        )
+        assert (row.state if row else None) == (found.state if found else None)  # by key, both ways
+        return row.state if row else None
+
+    def moved() -> None:
+        now = version()
+        assert now is not None and now not in seen, seen
+        seen.append(now)
+
+    assert version() is None
+    app = ExternalServer("usr_a", "acme", "acme_", b"cfg", updated_at=NOW)
+    assert servers.create(app) is True
+    moved()
+    assert servers.create(replace(app, config=b"other")) is False
+    assert version() == seen[-1]  # refused: nothing changed
+    servers.put(replace(app, config=b"v2", updated_at=NOW + 1))
+    moved()
+    assert servers.put_if(replace(app, config=b"v3", updated_at=NOW + 2), expected_updated_at=NOW) is False
+    assert version() == seen[-1]
+    assert servers.put_if(replace(app, config=b"v3", updated_at=NOW + 2), expected_updated_at=NOW + 1)
+    moved()
+    assert servers.set_state("usr_a", "acme", '{"tools": []}') is True
+    moved()
+    assert servers.set_state("usr_a", "nope", "{}") is False
+    assert version() == seen[-1]
+    servers.put(ExternalServer("usr_b", "acme", "acme_", b"theirs"))  # another user's partition
+    assert version() == seen[-1] and version("usr_b") is not None
+    claim = ExternalServer("#workspace", "team-a", "", b"", state="usr_a")
+    assert servers.create(claim) is True and servers.delete("#workspace", "team-a") is True
+    assert version("#workspace") is None and version() == seen[-1]
+    assert [r.name for r in servers.list_for("usr_a")] == ["acme"]  # the version is not a row
+    assert servers.delete("usr_a", "acme") is True
+    moved()
+    assert servers.delete("usr_a", "acme") is False
+    assert version() == seen[-1] and servers.list_for("usr_a") == []
 
 
 # -- OAuth authorization server: clients, codes, refresh tokens -------------------------------------------

@@ -69,6 +69,7 @@ from workbench.identity.vault import Vault
 from workbench.manifest import Manifest, NoAuth, OAuth2Auth
 from workbench.observability import log_event, log_warning
 from workbench.stores import ExternalServer, ExternalServerStore, Snapshot
+from workbench.stores.flow_records import PARTITION_VERSION
 from workbench.tools import Tool
 
 if TYPE_CHECKING:
@@ -135,6 +136,11 @@ _MAX_RESULT_BYTES = 5_000_000
 _UNSAFE_VALUE = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")  # never into a header or query value
 _PRUNE_AT = 5_000  # cache + back-off entries on this instance before expired ones are dropped
 _WRITE_ATTEMPTS = 8  # lost races in a row before a read-modify-write gives up (ConflictError)
+# Users' partitions (their apps and settings rows) kept on this instance, each with the version it was
+# read at (see `_first_reads`): at most this many bytes of rows, and this many users.
+LISTING_CACHE_BYTES = 8_000_000
+LISTING_CACHE_USERS = 4_096
+_ROW_OVERHEAD = 300  # bytes a row costs besides its config blob
 
 
 class NeedsConnect(ExternalError):
@@ -188,13 +194,23 @@ class _Caller:
 
 
 class _Early(NamedTuple):
-    """What a search read in its first round trip: the user's partition, and beside it the keys it
-    knew it needed (`found`: the rows among `connections` and `servers` that exist)."""
+    """What a request read first: the user's partition (as this instance knew it at the version it
+    read, or a Query's), and the keys read by key in the first batch (`found`: the rows among
+    `connections` and `servers` that exist)."""
 
     rows: list[ExternalServer]
     found: Snapshot
     connections: frozenset[tuple[str, str]]
     servers: frozenset[tuple[str, str]]
+
+
+class _Listing(NamedTuple):
+    """A user's partition as read by a Query that started after `version` (its version row's token,
+    None for none) had been read: while that version is the stored one, these are the rows."""
+
+    version: str | None
+    rows: list[ExternalServer]
+    size: int
 
 
 @dataclass(slots=True)
@@ -250,6 +266,9 @@ class ExternalServers:
         # (user) -> (workspace code, settings stamp) known to be the user's: a claim is only ever
         # released by its holder changing the code, which restamps the settings row.
         self._held_codes: dict[str, tuple[str, float]] = {}
+        # (user) -> their partition at a version (see `_first_reads`); oldest use first.
+        self._listings: dict[str, _Listing] = {}
+        self._listing_bytes = 0
         self.cipher = cipher
         self.vault = vault
         self.registry = registry
@@ -920,7 +939,7 @@ class ExternalServers:
         `recheck`: the caller's API key, taken on trust until now: its records join the first
         batch and it is settled there (AuthError) before anything else is read or started."""
         keys = [(user_id, i) for i in dict.fromkeys(connections)]
-        early = await self._first_reads(user_id, keys, recheck) if keys or recheck is not None else None
+        early = await self._first_reads(user_id, keys, recheck)
         caller, apps, conns = await self.io.run(self._searchable, user_id, connections, early)
         now = self.clock()
         known: list[_Entry] = []
@@ -951,15 +970,72 @@ class ExternalServers:
     async def _first_reads(
         self, user_id: str, keys: Collection[tuple[str, str]] = (), recheck: KeyRecheck | None = None
     ) -> _Early:
-        """The user's partition, and beside its Query the keys known before it is read: the clear
-        stamp (needed as soon as there is an app, and free in a batch made anyway), the connections
-        `keys`, the caller's key (`recheck`). One round trip for all."""
-        beside = ((OPERATOR, _EPOCH_ROW),)
-        rows, first = await asyncio.gather(
-            self.io.run(self.store.list_for, user_id),
-            self.io.run(self._read_beside, keys, beside, recheck),
-        )
-        return _Early(rows, first, frozenset(keys), frozenset(beside))
+        """The user's partition, and the keys known before it is read: the clear stamp, the
+        partition's version, the connections `keys`, the caller's key (`recheck`), and the workspace
+        code's claim when the code is known. One BatchGetItem when this instance holds the partition
+        at the version it finds; otherwise then a Query of the partition, kept with that version.
+
+        Why a kept partition is never stale: every write to a user's partition stores a new version
+        token in the same atomic write (ExternalServerStore), and the partition kept with a version
+        was read by a Query that started after that version was read. So if the version read now is
+        the kept one, no write to the partition completed between that earlier read and now, and
+        the Query, which started after it, saw every write completed before it: the kept rows are
+        the stored rows. A version is a fresh random token, never reused. (No version row: nothing
+        was written since the version rows came, so the same argument holds with None.)"""
+        known = self._listings.get(user_id)
+        first, asked = await self.io.run(self._read_first, user_id, keys, recheck, known)
+        found = first.servers.get((user_id, PARTITION_VERSION))
+        version = found.state if found is not None else None
+        if known is not None and known.version == version:
+            self._listings[user_id] = self._listings.pop(user_id)  # the newest use
+            rows = known.rows
+        else:
+            rows = await self.io.run(self.store.list_for, user_id)  # after the version: see above
+            self._keep_listing(user_id, _Listing(version, rows, _size(rows)))
+        return _Early(rows, first, frozenset(keys), asked)
+
+    def _read_first(
+        self,
+        user_id: str,
+        keys: Collection[tuple[str, str]],
+        recheck: KeyRecheck | None,
+        known: _Listing | None,
+    ) -> tuple[Snapshot, frozenset[tuple[str, str]]]:
+        servers = [(OPERATOR, _EPOCH_ROW), (user_id, PARTITION_VERSION)]
+        if known is not None:
+            _, _, claim = self._code_and_claim(user_id, known.rows)
+            if claim is not None:  # right if the version holds; if not, `_read` reads the new one
+                servers.append(claim)
+        return self._read_beside(keys, servers, recheck), frozenset(servers)
+
+    def _keep_listing(self, user_id: str, listing: _Listing) -> None:
+        old = self._listings.pop(user_id, None)
+        if old is not None:
+            self._listing_bytes -= old.size
+        if listing.size > LISTING_CACHE_BYTES // 4:
+            return  # one user's very large apps: read each time rather than crowd out the others
+        while self._listings and (
+            self._listing_bytes + listing.size > LISTING_CACHE_BYTES
+            or len(self._listings) >= LISTING_CACHE_USERS
+        ):
+            oldest = next(iter(self._listings))
+            self._listing_bytes -= self._listings.pop(oldest).size
+        self._listings[user_id] = listing
+        self._listing_bytes += listing.size
+
+    def _code_and_claim(
+        self, user_id: str, rows: Sequence[ExternalServer]
+    ) -> tuple[str, float, tuple[str, str] | None]:
+        """The workspace code in the user's settings row (among `rows`), the row's stamp, and the
+        code's claim to read if this instance does not know it is the user's ((#workspace, code);
+        None: no code of their own, no app it would apply to, or known to be theirs)."""
+        settings = next((r for r in rows if r.name == _SETTINGS_ROW), None)
+        code = self._stored_code(user_id, settings)
+        stamp = settings.updated_at if settings else 0.0
+        has_apps = bool(self.operator_apps) or any(not r.name.startswith("#") for r in rows)
+        if has_apps and code and code != user_id and self._held_codes.get(user_id) != (code.lower(), stamp):
+            return code, stamp, (_CODE_OWNER, code.lower())
+        return code, stamp, None
 
     def _read_beside(
         self,
@@ -1012,20 +1088,17 @@ class ExternalServers:
         asked_rows = early.servers if early is not None else frozenset()
         settings = next((r for r in rows if r.name == _SETTINGS_ROW), None)
         apps = [*(self._app(r) for r in rows if not r.name.startswith("#")), *self.operator_apps.values()]
-        code = self._stored_code(user_id, settings)
-        stamp = settings.updated_at if settings else 0.0
-        servers: list[tuple[str, str]] = []
-        if apps:
-            servers.append((OPERATOR, _EPOCH_ROW))
-            if code and code != user_id and self._held_codes.get(user_id) != (code.lower(), stamp):
-                servers.append((_CODE_OWNER, code.lower()))
+        code, stamp, claim_key = self._code_and_claim(user_id, rows)
+        needed: list[tuple[str, str]] = [(OPERATOR, _EPOCH_ROW)] if apps else []
+        if claim_key is not None:
+            needed.append(claim_key)
         wanted = list(connections)
         if oauth_tokens and self.oauth is not None:
             wanted += [a.name for a in apps if a.auth_type == "oauth" and a.enabled and a.status == "ok"]
         keys = [k for k in dict.fromkeys((user_id, i) for i in wanted) if k not in asked_conns]
-        servers = [k for k in servers if k not in asked_rows]
+        servers = [k for k in needed if k not in asked_rows]
         snap = self._read_together(connections=keys, servers=servers) if keys or servers else Snapshot()
-        if early is not None:  # what was read beside the Query, and what was read after it
+        if early is not None:  # what was read first, and what was read after it
             snap = Snapshot(
                 connections={**early.found.connections, **snap.connections},
                 servers={**early.found.servers, **snap.servers},
@@ -1034,8 +1107,8 @@ class ExternalServers:
             return _Caller(user_id, user_id, stamp), apps, snap
         epoch = snap.servers.get((OPERATOR, _EPOCH_ROW))
         stamp = max(stamp, epoch.updated_at if epoch else 0.0)
-        if code and code != user_id and (_CODE_OWNER, code.lower()) in servers:
-            claim = snap.servers.get((_CODE_OWNER, code.lower()))
+        if claim_key is not None:  # read with the first batch or just now: the code is checked here
+            claim = snap.servers.get(claim_key)
             # No claim yet (a code stored before codes were claimed): claimed now, if still free.
             held = (
                 claim.state == user_id if claim is not None else self._holds_code(self.store, user_id, code)
@@ -1603,6 +1676,10 @@ def _with_bearer(endpoint: _Target, token: str) -> _Target:
 def _live(conn: Connection | None) -> bool:
     """An OAuth app's connection that holds a token (its tools are searchable)."""
     return conn is not None and conn.status == "connected"
+
+
+def _size(rows: Sequence[ExternalServer]) -> int:
+    return sum(len(r.config) + len(r.state) + _ROW_OVERHEAD for r in rows)
 
 
 def _stamp(app: App, caller: _Caller) -> tuple[float, float]:

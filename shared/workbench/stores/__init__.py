@@ -241,6 +241,12 @@ class JotStore(Protocol):
 
 
 class ExternalServerStore(Protocol):
+    """Custom apps' rows, by (owner, name). Every write to a user's partition (an owner not starting
+    with '#') also stores a new version of that partition (flow_records.version_row, the row
+    (owner, PARTITION_VERSION)) in the same atomic write: nothing in the partition changes without
+    its version changing. A write that does not happen (a failed condition, a missing row) stores
+    no version. The version row is read by key (`get`, Stores.read_together) and never listed."""
+
     def put(self, server: ExternalServer) -> None: ...
     def create(self, server: ExternalServer) -> bool:
         """Write `server` only if no row has its (user_id, name): False (nothing written) if one has,
@@ -254,7 +260,10 @@ class ExternalServerStore(Protocol):
         ...
 
     def get(self, user_id: str, name: str) -> ExternalServer | None: ...
-    def list_for(self, user_id: str) -> list[ExternalServer]: ...
+    def list_for(self, user_id: str) -> list[ExternalServer]:
+        """The owner's rows by name, without the version row."""
+        ...
+
     def delete(self, user_id: str, name: str) -> bool: ...
     def set_state(self, user_id: str, name: str, state: str) -> bool:
         """Replace only the `state` of an existing row; False (and nothing written) if it is gone."""

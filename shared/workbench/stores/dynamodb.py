@@ -746,9 +746,20 @@ class DynamoJots:
 
 
 class DynamoExternalServers:
-    def __init__(self, t: DynamoTables) -> None:
+    """Custom apps' rows. A write to a user's partition is one TransactWriteItems: the write (with
+    its condition) and the partition's new version (flow_records.version_row), so that no reader can
+    find the old version beside the new rows (ExternalServerStore). IAM authorizes each part as its
+    own action (PutItem, UpdateItem, DeleteItem): no other permission is needed."""
+
+    # Two writes of one partition at the same moment: DynamoDB cancels one (TransactionConflict);
+    # it is tried again, a few times, after a short random wait.
+    CONFLICT_ATTEMPTS = 6
+    CONFLICT_BACKOFF = 0.02
+
+    def __init__(self, t: DynamoTables, *, sleep: Callable[[float], None] = time.sleep) -> None:
         self.t = t
         self.table = t.name("external_servers")
+        self._sleep = sleep
 
     @staticmethod
     def _server(item: Item) -> ExternalServer:
@@ -769,27 +780,57 @@ class DynamoExternalServers:
             state=_get_s(item, "state", ""),
         )
 
+    _PARTS: ClassVar[dict[str, str]] = {"put_item": "Put", "update_item": "Update", "delete_item": "Delete"}
+
+    def _versioned(self, op: str, owner: str, **part: Any) -> bool:
+        """One write (`op`: put_item, update_item or delete_item, with its own ConditionExpression
+        if any) of `owner`'s partition, with the partition's new version in the same transaction.
+        False, and nothing written, when the write's condition failed. (IAM authorizes each part of
+        a transaction as its own action: `op`, and PutItem for the version.)"""
+        from workbench.stores.flow_records import version_row
+
+        part["TableName"] = self.table
+        version = version_row(owner)
+        if version is None:  # the store's own partitions: the plain call
+            return self.t.conditional(op, **part) is not None
+        items = [{self._PARTS[op]: part}, {"Put": {"TableName": self.table, "Item": self._item(version)}}]
+        for attempt in range(1, self.CONFLICT_ATTEMPTS + 1):
+            try:
+                # The token makes the client's own retry of this call (a dropped connection) the same
+                # transaction, not a second one whose condition fails on the first one's write.
+                self.t.client.transact_write_items(TransactItems=items, ClientRequestToken=uuid.uuid4().hex)
+            except Exception as exc:
+                if client_error_code(exc) != "TransactionCanceledException":
+                    raise
+                reasons = [r.get("Code") for r in getattr(exc, "response", {}).get("CancellationReasons", [])]
+                if reasons and reasons[0] == "ConditionalCheckFailed":
+                    return False
+                if "TransactionConflict" not in reasons or attempt == self.CONFLICT_ATTEMPTS:
+                    raise
+                self._sleep(random.random() * self.CONFLICT_BACKOFF * 2**attempt)  # noqa: S311 - jitter
+                continue
+            return True
+        raise AssertionError("unreachable")  # pragma: no cover
+
     def put(self, server: ExternalServer) -> None:
-        self.t.client.put_item(TableName=self.table, Item=self._item(server))
+        self._versioned("put_item", server.user_id, Item=self._item(server))
 
     def create(self, server: ExternalServer) -> bool:
-        done = self.t.conditional(
+        return self._versioned(
             "put_item",
-            TableName=self.table,
+            server.user_id,
             Item=self._item(server),
             ConditionExpression="attribute_not_exists(user_id)",
         )
-        return done is not None
 
     def put_if(self, server: ExternalServer, *, expected_updated_at: float) -> bool:
-        done = self.t.conditional(
+        return self._versioned(
             "put_item",
-            TableName=self.table,
+            server.user_id,
             Item=self._item(server),
             ConditionExpression="updated_at = :expected",  # false on a missing row too
             ExpressionAttributeValues={":expected": _n(expected_updated_at)},
         )
-        return done is not None
 
     @staticmethod
     def _item(server: ExternalServer) -> Item:
@@ -809,16 +850,15 @@ class DynamoExternalServers:
         }
 
     def set_state(self, user_id: str, name: str, state: str) -> bool:
-        done = self.t.conditional(
+        return self._versioned(
             "update_item",
-            TableName=self.table,
+            user_id,
             Key={"user_id": _s(user_id), "name": _s(name)},
             UpdateExpression="SET #s = :s",
             ConditionExpression="attribute_exists(user_id)",
             ExpressionAttributeNames={"#s": "state"},
             ExpressionAttributeValues={":s": _s(state)},
         )
-        return done is not None
 
     def get(self, user_id: str, name: str) -> ExternalServer | None:
         got = self.t.client.get_item(
@@ -828,19 +868,24 @@ class DynamoExternalServers:
         return self._server(item) if item else None
 
     def list_for(self, user_id: str) -> list[ExternalServer]:
+        from workbench.stores.flow_records import PARTITION_VERSION
+
         items = self.t.query(
             TableName=self.table,
             KeyConditionExpression="user_id = :u",
             ExpressionAttributeValues={":u": _s(user_id)},
             ConsistentRead=True,
         )
-        return [self._server(i) for i in items]  # sorted by name: it is the sort key
+        # Sorted by name: it is the sort key.
+        return [self._server(i) for i in items if i["name"]["S"] != PARTITION_VERSION]
 
     def delete(self, user_id: str, name: str) -> bool:
-        got = self.t.client.delete_item(
-            TableName=self.table, Key={"user_id": _s(user_id), "name": _s(name)}, ReturnValues="ALL_OLD"
+        return self._versioned(
+            "delete_item",
+            user_id,
+            Key={"user_id": _s(user_id), "name": _s(name)},
+            ConditionExpression="attribute_exists(user_id)",
         )
-        return bool(got.get("Attributes"))
 
 
 # -- OAuth authorization server (one table, pk + sk) --------------------------------------------------

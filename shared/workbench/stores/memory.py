@@ -232,11 +232,25 @@ class MemoryExternalServers:
         self._rows: dict[tuple[str, str], ExternalServer] = {}
         self._lock = threading.Lock()
 
+    def _changed(self, owner: str) -> None:
+        """A new version of the owner's partition (with the lock held: one atomic write)."""
+        from workbench.stores.flow_records import version_row
+
+        row = version_row(owner)
+        if row is not None:
+            self._rows[(owner, row.name)] = row
+
     def put(self, server: ExternalServer) -> None:
-        self._rows[(server.user_id, server.name)] = server
+        with self._lock:
+            self._rows[(server.user_id, server.name)] = server
+            self._changed(server.user_id)
 
     def create(self, server: ExternalServer) -> bool:
-        return self._rows.setdefault((server.user_id, server.name), server) is server
+        with self._lock:
+            if self._rows.setdefault((server.user_id, server.name), server) is not server:
+                return False
+            self._changed(server.user_id)
+            return True
 
     def put_if(self, server: ExternalServer, *, expected_updated_at: float) -> bool:
         key = (server.user_id, server.name)
@@ -245,23 +259,34 @@ class MemoryExternalServers:
             if current is None or current.updated_at != expected_updated_at:
                 return False
             self._rows[key] = server
+            self._changed(server.user_id)
             return True
 
     def get(self, user_id: str, name: str) -> ExternalServer | None:
         return self._rows.get((user_id, name))
 
     def list_for(self, user_id: str) -> list[ExternalServer]:
-        return sorted((s for (u, _), s in self._rows.items() if u == user_id), key=lambda s: s.name)
+        from workbench.stores.flow_records import PARTITION_VERSION
+
+        with self._lock:
+            rows = [s for (u, n), s in self._rows.items() if u == user_id and n != PARTITION_VERSION]
+        return sorted(rows, key=lambda s: s.name)
 
     def delete(self, user_id: str, name: str) -> bool:
-        return self._rows.pop((user_id, name), None) is not None
+        with self._lock:
+            if self._rows.pop((user_id, name), None) is None:
+                return False
+            self._changed(user_id)
+            return True
 
     def set_state(self, user_id: str, name: str, state: str) -> bool:
-        row = self._rows.get((user_id, name))
-        if row is None:
-            return False
-        self._rows[(user_id, name)] = replace(row, state=state)
-        return True
+        with self._lock:
+            row = self._rows.get((user_id, name))
+            if row is None:
+                return False
+            self._rows[(user_id, name)] = replace(row, state=state)
+            self._changed(user_id)
+            return True
 
 
 def _live(client: OAuthClient | None, now: float) -> OAuthClient | None:

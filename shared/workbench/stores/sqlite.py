@@ -545,50 +545,69 @@ class SqliteExternalServers:
                     expected_updated_at,
                 ),
             )
-            return cur.rowcount == 1
+            return self._changed(db, server.user_id, cur.rowcount == 1)
+
+    @staticmethod
+    def _changed(db: sqlite3.Connection, owner: str, written: bool) -> bool:
+        """A new version of the owner's partition, in the write's own transaction; `written`."""
+        from workbench.stores.flow_records import version_row
+
+        row = version_row(owner) if written else None
+        if row is not None:
+            SqliteExternalServers._write(db, "INSERT OR REPLACE", row)
+        return written
 
     def _insert(self, verb: str, server: ExternalServer) -> bool:
         with self.db.tx() as db:
-            cur = db.execute(
-                f"{verb} INTO external_servers (user_id, name, tool_prefix, config, auth_type, "
-                "header_name, enabled, timeout_ms, status, created_at, updated_at, state) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    server.user_id,
-                    server.name,
-                    server.tool_prefix,
-                    server.config,
-                    server.auth_type,
-                    server.header_name,
-                    int(server.enabled),
-                    server.timeout_ms,
-                    server.status,
-                    server.created_at,
-                    server.updated_at,
-                    server.state,
-                ),
-            )
-            return cur.rowcount == 1
+            return self._changed(db, server.user_id, self._write(db, verb, server))
+
+    @staticmethod
+    def _write(db: sqlite3.Connection, verb: str, server: ExternalServer) -> bool:
+        cur = db.execute(
+            f"{verb} INTO external_servers (user_id, name, tool_prefix, config, auth_type, "
+            "header_name, enabled, timeout_ms, status, created_at, updated_at, state) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                server.user_id,
+                server.name,
+                server.tool_prefix,
+                server.config,
+                server.auth_type,
+                server.header_name,
+                int(server.enabled),
+                server.timeout_ms,
+                server.status,
+                server.created_at,
+                server.updated_at,
+                server.state,
+            ),
+        )
+        return cur.rowcount == 1
 
     def set_state(self, user_id: str, name: str, state: str) -> bool:
         with self.db.tx() as db:
             cur = db.execute(
                 "UPDATE external_servers SET state = ? WHERE user_id = ? AND name = ?", (state, user_id, name)
             )
-            return cur.rowcount == 1
+            return self._changed(db, user_id, cur.rowcount == 1)
 
     def get(self, user_id: str, name: str) -> ExternalServer | None:
         rows = self.db.query("SELECT * FROM external_servers WHERE user_id = ? AND name = ?", (user_id, name))
         return self._server(rows[0]) if rows else None
 
     def list_for(self, user_id: str) -> list[ExternalServer]:
-        rows = self.db.query("SELECT * FROM external_servers WHERE user_id = ? ORDER BY name", (user_id,))
+        from workbench.stores.flow_records import PARTITION_VERSION
+
+        rows = self.db.query(
+            "SELECT * FROM external_servers WHERE user_id = ? AND name != ? ORDER BY name",
+            (user_id, PARTITION_VERSION),
+        )
         return [self._server(r) for r in rows]
 
     def delete(self, user_id: str, name: str) -> bool:
         with self.db.tx() as db:
             cur = db.execute("DELETE FROM external_servers WHERE user_id = ? AND name = ?", (user_id, name))
-            return cur.rowcount == 1
+            return self._changed(db, user_id, cur.rowcount == 1)
 
 
 def _record_json(record: Any) -> str:
