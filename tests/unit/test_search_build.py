@@ -83,9 +83,8 @@ def test_the_bulk_build_gives_the_per_tool_loops_postings_bit_for_bit() -> None:
 
 
 def test_the_bulk_parser_reads_every_tool_as_parse_does() -> None:
-    parser = search._Parser()
-    for doc in _catalog(300, seed=2):
-        fields, written = parser.parse(doc)
+    docs = _catalog(300, seed=2)  # ASCII and non-ASCII tools in each chunk the parser reads
+    for doc, (fields, written) in zip(docs, search._Parser().read(docs), strict=True):
         assert (fields, set(written)) == (search._parse(doc).fields, set(search._parse(doc).written))
 
 

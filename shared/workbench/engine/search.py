@@ -894,6 +894,19 @@ def _argument_terms(text: str) -> list[str]:
 # A maximal run of ASCII letters and digits: _ASCII_WORD without its lookarounds (several times
 # quicker over a catalog's text); a run longer than _WORD_MAX is then dropped as _ASCII_WORD drops it.
 _RUN = re.compile(r"[A-Za-z0-9]+")
+# Every byte but an ASCII letter or digit as a space, NUL apart: an ASCII text translated by it and
+# split() has the words _RUN finds (several times quicker than the pattern), and many texts joined
+# by NUL are translated at once (_split_words).
+_NOT_WORD = bytes(c if c == 0 or (c < 128 and chr(c).isalnum()) else 32 for c in range(256))
+_CHUNK = 64  # tools read together (_Parser.read): their words are held at once
+
+
+def _split_words(texts: list[str]) -> list[list[str]]:
+    """_RUN.findall of each of `texts` (ASCII, at least one), by one translate and split of them all."""
+    joined = "\0".join(texts)
+    if joined.count("\0") != len(texts) - 1:  # a text with a NUL of its own (no word has one)
+        joined = "\0".join(t.replace("\0", " ") for t in texts)
+    return list(map(str.split, joined.encode().translate(_NOT_WORD).decode().split("\0")))
 
 
 _WORDS_CACHED = 32_768  # distinct words a build remembers (it starts again past it)
@@ -909,7 +922,6 @@ class _Words:
     def __init__(self) -> None:
         self.terms: dict[str, tuple[str, ...]] = {}
         self.lower: dict[str, str] = {}
-        self.stems: dict[str, str] = {}  # stem() of words ending in -s: any other word is its own
 
     def learn(self, raws: set[str]) -> None:
         """Work out the words of `raws` not known yet (each a run of ASCII letters and digits)."""
@@ -917,33 +929,35 @@ class _Words:
         if len(terms) >= _WORDS_CACHED:
             terms.clear()
             lower.clear()
-            self.stems.clear()
+        camel = []
         for raw in raws.difference(terms):
             if raw.islower() or raw.isdigit():  # most words: one part, itself
-                if len(raw) > _TERM_MAX:
-                    terms[raw], lower[raw] = (), ""
-                    continue
-                lower[raw] = raw
-                if raw in _STOP or (len(raw) == 1 and not raw.isdigit()):
-                    terms[raw] = ()
-                else:
-                    terms[raw] = (self._stem(raw) if raw[-1] == "s" else raw,)
-                continue
+                terms[raw] = _plain_terms(raw)
+                lower[raw] = raw if len(raw) <= _TERM_MAX else ""
+            else:
+                camel.append(raw)
+        for raw in camel:
             lower[raw] = raw.lower() if len(raw) <= _TERM_MAX else ""
             if len(raw) > _WORD_MAX:
                 terms[raw] = ()
                 continue
-            terms[raw] = tuple(
-                self._stem(w) if w[-1] == "s" else w
-                for w in _split_camel(raw)
-                if w not in _STOP and (len(w) > 1 or w.isdigit()) and len(w) <= _TERM_MAX
-            )
+            parts = _split_camel(raw)
+            if len(parts) == 1:
+                terms[raw] = _plain_terms(parts[0])
+                continue
+            for part in parts:  # each lower-case: remembered as the word it is (createIssue: create)
+                if part not in terms:
+                    terms[part] = _plain_terms(part)
+                    lower[part] = part if len(part) <= _TERM_MAX else ""
+            terms[raw] = tuple(itertools.chain.from_iterable(map(terms.__getitem__, parts)))
 
-    def _stem(self, word: str) -> str:
-        out = self.stems.get(word)
-        if out is None:
-            out = self.stems[word] = stem(word)
-        return out
+
+def _plain_terms(word: str) -> tuple[str, ...]:
+    """_ascii_stems of a word in lower case or digits (one part): none for a stop word, a letter or
+    a word past _TERM_MAX, else its stem (a word not ending in -s is its own)."""
+    if len(word) > _TERM_MAX or word in _STOP or (len(word) == 1 and not word.isdigit()):
+        return ()
+    return (stem(word) if word[-1] == "s" else word,)
 
 
 class _Vocabulary:
@@ -1001,52 +1015,71 @@ class _Parser:
     def _arguments(self, raws: list[str]) -> list[str]:
         """_argument_terms of the text of `raws`: each word once, the first _ARGUMENT_TERMS, from as
         few of the text's words as give them."""
-        raws = list(filter(str.isalpha, dict.fromkeys(raws)))
         words = self.words.terms.__getitem__
         head = 2 * _ARGUMENT_TERMS
+        if len(raws) <= head:  # every word in the head: the terms' dict drops repeats alone
+            return list(dict.fromkeys(itertools.chain.from_iterable(map(words, filter(str.isalpha, raws)))))[
+                :_ARGUMENT_TERMS
+            ]
+        raws = list(filter(str.isalpha, dict.fromkeys(raws)))
         terms = dict.fromkeys(itertools.chain.from_iterable(map(words, raws[:head])))
         if len(terms) < _ARGUMENT_TERMS and len(raws) > head:
             terms = dict.fromkeys(itertools.chain.from_iterable(map(words, raws)))
         return list(terms)[:_ARGUMENT_TERMS]
 
-    def parse(self, doc: SearchDoc) -> tuple[dict[str, list[str]], Collection[str]]:
-        name, description, keywords = (
-            doc.name[:_NAME_CHARS],
-            doc.description[:_DESCRIPTION_CHARS],
-            doc.keywords[:_KEYWORD_CHARS],
-        )
-        arguments = doc.arguments[:_ARGUMENT_CHARS]
-        if not (name.isascii() and description.isascii() and keywords.isascii() and arguments.isascii()):
-            parsed = _parse(doc)
-            return parsed.fields, parsed.written
-        integration = _integration_terms(doc.integration[:_NAME_CHARS])
-        known = set(integration)
-        if "_" in description:
-            description = _IDENTIFIER.sub(" ", description)
-        name_raws = _RUN.findall(name)
-        description_raws = _RUN.findall(description)
-        keyword_raws = _RUN.findall(keywords) if keywords else []
-        argument_raws = _RUN.findall(arguments) if arguments else []
-        self.words.learn(set(name_raws).union(description_raws, keyword_raws, argument_raws))
-        terms = self._terms(name_raws)
-        at = 0
-        while at < len(terms) - 1 and terms[at] in known:
-            at += 1
-        rest = terms[at:]
-        verb = next((i for i, t in enumerate(rest) if t in _ACTIONS), None)
-        fields = {
-            "action": [rest[verb]] if verb is not None else [],
-            "object": [t for i, t in enumerate(rest) if i != verb],
-            "integration": [*integration, *(t for t in terms[:at] if t not in known)],
-            "description": self._terms(description_raws, _DESCRIPTION_TERMS),
-            "keywords": self._terms(keyword_raws),
-            "arguments": self._arguments(argument_raws),
-        }
-        written = set(
-            map(self.words.lower.__getitem__, itertools.chain(name_raws, description_raws, keyword_raws))
-        )
-        written.discard("")
-        return fields, written
+    def read(self, docs: list[SearchDoc]) -> Iterator[tuple[dict[str, list[str]], Collection[str]]]:
+        """Each document's fields and written words, as _parse reads them, in order. Read _CHUNK
+        documents at a time: each field of theirs split into words at once (_split_words), their new
+        words worked out together (_Words.learn); a document with any non-ASCII text goes
+        through _parse."""
+        words = self.words
+        for start in range(0, len(docs), _CHUNK):
+            chunk = docs[start : start + _CHUNK]
+            names = [d.name[:_NAME_CHARS] for d in chunk]
+            descriptions = [d.description[:_DESCRIPTION_CHARS] for d in chunk]
+            keywords = [d.keywords[:_KEYWORD_CHARS] for d in chunk]
+            arguments = [d.arguments[:_ARGUMENT_CHARS] for d in chunk]
+            texts = (names, descriptions, keywords, arguments)
+            other: set[int] = set()  # the documents with non-ASCII text: left out of the columns
+            if not all(map(str.isascii, map("".join, texts))):
+                for column in texts:
+                    other.update(i for i, text in enumerate(column) if not text.isascii())
+                for column in texts:
+                    for i in other:
+                        column[i] = ""
+            descriptions = [_IDENTIFIER.sub(" ", t) if "_" in t else t for t in descriptions]
+            name_runs, description_runs, keyword_runs, argument_runs = columns = (
+                _split_words(names),
+                _split_words(descriptions),
+                _split_words(keywords),
+                _split_words(arguments),
+            )
+            words.learn(set(itertools.chain.from_iterable(itertools.chain.from_iterable(columns))))
+            lower = words.lower.__getitem__
+            for i, d in enumerate(chunk):
+                if i in other:
+                    parsed = _parse(d)
+                    yield parsed.fields, parsed.written
+                    continue
+                integration = _integration_terms(d.integration[:_NAME_CHARS])
+                name_raws, description_raws, keyword_raws = name_runs[i], description_runs[i], keyword_runs[i]
+                terms = self._terms(name_raws)
+                at = 0
+                while at < len(terms) - 1 and terms[at] in integration:
+                    at += 1
+                rest = terms[at:]
+                verb = next((k for k, t in enumerate(rest) if t in _ACTIONS), None)
+                fields = {
+                    "action": [rest[verb]] if verb is not None else [],
+                    "object": [t for k, t in enumerate(rest) if k != verb],
+                    "integration": [*integration, *(t for t in terms[:at] if t not in integration)],
+                    "description": self._terms(description_raws, _DESCRIPTION_TERMS),
+                    "keywords": self._terms(keyword_raws),
+                    "arguments": self._arguments(argument_runs[i]),
+                }
+                written = set(map(lower, itertools.chain(name_raws, description_raws, keyword_raws)))
+                written.discard("")
+                yield fields, written
 
 
 @functools.lru_cache(maxsize=1024)
@@ -1181,8 +1214,7 @@ class SearchIndex:
         written_rows: dict[str, array[int]] = {}
         vocabulary = _VOCABULARY + _VOCABULARY_PER_TOOL * n
         known = _Vocabulary(vocabulary, written_rows)
-        for i, d in enumerate(self.docs):
-            parsed, written = parser.parse(d)
+        for i, (parsed, written) in enumerate(parser.read(self.docs)):
             fields.append(parsed)
             for w in known.admit(written):
                 try:
