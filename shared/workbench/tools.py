@@ -60,12 +60,14 @@ if TYPE_CHECKING:
     from pydantic import BaseModel
 
     from workbench.engine.blocking import BlockingPool
+    from workbench.models import ArgsModel
     from workbench.stores import User
 
 __all__ = [
     "ApiKeyAuth",
     "ApiKeyField",
     "Arg",
+    "ArgsModel",
     "Arguments",
     "CancelSignal",
     "CookieAuth",
@@ -87,6 +89,16 @@ __all__ = [
 ]
 
 EmitFn = Callable[[Any], None]
+
+
+def __getattr__(name: str) -> Any:
+    """`ArgsModel` (workbench.models) imports pydantic: loaded when a plugin asks for it, so a plugin
+    that declares its arguments with `Arguments`, and the built-in tools, never import pydantic."""
+    if name == "ArgsModel":
+        from workbench.models import ArgsModel
+
+        return ArgsModel
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @dataclass(frozen=True, slots=True)

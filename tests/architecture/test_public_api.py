@@ -16,6 +16,7 @@ import workbench_plugins
 TOOLS = {
     "ApiKeyAuth",
     "Arg",
+    "ArgsModel",
     "Arguments",
     "ApiKeyField",
     "CancelSignal",

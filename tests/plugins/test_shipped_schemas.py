@@ -50,3 +50,30 @@ def test_every_shipped_tool_publishes_what_it_did() -> None:
 
 if __name__ == "__main__" and sys.argv[1:] == ["--write"]:
     PIN.write_text(_lines(published()))
+
+
+# A fresh interpreter: a shipped plugin's tools module builds none of its models when imported;
+# validating one tool's arguments builds that tool's model alone.
+_BUILDS = """
+import json
+from workbench_plugins.github import tools
+models = {t.name: t.input_model for t in tools.TOOLS}
+built = lambda: sorted(n for n, m in models.items() if m.__pydantic_complete__)
+at_import = built()
+models["github_get_repo"].model_validate({"owner": "octocat", "repo": "hello-world"})
+print(json.dumps({"at_import": at_import, "after_one_call": built(), "count": len(models)}))
+"""
+
+
+def test_a_shipped_plugin_builds_the_model_of_the_tool_it_runs_only() -> None:
+    import subprocess
+
+    from tests.support.processes import REPO
+
+    done = subprocess.run(
+        [sys.executable, "-c", _BUILDS], cwd=REPO, capture_output=True, text=True, timeout=60, check=True
+    )
+    out = json.loads(done.stdout)
+    assert out["count"] > 20
+    assert out["at_import"] == []
+    assert out["after_one_call"] == ["github_get_repo"]

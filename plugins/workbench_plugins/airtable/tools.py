@@ -9,9 +9,9 @@ from __future__ import annotations
 from typing import Any, Literal
 from urllib.parse import quote
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 from workbench.sdk import api, pick, pick_many
-from workbench.tools import ToolContext, tool
+from workbench.tools import ArgsModel, ToolContext, tool
 
 _MAX_WRITE = 10
 
@@ -27,12 +27,12 @@ def _records(body: Any) -> dict[str, Any]:
     }
 
 
-class Table(BaseModel):
+class Table(ArgsModel):
     base_id: str = Field(description="Base id (app...), from airtable_list_bases")
     table: str = Field(description="Table id (tbl...) or table name")
 
 
-class Cursor(BaseModel):
+class Cursor(ArgsModel):
     cursor: str | None = Field(default=None, description="nextCursor (offset) from the previous call")
 
 
@@ -51,7 +51,7 @@ async def list_bases(args: Cursor, ctx: ToolContext) -> Any:
     }
 
 
-class BaseId(BaseModel):
+class BaseId(ArgsModel):
     base_id: str = Field(description="Base id (app...), from airtable_list_bases")
 
 
@@ -177,7 +177,7 @@ async def create_records(args: CreateRecords, ctx: ToolContext) -> Any:
     return _records(await api(ctx, "POST", _table_path(args.base_id, args.table), json=body))
 
 
-class RecordUpdate(BaseModel):
+class RecordUpdate(ArgsModel):
     id: str = Field(description="Record id (rec...), from airtable_list_records or airtable_search_records")
     fields: dict[str, Any] = Field(description="Fields to change; others are left as they are")
 
@@ -250,7 +250,7 @@ async def delete_records(args: DeleteRecords, ctx: ToolContext) -> Any:
     return {"deleted": [r.get("id") for r in res.get("records") or [] if r.get("deleted")]}
 
 
-class FieldSpec(BaseModel):
+class FieldSpec(ArgsModel):
     name: str = Field(description="Field name")
     type: str = Field(
         default="singleLineText",

@@ -12,16 +12,16 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 from workbench.sdk import ToolError, api, pick_many
-from workbench.tools import ToolContext
+from workbench.tools import ArgsModel, ToolContext
 
 __all__ = ["SiteArgs", "accessible_sites", "site_path"]
 
 RESOURCES = "/oauth/token/accessible-resources"
 
 
-class SiteArgs(BaseModel):
+class SiteArgs(ArgsModel):
     cloudId: str | None = Field(
         default=None,
         description="Atlassian site (cloud) id, from jira_list_sites; optional when the connection reaches only one site",

@@ -10,9 +10,9 @@ import base64
 import binascii
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 from workbench.sdk import ToolError, api, compact, pick, pick_many, trim
-from workbench.tools import ToolContext, tool
+from workbench.tools import ArgsModel, ToolContext, tool
 
 from workbench_plugins.atlassian_jira.cloud import SiteArgs, accessible_sites, site_path
 
@@ -92,7 +92,7 @@ class _IssueRef(SiteArgs):
     issueKey: str = Field(description="Issue key or id, e.g. 'ACME-42'")
 
 
-class ListSites(BaseModel):
+class ListSites(ArgsModel):
     pass
 
 

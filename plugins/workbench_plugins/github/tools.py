@@ -10,7 +10,7 @@ import base64
 import codecs
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 from workbench.sdk import (
     ToolError,
     UpstreamError,
@@ -23,7 +23,7 @@ from workbench.sdk import (
     query_param,
     trim,
 )
-from workbench.tools import ToolContext, tool
+from workbench.tools import ArgsModel, ToolContext, tool
 
 _PR_FIELDS = (
     "number",
@@ -51,12 +51,12 @@ _REPO_FIELDS = (
 )
 
 
-class _Repo(BaseModel):
+class _Repo(ArgsModel):
     owner: str = Field(description="Repository owner (user or organisation), e.g. 'octocat'")
     repo: str = Field(description="Repository name, e.g. 'hello-world'")
 
 
-class _Paged(BaseModel):
+class _Paged(ArgsModel):
     perPage: int = Field(default=30, ge=1, le=100, description="Results per page (max 100)")
     page: int = Field(default=1, ge=1, description="Page number, starting at 1 (use nextPage)")
 

@@ -12,9 +12,9 @@ from datetime import UTC, datetime
 from typing import Any, Literal
 from urllib.parse import quote
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 from workbench.sdk import ToolError, api, compact, pick, pick_many, trim
-from workbench.tools import ToolContext, tool
+from workbench.tools import ArgsModel, ToolContext, tool
 
 # Every tool works with the one scope the manifest asks for (the discovery document lists it
 # for each method called; tests/plugins/test_definitions.py checks that).
@@ -68,14 +68,14 @@ def _event(e: Any) -> dict[str, Any]:
     }
 
 
-class _Cal(BaseModel):
+class _Cal(ArgsModel):
     calendarId: str = Field(
         default="primary",
         description="Calendar id from calendar_list_calendars, or 'primary' (the user's calendar)",
     )
 
 
-class ListCalendars(BaseModel):
+class ListCalendars(ArgsModel):
     limit: int = Field(default=100, ge=1, le=250, description="Calendars per page")
     pageToken: str | None = Field(default=None, description="Cursor from the previous page")
 
@@ -308,7 +308,7 @@ async def quick_add(args: QuickAdd, ctx: ToolContext) -> Any:
     return _event(created)
 
 
-class FreeBusy(BaseModel):
+class FreeBusy(ArgsModel):
     timeMin: str = Field(description="Window start (RFC 3339)")
     timeMax: str = Field(description="Window end (RFC 3339)")
     calendars: list[str] = Field(

@@ -12,9 +12,9 @@ import json
 import uuid
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 from workbench.sdk import ToolError, api, api_response, compact, pick, pick_many, trim
-from workbench.tools import ToolContext, tool
+from workbench.tools import ArgsModel, ToolContext, tool
 
 # Every tool works with the one scope the manifest asks for (the discovery document lists it
 # for each method called; tests/plugins/test_definitions.py checks that).
@@ -59,7 +59,7 @@ async def _list(ctx: ToolContext, q: str, limit: int, page_token: str | None, or
     return {"files": pick_many(page.get("files"), *_F), "nextPageToken": page.get("nextPageToken")}
 
 
-class ListFiles(BaseModel):
+class ListFiles(ArgsModel):
     folderId: str | None = Field(
         default=None,
         description="Only files directly in this folder: a folder id from google_drive_list_files or google_drive_search ('root' for My Drive)",
@@ -89,7 +89,7 @@ async def list_files(args: ListFiles, ctx: ToolContext) -> Any:
     return await _list(ctx, " and ".join(clauses), args.limit, args.pageToken, args.orderBy)
 
 
-class Search(BaseModel):
+class Search(ArgsModel):
     text: str = Field(min_length=1, description="Words to find in file names and contents")
     mimeType: str | None = Field(default=None, description="Only this type, e.g. 'application/pdf'")
     limit: int = Field(default=25, ge=1, le=1000, description="Files per page")
@@ -110,7 +110,7 @@ async def search(args: Search, ctx: ToolContext) -> Any:
     return await _list(ctx, q, args.limit, args.pageToken, None)
 
 
-class FileRef(BaseModel):
+class FileRef(ArgsModel):
     fileId: str = Field(description="Drive file id, from google_drive_list_files or google_drive_search")
 
 
@@ -165,7 +165,7 @@ async def read_file(args: ReadFile, ctx: ToolContext) -> Any:
     return {**pick(meta, "id", "name", "mimeType"), "content": trim(resp.text, args.maxChars)}
 
 
-class Upload(BaseModel):
+class Upload(ArgsModel):
     name: str = Field(min_length=1, description="File name, e.g. 'report.csv'")
     content: str = Field(description="The file's text content")
     mimeType: str = Field(default="text/plain", description="Content type, e.g. 'text/csv', 'text/markdown'")
@@ -235,7 +235,7 @@ async def update_file_content(args: UpdateContent, ctx: ToolContext) -> Any:
     return pick(updated, *_F)
 
 
-class CreateFolder(BaseModel):
+class CreateFolder(ArgsModel):
     name: str = Field(min_length=1, description="Folder name")
     parentId: str | None = Field(
         default=None,
@@ -462,7 +462,7 @@ async def download_file(args: Download, ctx: ToolContext) -> Any:
     }
 
 
-class ListDrives(BaseModel):
+class ListDrives(ArgsModel):
     q: str | None = Field(
         default=None, description="Drive search on shared drives, e.g. \"name contains 'Sales'\""
     )

@@ -15,9 +15,9 @@ import re
 from email.message import EmailMessage
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 from workbench.sdk import ToolError, api, compact, pick, pick_many, trim
-from workbench.tools import ToolContext, tool
+from workbench.tools import ArgsModel, ToolContext, tool
 
 # Every tool works with the one scope the manifest asks for (the discovery document lists it
 # for each method called; tests/plugins/test_definitions.py checks that).
@@ -120,7 +120,7 @@ def _raw(
 _MAX_ATTACH = 18_000_000  # bytes in all: Gmail's 25 MB send limit applies after base64 (x4/3)
 
 
-class Attachment(BaseModel):
+class Attachment(ArgsModel):
     filename: str = Field(min_length=1, max_length=255, description="File name shown to the recipient")
     contentBase64: str = Field(
         min_length=1, description="The file's bytes, base64-encoded (standard or URL-safe)"
@@ -145,7 +145,7 @@ def _check_attachments(attachments: list[Attachment] | None) -> None:
         raise ToolError(f"attachments total {total} bytes; the limit is {_MAX_ATTACH} bytes.")
 
 
-class SearchMessages(BaseModel):
+class SearchMessages(ArgsModel):
     q: str = Field(
         default="",
         description="Gmail search, e.g. 'from:ada@example.com is:unread newer_than:7d' ('' for all)",
@@ -195,7 +195,7 @@ async def search_messages(args: SearchMessages, ctx: ToolContext) -> Any:
     }
 
 
-class MessageRef(BaseModel):
+class MessageRef(ArgsModel):
     id: str = Field(description="Message id")
 
 
@@ -210,7 +210,7 @@ async def get_message(args: MessageRef, ctx: ToolContext) -> Any:
     return _full(await api(ctx, "GET", f"{ME}/messages/{args.id}", params={"format": "full"}))
 
 
-class ThreadRef(BaseModel):
+class ThreadRef(ArgsModel):
     id: str = Field(description="Thread id")
 
 
@@ -226,7 +226,7 @@ async def get_thread(args: ThreadRef, ctx: ToolContext) -> Any:
     return {"id": thread.get("id"), "messages": [_full(m) for m in thread.get("messages", [])]}
 
 
-class Compose(BaseModel):
+class Compose(ArgsModel):
     to: list[str] = Field(min_length=1, description="Recipient addresses")
     subject: str = Field(description="Subject line")
     body: str = Field(description="Plain-text body")
@@ -251,7 +251,7 @@ async def send_email(args: Compose, ctx: ToolContext) -> Any:
     return pick(sent, "id", "threadId", "labelIds")
 
 
-class Reply(BaseModel):
+class Reply(ArgsModel):
     id: str = Field(description="Id of the message to reply to")
     body: str = Field(description="Plain-text reply")
     replyAll: bool = Field(default=False, description="Also reply to the other recipients (To and Cc)")
@@ -320,7 +320,7 @@ async def create_draft(args: Compose, ctx: ToolContext) -> Any:
     return pick(draft, "id", "message.id", "message.threadId")
 
 
-class ListDrafts(BaseModel):
+class ListDrafts(ArgsModel):
     limit: int = Field(default=20, ge=1, le=100, description="Drafts per page")
     pageToken: str | None = Field(default=None, description="Cursor from the previous page")
 
@@ -342,7 +342,7 @@ async def list_drafts(args: ListDrafts, ctx: ToolContext) -> Any:
     }
 
 
-class DraftRef(BaseModel):
+class DraftRef(ArgsModel):
     id: str = Field(description="Draft id")
 
 
@@ -358,7 +358,7 @@ async def send_draft(args: DraftRef, ctx: ToolContext) -> Any:
     return pick(sent, "id", "threadId", "labelIds")
 
 
-class NoArgs(BaseModel):
+class NoArgs(ArgsModel):
     pass
 
 
@@ -467,7 +467,7 @@ async def get_attachment(args: AttachmentRef, ctx: ToolContext) -> Any:
     }
 
 
-class SearchThreads(BaseModel):
+class SearchThreads(ArgsModel):
     q: str = Field(
         default="", description="Gmail search, e.g. 'from:ada@example.com newer_than:7d' ('' for all)"
     )
@@ -507,7 +507,7 @@ async def search_threads(args: SearchThreads, ctx: ToolContext) -> Any:
     }
 
 
-class CreateLabel(BaseModel):
+class CreateLabel(ArgsModel):
     name: str = Field(min_length=1, max_length=225, description="Label name; 'Parent/Child' nests it")
     showInMessageList: bool = Field(default=True, description="Show the label on messages in the list")
     showInLabelList: bool = Field(default=True, description="Show the label in the label list")

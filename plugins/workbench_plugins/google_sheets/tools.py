@@ -10,9 +10,9 @@ from __future__ import annotations
 from typing import Any, Literal
 from urllib.parse import quote
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 from workbench.sdk import api, compact, pick
-from workbench.tools import ToolContext, tool
+from workbench.tools import ArgsModel, ToolContext, tool
 
 # Every tool works with the one scope the manifest asks for (the discovery document lists it
 # for each method called; tests/plugins/test_definitions.py checks that).
@@ -41,13 +41,13 @@ def _values(vr: Any) -> dict[str, Any]:
     return out
 
 
-class SheetRef(BaseModel):
+class SheetRef(ArgsModel):
     spreadsheetId: str = Field(
         description="Spreadsheet id: from its URL (/spreadsheets/d/<id>/edit), or its file id from google_drive_search"
     )
 
 
-class Create(BaseModel):
+class Create(ArgsModel):
     title: str = Field(min_length=1, description="Spreadsheet title")
     sheetTitles: list[str] | None = Field(
         default=None, description="Tab names to create (default: one 'Sheet1')"
@@ -214,7 +214,7 @@ async def clear_range(args: ClearRange, ctx: ToolContext) -> Any:
     return pick(done, "spreadsheetId", "clearedRange")
 
 
-class RangeValues(BaseModel):
+class RangeValues(ArgsModel):
     range: str = Field(description="A1 range")
     values: list[list[Cell]] = Field(description="Rows of cell values")
 

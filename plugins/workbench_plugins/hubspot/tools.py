@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 from workbench.sdk import ToolError, api, pick, pick_many
-from workbench.tools import ToolContext, tool
+from workbench.tools import ArgsModel, ToolContext, tool
 
 CONTACT_PROPS = [
     "email",
@@ -84,7 +84,7 @@ async def _list_objects(ctx: ToolContext, kind: str, args: Any, default_props: l
     return _list(body, kind)
 
 
-class Page(BaseModel):
+class Page(ArgsModel):
     limit: int = Field(default=20, ge=1, le=100, description="Results per page (max 100)")
     cursor: str | None = Field(default=None, description="nextCursor from the previous call")
     properties: list[str] | None = Field(
@@ -103,7 +103,7 @@ async def list_contacts(args: Page, ctx: ToolContext) -> Any:
     return await _list_objects(ctx, "contacts", args, CONTACT_PROPS)
 
 
-class GetContact(BaseModel):
+class GetContact(ArgsModel):
     contact_id: str = Field(
         description="Contact id (from hubspot_search_contacts or hubspot_list_contacts), or an email when id_property='email'"
     )
@@ -135,7 +135,7 @@ async def get_contact(args: GetContact, ctx: ToolContext) -> Any:
     return _record(obj)
 
 
-class Search(BaseModel):
+class Search(ArgsModel):
     query: str | None = Field(
         default=None, description="Free text matched against the default searchable properties"
     )
@@ -184,7 +184,7 @@ async def search_deals(args: Search, ctx: ToolContext) -> Any:
     return await _search(ctx, "deals", args, DEAL_PROPS)
 
 
-class CreateContact(BaseModel):
+class CreateContact(ArgsModel):
     email: str | None = Field(default=None, description="Email address (HubSpot's unique key for contacts)")
     firstname: str | None = Field(default=None, description="First name")
     lastname: str | None = Field(default=None, description="Last name")
@@ -210,7 +210,7 @@ async def create_contact(args: CreateContact, ctx: ToolContext) -> Any:
     return _record(await api(ctx, "POST", "/crm/v3/objects/contacts", json={"properties": props}))
 
 
-class UpdateObject(BaseModel):
+class UpdateObject(ArgsModel):
     id: str = Field(description="Record id")
     properties: dict[str, str] = Field(
         description="Property values to set, by internal property name (from hubspot_list_properties)"
@@ -241,7 +241,7 @@ async def list_companies(args: Page, ctx: ToolContext) -> Any:
     return await _list_objects(ctx, "companies", args, COMPANY_PROPS)
 
 
-class CreateCompany(BaseModel):
+class CreateCompany(ArgsModel):
     name: str = Field(description="Company name")
     domain: str | None = Field(default=None, description="Website domain, e.g. example.com")
     properties: dict[str, str] | None = Field(
@@ -272,7 +272,7 @@ async def list_deals(args: Page, ctx: ToolContext) -> Any:
     return await _list_objects(ctx, "deals", args, DEAL_PROPS)
 
 
-class CreateDeal(BaseModel):
+class CreateDeal(ArgsModel):
     dealname: str = Field(description="Deal name")
     pipeline: str = Field(default="default", description="Pipeline id (hubspot_list_pipelines lists them)")
     dealstage: str | None = Field(
@@ -335,7 +335,7 @@ async def update_deal(args: UpdateObject, ctx: ToolContext) -> Any:
     )
 
 
-class CreateNote(BaseModel):
+class CreateNote(ArgsModel):
     body: str = Field(min_length=1, description="Note text (HTML allowed)")
     timestamp: str = Field(description="When the note happened (ISO 8601), e.g. 2024-05-01T10:00:00Z")
     contact_id: str | None = Field(
@@ -365,7 +365,7 @@ async def create_note(args: CreateNote, ctx: ToolContext) -> Any:
     return _record(await api(ctx, "POST", "/crm/v3/objects/notes", json=body))
 
 
-class ListOwners(BaseModel):
+class ListOwners(ArgsModel):
     email: str | None = Field(default=None, description="Only the owner with this email")
     limit: int = Field(default=100, ge=1, le=500, description="Results per page (max 500)")
     cursor: str | None = Field(default=None, description="nextCursor from the previous call")
@@ -391,7 +391,7 @@ async def list_owners(args: ListOwners, ctx: ToolContext) -> Any:
     }
 
 
-class ListProperties(BaseModel):
+class ListProperties(ArgsModel):
     object_type: Literal["contacts", "companies", "deals", "tickets"] = Field(
         description="Which records' properties: contacts, companies, deals or tickets"
     )
@@ -425,7 +425,7 @@ async def list_properties(args: ListProperties, ctx: ToolContext) -> Any:
 # -- companies and deals: read, search, update ----------------------------------------------------
 
 
-class GetRecord(BaseModel):
+class GetRecord(ArgsModel):
     id: str = Field(description="Record id")
     properties: list[str] | None = Field(
         default=None, description="Property names to return (default: common ones)"
@@ -507,7 +507,7 @@ def _pipeline(p: Any) -> dict[str, Any]:
     }
 
 
-class ListPipelines(BaseModel):
+class ListPipelines(ArgsModel):
     object_type: Literal["deals", "tickets"] = Field(
         default="deals", description="Whose pipelines: deals (sales) or tickets (support statuses)"
     )
@@ -532,7 +532,7 @@ async def list_pipelines(args: ListPipelines, ctx: ToolContext) -> Any:
 ObjectType = Literal["contacts", "companies", "deals"]
 
 
-class ListAssociations(BaseModel):
+class ListAssociations(ArgsModel):
     object_type: ObjectType = Field(description="Type of the record whose links to list")
     object_id: str = Field(
         description="Id of that record (from hubspot_search_contacts, hubspot_search_companies or hubspot_search_deals)"
@@ -569,7 +569,7 @@ async def list_associations(args: ListAssociations, ctx: ToolContext) -> Any:
     }
 
 
-class Associate(BaseModel):
+class Associate(ArgsModel):
     object_type: ObjectType = Field(description="Type of the first record")
     object_id: str = Field(
         description="Id of the first record (from hubspot_search_contacts, hubspot_search_companies or hubspot_search_deals)"
@@ -607,7 +607,7 @@ async def associate_records(args: Associate, ctx: ToolContext) -> Any:
 _TASK_TO = {"contact": 204, "company": 192, "deal": 216}
 
 
-class CreateTask(BaseModel):
+class CreateTask(ArgsModel):
     subject: str = Field(min_length=1, max_length=1000, description="Task title")
     due: str = Field(description="Due time (ISO 8601), e.g. 2024-05-01T17:00:00Z")
     body: str | None = Field(default=None, max_length=65_000, description="Task notes")
@@ -695,7 +695,7 @@ async def search_tickets(args: Search, ctx: ToolContext) -> Any:
     return await _search(ctx, "tickets", args, TICKET_PROPS)
 
 
-class CreateTicket(BaseModel):
+class CreateTicket(ArgsModel):
     subject: str = Field(min_length=1, description="Ticket name (subject line)")
     content: str | None = Field(default=None, description="Ticket description")
     pipeline: str = Field(

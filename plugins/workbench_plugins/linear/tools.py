@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 from workbench.sdk import ToolError, UpstreamError, compact
-from workbench.tools import ToolContext, tool
+from workbench.tools import ArgsModel, ToolContext, tool
 
 _ISSUE_FIELDS = """
       id identifier title priority priorityLabel url createdAt updatedAt dueDate
@@ -125,7 +125,7 @@ def _conn(conn: dict[str, Any], key: str, shape: Any = None) -> dict[str, Any]:
     }
 
 
-class Page(BaseModel):
+class Page(ArgsModel):
     perPage: int = Field(default=25, ge=1, le=100, description="Results per page (max 100)")
     cursor: str | None = Field(default=None, description="nextCursor from the previous call")
 
@@ -188,7 +188,7 @@ async def search_issues(args: SearchIssues, ctx: ToolContext) -> Any:
     return _conn(data.get("searchIssues") or {}, "issues", _issue)
 
 
-class IssueId(BaseModel):
+class IssueId(ArgsModel):
     id: str = Field(
         description="Issue id or identifier, e.g. ENG-123 (from linear_list_issues or linear_search_issues)"
     )
@@ -218,7 +218,7 @@ async def get_issue(args: IssueId, ctx: ToolContext) -> Any:
     return out
 
 
-class CreateIssue(BaseModel):
+class CreateIssue(ArgsModel):
     team_id: str = Field(description="Team id the issue belongs to (see linear_list_teams)")
     title: str = Field(min_length=1, description="Issue title")
     description: str | None = Field(default=None, description="Markdown description")
@@ -305,7 +305,7 @@ async def update_issue(args: UpdateIssue, ctx: ToolContext) -> Any:
     }
 
 
-class AddComment(BaseModel):
+class AddComment(ArgsModel):
     issue_id: str = Field(
         description="Issue id or identifier, e.g. ENG-123 (from linear_list_issues or linear_search_issues)"
     )
@@ -422,7 +422,7 @@ async def list_labels(args: TeamPage, ctx: ToolContext) -> Any:
     return _conn((await gql(ctx, LIST_LABELS, _team_vars(args))).get("issueLabels") or {}, "labels", _label)
 
 
-class NoArgs(BaseModel):
+class NoArgs(ArgsModel):
     pass
 
 
@@ -520,7 +520,7 @@ async def list_cycle_issues(args: CycleIssues, ctx: ToolContext) -> Any:
     }
 
 
-class CreateProject(BaseModel):
+class CreateProject(ArgsModel):
     name: str = Field(min_length=1, max_length=255, description="Project name")
     team_ids: list[str] = Field(
         min_length=1,
@@ -564,7 +564,7 @@ async def create_project(args: CreateProject, ctx: ToolContext) -> Any:
     return {"success": res.get("success"), **(_project(project) if isinstance(project, dict) else {})}
 
 
-class IssueRef(BaseModel):
+class IssueRef(ArgsModel):
     id: str = Field(description="Issue id or identifier, e.g. 'ENG-123'")
 
 

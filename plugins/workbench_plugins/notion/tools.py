@@ -13,9 +13,9 @@ from __future__ import annotations
 import contextlib
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 from workbench.sdk import ToolError, api, pick
-from workbench.tools import ToolContext, tool
+from workbench.tools import ArgsModel, ToolContext, tool
 
 NOTION_VERSION = "2025-09-03"
 _HEADERS = {"Notion-Version": NOTION_VERSION}
@@ -138,7 +138,7 @@ def _cursor(body: dict[str, Any]) -> dict[str, Any]:
     return {"hasMore": bool(body.get("has_more")), "nextCursor": body.get("next_cursor")}
 
 
-class Page(BaseModel):
+class Page(ArgsModel):
     perPage: int = Field(default=25, ge=1, le=100, description="Results per page (max 100)")
     cursor: str | None = Field(default=None, description="nextCursor from the previous call")
 
@@ -168,7 +168,7 @@ async def search(args: Search, ctx: ToolContext) -> Any:
     return {"results": [_page(r, properties=False) for r in res.get("results") or []], **_cursor(res)}
 
 
-class PageId(BaseModel):
+class PageId(ArgsModel):
     page_id: str = Field(
         description="Notion page id (UUID, with or without dashes), from notion_search or notion_query_database"
     )
@@ -206,7 +206,7 @@ async def get_page_content(args: BlockChildren, ctx: ToolContext) -> Any:
     return {"blocks": [_block(b) for b in res.get("results") or []], **_cursor(res)}
 
 
-class CreatePage(BaseModel):
+class CreatePage(ArgsModel):
     title: str = Field(description="Page title")
     parent_page_id: str | None = Field(
         default=None, description="Create as a sub-page of this page (page id from notion_search)"
@@ -319,7 +319,7 @@ async def move_page(args: MovePage, ctx: ToolContext) -> Any:
     return _page(await _call(ctx, "POST", f"/pages/{args.page_id}/move", json={"parent": parent}))
 
 
-class AppendText(BaseModel):
+class AppendText(ArgsModel):
     block_id: str = Field(
         description="Page (or block) id to append to (from notion_search or notion_get_page_content)"
     )
@@ -337,7 +337,7 @@ async def append_text(args: AppendText, ctx: ToolContext) -> Any:
     return {"blocks": [_block(b) for b in added]}
 
 
-class DatabaseId(BaseModel):
+class DatabaseId(ArgsModel):
     database_id: str = Field(description="Notion database id, from notion_search")
 
 
@@ -514,7 +514,7 @@ async def _append(
     return added
 
 
-class AppendBlocks(BaseModel):
+class AppendBlocks(ArgsModel):
     block_id: str = Field(
         description="Page (or block) id to append to (from notion_search or notion_get_page_content)"
     )
@@ -555,7 +555,7 @@ _TEXT_BLOCKS = (
 )
 
 
-class UpdateBlock(BaseModel):
+class UpdateBlock(ArgsModel):
     block_id: str = Field(description="Block id (notion_get_page_content lists them)")
     text: str | None = Field(default=None, max_length=100_000, description="New text of a text block")
     checked: bool | None = Field(default=None, description="Tick (true) or untick (false) a to-do block")
@@ -587,7 +587,7 @@ async def update_block(args: UpdateBlock, ctx: ToolContext) -> Any:
     return _block(await _call(ctx, "PATCH", f"/blocks/{args.block_id}", json={kind: change}))
 
 
-class BlockId(BaseModel):
+class BlockId(ArgsModel):
     block_id: str = Field(description="Block id, from notion_get_page_content")
 
 
@@ -605,7 +605,7 @@ async def delete_block(args: BlockId, ctx: ToolContext) -> Any:
 # -- databases -------------------------------------------------------------------------------------
 
 
-class CreateDatabase(BaseModel):
+class CreateDatabase(ArgsModel):
     parent_page_id: str = Field(description="Page id to create the database in (from notion_search)")
     title: str = Field(min_length=1, max_length=2_000, description="Database title")
     title_property: str = Field(default="Name", min_length=1, description="Name of the title column")

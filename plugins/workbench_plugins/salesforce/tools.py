@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 from workbench.sdk import UpstreamError, compact, pick_many
-from workbench.tools import ToolContext, tool
+from workbench.tools import ArgsModel, ToolContext, tool
 
 API_VERSION = "v62.0"
 _DATA = f"/services/data/{API_VERSION}"
@@ -51,7 +51,7 @@ def _record(rec: dict[str, Any]) -> dict[str, Any]:
     return {"type": kind, **out} if kind else out
 
 
-class Query(BaseModel):
+class Query(ArgsModel):
     soql: str | None = Field(
         default=None,
         description="SOQL query, e.g. SELECT Id, Name FROM Account WHERE Industry = 'Energy' LIMIT 50",
@@ -92,7 +92,7 @@ _SEARCH_FIELDS = {
 }
 
 
-class Search(BaseModel):
+class Search(ArgsModel):
     text: str = Field(
         min_length=2, description="Words to find across record fields (names, emails, phones...)"
     )
@@ -123,7 +123,7 @@ async def search(args: Search, ctx: ToolContext) -> Any:
     return {"records": [_record(r) for r in resp.json().get("searchRecords") or []]}
 
 
-class RecordRef(BaseModel):
+class RecordRef(ArgsModel):
     object: str = Field(description="Object API name, e.g. Account, Contact, Opportunity, Case, MyObject__c")
     id: str = Field(description="Record id (15 or 18 characters)")
 
@@ -144,7 +144,7 @@ async def get_record(args: GetRecord, ctx: ToolContext) -> Any:
     return _record(await sf(ctx, "GET", f"/sobjects/{args.object}/{args.id}", params=params))
 
 
-class CreateRecord(BaseModel):
+class CreateRecord(ArgsModel):
     object: str = Field(description="Object API name, e.g. Lead, Contact, Task")
     fields: dict[str, Any] = Field(
         description="Field values by API name, e.g. {'LastName': 'Doe', 'Company': 'Acme'}"
@@ -191,7 +191,7 @@ async def delete_record(args: RecordRef, ctx: ToolContext) -> Any:
     return {"id": args.id, "deleted": True}
 
 
-class ObjectName(BaseModel):
+class ObjectName(ArgsModel):
     object: str = Field(description="Object API name, e.g. Opportunity")
 
 
@@ -216,7 +216,7 @@ async def describe_object(args: ObjectName, ctx: ToolContext) -> Any:
     return {"name": d.get("name"), "label": d.get("label"), "custom": d.get("custom"), "fields": fields}
 
 
-class ListObjects(BaseModel):
+class ListObjects(ArgsModel):
     custom_only: bool = Field(default=False, description="Only custom objects (names ending in __c)")
 
 
@@ -237,7 +237,7 @@ async def list_objects(args: ListObjects, ctx: ToolContext) -> Any:
     return {"objects": pick_many(objs, "name", "label", "custom")}
 
 
-class Limit(BaseModel):
+class Limit(ArgsModel):
     limit: int = Field(default=20, ge=1, le=200, description="How many to return")
 
 
@@ -265,7 +265,7 @@ async def list_reports(args: Limit, ctx: ToolContext) -> Any:
     return {"reports": pick_many((body or [])[: args.limit], "id", "name")}
 
 
-class RunReport(BaseModel):
+class RunReport(ArgsModel):
     report_id: str = Field(description="Report id (00O...), from salesforce_list_reports")
     max_rows: int = Field(default=200, ge=1, le=2000, description="Most detail rows to return")
 

@@ -15,9 +15,9 @@ from collections.abc import Callable
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 from workbench.sdk import ToolError, api, compact, pick, pick_many, trim
-from workbench.tools import TokenKind, ToolContext, tool
+from workbench.tools import ArgsModel, TokenKind, ToolContext, tool
 
 
 async def _slack(
@@ -63,12 +63,12 @@ _CHANNEL = (
 _USER = ("id", "name", "real_name", "profile.email", "profile.title", "tz", "is_bot", "deleted")
 
 
-class _Paged(BaseModel):
+class _Paged(ArgsModel):
     limit: int = Field(default=100, ge=1, le=1000, description="Items per page")
     cursor: str | None = Field(default=None, description="Cursor from the previous page (nextCursor)")
 
 
-class SendMessage(BaseModel):
+class SendMessage(ArgsModel):
     channel: str = Field(description="Channel id (C…), DM id (D…) or user id (U…) to DM; '#name' also works")
     text: str = Field(min_length=1, description="Message text (Slack mrkdwn)")
     threadTs: str | None = Field(default=None, description="Reply in the thread of this message ts")
@@ -190,7 +190,7 @@ async def get_thread_replies(args: Replies, ctx: ToolContext) -> Any:
     )
 
 
-class UpdateMessage(BaseModel):
+class UpdateMessage(ArgsModel):
     channel: str = Field(description="Channel id the message is in")
     ts: str = Field(description="ts of the message to edit")
     text: str = Field(min_length=1, description="New text")
@@ -212,7 +212,7 @@ async def update_message(args: UpdateMessage, ctx: ToolContext) -> Any:
     )
 
 
-class MessageRef(BaseModel):
+class MessageRef(ArgsModel):
     channel: str = Field(description="Channel id the message is in")
     ts: str = Field(description="The message's ts")
 
@@ -285,7 +285,7 @@ async def list_users(args: _Paged, ctx: ToolContext) -> Any:
     )
 
 
-class UserRef(BaseModel):
+class UserRef(ArgsModel):
     user: str = Field(description="User id, e.g. U0123456789")
 
 
@@ -300,7 +300,7 @@ async def get_user(args: UserRef, ctx: ToolContext) -> Any:
     return await _slack(ctx, "users.info", lambda b: pick(b.get("user"), *_USER), params={"user": args.user})
 
 
-class ByEmail(BaseModel):
+class ByEmail(ArgsModel):
     email: str = Field(description="Email address of the person")
 
 
@@ -317,7 +317,7 @@ async def find_user_by_email(args: ByEmail, ctx: ToolContext) -> Any:
     )
 
 
-class CreateChannel(BaseModel):
+class CreateChannel(ArgsModel):
     name: str = Field(description="Channel name: lowercase, no spaces or periods, max 80 characters")
     isPrivate: bool = Field(default=False, description="Create a private channel")
 
@@ -338,7 +338,7 @@ async def create_channel(args: CreateChannel, ctx: ToolContext) -> Any:
     )
 
 
-class ChannelRef(BaseModel):
+class ChannelRef(ArgsModel):
     channel: str = Field(description="Channel id")
 
 
@@ -375,7 +375,7 @@ async def invite_to_channel(args: Invite, ctx: ToolContext) -> Any:
     )
 
 
-class OpenDm(BaseModel):
+class OpenDm(ArgsModel):
     users: list[str] = Field(
         min_length=1, max_length=8, description="User ids (U…): one for a direct message, 2-8 for a group DM"
     )
@@ -419,7 +419,7 @@ async def get_channel_info(args: ChannelRef, ctx: ToolContext) -> Any:
 _MAX_UPLOAD = 10_000_000  # bytes one call may upload
 
 
-class UploadFile(BaseModel):
+class UploadFile(ArgsModel):
     channel: str = Field(description="Channel id (C…) or DM id (D…) to share the file in")
     filename: str = Field(min_length=1, max_length=255, description="File name, e.g. 'report.csv'")
     content: str | None = Field(default=None, description="Text content of the file (or give contentBase64)")
@@ -485,7 +485,7 @@ async def upload_file(args: UploadFile, ctx: ToolContext) -> Any:
     )
 
 
-class SearchMessages(BaseModel):
+class SearchMessages(ArgsModel):
     query: str = Field(
         min_length=1,
         max_length=1_000,

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 from workbench.sdk import api, pick, pick_many
-from workbench.tools import ToolContext, tool
+from workbench.tools import ArgsModel, ToolContext, tool
 
 STRIPE_VERSION = "2024-06-20"
 _HEADERS = {"Stripe-Version": STRIPE_VERSION}
@@ -99,7 +99,7 @@ def _page(body: Any, key: str, fields: tuple[str, ...]) -> dict[str, Any]:
     }
 
 
-class Page(BaseModel):
+class Page(ArgsModel):
     limit: int = Field(default=10, ge=1, le=100, description="How many to return (1-100)")
     cursor: str | None = Field(default=None, description="nextCursor from the previous page (an object id)")
 
@@ -121,7 +121,7 @@ async def list_customers(args: ListCustomers, ctx: ToolContext) -> Any:
     return _page(body, "customers", _CUSTOMER)
 
 
-class SearchCustomers(BaseModel):
+class SearchCustomers(ArgsModel):
     query: str = Field(
         description="Stripe search query, e.g. email:'jenny@example.com' or name~'Rosen' or metadata['plan']:'pro'"
     )
@@ -148,7 +148,7 @@ async def search_customers(args: SearchCustomers, ctx: ToolContext) -> Any:
     }
 
 
-class CustomerId(BaseModel):
+class CustomerId(ArgsModel):
     customer_id: str = Field(
         description="Customer id (cus_...), from stripe_search_customers or stripe_list_customers"
     )
@@ -164,7 +164,7 @@ async def get_customer(args: CustomerId, ctx: ToolContext) -> Any:
     return pick(await _get(ctx, f"/customers/{args.customer_id}"), *_CUSTOMER)
 
 
-class CreateCustomer(BaseModel):
+class CreateCustomer(ArgsModel):
     email: str | None = Field(default=None, description="Customer email")
     name: str | None = Field(default=None, description="Full name or business name")
     description: str | None = Field(default=None, description="Internal note shown in the Dashboard")
@@ -213,7 +213,7 @@ async def list_invoices(args: ListInvoices, ctx: ToolContext) -> Any:
     return _page(body, "invoices", _INVOICE)
 
 
-class InvoiceId(BaseModel):
+class InvoiceId(ArgsModel):
     invoice_id: str = Field(description="Invoice id (in_...), from stripe_list_invoices")
 
 
@@ -245,7 +245,7 @@ async def get_invoice(args: InvoiceId, ctx: ToolContext) -> Any:
     return out
 
 
-class CreateInvoice(BaseModel):
+class CreateInvoice(ArgsModel):
     customer_id: str = Field(description="Customer to bill (cus_...), from stripe_search_customers")
     collection_method: Literal["charge_automatically", "send_invoice"] = Field(
         default="send_invoice", description="Charge the saved payment method, or email the invoice"
@@ -279,7 +279,7 @@ async def create_invoice(args: CreateInvoice, ctx: ToolContext) -> Any:
     return pick(await _post(ctx, "/invoices", body), *_INVOICE)
 
 
-class AddInvoiceItem(BaseModel):
+class AddInvoiceItem(ArgsModel):
     customer_id: str = Field(
         description="Customer the item is billed to (cus_...), from stripe_search_customers"
     )
@@ -391,7 +391,7 @@ async def list_subscriptions(args: ListSubscriptions, ctx: ToolContext) -> Any:
     return page
 
 
-class CreateRefund(BaseModel):
+class CreateRefund(ArgsModel):
     payment_intent_id: str = Field(description="Payment to refund (pi_...), from stripe_list_payments")
     amount: int | None = Field(
         default=None, ge=1, description="Partial amount in the smallest unit; omitted: all"
@@ -412,7 +412,7 @@ async def create_refund(args: CreateRefund, ctx: ToolContext) -> Any:
     return pick(await _post(ctx, "/refunds", body), *_REFUND)
 
 
-class NoArgs(BaseModel):
+class NoArgs(ArgsModel):
     pass
 
 
@@ -494,12 +494,12 @@ async def list_products(args: ListProducts, ctx: ToolContext) -> Any:
     return _page(body, "products", _PRODUCT)
 
 
-class Recurring(BaseModel):
+class Recurring(ArgsModel):
     interval: Literal["day", "week", "month", "year"] = Field(description="Billing period")
     interval_count: int = Field(default=1, ge=1, le=365, description="Periods between bills, e.g. 3 months")
 
 
-class CreateProduct(BaseModel):
+class CreateProduct(ArgsModel):
     name: str = Field(min_length=1, max_length=250, description="Product name shown to customers")
     description: str | None = Field(default=None, max_length=5_000, description="Product description")
     unit_amount: int | None = Field(
@@ -564,7 +564,7 @@ async def list_prices(args: ListPrices, ctx: ToolContext) -> Any:
     return _page(body, "prices", _PRICE)
 
 
-class CreatePrice(BaseModel):
+class CreatePrice(ArgsModel):
     product_id: str = Field(description="Product the price is for (prod_...), from stripe_list_products")
     unit_amount: int = Field(ge=0, description="Amount in the smallest unit (cents)")
     currency: str = Field(
@@ -595,12 +595,12 @@ async def create_price(args: CreatePrice, ctx: ToolContext) -> Any:
     return pick(await _post(ctx, "/prices", body), *_PRICE)
 
 
-class LineItem(BaseModel):
+class LineItem(ArgsModel):
     price_id: str = Field(description="Price to sell (price_...)")
     quantity: int = Field(default=1, ge=1, le=999_999, description="How many")
 
 
-class CreatePaymentLink(BaseModel):
+class CreatePaymentLink(ArgsModel):
     line_items: list[LineItem] = Field(
         min_length=1, max_length=20, description="What the link sells (1-20 prices)"
     )
@@ -624,7 +624,7 @@ async def create_payment_link(args: CreatePaymentLink, ctx: ToolContext) -> Any:
     return pick(await _post(ctx, "/payment_links", body), "id", "url", "active", "currency")
 
 
-class CancelSubscription(BaseModel):
+class CancelSubscription(ArgsModel):
     subscription_id: str = Field(
         description="Subscription to cancel (sub_...), from stripe_list_subscriptions"
     )

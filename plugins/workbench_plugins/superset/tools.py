@@ -30,9 +30,9 @@ from typing import Any
 from urllib.parse import unquote, urlsplit
 
 import httpx
-from pydantic import BaseModel, Field
+from pydantic import Field
 from workbench.sdk import UpstreamError, compact
-from workbench.tools import ToolContext, tool
+from workbench.tools import ArgsModel, ToolContext, tool
 
 __all__ = ["TOOLS", "new_client_id", "probe", "rison"]
 
@@ -225,7 +225,7 @@ def _next(body: dict[str, Any], page: int, page_size: int) -> str | None:
     return str(page + 1) if (page + 1) * page_size < count else None
 
 
-class Page(BaseModel):
+class Page(ArgsModel):
     perPage: int = Field(default=25, ge=1, le=100, description="Results per page (max 100)")
     cursor: str | None = Field(default=None, description="nextCursor (page number) from the previous call")
 
@@ -260,7 +260,7 @@ async def list_databases(args: Page, ctx: ToolContext) -> Any:
     return await _list(ctx, "/api/v1/database/", args, [], _DB_FIELDS, "databases")
 
 
-class DatabaseId(BaseModel):
+class DatabaseId(ArgsModel):
     database_id: int = Field(description="Superset database id (see superset_list_databases)")
 
 
@@ -313,7 +313,7 @@ async def get_table_columns(args: TableRef, ctx: ToolContext) -> Any:
     return {"table": body.get("name", args.table), "columns": cols}
 
 
-class Sql(BaseModel):
+class Sql(ArgsModel):
     sql: str = Field(min_length=1, description="SQL to run (SELECT ...)")
     database_id: int | None = Field(
         default=None,
@@ -438,7 +438,7 @@ async def list_dashboards(args: Search, ctx: ToolContext) -> Any:
     )
 
 
-class DashboardId(BaseModel):
+class DashboardId(ArgsModel):
     dashboard_id: int = Field(description="Dashboard id, from superset_list_dashboards")
 
 
@@ -486,7 +486,7 @@ async def list_charts(args: Search, ctx: ToolContext) -> Any:
     )
 
 
-class ChartData(BaseModel):
+class ChartData(ArgsModel):
     chart_id: int = Field(description="Chart id, from superset_list_charts")
     limit: int = Field(default=500, ge=1, le=10000, description="Most rows to return")
 

@@ -11,9 +11,9 @@ import re
 from typing import Any, Literal
 
 import httpx
-from pydantic import BaseModel, Field
+from pydantic import Field
 from workbench.sdk import ToolError, UpstreamError, compact, pick
-from workbench.tools import ToolContext, tool
+from workbench.tools import ArgsModel, ToolContext, tool
 
 _SUBDOMAIN = re.compile(r"^[a-z0-9][a-z0-9-]{0,62}$")
 
@@ -83,7 +83,7 @@ def _next(body: dict[str, Any]) -> str | None:
     return meta.get("after_cursor") if meta.get("has_more") else None
 
 
-class Page(BaseModel):
+class Page(ArgsModel):
     perPage: int = Field(default=25, ge=1, le=100, description="Results per page (max 100)")
     cursor: str | None = Field(default=None, description="nextCursor from the previous call")
 
@@ -99,7 +99,7 @@ async def list_tickets(args: Page, ctx: ToolContext) -> Any:
     return {"tickets": [pick(t, *_TICKET) for t in body.get("tickets") or []], "nextCursor": _next(body)}
 
 
-class TicketId(BaseModel):
+class TicketId(ArgsModel):
     ticket_id: int = Field(description="Ticket number, from zendesk_list_tickets or zendesk_search_tickets")
 
 
@@ -113,7 +113,7 @@ async def get_ticket(args: TicketId, ctx: ToolContext) -> Any:
     return pick((await zd(ctx, "GET", f"/tickets/{args.ticket_id}")).get("ticket"), *_TICKET)
 
 
-class SearchTickets(BaseModel):
+class SearchTickets(ArgsModel):
     query: str = Field(
         description="Zendesk search terms, e.g. 'status:open priority:urgent', 'requester:jdoe@example.com refund'"
     )
@@ -152,7 +152,7 @@ async def search_tickets(args: SearchTickets, ctx: ToolContext) -> Any:
     }
 
 
-class CreateTicket(BaseModel):
+class CreateTicket(ArgsModel):
     subject: str = Field(min_length=1, description="Ticket subject")
     body: str = Field(min_length=1, description="First comment (the problem description)")
     requester_email: str | None = Field(default=None, description="Requester's email (created if unknown)")
@@ -286,7 +286,7 @@ async def list_users(args: ListUsers, ctx: ToolContext) -> Any:
     return {"users": [pick(u, *_USER) for u in body.get("users") or []], "nextCursor": _next(body)}
 
 
-class SearchUsers(BaseModel):
+class SearchUsers(ArgsModel):
     query: str = Field(min_length=1, description="Name, email or part of it")
 
 
@@ -301,7 +301,7 @@ async def search_users(args: SearchUsers, ctx: ToolContext) -> Any:
     return {"users": [pick(u, *_USER) for u in body.get("users") or []]}
 
 
-class CreateUser(BaseModel):
+class CreateUser(ArgsModel):
     name: str = Field(min_length=1, description="Full name")
     email: str | None = Field(default=None, description="Email address")
     role: Literal["end-user", "agent", "admin"] = Field(default="end-user", description="User role")
@@ -403,7 +403,7 @@ class ListViews(Page):
     active: bool | None = Field(default=None, description="Only active (true) or inactive (false) views")
 
 
-class SearchArticles(BaseModel):
+class SearchArticles(ArgsModel):
     query: str = Field(min_length=1, max_length=500, description="Words to look for in Help Center articles")
     locale: str | None = Field(
         default=None, max_length=20, description="Only articles in this locale, e.g. 'en-us'"
