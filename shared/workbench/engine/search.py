@@ -1114,27 +1114,25 @@ def _deletes(word: str, distance: int) -> set[str]:
     return out
 
 
-def _deletions(words: list[bytes], length: int, two: bool) -> Iterator[Iterable[bytes]]:
-    """_deletes(word, 2 if two else 1) of every word (all `length` letters long), position by
-    position: the words themselves, then each with its i-th letter deleted, then (two) with its i-th
-    and j-th, each an iterator over all the words at once."""
-    yield words
+def _deletion_crcs(words: list[bytes], length: int, two: bool) -> Iterator[Iterable[int]]:
+    """The CRC-32 of _deletes(word, 2 if two else 1) of every word (all `length` letters long),
+    position by position: the words themselves, then each with its i-th letter deleted, then (two)
+    with its i-th and j-th, each an iterator over all the words at once. A deletion's CRC goes on
+    from its prefix's (crc32(a + b) is crc32(b, crc32(a))), so no deletion is built as bytes."""
+    crc32 = zlib.crc32
+    yield map(crc32, words)
+    prefix: list[int] = [0] * len(words)  # the CRC of each word's first i letters
+    prefixes = [prefix]
     for i in range(length):
-        yield map(
-            bytes.__add__, map(itemgetter(slice(None, i)), words), map(itemgetter(slice(i + 1, None)), words)
-        )
+        yield map(crc32, map(itemgetter(slice(i + 1, None)), words), prefix)
+        if i + 1 < length:
+            prefix = list(map(crc32, map(itemgetter(slice(i, i + 1)), words), prefix))
+            prefixes.append(prefix)
     if two:
         for j in range(1, length):
+            tail = list(map(itemgetter(slice(j + 1, None)), words))
             for i in range(j):
-                yield map(
-                    bytes.__add__,
-                    map(
-                        bytes.__add__,
-                        map(itemgetter(slice(None, i)), words),
-                        map(itemgetter(slice(i + 1, j)), words),
-                    ),
-                    map(itemgetter(slice(j + 1, None)), words),
-                )
+                yield map(crc32, tail, map(crc32, map(itemgetter(slice(i + 1, j)), words), prefixes[i]))
 
 
 def _one_deletion(length: int) -> int:
@@ -1335,8 +1333,8 @@ class SearchIndex:
         # "letter") are one entry.
         entries: set[float] = set()
         for (length, twice), (words, numbers) in groups.items():
-            for form in _deletions(words, length, twice):
-                entries.update(map(float.__add__, map(_TYPO_SHIFT.__mul__, map(zlib.crc32, form)), numbers))
+            for crcs in _deletion_crcs(words, length, twice):
+                entries.update(map(float.__add__, map(_TYPO_SHIFT.__mul__, crcs), numbers))
         return terms, array("d", sorted(entries))
 
     def _doc_count(self, term: str) -> int:
