@@ -133,3 +133,16 @@ def test_camel_case_splits_as_the_pattern_alone_splits() -> None:
     ]
     for word in words:
         assert search._split_camel(word) == reference(word), word
+
+
+def test_a_builds_words_have_the_terms_and_written_forms_of_one_word_read_alone() -> None:
+    rng = random.Random(8)
+    alphabet = "aAbBsSzZ09xXyY"
+    words = {"".join(rng.choices(alphabet, k=rng.randint(1, 40))) for _ in range(20_000)}
+    words |= {"createIssue", "PaymentIntents", "GitHub", "PRs", "HTTPServer", "XMLHttpRequest", "iOS"}
+    words |= {"statuses", "news", "the", "x", "9", "A" * 129, "a" * 33, "aB" * 17}
+    learnt = search._Words()
+    learnt.learn(words)
+    for word in words:
+        assert learnt.terms[word] == search._ascii_stems(word), word
+        assert learnt.lower[word] == (word.lower() if len(word) <= search._TERM_MAX else ""), word

@@ -934,17 +934,22 @@ class _Words:
             if raw.islower() or raw.isdigit():  # most words: one part, itself
                 terms[raw] = _plain_terms(raw)
                 lower[raw] = raw if len(raw) <= _TERM_MAX else ""
+            elif len(raw) > _WORD_MAX:
+                terms[raw], lower[raw] = (), ""
             else:
                 camel.append(raw)
-        for raw in camel:
-            lower[raw] = raw.lower() if len(raw) <= _TERM_MAX else ""
-            if len(raw) > _WORD_MAX:
-                terms[raw] = ()
+        if not camel:
+            return
+        # _split_camel of each, its pattern run once over them all, a line each (no split point
+        # crosses a line's end): "createIssue" -> "create Issue".
+        for raw, spaced in zip(camel, _CAMEL.sub(" ", "\n".join(camel)).split("\n"), strict=True):
+            low = raw.lower()
+            lower[raw] = low if len(raw) <= _TERM_MAX else ""
+            if " " not in spaced or (raw[0].isupper() and min(map(len, spaced.split(" "))) < 4):
+                terms[raw] = _plain_terms(low)
                 continue
-            parts = _split_camel(raw)
-            if len(parts) == 1:
-                terms[raw] = _plain_terms(parts[0])
-                continue
+            parts = spaced.lower().split(" ")
+            parts.append(low)
             for part in parts:  # each lower-case: remembered as the word it is (createIssue: create)
                 if part not in terms:
                     terms[part] = _plain_terms(part)
