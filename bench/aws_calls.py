@@ -247,6 +247,8 @@ IDLE_SECONDS = 20.0
 # Goals per request kind: (after IDLE_SECONDS with no request, back to back).
 EXECUTE_CONNECTED = "execute_tools (1 tool with a stored connection)"
 EXECUTE_CUSTOM = "execute_tools (1 custom-app tool)"
+OAUTH_LIST = "tools/list (OAuth token)"
+OAUTH_EXECUTE = "execute_tools (OAuth token, 1 tool with a stored connection)"
 IDLE_GOALS = {
     "tools/list": (1, 0),
     "execute_tools (1 auth-none tool)": (2, 1),
@@ -259,6 +261,11 @@ IDLE_GOALS = {
     # reads the version (unchanged: no Query), the clear stamp and, after idle, the key; then the
     # audit write. Goal as for any execute_tools.
     EXECUTE_CUSTOM: (2, 2),
+    # What MCP clients send: an OAuth access token of a grant with a refresh token. After the auth
+    # cache's time, its grant is checked by the record of the refresh token it names, read by key:
+    # alone for tools/list, in the connection's batch for execute_tools.
+    OAUTH_LIST: (1, 0),
+    OAUTH_EXECUTE: (2, 2),
     "search_tools": (2, 2),
     # Another user, with a custom (OpenAPI) app and a workspace code, whose query hits a plugin that
     # needs a stored connection: every row the search reads is needed.
@@ -275,6 +282,26 @@ _BENCH_DOCUMENT = {
         }
     },
 }
+
+
+def _oauth_token(gw: Any, user: Any, public_url: str) -> str:
+    """An access token as the OAuth function issues one to an MCP client with offline access: its
+    grant (refresh-token family) and the refresh token issued with it, whose record is stored."""
+    import hashlib
+    import secrets
+
+    from workbench.stores.flow_records import RefreshToken
+
+    audience, now = public_url.rstrip("/") + "/mcp", time.time()
+    family, token_hash = secrets.token_hex(16), hashlib.sha256(secrets.token_bytes(32)).hexdigest()
+    gw.stores.oauth_refresh.put(
+        RefreshToken(token_hash, family, user.id, "cl_bench", "Bench", audience, "", now, now, now + 86_400)
+    )
+    claims = {"sub": user.id, "email": user.email, "client_id": "cl_bench", "scope": ""}
+    token: str = gw.tokens.mint(
+        {**claims, "grant": family, "grant_token": token_hash}, audience=audience, ttl_seconds=3600
+    )
+    return token
 
 
 class _Upstream(ThreadingHTTPServer):
@@ -342,8 +369,10 @@ async def _idle_calls(endpoint: AwsEndpoint, idle: float) -> dict[str, Any]:
     keys = {
         kind: gw.auth.mint_key(user, label=kind)
         for kind in IDLE_GOALS
-        if kind not in (CUSTOM_SEARCH, EXECUTE_CUSTOM)
+        if kind not in (CUSTOM_SEARCH, EXECUTE_CUSTOM, OAUTH_LIST, OAUTH_EXECUTE)
     }
+    for kind in (OAUTH_LIST, OAUTH_EXECUTE):
+        keys[kind] = _oauth_token(gw, user, settings.public_url)
     # The second user: a custom OpenAPI app (its tools known from the document: no discovery
     # traffic), a workspace code of their own, a stored connection to acme.
     other = gw.stores.users.get_or_create("bench-apps@example.com")
@@ -372,6 +401,14 @@ async def _idle_calls(endpoint: AwsEndpoint, idle: float) -> dict[str, Any]:
             {"name": "execute_tools", "arguments": {"executions": [{"tool": "probe_noop", "args": {}}]}},
         ),
         EXECUTE_CONNECTED: mcp(
+            "tools/call",
+            {
+                "name": "execute_tools",
+                "arguments": {"executions": [{"tool": "acme_list_things", "args": {}}]},
+            },
+        ),
+        OAUTH_LIST: mcp("tools/list"),
+        OAUTH_EXECUTE: mcp(
             "tools/call",
             {
                 "name": "execute_tools",
@@ -442,7 +479,7 @@ async def _idle_calls(endpoint: AwsEndpoint, idle: float) -> dict[str, Any]:
 
 def _print_idle(measured: dict[str, Any]) -> None:
     settings = measured["settings"]
-    tables = ("users", "api_keys", "connections", "audit", "signing_keys", "external_servers")
+    tables = ("users", "api_keys", "connections", "audit", "signing_keys", "external_servers", "oauth")
     names = {settings.table_name(s): s for s in tables}
     width = max(len(kind) for kind in IDLE_GOALS)
     print(

@@ -127,9 +127,15 @@ def as_function(
                         where = f"{table}/index/{index}" if index else table
                         raise AccessDenied(f"{current['function']} may not {action} on {where}")
                     patterns = _leading_keys(current["function"], lambda_env).get((table, action))
-                    key = _partition_key(action, params) if patterns else None
-                    if patterns and not any(fnmatch.fnmatchcase(key or "", p) for p in patterns):
-                        raise AccessDenied(f"{current['function']} may not {action} {key!r} on {table}")
+                    if not patterns:
+                        continue
+                    if action == "BatchGetItem":  # every key asked of this table (ForAllValues)
+                        keys = [k.get("pk", {}).get("S") for k in params["RequestItems"][table]["Keys"]]
+                    else:
+                        keys = [_partition_key(action, params)]
+                    for key in keys:
+                        if not any(fnmatch.fnmatchcase(key or "", p) for p in patterns):
+                            raise AccessDenied(f"{current['function']} may not {action} {key!r} on {table}")
             elif f"{service}:{action}" not in other:
                 raise AccessDenied(f"{current['function']} may not {service}:{action}")
 
@@ -277,6 +283,22 @@ def test_mcp_function_takes_an_oauth_clients_token_within_its_policy(
     out = _tool(handler, token, "execute_tools", {"executions": [{"tool": "list_jots"}]})
     assert "error" not in out["results"][0], out
     assert any(c.startswith("Query") and c.endswith("-oauth") for c in calls), calls  # the family
+    # A token as the OAuth function now issues it names the refresh token issued with it: its
+    # record is read by key (BatchGetItem, token# partitions only), on its own or in a batch.
+    named = instance_gateway().tokens.mint(
+        {"sub": user.id, "client_id": "cl_1", "scope": "", "grant": "fam1", "grant_token": "h" * 64},
+        audience=audience,
+        ttl_seconds=900,
+    )
+    calls.clear()
+    assert "tools" in _mcp(handler, named, "tools/list")
+    assert any(c.startswith("BatchGetItem") and c.endswith("-oauth") for c in calls), calls
+    assert not any(c.startswith("Query") and c.endswith("-oauth") for c in calls), calls
+    instance_gateway().auth_cache._entries.clear()  # the cache's time ran out: checked in the batch
+    calls.clear()
+    out = _tool(handler, named, "execute_tools", {"executions": [{"tool": "list_jots"}]})
+    assert "error" not in out["results"][0], out
+    assert any(c.startswith("BatchGetItem") and c.endswith("-oauth") for c in calls), calls
     session = _tool(handler, token, "curl_session", {"integrations": ["notion"]})
     calls = as_function("ProxyFunction")  # that curl token's grant is checked by the proxy too
     proxied = load_entry("proxy").handler(
@@ -410,7 +432,8 @@ def test_the_enforcement_itself_denies_what_a_policy_lacks(
 @pytest.mark.parametrize("function", ["McpFunction", "ProxyFunction"])
 def test_an_oauth_grant_check_reads_only_refresh_token_families(function: str) -> None:
     """The functions that check an OAuth client's grant may Query the OAuth table's `family#`
-    partitions and nothing else of it (no codes, no tokens, no clients)."""
+    partitions and nothing else of it (no codes, no token records, no clients), and batch-read
+    (the MCP function: the refresh token an access token names) `token#` records alone."""
     statements = [s for p in RESOURCES[function]["Properties"]["Policies"] for s in p["Statement"]]
     on_oauth = [
         s
@@ -421,3 +444,9 @@ def test_an_oauth_grant_check_reads_only_refresh_token_families(function: str) -
     assert queries and all(
         s["Condition"] == {"ForAllValues:StringLike": {"dynamodb:LeadingKeys": ["family#*"]}} for s in queries
     ), queries
+    batches = [s for s in on_oauth if "dynamodb:BatchGetItem" in s["Action"]]
+    assert all(
+        s["Action"] == ["dynamodb:BatchGetItem"]
+        and s["Condition"] == {"ForAllValues:StringLike": {"dynamodb:LeadingKeys": ["token#*"]}}
+        for s in batches
+    ), batches

@@ -63,9 +63,13 @@ class Principal:
     grant: Grant = FULL
     # How the person knows the credential: the API key's label, the OAuth client's name.
     credential_label: str = ""
-    # Set only on an API key whose cache time ran out, taken on trust until its check (read with
-    # the request's first batch) settles; see KeyRecheck.
+    # Set only on a credential whose cache time ran out (an API key, an OAuth access token whose
+    # grant may have been revoked), taken on trust until its check (read with the request's first
+    # batch) settles; see KeyRecheck.
     recheck: KeyRecheck | None = field(default=None, compare=False, repr=False)
+    # An OAuth access token's refresh token (its SHA-256), issued with it: while that token is
+    # stored, the grant stands (revoking the grant or signing the client out deletes it).
+    grant_token: str | None = field(default=None, compare=False, repr=False)
 
     @property
     def grant_holder(self) -> str:
@@ -110,6 +114,7 @@ class AccessTokenVerifier:
             raise AuthError("not an access token")
         email = claims.get("email")
         grant = claims.get("grant")
+        grant_token = claims.get("grant_token")
         try:  # the client's grant, chosen on the consent page (signed with the token)
             scoped = Grant.from_json(claims["wb_grant"]) if "wb_grant" in claims else FULL
         except InvalidInput as exc:  # never read as full access
@@ -121,6 +126,7 @@ class AccessTokenVerifier:
             credential_id=grant if isinstance(grant, str) else None,
             grant=scoped,
             credential_label=str(claims.get("client_name") or "")[:100],
+            grant_token=grant_token if isinstance(grant, str) and isinstance(grant_token, str) else None,
         )
 
 
@@ -198,35 +204,31 @@ def _jwt_exp(token: str) -> float | None:
 
 
 class KeyRecheck:
-    """An API key this instance resolved before, whose cache time has run out: instead of a round
-    trip of its own, its key and user records ride along with the first batch read the request
-    makes anyway (search_tools' first round trip), and are checked there exactly as on a resolve.
+    """A credential whose check is due — an API key this instance resolved before, whose cache time
+    has run out; an OAuth access token's grant — checked with the first batch read the request makes
+    anyway (search_tools' first round trip) instead of a round trip of its own: its records (`reads`:
+    the key and its user; the grant's refresh token) ride along and are checked there exactly as on
+    a resolve.
 
     Until it settles, the principal it came with is only the last known answer: whoever takes one
     must settle it before anything is written, started or answered for the caller (the MCP
     surface settles it after the call in any case, and answers 401 if it fails)."""
 
-    __slots__ = ("_check", "_outcome", "key_id", "user_id")
+    __slots__ = ("_check", "_outcome", "reads")
 
-    def __init__(self, key_id: str, user_id: str, check: Callable[[Snapshot | None], Principal]) -> None:
-        self.key_id = key_id
-        self.user_id = user_id
+    def __init__(self, reads: dict[str, str], check: Callable[[Snapshot | None], Principal]) -> None:
+        self.reads = reads  # what to add to a `Stores.read_together` call for `settle`
         self._check = check  # (found, or None to read them now) -> Principal; AuthError
         self._outcome: Principal | str | None = None
-
-    @property
-    def reads(self) -> dict[str, str]:
-        """What to add to a `Stores.read_together` call for `settle`."""
-        return {"user_id": self.user_id, "key_id": self.key_id}
 
     @property
     def settled(self) -> bool:
         return self._outcome is not None
 
     def settle(self, found: Snapshot | None = None) -> Principal:
-        """The checked principal (its grant as stored now); AuthError when the key no longer stands.
-        `found`: a read that included `reads`; None reads the two records now (blocking). Settles
-        once: later calls give the same outcome."""
+        """The checked principal (its grant as stored now); AuthError when the credential no longer
+        stands. `found`: a read that included `reads`; None reads the records now (blocking).
+        Settles once: later calls give the same outcome."""
         if self._outcome is None:
             try:
                 self._outcome = self._check(found)

@@ -504,8 +504,13 @@ class OAuthServer:
             claims["client_name"] = client_name[:100]
         if grant:  # the client's grant travels in its access tokens (signed; no store read per call)
             claims["wb_grant"] = json.loads(grant)
+        value = REFRESH_PREFIX + secrets.token_urlsafe(32) if family_id is not None else ""
         if family_id is not None:
             claims["grant"] = family_id  # what the user revokes; curl_session tokens check it
+            # The refresh token issued with this access token (its hash, the key of its record):
+            # revoking the grant or the client deletes it, so the gateway checks the grant by
+            # reading it by key, in the request's first batch read (identity.auth.KeyRecheck).
+            claims["grant_token"] = _sha256(value)
         access = self.tokens.mint(claims, audience=resource, ttl_seconds=ttl)
         log_event("oauth_token_issued", client_id=client_id, user=user.id, refresh=family_id is not None)
         body: dict[str, Any] = {
@@ -515,7 +520,6 @@ class OAuthServer:
             "scope": scope,
         }
         if family_id is not None:
-            value = REFRESH_PREFIX + secrets.token_urlsafe(32)
             now = self.clock()
             self.refresh.put(
                 RefreshToken(

@@ -38,6 +38,8 @@ if TYPE_CHECKING:
 
 __all__ = ["AuthService"]
 
+_GRANT_REVOKED = "the access token's grant was revoked"
+
 
 class AuthService:
     def __init__(
@@ -56,6 +58,7 @@ class AuthService:
         self._users = users
         self._keys = keys
         self._pending = pending
+        self._read_together = read_together
         self.api_keys = ApiKeys(
             users, keys, read_together
         )  # minting and resolving `wb_` keys (workbench.identity.auth)
@@ -63,7 +66,9 @@ class AuthService:
         self._access_tokens = access_tokens
         # Whether an OAuth grant (refresh-token family) still exists: a client the user revoked in
         # the portal loses its access tokens on the next check (at most the auth cache's TTL later,
-        # on every instance), as a revoked API key does.
+        # on every instance), as a revoked API key does. An access token that names the refresh
+        # token issued with it (`grant_token`) is checked by that token's record instead, read by
+        # key (so it can ride in a batch); this family Query is for tokens issued before that.
         self._grant_live = grant_live
         self._io = io
         self._clock = clock
@@ -75,9 +80,10 @@ class AuthService:
         """The principal behind a bearer token (API key, or an OAuth access token), from this
         instance's AuthCache when it resolved the token moments ago; AuthError if none.
 
-        `defer`: the caller makes a batch read anyway and settles a KeyRecheck (for an API key
-        resolved here before whose cache time ran out, the last answer comes back with
-        `recheck` set, its two records to be read with that batch, not in a round trip first)."""
+        `defer`: the caller makes a batch read anyway and settles a KeyRecheck: for an API key
+        resolved here before whose cache time ran out, the last answer comes back with `recheck`
+        set, its two records to be read with that batch, not in a round trip first; for an OAuth
+        access token (its signature checked here), its grant's refresh token likewise."""
         cached = self.cache.get(token)
         if cached is not None:
             return cached
@@ -91,11 +97,32 @@ class AuthService:
                 self.cache.put(token, principal, generation)
                 return principal
 
-            return replace(lapsed, recheck=KeyRecheck(key_id, lapsed.user.id, check))
+            reads = {"user_id": lapsed.user.id, "key_id": key_id}
+            return replace(lapsed, recheck=KeyRecheck(reads, check))
+        if defer and not looks_like_api_key(token):
+            verified = await self._io.run(self._access_tokens, token)  # no store read
+            if verified is not None and verified.grant_token is not None:
+                grant_token = verified.grant_token
+
+                def check_grant(found: Snapshot | None) -> Principal:
+                    self._check_grant(grant_token, found)
+                    self.cache.put(token, verified, generation)
+                    return verified
+
+                return replace(verified, recheck=KeyRecheck({"refresh_token": grant_token}, check_grant))
         holder = lapsed.user.id if lapsed is not None else None
         principal = await self._io.run(self.resolve_token, token, holder)
         self.cache.put(token, principal, generation)
         return principal
+
+    def _check_grant(self, grant_token: str, found: Snapshot | None = None) -> None:
+        """AuthError unless the refresh token issued with an access token is still stored (`found`:
+        a batch that read it; otherwise read now, blocking). Revoking the grant (its family) or the
+        client deletes it, as `family_exists` would then answer False."""
+        if found is None or found.refresh_token is None:
+            found = self._read_together(refresh_token=grant_token)
+        if not found.refresh_token:
+            raise AuthError(_GRANT_REVOKED)
 
     async def confirm(self, principal: Principal) -> Principal:
         """`principal` as checked: settles its KeyRecheck (reading the key alone when no batch
@@ -116,8 +143,10 @@ class AuthService:
         if principal is None:
             raise AuthError("invalid token")
         grant = principal.credential_id
-        if grant is not None and self._grant_live is not None and not self._grant_live(grant):
-            raise AuthError("the access token's grant was revoked")
+        if principal.grant_token is not None:
+            self._check_grant(principal.grant_token)
+        elif grant is not None and self._grant_live is not None and not self._grant_live(grant):
+            raise AuthError(_GRANT_REVOKED)
         return principal
 
     # -- users (blocking) ------------------------------------------------------------------------

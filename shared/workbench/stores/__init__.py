@@ -370,9 +370,10 @@ class ApprovalStore(Protocol):
 class Snapshot:
     """What one `Stores.read_together` found: each record asked for, or None (absent, or not asked).
     `connections` and `servers` hold the rows found among those asked for by key ((user,
-    integration) and (user, name)); a key that is missing from them has no row."""
+    integration) and (user, name)); a key that is missing from them has no row. `refresh_token`:
+    whether the refresh token asked for (by its hash) is still stored (None: not asked)."""
 
-    __slots__ = ("api_key", "connection", "connections", "servers", "user")
+    __slots__ = ("api_key", "connection", "connections", "refresh_token", "servers", "user")
 
     def __init__(
         self,
@@ -381,12 +382,14 @@ class Snapshot:
         connection: Connection | None = None,
         connections: dict[tuple[str, str], Connection] | None = None,
         servers: dict[tuple[str, str], ExternalServer] | None = None,
+        refresh_token: bool | None = None,
     ) -> None:
         self.user = user
         self.api_key = api_key
         self.connection = connection
         self.connections = connections or {}
         self.servers = servers or {}
+        self.refresh_token = refresh_token
 
 
 class BatchReads(Protocol):
@@ -401,6 +404,7 @@ class BatchReads(Protocol):
         connection: tuple[str, str] | None = None,
         connections: Collection[tuple[str, str]] = (),
         servers: Collection[tuple[str, str]] = (),
+        refresh_token: str | None = None,
     ) -> Snapshot: ...
 
 
@@ -462,14 +466,20 @@ class Stores:
         connection: tuple[str, str] | None = None,
         connections: Collection[tuple[str, str]] = (),
         servers: Collection[tuple[str, str]] = (),
+        refresh_token: str | None = None,
     ) -> Snapshot:
-        """The user, the API key (by its id), the (user, integration) connection(s) and the
-        external-server rows ((user, name)) asked for, in one round trip where the adapter offers
-        it. What a request needs before it can act (who is calling, whether their credential still
+        """The user, the API key (by its id), the (user, integration) connection(s), the
+        external-server rows ((user, name)) and whether a refresh token (by its hash) is still
+        stored, asked for in one round trip where the adapter offers it. What a request needs before it can act (who is calling, whether their credential still
         stands, their connections, a custom app's settings) costs one wait, not one per record."""
         reads = self.batch_reads or _OneByOne(self)  # set in __post_init__; for the type checker
         return reads.read(
-            user_id=user_id, key_id=key_id, connection=connection, connections=connections, servers=servers
+            user_id=user_id,
+            key_id=key_id,
+            connection=connection,
+            connections=connections,
+            servers=servers,
+            refresh_token=refresh_token,
         )
 
     # Calls of `approve` grants waiting for their user (workbench.engine.approvals).
@@ -499,6 +509,7 @@ class _OneByOne:
         connection: tuple[str, str] | None = None,
         connections: Collection[tuple[str, str]] = (),
         servers: Collection[tuple[str, str]] = (),
+        refresh_token: str | None = None,
     ) -> Snapshot:
         stores = self.stores
         conns = {k: c for k in dict.fromkeys(connections) if (c := stores.connections.get(*k)) is not None}
@@ -509,4 +520,5 @@ class _OneByOne:
             stores.connections.get(*connection) if connection is not None else None,
             conns,
             rows,
+            stores.oauth_refresh.get(refresh_token) is not None if refresh_token is not None else None,
         )

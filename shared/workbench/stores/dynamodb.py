@@ -1331,9 +1331,11 @@ class DynamoBatchReads:
         connection: tuple[str, str] | None = None,
         connections: Collection[tuple[str, str]] = (),
         servers: Collection[tuple[str, str]] = (),
+        refresh_token: str | None = None,
     ) -> Snapshot:
         users, keys = self.t.name("users"), self.t.name("api_keys")
         conns, rows = self.t.name("connections"), self.t.name("external_servers")
+        oauth = self.t.name("oauth")
         wanted: list[tuple[str, Item]] = []  # (table, key), each once: DynamoDB refuses duplicates
         if user_id is not None:
             wanted.append((users, {"pk": _s(f"user#{user_id}")}))
@@ -1343,6 +1345,8 @@ class DynamoBatchReads:
             wanted.append((conns, {"user_id": _s(holder), "integration": _s(integration)}))
         for owner, name in dict.fromkeys(servers):
             wanted.append((rows, {"user_id": _s(owner), "name": _s(name)}))
+        if refresh_token is not None:  # DynamoRefreshTokens' record of the token
+            wanted.append((oauth, {"pk": _s(f"token#{refresh_token}"), **_ONE}))
         found: dict[str, list[Item]] = {}
         for at in range(0, len(wanted), self.MAX_KEYS):
             for table, items in self._get(wanted[at : at + self.MAX_KEYS]).items():
@@ -1359,6 +1363,7 @@ class DynamoBatchReads:
                 (_get_s(i, "user_id"), _get_s(i, "name")): DynamoExternalServers._server(i)
                 for i in found.get(rows, ())
             },
+            bool(found.get(oauth)) if refresh_token is not None else None,
         )
 
     def _get(self, wanted: list[tuple[str, Item]]) -> dict[str, list[Item]]:
