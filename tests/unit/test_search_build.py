@@ -146,3 +146,16 @@ def test_a_builds_words_have_the_terms_and_written_forms_of_one_word_read_alone(
     for word in words:
         assert learnt.terms[word] == search._ascii_stems(word), word
         assert learnt.lower[word] == (word.lower() if len(word) <= search._TERM_MAX else ""), word
+
+
+def test_descriptions_lose_their_snake_case_identifiers_as_the_pattern_takes_them_out() -> None:
+    rng = random.Random(9)
+    texts = ["".join(rng.choices("ab_ -.1\0", k=rng.randint(0, 30))) for _ in range(20_000)]
+    texts += [
+        "a_b _c d_ e__f g_h_i j_k_ _l_m n1_2 x",
+        "foo_bar-baz_qux",
+        "__init__ x_y",
+        "use superset_export_csv",
+    ]
+    expected = [search._RUN.findall(search._IDENTIFIER.sub(" ", text)) for text in texts]
+    assert search._description_words(texts) == expected

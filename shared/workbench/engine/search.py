@@ -901,12 +901,43 @@ _NOT_WORD = bytes(c if c == 0 or (c < 128 and chr(c).isalnum()) else 32 for c in
 _CHUNK = 64  # tools read together (_Parser.read): their words are held at once
 
 
-def _split_words(texts: list[str]) -> list[list[str]]:
-    """_RUN.findall of each of `texts` (ASCII, at least one), by one translate and split of them all."""
+_NOT_IDENTIFIER = bytes(c if c == 95 else n for c, n in enumerate(_NOT_WORD))  # _NOT_WORD but "_"
+
+
+def _translated(texts: list[str], table: bytes) -> list[str]:
+    """Each of `texts` (ASCII, at least one) translated by `table`, by one translate of them all."""
     joined = "\0".join(texts)
     if joined.count("\0") != len(texts) - 1:  # a text with a NUL of its own (no word has one)
         joined = "\0".join(t.replace("\0", " ") for t in texts)
-    return list(map(str.split, joined.encode().translate(_NOT_WORD).decode().split("\0")))
+    return joined.encode().translate(table).decode().split("\0")
+
+
+def _split_words(texts: list[str]) -> list[list[str]]:
+    """_RUN.findall of each of `texts` (ASCII, at least one)."""
+    return list(map(str.split, _translated(texts, _NOT_WORD)))
+
+
+def _description_words(texts: list[str]) -> list[list[str]]:
+    """_RUN.findall(_IDENTIFIER.sub(" ", text)) of each of `texts` (ASCII, at least one): split at
+    every character but a letter, a digit or "_", a run with an underscore is an identifier (left
+    out) when each of its underscores joins two runs of letters and digits, as _IDENTIFIER matches
+    it between word boundaries; any other is its runs of letters and digits."""
+    out = []
+    for text in _translated(texts, _NOT_IDENTIFIER):
+        words = text.split()
+        if "_" in text:
+            if all(w[0] != "_" and w[-1] != "_" and "__" not in w for w in words if "_" in w):
+                words = [w for w in words if "_" not in w]  # every one an identifier: most texts
+            else:
+                words = [
+                    run
+                    for w in words
+                    if "_" not in w or w[0] == "_" or w[-1] == "_" or "__" in w
+                    for run in w.split("_")
+                    if run
+                ]
+        out.append(words)
+    return out
 
 
 _WORDS_CACHED = 32_768  # distinct words a build remembers (it starts again past it)
@@ -1015,7 +1046,7 @@ class _Parser:
             return terms[:most]  # two-word names add their word at the end: past `most` too
         if not _PHRASE_ENDS.isdisjoint(terms):
             terms = [t for t, _ in _phrases([(t, t) for t in terms])]
-        return terms if most is None else terms[:most]
+        return terms if most is None or len(terms) <= most else terms[:most]
 
     def _arguments(self, raws: list[str]) -> list[str]:
         """_argument_terms of the text of `raws`: each word once, the first _ARGUMENT_TERMS, from as
@@ -1052,10 +1083,9 @@ class _Parser:
                 for column in texts:
                     for i in other:
                         column[i] = ""
-            descriptions = [_IDENTIFIER.sub(" ", t) if "_" in t else t for t in descriptions]
             name_runs, description_runs, keyword_runs, argument_runs = columns = (
                 _split_words(names),
-                _split_words(descriptions),
+                _description_words(descriptions),
                 _split_words(keywords),
                 _split_words(arguments),
             )
