@@ -24,6 +24,7 @@ from workbench.mcp.app import create_mcp_app
 from workbench.stores.dynamodb import dynamodb_stores
 
 from tests.support.aws import AwsEndpoint, on_call
+from tests.support.fault_proxy import fault_proxy
 
 pytestmark = pytest.mark.e2e
 
@@ -219,3 +220,44 @@ async def test_a_key_revoked_elsewhere_gets_401_and_calls_nothing(world: World) 
     status, body = await world.call("things_listThings")
     assert status == 401 and body["error"]["message"] == "Unauthorized: invalid API key", body
     assert world.upstream.paths == ["/api/things"] * 2  # the warm-up's only
+
+
+def test_a_write_that_meets_another_at_the_same_moment_is_tried_again(moto_endpoint: AwsEndpoint) -> None:
+    """Two writes of one user's partition at the same moment both write its version: DynamoDB
+    cancels one (TransactionConflict). It is tried again after a short random wait; a condition
+    that failed is an answer (False), never retried; a conflict that never ends is an error, with
+    nothing written."""
+    from dataclasses import replace
+
+    from workbench.aws.client import AwsError
+    from workbench.stores import ExternalServer
+    from workbench.stores.dynamodb import DynamoExternalServers
+    from workbench.stores.flow_records import PARTITION_VERSION
+
+    settings = moto_endpoint.fresh_tables()
+    with fault_proxy(moto_endpoint.url) as proxy:
+        servers = dynamodb_stores(replace(settings, aws_endpoint_url=proxy.url)).external_servers
+        assert isinstance(servers, DynamoExternalServers)
+        waits: list[float] = []
+
+        def sleep(seconds: float) -> None:
+            waits.append(seconds)
+            if len(waits) == 2:
+                proxy.faults.pop("dynamodb", None)  # the other writer is done
+
+        servers._sleep = sleep
+        app = ExternalServer("usr_a", "acme", "acme_", b"cfg", updated_at=1.0)
+        with proxy.fault("dynamodb", "conflict"):
+            assert servers.create(app) is True
+        assert proxy.hits["dynamodb"] == 2 and len(waits) == 2
+        assert all(0 <= w <= 0.5 for w in waits)
+        assert servers.get("usr_a", "acme") == app
+        version = servers.get("usr_a", PARTITION_VERSION)
+        assert version is not None
+        assert servers.create(app) is False and proxy.hits["dynamodb"] == 2  # a condition: no retry
+        servers._sleep = lambda seconds: None
+        with proxy.fault("dynamodb", "conflict"), pytest.raises(AwsError, match="TransactionCanceled"):
+            servers.put(replace(app, config=b"other"))
+        assert proxy.hits["dynamodb"] == 2 + DynamoExternalServers.CONFLICT_ATTEMPTS
+        assert servers.get("usr_a", "acme") == app
+        assert servers.get("usr_a", PARTITION_VERSION) == version

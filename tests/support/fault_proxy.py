@@ -7,6 +7,8 @@ moto does not check) unless a fault is set for its service — chosen by the `X-
   "throttle"   400 ThrottlingException (retryable: the client retries, then gives up)
   "5xx"        500 InternalServerError
   "drop"       the connection is closed without an answer (RemoteDisconnected)
+  "conflict"   DynamoDB TransactWriteItems only: 400 TransactionCanceledException, its first item in
+               TransactionConflict (another transaction on it at that moment); other calls pass
 
 `faults` maps "dynamodb" / "kms" to one of those (or nothing). `hits` counts faulted requests.
 """
@@ -64,6 +66,8 @@ def _handler(proxy: FaultProxy) -> type[BaseHTTPRequestHandler]:
             amz = self.headers.get("X-Amz-Target", "")
             service = next((name for prefix, name in _SERVICES.items() if amz.startswith(prefix)), "")
             kind = proxy.faults.get(service)
+            if kind == "conflict" and not amz.endswith(".TransactWriteItems"):
+                kind = None
             if kind:
                 with proxy._lock:
                     proxy.hits[service] = proxy.hits.get(service, 0) + 1
@@ -73,6 +77,18 @@ def _handler(proxy: FaultProxy) -> type[BaseHTTPRequestHandler]:
                     return
                 if kind == "throttle":
                     return self._answer(400, {"__type": "ThrottlingException", "message": "Rate exceeded"})
+                if kind == "conflict":
+                    items = json.loads(body).get("TransactItems", [])
+                    reasons = [{"Code": "TransactionConflict"}] + [{"Code": "None"}] * (len(items) - 1)
+                    return self._answer(
+                        400,
+                        {
+                            "__type": "com.amazonaws.dynamodb.v20120810#TransactionCanceledException",
+                            "message": "Transaction cancelled, please refer cancellation reasons for specific "
+                            "reasons [TransactionConflict, None]",
+                            "CancellationReasons": reasons,
+                        },
+                    )
                 return self._answer(
                     500, {"__type": "InternalServerError", "message": "Internal server error"}
                 )

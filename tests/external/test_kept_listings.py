@@ -1,0 +1,51 @@
+"""Each instance keeps users' custom-apps partitions (external/service.py `_first_reads`) within a
+fixed memory budget: the least recently used go first, one user's very large partition is not kept
+at all, and a partition that was let go is simply read again."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from workbench.external import service
+from workbench.stores import ExternalServer
+
+from tests.support.gateways import make_gateway
+
+
+async def test_kept_partitions_stay_within_their_budget(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(service, "LISTING_CACHE_BYTES", 20_000)
+    gw = make_gateway(tmp_path)
+    ext = gw.external
+    assert ext is not None
+    store = gw.stores.external_servers
+    users = [f"usr_{i:03d}" for i in range(40)]
+    for user in users:  # about 1.3 KB a partition
+        store.put(ExternalServer(user, "app", "app_", b"x" * 1_000))
+    reads: list[str] = []
+    real = store.list_for
+
+    def list_for(user_id: str) -> list[ExternalServer]:
+        reads.append(user_id)
+        return real(user_id)
+
+    monkeypatch.setattr(store, "list_for", list_for)
+    for user in users:
+        await ext.catalog(user)
+        assert ext._listing_bytes <= 20_000
+    assert reads == users
+    kept = list(ext._listings)
+    assert 10 <= len(kept) < len(users) and kept == users[-len(kept) :]  # the most recent ones
+    reads.clear()
+    await ext.catalog(users[-1])  # kept: no read of the partition
+    await ext.catalog(users[0])  # let go: read again, and kept again
+    assert reads == [users[0]] and users[0] in ext._listings
+
+    big = "usr_big"  # a partition over a quarter of the budget is read each time, never kept
+    store.put(ExternalServer(big, "app", "app_", b"x" * 6_000))
+    for _ in range(2):
+        await ext.catalog(big)
+    assert reads.count(big) == 2 and big not in ext._listings
+    assert ext._listing_bytes == sum(x.size for x in ext._listings.values()) <= 20_000
