@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from workbench.external import service
 from workbench.stores import ExternalServer
+from workbench.stores.memory import MemoryExternalServers
 
 from tests.support.gateways import make_gateway
 
@@ -49,3 +50,31 @@ async def test_kept_partitions_stay_within_their_budget(
         await ext.catalog(big)
     assert reads.count(big) == 2 and big not in ext._listings
     assert ext._listing_bytes == sum(x.size for x in ext._listings.values()) <= 20_000
+
+
+async def test_a_write_without_a_version_reaches_a_kept_partition_within_its_age(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """While a deploy shifts traffic, the previous version of the code writes rows without storing
+    a version: a kept partition is read again once LISTING_MAX_AGE_SECONDS old."""
+    gw = make_gateway(tmp_path)
+    ext = gw.external
+    assert ext is not None
+    now = [1000.0]
+    ext._monotonic = lambda: now[0]
+    store = gw.stores.external_servers
+    assert isinstance(store, MemoryExternalServers)
+    store.put(ExternalServer("usr_a", "app", "app_", b"x"))
+    reads: list[str] = []
+    real = store.list_for
+    monkeypatch.setattr(store, "list_for", lambda user_id: reads.append(user_id) or real(user_id))
+    await ext.catalog("usr_a")
+    older = ExternalServer("usr_a", "other", "other_", b"y")
+    store._rows[("usr_a", "other")] = older  # written as the previous version writes: no version
+    now[0] += service.LISTING_MAX_AGE_SECONDS - 1
+    await ext.catalog("usr_a")
+    assert reads == ["usr_a"]  # the version alone says nothing changed
+    now[0] += 1
+    await ext.catalog("usr_a")
+    assert reads == ["usr_a", "usr_a"]
+    assert [r.name for r in ext._listings["usr_a"].rows] == ["app", "other"]

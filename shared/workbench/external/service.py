@@ -140,6 +140,10 @@ _WRITE_ATTEMPTS = 8  # lost races in a row before a read-modify-write gives up (
 # read at (see `_first_reads`): at most this many bytes of rows, and this many users.
 LISTING_CACHE_BYTES = 8_000_000
 LISTING_CACHE_USERS = 4_096
+# ...and for at most this long: while a deploy shifts traffic (a canary: 5 or 10 minutes), the version
+# before this one still serves some requests and writes without storing a version; what it writes
+# reaches this version's instances within this time. Between deploys, the version alone decides.
+LISTING_MAX_AGE_SECONDS = 300.0
 _ROW_OVERHEAD = 300  # bytes a row costs besides its config blob
 
 
@@ -211,6 +215,7 @@ class _Listing(NamedTuple):
     version: str | None
     rows: list[ExternalServer]
     size: int
+    read_at: float  # time.monotonic() when the Query started
 
 
 @dataclass(slots=True)
@@ -269,6 +274,7 @@ class ExternalServers:
         # (user) -> their partition at a version (see `_first_reads`); oldest use first.
         self._listings: dict[str, _Listing] = {}
         self._listing_bytes = 0
+        self._monotonic = time.monotonic  # their age (LISTING_MAX_AGE_SECONDS)
         self.cipher = cipher
         self.vault = vault
         self.registry = registry
@@ -981,17 +987,20 @@ class ExternalServers:
         the kept one, no write to the partition completed between that earlier read and now, and
         the Query, which started after it, saw every write completed before it: the kept rows are
         the stored rows. A version is a fresh random token, never reused. (No version row: nothing
-        was written since the version rows came, so the same argument holds with None.)"""
+        was written since the version rows came, so the same argument holds with None.) While a
+        deploy shifts traffic, the previous version writes without storing a version: a kept
+        partition is read again once it is LISTING_MAX_AGE_SECONDS old."""
         known = self._listings.get(user_id)
         first, asked = await self.io.run(self._read_first, user_id, keys, recheck, known)
         found = first.servers.get((user_id, PARTITION_VERSION))
         version = found.state if found is not None else None
-        if known is not None and known.version == version:
+        now = self._monotonic()
+        if known is not None and known.version == version and now - known.read_at < LISTING_MAX_AGE_SECONDS:
             self._listings[user_id] = self._listings.pop(user_id)  # the newest use
             rows = known.rows
         else:
             rows = await self.io.run(self.store.list_for, user_id)  # after the version: see above
-            self._keep_listing(user_id, _Listing(version, rows, _size(rows)))
+            self._keep_listing(user_id, _Listing(version, rows, _size(rows), now))
         return _Early(rows, first, frozenset(keys), asked)
 
     def _read_first(
