@@ -158,6 +158,8 @@ ROWS = (
             ("execute_tools (1 auth-none tool)", (2, 1)),
             ("execute_tools (1 tool with a stored connection)", (2, 2)),
             ("execute_tools (1 custom-app tool)", (2, 2)),
+            ("tools/list (OAuth token)", (1, 0)),
+            ("execute_tools (OAuth token, 1 tool with a stored connection)", (2, 2)),
             ("search_tools", (2, 2)),
             ("search_tools (custom app, hit needs a connection)", (2, 2)),
             ("curl proxy GET", (2, 2)),
