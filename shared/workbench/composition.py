@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from workbench.connections.provider_oauth import ProviderOAuth, TokenSet
     from workbench.engine.approvals import Approvals
     from workbench.external import ExternalServers
+    from workbench.external.oauth import AppOAuth
     from workbench.guard.egress import EgressPolicy, Resolver, Route
     from workbench.identity.tokens import SigningKeySource, TokenService
     from workbench.oauth.service import OAuthServer
@@ -119,6 +120,7 @@ LAZY_MODULES = (
     "workbench.external.oauth",
     "workbench.external.operator",
     "workbench.guard.egress",
+    "workbench.guard.egress_transport",
     "workbench.guard.http1",
     "workbench.identity.tokens",
     "workbench.oauth.service",
@@ -201,7 +203,7 @@ class Gateway:
 
     def EgressTransport(self, **options: Any) -> httpx.AsyncBaseTransport:
         """An httpx transport behind the egress checks (around the test double, if any)."""
-        from workbench.guard.egress import EgressTransport
+        from workbench.guard.egress_transport import EgressTransport
 
         return EgressTransport(self.egress, inner=self._transport, **options)
 
@@ -244,7 +246,6 @@ class Gateway:
     def external(self) -> ExternalServers:
         """Each user's custom apps (external MCP and OpenAPI servers) and the operator's."""
         from workbench.external import ExternalServers
-        from workbench.external.oauth import AppOAuth
         from workbench.external.operator import operator_apps
 
         settings = self.settings
@@ -266,18 +267,24 @@ class Gateway:
             io=self.store_io,
             read_together=self.stores.read_together,
         )
-        external.oauth = AppOAuth(
-            public_url=settings.public_url,
-            store=self.stores.external_servers,
-            cipher=self.cipher,
-            pending=self.stores.pending,
-            credentials=self.credentials,
-            clock=self.clock,
-            transport=self.EgressTransport(),
-            allow_http_client_metadata=self.egress.allows_local,
-            connect_ttl=settings.connect_ttl_seconds,
-            refuse_host=self.egress.host_refusal,
-        )
+
+        def app_oauth() -> AppOAuth:  # made when an app's OAuth is first needed (never by a search)
+            from workbench.external.oauth import AppOAuth
+
+            return AppOAuth(
+                public_url=settings.public_url,
+                store=self.stores.external_servers,
+                cipher=self.cipher,
+                pending=self.stores.pending,
+                credentials=self.credentials,
+                clock=self.clock,
+                transport=self.EgressTransport(),
+                allow_http_client_metadata=self.egress.allows_local,
+                connect_ttl=settings.connect_ttl_seconds,
+                refuse_host=self.egress.host_refusal,
+            )
+
+        external.make_oauth = app_oauth
         return external
 
     @cached_property

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -481,6 +482,82 @@ def test_a_portal_page_imports_only_what_it_needs(moto_endpoint: AwsEndpoint, aw
     assert "ada@example.com" in out["body"] and "Integrations" in out["body"]  # the signed-in page...
     assert "workbench.oauth.routes" in out["modules"]  # ...served beside the OAuth routes...
     assert _among(out["modules"], NOT_ON_THE_PORTAL_PAGE_PATH) == []  # ...without the server behind them
+
+
+# A first search_tools by a user with no custom app: the shared catalog's prebuilt index and one read
+# of the user's custom-app partition, beside the connections of the hits. The custom-app service
+# is built for that read, but not what reaching a server or reading a document takes: no HTTP client,
+# MCP transport, OAuth client, OpenAPI or document reader.
+NOT_ON_THE_SEARCH_PATH = (
+    "boto3",
+    "botocore",
+    "mangum",
+    "starlette",
+    "anyio",
+    "httpx",
+    "httpcore",
+    "pydantic",
+    "workbench.guard.egress_transport",
+    "workbench.guard.shared_http",
+    "workbench.guard.http1",
+    "workbench.external.oauth",
+    "workbench.external.openapi",
+    "workbench.external.documents",
+    "workbench.external.document_worker",
+    "workbench.connections.provider_oauth",
+    "workbench.connections.flow",
+    "workbench.oauth",
+    "workbench.web",
+    "workbench_plugins.github.tools",
+)
+
+
+def test_a_search_by_a_user_without_custom_apps_imports_only_what_it_needs(
+    moto_endpoint: AwsEndpoint, aws_settings: Settings, tmp_path: Path
+) -> None:
+    from workbench.composition import build_gateway, build_registry
+    from workbench.engine import catalog_index
+
+    gw = build_gateway(aws_settings)
+    key = gw.auth.mint_key(gw.stores.users.get_or_create("ada@example.com"), label="cold")
+    # The index the layer ships beside workbench/engine/catalog_index.py (a checkout has none).
+    index = tmp_path / "catalog_index.bin"
+    index.write_bytes(catalog_index.build(build_registry()))
+    shipped = (
+        f"import workbench.engine.catalog_index as c, pathlib; c.INDEX_PATH = pathlib.Path({str(index)!r})\n"
+    )
+    body = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/call",
+        "params": {"name": "search_tools", "arguments": {"query": "create a jot"}},
+    }
+    event = http_api_event(
+        "POST",
+        "/mcp",
+        route_key="ANY /mcp",
+        body=body,
+        headers={"authorization": f"Bearer {key}", "mcp-protocol-version": "2025-06-18"},
+    )
+    env = {
+        "PATH": "/usr/bin:/bin",
+        **moto_endpoint.env(aws_settings),
+        "WORKBENCH_PUBLIC_URL": "https://gw.example.test",
+    }
+    done = subprocess.run(
+        [sys.executable, "-c", shipped + CHILD, json.dumps(event)],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    assert out["status"] == 200, out["body"]
+    assert "create_jot" in out["body"]
+    assert "workbench.external.service" in out["modules"]  # the user's partition was read...
+    assert _among(out["modules"], NOT_ON_THE_SEARCH_PATH) == []  # ...without what reaching an app takes
 
 
 def test_the_mcp_app_and_the_portal_name_the_same_session_cookie() -> None:

@@ -19,7 +19,8 @@ from typing import Any
 import httpcore
 import httpx
 import pytest
-from workbench.guard.egress import EgressPolicy, _PinnedTransport, httpcore_errors
+from workbench.guard.egress import EgressPolicy
+from workbench.guard.egress_transport import _PinnedTransport, httpcore_errors
 
 
 def test_every_httpcore_error_maps_to_the_httpx_class_httpx_maps_it_to() -> None:

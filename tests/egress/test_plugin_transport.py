@@ -16,7 +16,8 @@ from typing import Any
 
 import httpx
 import pytest
-from workbench.guard.egress import EgressPolicy, EgressRefused, EgressTransport
+from workbench.guard.egress import EgressPolicy, EgressRefused
+from workbench.guard.egress_transport import EgressTransport
 from workbench.guard.http1 import Http1Transport
 
 from tests.proxy.test_upstream_http1 import ANSWERS, CAP, CLOSES, JSON, Upstream, upstream

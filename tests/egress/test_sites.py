@@ -197,7 +197,8 @@ async def test_a_redirect_towards_an_internal_address_is_not_followed(
 async def test_every_redirect_hop_a_client_follows_is_checked(net: Internet, inside: Canary) -> None:
     """A caller that does follow redirects still has each hop checked (here: an httpx client with
     follow_redirects=True on the egress transport)."""
-    from workbench.guard.egress import EgressPolicy, EgressRefused, EgressTransport
+    from workbench.guard.egress import EgressPolicy, EgressRefused
+    from workbench.guard.egress_transport import EgressTransport
 
     to = f"https://127.0.0.1:{inside.port}/x"
     net.answer = lambda method, h, path: Answer(302, [("Location", to)], b"")

@@ -13,7 +13,8 @@ from typing import Any
 import httpx
 import pytest
 from cryptography.hazmat.primitives import serialization
-from workbench.guard.egress import EgressPolicy, EgressRefused, EgressTransport
+from workbench.guard.egress import EgressPolicy, EgressRefused
+from workbench.guard.egress_transport import EgressTransport
 
 from tests.egress.internet import issue_certificate
 

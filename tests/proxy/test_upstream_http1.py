@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 
 import httpx
 import pytest
-from workbench.guard.egress import EgressPolicy, EgressRefused, EgressTransport
+from workbench.guard.egress import EgressPolicy, EgressRefused
+from workbench.guard.egress_transport import EgressTransport
 from workbench.guard.http1 import KEEPALIVE_SECONDS, Http1Client
 
 CAP = 64 * 1024

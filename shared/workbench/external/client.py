@@ -30,14 +30,18 @@ import ssl
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from itertools import count
-from typing import Any, TypeVar
-
-import httpx
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from workbench.errors import WorkbenchError
 from workbench.guard.egress import EgressRefused
 from workbench.guard.jsontext import JsonRejected, parse
-from workbench.guard.shared_http import SharedTransport
+
+if TYPE_CHECKING:
+    import httpx
+
+# httpx is imported by the first exchange with a server (the local imports below), not with this
+# module: the custom-app service imports its error classes on every search, most of which reach
+# no server (a user with no custom app).
 
 __all__ = [
     "LEGACY_VERSIONS",
@@ -184,6 +188,8 @@ class McpClient:
     def __post_init__(self) -> None:
         # Every operation's client closes when it is done; the transport under it is shared by all
         # of them, so their close must leave it open (see shared_http).
+        from workbench.guard.shared_http import SharedTransport
+
         if self.transport is not None and not isinstance(self.transport, SharedTransport):
             self.transport = SharedTransport(self.transport)
 
@@ -244,6 +250,8 @@ class McpClient:
     # -- plumbing --------------------------------------------------------------------------------
 
     async def _bounded(self, ep: Endpoint, run: Callable[[httpx.AsyncClient], Awaitable[_T]]) -> _T:
+        import httpx
+
         try:
             async with asyncio.timeout(ep.timeout), self._client(ep) as client:
                 return await run(client)
@@ -257,6 +265,8 @@ class McpClient:
             ) from exc
 
     def _client(self, ep: Endpoint) -> httpx.AsyncClient:
+        import httpx
+
         if self._ssl is None:
             self._ssl = httpx.create_ssl_context()
         return httpx.AsyncClient(
@@ -382,6 +392,8 @@ class McpClient:
         extra_headers: Mapping[str, str] | None,
         notify: bool,
     ) -> dict[str, Any]:
+        import httpx
+
         message, headers, request_id = self._message(session, method, params, notify)
         if extra_headers and session.modern:
             headers.update(extra_headers)

@@ -42,7 +42,8 @@ from workbench.connections.provider_oauth import (
 )
 from workbench.errors import CryptoError, NotConnected, WorkbenchError
 from workbench.external.paths import CALLBACK_PATH, CLIENT_METADATA_PATH
-from workbench.guard.egress import EgressRefused, ResponseTooLarge, read_bounded
+from workbench.guard.egress import EgressRefused, ResponseTooLarge
+from workbench.guard.egress_transport import read_bounded
 from workbench.guard.jsontext import JsonRejected, parse
 from workbench.guard.shared_http import SharedClient
 from workbench.stores import ExternalServer, ExternalServerStore, OAuthState, PendingConnect, PendingStore

@@ -27,8 +27,6 @@ from typing import Any
 
 from workbench.engine.registry import RESERVED_NAMES, Registry
 from workbench.errors import WorkbenchError
-from workbench.external.documents import parse_document
-from workbench.external.openapi import OpenApiError, compile_document
 from workbench.external.service import DEFAULT_TIMEOUT_MS, OPERATOR, App
 
 __all__ = ["OperatorConfigError", "operator_apps"]
@@ -48,6 +46,10 @@ def operator_apps(
 ) -> list[App]:
     """The configured apps. With `env` (the secrets are environment variables), a secret that is not
     set is reported now; otherwise it is reported by the first request that needs it."""
+    if not configs:
+        return []  # (and the OpenAPI reader stays unloaded: most deployments configure none)
+    from workbench.external.openapi import OpenApiError
+
     apps: list[App] = []
     for index, raw in enumerate(configs):
         label = f"external server #{index + 1}"
@@ -97,6 +99,9 @@ def _one(raw: Mapping[str, Any], env: Mapping[str, str] | None) -> App:
                 raise OperatorConfigError(f"spec '{spec}' cannot be read ({exc.strerror})") from None
         if document is None:
             raise OperatorConfigError("an openapi entry needs 'spec' (a file) or 'document'")
+        from workbench.external.documents import parse_document
+        from workbench.external.openapi import compile_document
+
         compiled = compile_document(parse_document(document))
         if not compiled.operations:
             raise OperatorConfigError("the document has no usable operation")

@@ -31,14 +31,13 @@ import asyncio
 import base64
 import json
 import re
+import threading
 import time
 import zlib
 from collections.abc import Awaitable, Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 from urllib.parse import quote
-
-import httpx
 
 from workbench.annotations import from_declared, from_method
 from workbench.engine.blocking import BlockingPool
@@ -57,11 +56,8 @@ from workbench.external.client import (
     TimedOut,
     Unreachable,
 )
-from workbench.external.document_worker import DocumentWorker
-from workbench.external.documents import DOCUMENT_SECONDS
-from workbench.external.openapi import Operation, build_request
 from workbench.external.schema import problem
-from workbench.guard.egress import EgressPolicy, EgressRefused, EgressTransport
+from workbench.guard.egress import EgressPolicy, EgressRefused
 from workbench.guard.jsontext import JsonRejected, parse
 from workbench.guard.paths import DOT_SEGMENT_MESSAGE, dot_segment
 from workbench.identity.crypto import Cipher
@@ -74,7 +70,9 @@ from workbench.tools import Tool
 
 if TYPE_CHECKING:
     from workbench.connections.flow import Redeemed
+    from workbench.external.document_worker import DocumentWorker
     from workbench.external.oauth import AppOAuth, Plan
+    from workbench.external.openapi import Operation
     from workbench.identity.auth import KeyRecheck
     from workbench.stores import Connection, PendingConnect, User
 
@@ -285,9 +283,7 @@ class ExternalServers:
         self.egress = egress or EgressPolicy()
         # A connection per request, as when each operation had its own client: MCP servers close
         # idle sessions' connections, and a stale pooled one would read as "dropped".
-        self.client = client or McpClient(
-            transport=EgressTransport(self.egress, keepalive=False, max_response_bytes=MAX_BODY)
-        )
+        self._client = client
         self.ttl = ttl
         self.search_budget = search_budget
         self.operator_apps: dict[str, App] = {a.name: a for a in operator_apps}
@@ -300,14 +296,60 @@ class ExternalServers:
         self._generation: dict[Key, int] = {}
         self._inflight: dict[Key, asyncio.Future[_Entry]] = {}
         self._background: set[asyncio.Future[Any]] = set()
-        # OAuth-protected servers (set by the composition root; None: refused at registration).
-        self.oauth: AppOAuth | None = None
+        # OAuth-protected servers: their client is made by `make_oauth` (set by the composition
+        # root) when first needed, not with this service (a search never needs it); no
+        # `make_oauth`: refused at registration.
+        self.make_oauth: Callable[[], AppOAuth] | None = None
+        self._oauth: AppOAuth | None = None
+        self._document_worker: DocumentWorker | None = None
+        self._making = threading.RLock()  # each made once, whichever thread (a portal page) asks first
         # The async paths (search, lookup, calls, discovery) read and write the store, the vault and
         # the OAuth plans here, off the event loop; the portal's sync pages call the helpers directly.
         self.io = io or BlockingPool(4, "workbench-store")
         # Documents are parsed here, apart from store I/O: two hostile uploads never hold up a read.
         self.documents = BlockingPool(2, "workbench-documents")
-        self.document_worker = DocumentWorker(document_seconds=DOCUMENT_SECONDS)
+
+    # The MCP client (httpx, the egress transport), the OAuth client and the document worker are
+    # made when a server is first reached or a document first read: a search by a user with no
+    # custom app does neither.
+
+    @property
+    def client(self) -> McpClient:
+        if self._client is None:
+            with self._making:
+                if self._client is None:
+                    from workbench.guard.egress_transport import EgressTransport
+
+                    transport = EgressTransport(self.egress, keepalive=False, max_response_bytes=MAX_BODY)
+                    self._client = McpClient(transport=transport)
+        return self._client
+
+    @client.setter
+    def client(self, value: McpClient) -> None:
+        self._client = value
+
+    @property
+    def oauth(self) -> AppOAuth | None:
+        if self._oauth is None and self.make_oauth is not None:
+            with self._making:
+                if self._oauth is None:
+                    self._oauth = self.make_oauth()
+        return self._oauth
+
+    @oauth.setter
+    def oauth(self, value: AppOAuth | None) -> None:
+        self._oauth = value
+
+    @property
+    def document_worker(self) -> DocumentWorker:
+        if self._document_worker is None:
+            with self._making:
+                if self._document_worker is None:
+                    from workbench.external.document_worker import DocumentWorker
+                    from workbench.external.documents import DOCUMENT_SECONDS
+
+                    self._document_worker = DocumentWorker(document_seconds=DOCUMENT_SECONDS)
+        return self._document_worker
 
     # -- registration --------------------------------------------------------------------------
 
@@ -1102,8 +1144,9 @@ class ExternalServers:
         if claim_key is not None:
             needed.append(claim_key)
         wanted = list(connections)
-        if oauth_tokens and self.oauth is not None:
-            wanted += [a.name for a in apps if a.auth_type == "oauth" and a.enabled and a.status == "ok"]
+        oauth_apps = [a.name for a in apps if a.auth_type == "oauth" and a.enabled and a.status == "ok"]
+        if oauth_tokens and oauth_apps and self.oauth is not None:  # (the OAuth client made only then)
+            wanted += oauth_apps
         keys = [k for k in dict.fromkeys((user_id, i) for i in wanted) if k not in asked_conns]
         servers = [k for k in needed if k not in asked_rows]
         snap = self._read_together(connections=keys, servers=servers) if keys or servers else Snapshot()
@@ -1249,6 +1292,10 @@ class ExternalServers:
         if op is None:
             raise LookupError("Tool not found")
         timeout = app.timeout_ms / 1000
+
+        import httpx
+
+        from workbench.external.openapi import build_request
 
         async def send(endpoint: Endpoint) -> tuple[int, str, bytes]:
             try:
@@ -1560,6 +1607,8 @@ class ExternalServers:
         kind = str(cfg.get("kind", "mcp"))
         operations: tuple[Operation, ...] = ()
         if kind == "openapi" and cfg.get("ops"):
+            from workbench.external.openapi import Operation
+
             data = json.loads(zlib.decompress(base64.b64decode(str(cfg["ops"]))))
             operations = tuple(Operation.from_json(op) for op in data)
         return App(

@@ -47,8 +47,8 @@ from workbench.guard.egress import (
     CheckedUrl,
     EgressPolicy,
     ResponseTooLarge,
-    _Decoder,
 )
+from workbench.guard.egress_transport import _Decoder
 
 __all__ = ["KEEPALIVE_SECONDS", "Http1Client", "Http1Transport", "Reply"]
 

@@ -20,7 +20,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from workbench.guard.egress import EgressPolicy, EgressRefused, EgressTransport, ResponseTooLarge
+from workbench.guard.egress import EgressPolicy, EgressRefused, ResponseTooLarge
+from workbench.guard.egress_transport import EgressTransport
 from workbench.guard.shared_http import SharedClient
 from workbench.oauth.errors import OAuthError
 from workbench.stores import OAuthClient, OAuthClientStore
