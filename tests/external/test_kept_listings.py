@@ -78,3 +78,42 @@ async def test_a_write_without_a_version_reaches_a_kept_partition_within_its_age
     await ext.catalog("usr_a")
     assert reads == ["usr_a", "usr_a"]
     assert [r.name for r in ext._listings["usr_a"].rows] == ["app", "other"]
+
+
+async def test_a_kept_partitions_apps_are_decoded_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Decrypting an app's config and unpacking its operations (milliseconds for a large OpenAPI
+    app) is done once per kept partition, not on every call; a change anywhere decodes again."""
+    import json
+
+    gw = make_gateway(tmp_path)
+    ext = gw.external
+    assert ext is not None
+    user = gw.stores.users.get_or_create("ada@example.com")
+    key = gw.auth.mint_key(user)
+    principal = gw.auth.api_keys.resolve(key)
+    doc = {
+        "openapi": "3.0.3",
+        "info": {"title": "Things", "version": "1"},
+        "paths": {"/things": {"get": {"operationId": "listThings"}}},
+    }
+    await ext.register_openapi(user.id, name="things", document=json.dumps(doc), base_url="https://api.test")
+    decoded: list[str] = []
+    real = ext._app
+
+    def app(row: ExternalServer) -> object:
+        decoded.append(row.name)
+        return real(row)
+
+    monkeypatch.setattr(ext, "_app", app)
+    for _ in range(3):
+        hit = await ext.lookup(principal, "things_listThings")
+        assert hit is not None and hit[0].name == "things_listThings"
+    assert decoded == ["things"]
+    await ext.register_openapi(  # a change (here, or on any instance): a new version
+        user.id, name="things", document=json.dumps(doc), base_url="https://api2.test"
+    )
+    decoded.clear()
+    hit = await ext.lookup(principal, "things_listThings")
+    assert hit is not None and decoded == ["things"]

@@ -204,6 +204,7 @@ class _Early(NamedTuple):
     found: Snapshot
     connections: frozenset[tuple[str, str]]
     servers: frozenset[tuple[str, str]]
+    apps: dict[str, App]  # the rows' apps decoded so far (app name -> App), kept with the rows
 
 
 class _Listing(NamedTuple):
@@ -214,6 +215,9 @@ class _Listing(NamedTuple):
     rows: list[ExternalServer]
     size: int
     read_at: float  # time.monotonic() when the Query started
+    # Its apps as decoded (decrypted, operations unpacked) by the first request that needed them:
+    # the rows never change under a listing, so neither do these.
+    apps: dict[str, App]
 
 
 @dataclass(slots=True)
@@ -1039,11 +1043,12 @@ class ExternalServers:
         now = self._monotonic()
         if known is not None and known.version == version and now - known.read_at < LISTING_MAX_AGE_SECONDS:
             self._listings[user_id] = self._listings.pop(user_id)  # the newest use
-            rows = known.rows
+            rows, apps = known.rows, known.apps
         else:
             rows = await self.io.run(self.store.list_for, user_id)  # after the version: see above
-            self._keep_listing(user_id, _Listing(version, rows, _size(rows), now))
-        return _Early(rows, first, frozenset(keys), asked)
+            apps = {}
+            self._keep_listing(user_id, _Listing(version, rows, _size(rows), now, apps))
+        return _Early(rows, first, frozenset(keys), asked, apps)
 
     def _read_first(
         self,
@@ -1138,7 +1143,15 @@ class ExternalServers:
         asked_conns = early.connections if early is not None else frozenset()
         asked_rows = early.servers if early is not None else frozenset()
         settings = next((r for r in rows if r.name == _SETTINGS_ROW), None)
-        apps = [*(self._app(r) for r in rows if not r.name.startswith("#")), *self.operator_apps.values()]
+        decoded = early.apps if early is not None else {}
+        apps = [
+            *(
+                decoded.get(r.name) or decoded.setdefault(r.name, self._app(r))
+                for r in rows
+                if r.name[:1] != "#"
+            ),
+            *self.operator_apps.values(),
+        ]
         code, stamp, claim_key = self._code_and_claim(user_id, rows)
         needed: list[tuple[str, str]] = [(OPERATOR, _EPOCH_ROW)] if apps else []
         if claim_key is not None:
