@@ -15,14 +15,15 @@ from tests.support.apigw import http_api_event
 from tests.support.aws import AwsEndpoint
 from tests.support.processes import REPO
 
-# Records every automatic collection from the moment Workbench's runtime package is imported (finding
-# it on a dev checkout's sys.path may collect before), then serves two list_jots as Lambda would.
+# Records every automatic collection from the moment the entry's lambda_handler starts importing (the
+# runtime package, imported just before, paused the collector; finding the package on a checkout's
+# sys.path may collect before that), then serves two list_jots as Lambda would.
 CHILD = """
 import gc, json, sys
 default = gc.get_threshold()
 runs = []
 def record(phase, info):
-    if phase == "start" and "workbench.runtime" in sys.modules:
+    if phase == "start" and "workbench.runtime.lambda_handler" in sys.modules:
         runs.append(info["generation"])
 gc.callbacks.append(record)
 import importlib.util

@@ -4,8 +4,8 @@ Nearly everything a cold start allocates (modules, classes, the gateway, a plugi
 lives as long as the instance, so the collector frees little, yet each collection it starts re-scans
 the growing heap: about a fifth of a first request's CPU (bench/cold_start.py, plugin http: 381 ->
 300 ms CPU with the collector off, list_jots 206 -> 156). So collection waits from the runtime
-package's import (workbench/runtime/__init__.py, on Lambda only) until the first event is answered;
-then what exists is frozen (`gc.freeze`: kept out of every later collection, so a warm request's
+package's import (workbench/runtime/__init__.py, on Lambda only) until lambda_handler has answered
+the first event (the migration hook resumes it as its event starts); then what exists is frozen (`gc.freeze`: kept out of every later collection, so a warm request's
 full collection no longer walks the instance's modules and classes either) and the usual
 thresholds come back.
 

@@ -11,6 +11,7 @@ from typing import Any
 
 from workbench.aws.clients import make_client
 from workbench.composition import build_stores
+from workbench.runtime import coldgc
 from workbench.services.schema import SchemaService
 from workbench.settings import Settings
 
@@ -22,6 +23,9 @@ logger = logging.getLogger("workbench")
 def handler(
     event: dict[str, Any], context: Any, *, codedeploy: Any | None = None, stores: Any = None
 ) -> dict[str, Any]:
+    # Importing workbench.runtime on Lambda held collection back for a surface's cold start
+    # (runtime/coldgc.py); a migration, which may walk whole tables, runs with it as usual.
+    coldgc.resume()
     settings = Settings.from_env()
     status = "Succeeded"
     answer: dict[str, Any]
