@@ -249,6 +249,8 @@ EXECUTE_CONNECTED = "execute_tools (1 tool with a stored connection)"
 EXECUTE_CUSTOM = "execute_tools (1 custom-app tool)"
 OAUTH_LIST = "tools/list (OAuth token)"
 OAUTH_EXECUTE = "execute_tools (OAuth token, 1 tool with a stored connection)"
+CURL = "curl proxy GET"
+OAUTH_CURL = "curl proxy GET (token minted with an OAuth token)"
 IDLE_GOALS = {
     "tools/list": (1, 0),
     "execute_tools (1 auth-none tool)": (2, 1),
@@ -271,6 +273,8 @@ IDLE_GOALS = {
     # needs a stored connection: every row the search reads is needed.
     "search_tools (custom app, hit needs a connection)": (2, 2),
     "curl proxy GET": (2, 2),
+    # Minted by an MCP client's OAuth token: its grant's refresh token read in the same batch.
+    OAUTH_CURL: (2, 2),
 }
 CUSTOM_SEARCH = "search_tools (custom app, hit needs a connection)"
 _BENCH_DOCUMENT = {
@@ -369,7 +373,7 @@ async def _idle_calls(endpoint: AwsEndpoint, idle: float) -> dict[str, Any]:
     keys = {
         kind: gw.auth.mint_key(user, label=kind)
         for kind in IDLE_GOALS
-        if kind not in (CUSTOM_SEARCH, EXECUTE_CUSTOM, OAUTH_LIST, OAUTH_EXECUTE)
+        if kind not in (CUSTOM_SEARCH, EXECUTE_CUSTOM, OAUTH_LIST, OAUTH_EXECUTE, OAUTH_CURL)
     }
     for kind in (OAUTH_LIST, OAUTH_EXECUTE):
         keys[kind] = _oauth_token(gw, user, settings.public_url)
@@ -386,7 +390,10 @@ async def _idle_calls(endpoint: AwsEndpoint, idle: float) -> dict[str, Any]:
     )
     keys[CUSTOM_SEARCH] = gw.auth.mint_key(other, label=CUSTOM_SEARCH)
     keys[EXECUTE_CUSTOM] = gw.auth.mint_key(other, label=EXECUTE_CUSTOM)
-    curl = gw.curl.mint(gw.auth.api_keys.resolve(keys["curl proxy GET"]), ["acme"], 900)["token"]
+    curls = {
+        CURL: gw.curl.mint(gw.auth.api_keys.resolve(keys[CURL]), ["acme"], 900)["token"],
+        OAUTH_CURL: gw.curl.mint(await gw.auth.authenticate(keys[OAUTH_LIST]), ["acme"], 900)["token"],
+    }
 
     async def dns(host: str, port: int) -> list[str]:
         return ["127.0.0.1"]
@@ -438,8 +445,8 @@ async def _idle_calls(endpoint: AwsEndpoint, idle: float) -> dict[str, Any]:
     ):
 
         async def send(kind: str) -> None:
-            if kind == "curl proxy GET":
-                resp = await p.get("/c/acme/things", headers={"authorization": f"Bearer {curl}"})
+            if kind in curls:
+                resp = await p.get("/c/acme/things", headers={"authorization": f"Bearer {curls[kind]}"})
                 ok = resp.status_code == 200
             else:
                 headers = {"authorization": f"Bearer {keys[kind]}", "accept": "application/json"}

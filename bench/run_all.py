@@ -163,6 +163,7 @@ ROWS = (
             ("search_tools", (2, 2)),
             ("search_tools (custom app, hit needs a connection)", (2, 2)),
             ("curl proxy GET", (2, 2)),
+            ("curl proxy GET (token minted with an OAuth token)", (2, 2)),
         )
         for when, goal in (("after idle", goals[0]), ("back to back", goals[1]))
     ),

@@ -300,19 +300,29 @@ def test_mcp_function_takes_an_oauth_clients_token_within_its_policy(
     assert "error" not in out["results"][0], out
     assert any(c.startswith("BatchGetItem") and c.endswith("-oauth") for c in calls), calls
     session = _tool(handler, token, "curl_session", {"integrations": ["notion"]})
+    named_session = _tool(handler, named, "curl_session", {"integrations": ["notion"]})
     calls = as_function("ProxyFunction")  # that curl token's grant is checked by the proxy too
-    proxied = load_entry("proxy").handler(
-        http_api_event(
-            "GET",
-            "/c/notion/v1/users/me",
-            route_key="ANY /c/{integration}/{proxy+}",
-            path_parameters={"integration": "notion", "proxy": "v1/users/me"},
-            headers={"authorization": f"Bearer {session['token']}"},
-        ),
-        None,
-    )
+
+    def proxy_get(curl: str) -> Any:
+        return load_entry("proxy").handler(
+            http_api_event(
+                "GET",
+                "/c/notion/v1/users/me",
+                route_key="ANY /c/{integration}/{proxy+}",
+                path_parameters={"integration": "notion", "proxy": "v1/users/me"},
+                headers={"authorization": f"Bearer {curl}"},
+            ),
+            None,
+        )
+
+    proxied = proxy_get(session["token"])
     assert proxied["statusCode"] == 403 and response_json(proxied)["error"] == "NOT_CONNECTED", proxied
     assert any(c.startswith("Query") and c.endswith("-oauth") for c in calls), calls
+    calls.clear()  # minted with a token naming its refresh token: checked in the proxy's one batch
+    proxied = proxy_get(named_session["token"])
+    assert proxied["statusCode"] == 403 and response_json(proxied)["error"] == "NOT_CONNECTED", proxied
+    assert any(c.startswith("BatchGetItem") and c.endswith("-oauth") for c in calls), calls
+    assert not any(c.startswith("Query") for c in calls), calls
     as_function("RestFunction")  # REST takes API keys only (docs/oauth.md): refused before any read
     event = http_api_event(
         "POST",

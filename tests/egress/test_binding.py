@@ -100,3 +100,38 @@ def test_a_token_that_names_no_credential_is_refused(tmp_path: Path) -> None:
     r = proxy_get(gw, forged)
     assert r.status_code == 401
     assert r.json()["message"] == "this curl_session token is not bound to a credential; mint a new one"
+
+
+async def test_an_oauth_minted_curl_tokens_grant_is_read_with_the_requests_one_batch(tmp_path: Path) -> None:
+    """The access token names its grant's refresh token; the curl token minted with it carries that
+    name, and the proxy reads the record by key with the user and the connection (no family Query
+    after them); revoked elsewhere, it is refused at once."""
+    auth = make_as(tmp_path)
+    with auth.http:
+        client = auth.register()["client_id"]
+        tokens = auth.tokens_for(client)
+        curl = auth.gw.curl.mint(await auth.gw.auth.authenticate(tokens["access_token"]), ["github"], 600)[
+            "token"
+        ]
+        other = second_instance(auth.gw)
+        reads: list[dict[str, Any]] = []
+        inner = other.curl._read_together
+
+        def read(**asked: Any) -> Any:
+            reads.append(asked)
+            return inner(**asked)
+
+        other.curl._read_together = read
+        families: list[str] = []
+        refresh = other.stores.oauth_refresh
+        real = refresh.family_exists
+        refresh.family_exists = lambda family: families.append(family) or real(family)  # type: ignore[method-assign]
+        try:
+            assert proxy_get(other, curl).status_code != 401
+            assert len(reads) == 1 and reads[0]["refresh_token"] and reads[0]["connection"], reads
+            assert auth.gw.oauth.revoke_client(auth.user.id, client)
+            r = proxy_get(other, curl)
+            assert r.status_code == 401 and r.json()["message"] == GRANT_REVOKED
+            assert families == []
+        finally:
+            refresh.family_exists = real  # type: ignore[method-assign]

@@ -433,7 +433,9 @@ class CurlProxy:
         user = found_now.user
         if user is None:
             return None, None, None
-        revoked = self.gw.curl.binding_problem(claims, api_key=found_now.api_key)
+        revoked = self.gw.curl.binding_problem(
+            claims, api_key=found_now.api_key, grant_live=found_now.refresh_token
+        )
         if manifest is None or revoked is not None:
             return user, revoked, None
         conn = found_now.connection

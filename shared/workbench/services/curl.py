@@ -125,21 +125,28 @@ class CurlSessions:
 
     def read_holder(self, claims: dict[str, Any], integration: str | None) -> Snapshot:
         """What a proxied request needs before it can act, in one round trip (blocking): the
-        token's user, the API key that minted it (if one did), and the user's connection to
-        `integration` (if given)."""
+        token's user, the API key that minted it (if one did) or the refresh token of the OAuth
+        grant that did (if the access token named it), and the user's connection to `integration`
+        (if given)."""
         sub = str(claims.get("sub"))
         return self._read_together(
             user_id=sub,
             key_id=binding_key_id(claims),
             connection=(sub, integration) if integration is not None else None,
+            refresh_token=binding_grant_token(claims),
         )
 
     def binding_problem(
-        self, claims: dict[str, Any], *, api_key: ApiKeyRecord | Literal[False] | None = False
+        self,
+        claims: dict[str, Any],
+        *,
+        api_key: ApiKeyRecord | Literal[False] | None = False,
+        grant_live: bool | None = None,
     ) -> str | None:
         """Why the credential that minted this token no longer stands behind it, or None. `api_key`:
         the minting key's record as the caller just read it (`read_holder`), None if absent; left
-        out, it is read here (blocking: one store read, no cache)."""
+        out, it is read here (blocking: one store read, no cache). `grant_live`: likewise, whether
+        the minting OAuth grant's refresh token is still stored (`read_holder`'s `refresh_token`)."""
         bind = claims.get("bind")
         if not isinstance(bind, dict):
             return "this curl_session token is not bound to a credential; mint a new one"
@@ -157,12 +164,31 @@ class CurlSessions:
                 # A grant without refresh tokens cannot be revoked (it is not listed in the portal);
                 # its tokens lapse on their own.
                 return None
-            if not isinstance(cred, str) or not self._oauth().refresh.family_exists(cred):
-                return "the OAuth grant that minted this curl_session token was revoked"
+            if not isinstance(cred, str):
+                return _GRANT_REVOKED
+            token = binding_grant_token(claims)
+            if token is not None:  # the refresh token issued with the minting access token
+                if grant_live is None:
+                    grant_live = bool(self._read_together(refresh_token=token).refresh_token)
+                return None if grant_live else _GRANT_REVOKED
+            if not self._oauth().refresh.family_exists(cred):  # minted before tokens named it
+                return _GRANT_REVOKED
             return None
         if cred is None:  # portal session or scheduled job: nothing separate to revoke
             return None
         return "this curl_session token is bound to an unknown credential; mint a new one"
+
+
+_GRANT_REVOKED = "the OAuth grant that minted this curl_session token was revoked"
+
+
+def binding_grant_token(claims: dict[str, Any]) -> str | None:
+    """The refresh token (its hash) of the OAuth grant that minted this token, when the minting
+    access token named it: while it is stored, the grant stands (None: another credential)."""
+    bind = claims.get("bind")
+    if isinstance(bind, dict) and bind.get("via") == "oauth" and isinstance(bind.get("token"), str):
+        return str(bind["token"])
+    return None
 
 
 def binding_key_id(claims: dict[str, Any]) -> str | None:
@@ -179,4 +205,6 @@ def _binding(principal: Principal) -> dict[str, str]:
         bind["id"] = principal.credential_id
     if principal.client_id:
         bind["client"] = principal.client_id
+    if principal.via == "oauth" and principal.credential_id and principal.grant_token:
+        bind["token"] = principal.grant_token  # checked by key, with the proxy's one batch read
     return bind
