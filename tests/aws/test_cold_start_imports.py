@@ -506,6 +506,7 @@ NOT_ON_THE_SEARCH_PATH = (
     "workbench.external.document_worker",
     "workbench.connections.provider_oauth",
     "workbench.connections.flow",
+    "workbench.stores.flow_records",  # the partition's version is read without the flows' records
     "workbench.oauth",
     "workbench.web",
     "workbench_plugins.github.tools",

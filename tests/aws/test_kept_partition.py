@@ -230,9 +230,8 @@ def test_a_write_that_meets_another_at_the_same_moment_is_tried_again(moto_endpo
     from dataclasses import replace
 
     from workbench.aws.client import AwsError
-    from workbench.stores import ExternalServer
+    from workbench.stores import PARTITION_VERSION, ExternalServer
     from workbench.stores.dynamodb import DynamoExternalServers
-    from workbench.stores.flow_records import PARTITION_VERSION
 
     settings = moto_endpoint.fresh_tables()
     with fault_proxy(moto_endpoint.url) as proxy:

@@ -557,8 +557,7 @@ def test_every_write_of_a_users_partition_gives_it_a_new_version(stores: Stores)
     `_first_reads`): each completed write of the partition stores a version never seen before, read
     by key; a write that does not happen stores none; the version row is never listed; another
     user's partition and the store's own '#' partitions keep theirs."""
-    from workbench.stores import ExternalServer
-    from workbench.stores.flow_records import PARTITION_VERSION
+    from workbench.stores import PARTITION_VERSION, ExternalServer
 
     servers = stores.external_servers
     assert servers is not None

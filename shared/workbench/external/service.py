@@ -64,8 +64,7 @@ from workbench.identity.crypto import Cipher
 from workbench.identity.vault import Vault
 from workbench.manifest import Manifest, NoAuth, OAuth2Auth
 from workbench.observability import log_event, log_warning
-from workbench.stores import ExternalServer, ExternalServerStore, Snapshot
-from workbench.stores.flow_records import PARTITION_VERSION
+from workbench.stores import PARTITION_VERSION, ExternalServerStore, Snapshot
 from workbench.tools import Tool
 
 if TYPE_CHECKING:
@@ -74,7 +73,7 @@ if TYPE_CHECKING:
     from workbench.external.oauth import AppOAuth, Plan
     from workbench.external.openapi import Operation
     from workbench.identity.auth import KeyRecheck
-    from workbench.stores import Connection, PendingConnect, User
+    from workbench.stores import Connection, ExternalServer, PendingConnect, User
 
 __all__ = [
     "CACHE_TTL_SECONDS",
@@ -536,6 +535,8 @@ class ExternalServers:
         timeout_ms: int,
     ) -> ExternalServer:
         """Encrypt and write the app's row (blocking: the store's I/O and the cipher's work)."""
+        from workbench.stores import ExternalServer  # a row to write (stores.flow_records)
+
         store = self.store
         existing = store.get(user_id, name)
         if existing is not None and self.oauth is not None:
@@ -580,6 +581,8 @@ class ExternalServers:
         instances store exactly as many apps as there were free slots. Apps registered before slots
         existed count against the cap; a slot whose app never appeared (its registration failed
         part way) is freed after a minute. None when every slot is taken."""
+        from workbench.stores import ExternalServer  # a row to write (stores.flow_records)
+
         rows = self.store.list_for(user_id)
         apps = {r.name for r in rows if not r.name.startswith("#")}
         slots = [r for r in rows if r.name.startswith(_SLOT)]
@@ -790,6 +793,8 @@ class ExternalServers:
         """Set (or with None/"" reset to the user id) the code `{workspaceCode}` stands for. A code
         belongs to one user at a time: another user's (or a user id other than the caller's) is
         refused, and the code the user leaves is released."""
+        from workbench.stores import ExternalServer  # a row to write (stores.flow_records)
+
         store = self.store
         if code and not _CODE.match(code):
             raise InvalidInput("workspace code must be 1-128 letters, digits, '.', '_', '~' or '-'")
@@ -820,6 +825,8 @@ class ExternalServers:
 
     def _claim_code(self, store: ExternalServerStore, user_id: str, code: str) -> None:
         """Make `code` this user's, or refuse it (ConflictError) when it is someone else's."""
+        from workbench.stores import ExternalServer  # a row to write (stores.flow_records)
+
         taken = ConflictError("That workspace code is not available; choose another.")
         if code.lower().startswith("usr_"):
             raise taken  # a user id: the default code of the user who has it
@@ -928,6 +935,8 @@ class ExternalServers:
         for key in keys:
             self._forget(key)
         if self.store is not None:
+            from workbench.stores import ExternalServer  # a row to write (stores.flow_records)
+
             owner, row_name = (user_id, _SETTINGS_ROW) if user_id is not None else (OPERATOR, _EPOCH_ROW)
 
             def bumped(row: ExternalServer | None) -> ExternalServer:

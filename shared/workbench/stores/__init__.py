@@ -9,7 +9,9 @@ takes `now` and treats an expired record as absent, because DynamoDB's TTL delet
 
 from __future__ import annotations
 
+import os
 import threading
+import time
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
@@ -29,6 +31,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "LEASE_SUFFIX",
+    "PARTITION_VERSION",
     "ActivityPage",
     "ActivityQuery",
     "ApiKeyRecord",
@@ -60,6 +63,7 @@ __all__ = [
     "User",
     "UserStore",
     "VaultStore",
+    "version_row",
 ]
 
 # Records built on first use (workbench.stores.flow_records): a first tool call needs none of them.
@@ -240,9 +244,39 @@ class JotStore(Protocol):
     def delete(self, user_id: str, jot_id: str) -> bool: ...
 
 
+# (owner, "#version"): the version of a user's partition of the external-servers store. Every write
+# to that partition stores a new one in the same atomic write (ExternalServerStore), so a reader that
+# finds the version it read the partition at knows the partition is unchanged since (see
+# workbench.external.service: the partition's listing kept per instance). Its `state` is a random
+# token, never one used before: a version row deleted and written again cannot repeat an old one.
+PARTITION_VERSION = "#version"
+
+
+def version_row(owner: str) -> ExternalServer | None:
+    """A new version of `owner`'s partition, to write with a change of it; None for the store's own
+    partitions ('#workspace' claims, the '#operator' clear stamp), which are read by key only."""
+    if owner.startswith("#"):
+        return None
+    from workbench.stores.flow_records import ExternalServer
+
+    now = time.time()
+    return ExternalServer(
+        owner,
+        PARTITION_VERSION,
+        "",
+        b"",
+        enabled=False,
+        timeout_ms=0,
+        status="",
+        created_at=now,
+        updated_at=now,
+        state=os.urandom(16).hex(),
+    )
+
+
 class ExternalServerStore(Protocol):
     """Custom apps' rows, by (owner, name). Every write to a user's partition (an owner not starting
-    with '#') also stores a new version of that partition (flow_records.version_row, the row
+    with '#') also stores a new version of that partition (version_row, the row
     (owner, PARTITION_VERSION)) in the same atomic write: nothing in the partition changes without
     its version changing. A write that does not happen (a failed condition, a missing row) stores
     no version. The version row is read by key (`get`, Stores.read_together) and never listed."""

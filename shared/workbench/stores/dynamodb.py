@@ -747,7 +747,7 @@ class DynamoJots:
 
 class DynamoExternalServers:
     """Custom apps' rows. A write to a user's partition is one TransactWriteItems: the write (with
-    its condition) and the partition's new version (flow_records.version_row), so that no reader can
+    its condition) and the partition's new version (stores.version_row), so that no reader can
     find the old version beside the new rows (ExternalServerStore). IAM authorizes each part as its
     own action (PutItem, UpdateItem, DeleteItem): no other permission is needed."""
 
@@ -787,7 +787,7 @@ class DynamoExternalServers:
         if any) of `owner`'s partition, with the partition's new version in the same transaction.
         False, and nothing written, when the write's condition failed. (IAM authorizes each part of
         a transaction as its own action: `op`, and PutItem for the version.)"""
-        from workbench.stores.flow_records import version_row
+        from workbench.stores import version_row
 
         part["TableName"] = self.table
         version = version_row(owner)
@@ -868,7 +868,7 @@ class DynamoExternalServers:
         return self._server(item) if item else None
 
     def list_for(self, user_id: str) -> list[ExternalServer]:
-        from workbench.stores.flow_records import PARTITION_VERSION
+        from workbench.stores import PARTITION_VERSION
 
         items = self.t.query(
             TableName=self.table,

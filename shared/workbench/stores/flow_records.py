@@ -10,13 +10,10 @@ call's path).
 
 from __future__ import annotations
 
-import os
-import time
 from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = [
-    "PARTITION_VERSION",
     "ActivityPage",
     "ActivityQuery",
     "Approval",
@@ -26,7 +23,6 @@ __all__ = [
     "OAuthState",
     "PendingConnect",
     "RefreshToken",
-    "version_row",
 ]
 
 
@@ -105,34 +101,6 @@ class ExternalServer:
     # What the last discovery found, as non-secret JSON for the portal (tools, when, last error).
     # Written alone by `set_state`, so a discovery never overwrites a newer registration.
     state: str = ""
-
-
-# (owner, "#version"): the version of a user's partition of the external-servers store. Every write
-# to that partition stores a new one in the same atomic write (ExternalServerStore), so a reader that
-# finds the version it read the partition at knows the partition is unchanged since (see
-# workbench.external.service: the partition's listing kept per instance). Its `state` is a random
-# token, never one used before: a version row deleted and written again cannot repeat an old one.
-PARTITION_VERSION = "#version"
-
-
-def version_row(owner: str) -> ExternalServer | None:
-    """A new version of `owner`'s partition, to write with a change of it; None for the store's own
-    partitions ('#workspace' claims, the '#operator' clear stamp), which are read by key only."""
-    if owner.startswith("#"):
-        return None
-    now = time.time()
-    return ExternalServer(
-        owner,
-        PARTITION_VERSION,
-        "",
-        b"",
-        enabled=False,
-        timeout_ms=0,
-        status="",
-        created_at=now,
-        updated_at=now,
-        state=os.urandom(16).hex(),
-    )
 
 
 @dataclass(frozen=True, slots=True)

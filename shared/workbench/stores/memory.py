@@ -234,7 +234,7 @@ class MemoryExternalServers:
 
     def _changed(self, owner: str) -> None:
         """A new version of the owner's partition (with the lock held: one atomic write)."""
-        from workbench.stores.flow_records import version_row
+        from workbench.stores import version_row
 
         row = version_row(owner)
         if row is not None:
@@ -266,7 +266,7 @@ class MemoryExternalServers:
         return self._rows.get((user_id, name))
 
     def list_for(self, user_id: str) -> list[ExternalServer]:
-        from workbench.stores.flow_records import PARTITION_VERSION
+        from workbench.stores import PARTITION_VERSION
 
         with self._lock:
             rows = [s for (u, n), s in self._rows.items() if u == user_id and n != PARTITION_VERSION]

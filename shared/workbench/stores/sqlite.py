@@ -550,7 +550,7 @@ class SqliteExternalServers:
     @staticmethod
     def _changed(db: sqlite3.Connection, owner: str, written: bool) -> bool:
         """A new version of the owner's partition, in the write's own transaction; `written`."""
-        from workbench.stores.flow_records import version_row
+        from workbench.stores import version_row
 
         row = version_row(owner) if written else None
         if row is not None:
@@ -596,7 +596,7 @@ class SqliteExternalServers:
         return self._server(rows[0]) if rows else None
 
     def list_for(self, user_id: str) -> list[ExternalServer]:
-        from workbench.stores.flow_records import PARTITION_VERSION
+        from workbench.stores import PARTITION_VERSION
 
         rows = self.db.query(
             "SELECT * FROM external_servers WHERE user_id = ? AND name != ? ORDER BY name",
