@@ -159,3 +159,15 @@ def test_descriptions_lose_their_snake_case_identifiers_as_the_pattern_takes_the
     ]
     expected = [search._RUN.findall(search._IDENTIFIER.sub(" ", text)) for text in texts]
     assert search._description_words(texts) == expected
+
+
+def test_a_description_of_stop_words_first_still_gives_its_later_terms() -> None:
+    # The parser learns a description's first 60 words with the rest of a chunk, and the rest
+    # only when those give fewer than 60 terms (stop words, single letters).
+    docs = [
+        SearchDoc(f"app_get_thing{i}", "the a of x " * 20 + f"wantedTerm{i} found_here paymentIntents", "app")
+        for i in range(70)
+    ]
+    for doc, (fields, written) in zip(docs, search._Parser().read(docs), strict=True):
+        assert (fields, set(written)) == (search._parse(doc).fields, set(search._parse(doc).written))
+        assert "wantedterm" in fields["description"] or "wanted" in fields["description"]

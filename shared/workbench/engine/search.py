@@ -952,14 +952,17 @@ class _Words:
 
     def __init__(self) -> None:
         self.terms: dict[str, tuple[str, ...]] = {}
-        self.lower: dict[str, str] = {}
+        self.lower: dict[str, str] = _Lower()
+
+    def forget(self) -> None:
+        """Start again if past _WORDS_CACHED words (called between chunks, never within one)."""
+        if len(self.terms) >= _WORDS_CACHED:
+            self.terms.clear()
+            self.lower.clear()
 
     def learn(self, raws: set[str]) -> None:
         """Work out the words of `raws` not known yet (each a run of ASCII letters and digits)."""
         terms, lower = self.terms, self.lower
-        if len(terms) >= _WORDS_CACHED:
-            terms.clear()
-            lower.clear()
         camel = []
         for raw in raws.difference(terms):
             if raw.islower() or raw.isdigit():  # most words: one part, itself
@@ -986,6 +989,15 @@ class _Words:
                     terms[part] = _plain_terms(part)
                     lower[part] = part if len(part) <= _TERM_MAX else ""
             terms[raw] = tuple(itertools.chain.from_iterable(map(terms.__getitem__, parts)))
+
+
+class _Lower(dict[str, str]):
+    """A written word as the index keeps it (lower-cased, or "" past _TERM_MAX): learnt with its
+    terms, or worked out when first asked for (a long description's words past its terms)."""
+
+    def __missing__(self, raw: str) -> str:
+        out = self[raw] = raw.lower() if len(raw) <= _TERM_MAX else ""
+        return out
 
 
 def _plain_terms(word: str) -> tuple[str, ...]:
@@ -1040,6 +1052,13 @@ class _Parser:
 
     def _terms(self, raws: list[str], most: int | None = None) -> list[str]:
         """_index_terms of the text of `raws`, its first `most`."""
+        try:
+            return self._known_terms(raws, most)
+        except KeyError:  # a description whose first words give fewer than `most` terms
+            self.words.learn(set(raws))
+            return self._known_terms(raws, most)
+
+    def _known_terms(self, raws: list[str], most: int | None) -> list[str]:
         out = itertools.chain.from_iterable(map(self.words.terms.__getitem__, raws))
         terms = list(out if most is None else itertools.islice(out, most + 1))
         if most is not None and len(terms) > most:
@@ -1083,13 +1102,23 @@ class _Parser:
                 for column in texts:
                     for i in other:
                         column[i] = ""
-            name_runs, description_runs, keyword_runs, argument_runs = columns = (
+            name_runs, description_runs, keyword_runs, argument_runs = (
                 _split_words(names),
                 _description_words(descriptions),
                 _split_words(keywords),
                 _split_words(arguments),
             )
-            words.learn(set(itertools.chain.from_iterable(itertools.chain.from_iterable(columns))))
+            # A description's terms are its first _DESCRIPTION_TERMS: its first as many words
+            # give them, unless some are stop words (then _terms learns the rest).
+            heads = (runs[:_DESCRIPTION_TERMS] for runs in description_runs)
+            words.forget()
+            words.learn(
+                set(
+                    itertools.chain.from_iterable(
+                        itertools.chain(name_runs, heads, keyword_runs, argument_runs)
+                    )
+                )
+            )
             lower = words.lower.__getitem__
             for i, d in enumerate(chunk):
                 if i in other:
