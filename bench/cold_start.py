@@ -12,12 +12,14 @@ comparison answering an API Gateway HTTP API v2 event in the same run:
                 plugin http         POST /mcp execute_tools of a plugin tool whose first call goes
                                     upstream (httpx through the egress guard, KMS decrypt of its
                                     credential); the plugin and its API are the bench's own, on
-                                    loopback; its arguments are a pydantic model, as the shipped
-                                    plugins' are
+                                    loopback; its arguments are an ArgsModel, as the shipped
+                                    plugins' are (pydantic is not imported for a plain call)
+                plugin http (pydantic BaseModel)  the same call to the same API, by a plugin whose
+                                    model is a plain pydantic BaseModel (its import pays pydantic's)
                 plugin http (Arguments)  the same call to the same API, by a plugin whose tool
                                     declares its arguments with workbench.tools.Arguments (no pydantic)
                 plugin http (superset)  a shipped plugin's first tool call: superset_list_schemas
-                                    (its module declares 12 pydantic models; the tool logs in, then
+                                    (its module declares 12 ArgsModels; the tool logs in, then
                                     reads), against the same loopback API as the user's Superset
                 portal page         GET /portal/integrations (where /portal sends a signed-in
                                     user), with a session cookie
@@ -367,9 +369,10 @@ class Function:
         return sorted(rows, key=lambda r: -r[1])[:n]
 
 
-# The bench's own plugin (what a deployed plugin is: a manifest, and tools with pydantic arguments
-# that call their API through ctx.http), its API on loopback, reached through the egress guard; and
-# its twin whose tool declares the same argument with workbench.tools.Arguments.
+# The bench's own plugin (what a deployed plugin is: a manifest, and tools whose arguments are an
+# ArgsModel, as the shipped plugins', that call their API through ctx.http), its API on loopback,
+# reached through the egress guard; and its twins whose tool declares the same argument with
+# workbench.tools.Arguments, and with a plain pydantic BaseModel.
 BENCH_PLUGIN = {
     "__init__.py": """
 import os
@@ -388,11 +391,10 @@ manifest = Manifest(
     "tools.py": """
 from typing import Any
 
-from pydantic import BaseModel, Field
-from workbench.tools import tool
+from workbench.tools import ArgsModel, Field, tool
 
 
-class Get(BaseModel):
+class Get(ArgsModel):
     path: str = Field(default="fast", description="What to read")
 
 
@@ -424,6 +426,21 @@ async def get(args: Any, ctx: Any) -> Any:
 
 TOOLS = [get]
 """,
+}
+
+
+BENCH_PYDANTIC_PLUGIN = {
+    "__init__.py": BENCH_PLUGIN["__init__.py"]
+    .replace('"benchapi"', '"benchpyd"')
+    .replace('"Bench API"', '"Bench API (pydantic)"')
+    .replace('"benchapi_"', '"benchpyd_"'),
+    "tools.py": BENCH_PLUGIN["tools.py"]
+    .replace(
+        "from workbench.tools import ArgsModel, Field, tool",
+        "from pydantic import BaseModel, Field\nfrom workbench.tools import tool",
+    )
+    .replace("class Get(ArgsModel):", "class Get(BaseModel):")
+    .replace('"benchapi_get"', '"benchpyd_get"'),
 }
 
 
@@ -485,7 +502,11 @@ def _workbench_functions(python: str, layer: Path, endpoint: AwsEndpoint, api_ur
     from tests.support.apigw import http_api_event
 
     plugin_dir = CACHE / "fn-plugin"
-    for package, files in (("benchapi", BENCH_PLUGIN), ("benchlean", BENCH_LEAN_PLUGIN)):
+    for package, files in (
+        ("benchapi", BENCH_PLUGIN),
+        ("benchlean", BENCH_LEAN_PLUGIN),
+        ("benchpyd", BENCH_PYDANTIC_PLUGIN),
+    ):
         (plugin_dir / package).mkdir(parents=True, exist_ok=True)
         for name, code in files.items():
             (plugin_dir / package / name).write_text(code.lstrip())
@@ -496,11 +517,12 @@ def _workbench_functions(python: str, layer: Path, endpoint: AwsEndpoint, api_ur
         egress_allow="loopback",
         session_secret="bench-session-secret-" + "s" * 24,
     )
-    gateway = build_gateway(settings, registry=build_registry(extra=("benchapi", "benchlean")))
+    gateway = build_gateway(settings, registry=build_registry(extra=("benchapi", "benchlean", "benchpyd")))
     user = gateway.stores.users.get_or_create("bench@example.com")
     key = gateway.auth.mint_key(user, label="bench")
     gateway.credentials.save(user.id, "benchapi", {"key": "bench-api-key-0123456789"})
     gateway.credentials.save(user.id, "benchlean", {"key": "bench-api-key-0123456789"})
+    gateway.credentials.save(user.id, "benchpyd", {"key": "bench-api-key-0123456789"})
     gateway.credentials.save(
         user.id, "superset", {"username": "bench", "password": "bench-password", "base_url": api_url}
     )
@@ -537,6 +559,8 @@ def _workbench_functions(python: str, layer: Path, endpoint: AwsEndpoint, api_ur
             env_for.update(plugin_env)
         if name == "plugin http (Arguments)":
             env_for.update({**plugin_env, "WORKBENCH_EXTRA_PLUGINS": "benchlean"})
+        if name == "plugin http (pydantic BaseModel)":
+            env_for.update({**plugin_env, "WORKBENCH_EXTRA_PLUGINS": "benchpyd"})
         if name == "plugin http (superset)":  # shipped: the layer's own catalog, no extra plugin
             env_for["WORKBENCH_EGRESS_ALLOW"] = "loopback"
         code = REPO / "functions" / surface
@@ -564,6 +588,14 @@ def _workbench_functions(python: str, layer: Path, endpoint: AwsEndpoint, api_ur
             "mcp",
             _mcp_event(
                 key, _mcp_call("execute_tools", {"executions": [{"tool": "benchlean_get", "args": {}}]})
+            ),
+            "fast",
+        ),
+        fn(
+            "plugin http (pydantic BaseModel)",
+            "mcp",
+            _mcp_event(
+                key, _mcp_call("execute_tools", {"executions": [{"tool": "benchpyd_get", "args": {}}]})
             ),
             "fast",
         ),

@@ -44,6 +44,7 @@ COLD_REQUESTS = (
     "mcp oauth token",
     "plugin http",
     "plugin http (Arguments)",
+    "plugin http (pydantic BaseModel)",
     "plugin http (superset)",
     "portal page",
     "curl proxy",

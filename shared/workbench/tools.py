@@ -1,9 +1,11 @@
 """The tool definition API for plugin authors (the Python counterpart of seed 002).
 
-A tool is a name, a description, a pydantic input model (its JSON Schema is derived from the model)
-and an execute function, sync or async:
+A tool is a name, a description, an input model (its JSON Schema is derived from the model) and an
+execute function, sync or async. The model is an `ArgsModel` (workbench.models: declared as a
+pydantic model is, pydantic imported only for an input its fast check cannot take), or a pydantic
+`BaseModel`:
 
-    class ListPrs(BaseModel):
+    class ListPrs(ArgsModel):
         owner: str
         repo: str
         state: Literal["open", "closed", "all"] = "open"
@@ -54,13 +56,14 @@ from workbench.manifest import (
     Probe,
     TokenRejected,
 )
+from workbench.models import ArgsModel, Field, secret_names
 
 if TYPE_CHECKING:
     import httpx
     from pydantic import BaseModel
+    from typing_extensions import TypeIs
 
     from workbench.engine.blocking import BlockingPool
-    from workbench.models import ArgsModel
     from workbench.stores import User
 
 __all__ = [
@@ -72,6 +75,7 @@ __all__ = [
     "CancelSignal",
     "CookieAuth",
     "EmitFn",
+    "Field",
     "Hint",
     "LoginHosts",
     "Manifest",
@@ -89,16 +93,6 @@ __all__ = [
 ]
 
 EmitFn = Callable[[Any], None]
-
-
-def __getattr__(name: str) -> Any:
-    """`ArgsModel` (workbench.models) imports pydantic: loaded when a plugin asks for it, so a plugin
-    that declares its arguments with `Arguments`, and the built-in tools, never import pydantic."""
-    if name == "ArgsModel":
-        from workbench.models import ArgsModel
-
-        return ArgsModel
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -208,6 +202,12 @@ class ToolContext(Protocol):
 ExecuteFn = Callable[..., Any]
 
 
+def _declared(model: Any) -> TypeIs[Arguments | type[ArgsModel]]:
+    """An input model that answers for itself, importing pydantic only when it must: `Arguments`,
+    or an `ArgsModel` class."""
+    return isinstance(model, Arguments) or (isinstance(model, type) and issubclass(model, ArgsModel))
+
+
 @dataclass(slots=True)
 class Tool:
     """A tool: name, description, input model (or a raw JSON Schema) and an execute function.
@@ -220,8 +220,9 @@ class Tool:
     name: str
     description: str
     fn: ExecuteFn
-    # A pydantic model, or `Arguments` (workbench.arguments: the built-in tools, no pydantic import).
-    input_model: type[BaseModel] | Arguments | None = None
+    # A pydantic model, an `ArgsModel` class (workbench.models: the shipped plugins) or `Arguments`
+    # (workbench.arguments: the built-in tools); the last two import pydantic only when needed.
+    input_model: type[BaseModel] | type[ArgsModel] | Arguments | None = None
     parameters: dict[str, Any] | None = None
     integration: str = ""
     # OAuth scopes the tool needs for every argument value its schema offers; the catalog test
@@ -243,7 +244,7 @@ class Tool:
 
     def json_schema(self) -> dict[str, Any]:
         if self._schema is None:
-            if isinstance(self.input_model, Arguments):
+            if _declared(self.input_model):
                 self._schema = self.input_model.json_schema()
             elif self.input_model is not None:
                 from workbench.engine.schema import portable_schema
@@ -257,31 +258,13 @@ class Tool:
         """Names of the arguments that carry a secret: schema properties marked `writeOnly` (pydantic:
         `Field(json_schema_extra={"writeOnly": True})`) or `format: password`, at any depth. The audit
         keeps every argument of that name redacted."""
-        if isinstance(self.input_model, Arguments):
-            return self.input_model.secret_names()  # known without building the model's schema
-        names: set[str] = set()
-
-        def walk(node: Any) -> None:
-            if isinstance(node, dict):
-                props = node.get("properties")
-                if isinstance(props, dict):
-                    for name, prop in props.items():
-                        if isinstance(prop, dict) and (
-                            prop.get("writeOnly") is True or prop.get("format") == "password"
-                        ):
-                            names.add(str(name))
-                for value in node.values():
-                    walk(value)
-            elif isinstance(node, list):
-                for value in node:
-                    walk(value)
-
-        walk(self.json_schema())
-        return frozenset(names)
+        if _declared(self.input_model):
+            return self.input_model.secret_names()  # told by the declaration where it can be
+        return secret_names(self.json_schema())
 
     def argument_text(self) -> str:
         """Each argument's name and description, for search (cheap: no JSON Schema is built)."""
-        if isinstance(self.input_model, Arguments):
+        if _declared(self.input_model):
             return self.input_model.argument_text()
         if self.input_model is not None:
             fields = self.input_model.model_fields.items()
@@ -413,7 +396,7 @@ def _summary(value: Any) -> str:
 def tool(
     name: str,
     description: str,
-    input_model: type[BaseModel] | Arguments | None = None,
+    input_model: type[BaseModel] | type[ArgsModel] | Arguments | None = None,
     *,
     parameters: dict[str, Any] | None = None,
     scopes: tuple[str, ...] = (),

@@ -22,6 +22,7 @@ TOOLS = {
     "CancelSignal",
     "CookieAuth",
     "EmitFn",
+    "Field",
     "Hint",
     "LoginHosts",
     "Manifest",
@@ -82,6 +83,20 @@ def test_plugins_use_only_the_public_api() -> None:
         if name not in PUBLIC.get(module, set())
     ]
     assert outside == []
+
+
+def test_shipped_plugins_never_import_pydantic_themselves() -> None:
+    """Their models are ArgsModels with workbench.tools.Field: a tool's first call on a cold start
+    imports pydantic only when its arguments need the model (docs/plugins.md)."""
+    plugins = sorted(Path(workbench_plugins.__file__).parent.rglob("*.py"))
+    direct = [
+        f"{p.relative_to(REPO)}:{node.lineno}"
+        for p in plugins
+        for node in ast.walk(ast.parse(p.read_text(), str(p)))
+        if (isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "pydantic")
+        or (isinstance(node, ast.Import) and any(a.name.split(".")[0] == "pydantic" for a in node.names))
+    ]
+    assert direct == []
 
 
 def test_plugin_docs_show_only_the_public_api() -> None:

@@ -52,20 +52,26 @@ if __name__ == "__main__" and sys.argv[1:] == ["--write"]:
     PIN.write_text(_lines(published()))
 
 
-# A fresh interpreter: a shipped plugin's tools module builds none of its models when imported;
-# validating one tool's arguments builds that tool's model alone.
+# A fresh interpreter: a shipped plugin's tools module imports no pydantic; a call whose arguments
+# are exactly what its declaration says imports none either; one that needs the model (a "5" for an
+# int) builds that tool's model alone (with its bases'), and answers with the tool's own class.
 _BUILDS = """
-import json
+import json, sys
 from workbench_plugins.github import tools
 models = {t.name: t.input_model for t in tools.TOOLS}
-built = lambda: sorted(n for n, m in models.items() if m.__pydantic_complete__)
-at_import = built()
-models["github_get_repo"].model_validate({"owner": "octocat", "repo": "hello-world"})
-print(json.dumps({"at_import": at_import, "after_one_call": built(), "count": len(models)}))
+built = lambda: sorted({m.__name__ for m in models.values() if "_pydantic_model" in vars(m)})
+at_import = ("pydantic" in sys.modules, built())
+plain = models["github_list_prs"].model_validate({"owner": "octocat", "repo": "hello-world", "state": "all"})
+after_plain = ("pydantic" in sys.modules, built())
+coerced = models["github_list_prs"].model_validate({"owner": "octocat", "repo": "hello-world", "perPage": "5"})
+print(json.dumps({
+    "at_import": at_import, "after_plain": after_plain, "after_coerced": built(), "count": len(models),
+    "plain": [type(plain).__name__, plain.model_dump()], "coerced": [type(coerced).__name__, coerced.model_dump()],
+}))
 """
 
 
-def test_a_shipped_plugin_builds_the_model_of_the_tool_it_runs_only() -> None:
+def test_a_shipped_plugin_imports_pydantic_only_for_a_call_that_needs_its_model() -> None:
     import subprocess
 
     from tests.support.processes import REPO
@@ -75,5 +81,10 @@ def test_a_shipped_plugin_builds_the_model_of_the_tool_it_runs_only() -> None:
     )
     out = json.loads(done.stdout)
     assert out["count"] > 20
-    assert out["at_import"] == []
-    assert out["after_one_call"] == ["github_get_repo"]
+    assert out["at_import"] == [False, []]
+    assert out["after_plain"] == [False, []]
+    # ListPrs(_Repo, _Paged): its model is built on its bases' (_Repo is github_get_repo's input).
+    assert out["after_coerced"] == ["ListPrs", "_Repo"]
+    assert out["plain"][0] == out["coerced"][0] == "ListPrs"
+    assert out["plain"][1]["state"] == "all"
+    assert out["coerced"][1]["perPage"] == 5

@@ -11,9 +11,8 @@ import html
 import re
 from typing import Any, Literal
 
-from pydantic import Field
 from workbench.sdk import ToolError, api, compact, pick, pick_many, query_param, trim
-from workbench.tools import ToolContext, tool
+from workbench.tools import Field, ToolContext, tool
 
 from workbench_plugins.atlassian_jira.cloud import SiteArgs, site_path
 

@@ -12,9 +12,8 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field
 from workbench.sdk import ToolError, api, pick_many
-from workbench.tools import ArgsModel, ToolContext
+from workbench.tools import ArgsModel, Field, ToolContext
 
 __all__ = ["SiteArgs", "accessible_sites", "site_path"]
 

@@ -10,9 +10,8 @@ import base64
 import binascii
 from typing import Any, Literal
 
-from pydantic import Field
 from workbench.sdk import ToolError, api, compact, pick, pick_many, trim
-from workbench.tools import ArgsModel, ToolContext, tool
+from workbench.tools import ArgsModel, Field, ToolContext, tool
 
 from workbench_plugins.atlassian_jira.cloud import SiteArgs, accessible_sites, site_path
 

@@ -10,7 +10,6 @@ import base64
 import codecs
 from typing import Any, Literal
 
-from pydantic import Field
 from workbench.sdk import (
     ToolError,
     UpstreamError,
@@ -23,7 +22,7 @@ from workbench.sdk import (
     query_param,
     trim,
 )
-from workbench.tools import ArgsModel, ToolContext, tool
+from workbench.tools import ArgsModel, Field, ToolContext, tool
 
 _PR_FIELDS = (
     "number",

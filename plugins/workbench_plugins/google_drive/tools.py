@@ -12,9 +12,8 @@ import json
 import uuid
 from typing import Any, Literal
 
-from pydantic import Field
 from workbench.sdk import ToolError, api, api_response, compact, pick, pick_many, trim
-from workbench.tools import ArgsModel, ToolContext, tool
+from workbench.tools import ArgsModel, Field, ToolContext, tool
 
 # Every tool works with the one scope the manifest asks for (the discovery document lists it
 # for each method called; tests/plugins/test_definitions.py checks that).

@@ -10,9 +10,8 @@ from __future__ import annotations
 from typing import Any, Literal
 from urllib.parse import quote
 
-from pydantic import Field
 from workbench.sdk import api, compact, pick
-from workbench.tools import ArgsModel, ToolContext, tool
+from workbench.tools import ArgsModel, Field, ToolContext, tool
 
 # Every tool works with the one scope the manifest asks for (the discovery document lists it
 # for each method called; tests/plugins/test_definitions.py checks that).

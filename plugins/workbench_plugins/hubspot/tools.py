@@ -9,9 +9,8 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field
 from workbench.sdk import ToolError, api, pick, pick_many
-from workbench.tools import ArgsModel, ToolContext, tool
+from workbench.tools import ArgsModel, Field, ToolContext, tool
 
 CONTACT_PROPS = [
     "email",

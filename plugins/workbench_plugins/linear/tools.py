@@ -10,9 +10,8 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field
 from workbench.sdk import ToolError, UpstreamError, compact
-from workbench.tools import ArgsModel, ToolContext, tool
+from workbench.tools import ArgsModel, Field, ToolContext, tool
 
 _ISSUE_FIELDS = """
       id identifier title priority priorityLabel url createdAt updatedAt dueDate

@@ -13,9 +13,8 @@ from __future__ import annotations
 import contextlib
 from typing import Any, Literal
 
-from pydantic import Field
 from workbench.sdk import ToolError, api, pick
-from workbench.tools import ArgsModel, ToolContext, tool
+from workbench.tools import ArgsModel, Field, ToolContext, tool
 
 NOTION_VERSION = "2025-09-03"
 _HEADERS = {"Notion-Version": NOTION_VERSION}

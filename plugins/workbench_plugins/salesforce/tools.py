@@ -11,9 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import Field
 from workbench.sdk import UpstreamError, compact, pick_many
-from workbench.tools import ArgsModel, ToolContext, tool
+from workbench.tools import ArgsModel, Field, ToolContext, tool
 
 API_VERSION = "v62.0"
 _DATA = f"/services/data/{API_VERSION}"

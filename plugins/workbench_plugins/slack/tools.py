@@ -15,9 +15,8 @@ from collections.abc import Callable
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
-from pydantic import Field
 from workbench.sdk import ToolError, api, compact, pick, pick_many, trim
-from workbench.tools import ArgsModel, TokenKind, ToolContext, tool
+from workbench.tools import ArgsModel, Field, TokenKind, ToolContext, tool
 
 
 async def _slack(

@@ -9,9 +9,8 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field
 from workbench.sdk import api, pick, pick_many
-from workbench.tools import ArgsModel, ToolContext, tool
+from workbench.tools import ArgsModel, Field, ToolContext, tool
 
 STRIPE_VERSION = "2024-06-20"
 _HEADERS = {"Stripe-Version": STRIPE_VERSION}

@@ -30,9 +30,8 @@ from typing import Any
 from urllib.parse import unquote, urlsplit
 
 import httpx
-from pydantic import Field
 from workbench.sdk import UpstreamError, compact
-from workbench.tools import ArgsModel, ToolContext, tool
+from workbench.tools import ArgsModel, Field, ToolContext, tool
 
 __all__ = ["TOOLS", "new_client_id", "probe", "rison"]
 

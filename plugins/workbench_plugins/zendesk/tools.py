@@ -11,9 +11,8 @@ import re
 from typing import Any, Literal
 
 import httpx
-from pydantic import Field
 from workbench.sdk import ToolError, UpstreamError, compact, pick
-from workbench.tools import ArgsModel, ToolContext, tool
+from workbench.tools import ArgsModel, Field, ToolContext, tool
 
 _SUBDOMAIN = re.compile(r"^[a-z0-9][a-z0-9-]{0,62}$")
 
