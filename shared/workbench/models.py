@@ -167,7 +167,7 @@ class _Declaration:
     (the bases' first, a redeclared one where its base had it), with the class attribute that is
     its default or `Field`."""
 
-    __slots__ = ("checks", "fast", "fields", "specs")
+    __slots__ = ("checks", "fast", "specs")
 
     def __init__(self, cls: type[ArgsModel]) -> None:
         hints: dict[str, Any] = {}
@@ -187,7 +187,7 @@ class _Declaration:
                     continue
                 hints[name] = hint
                 specs[name] = klass.__dict__.get(name, _REQUIRED)
-        self.fields, self.specs = hints, specs
+        self.specs = specs
         checks = [_check(name, hint, specs[name]) for name, hint in hints.items()]
         # Else every input goes to the model: a field only it reads, or a `model_config`, a validator.
         self.fast = not configured and all(check is not None for check in checks)
