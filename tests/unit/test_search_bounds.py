@@ -284,8 +284,36 @@ def test_the_typo_index_has_an_entry_budget_spent_on_the_words_of_many_tools_fir
 
 
 def test_a_catalogs_every_word_is_in_its_typo_index_while_the_budget_allows() -> None:
+    # Every word, but a single tool's camelCase identifiers as whole words (their parts are in).
     docs = _realistic(200)
     index = SearchIndex(docs)
     eligible = {t for t in index._at if 3 <= len(t) <= 24 and t.isalpha() and t.isascii()}
-    assert eligible <= set(index._typo_terms)
+    identifiers = {
+        term
+        for d in docs
+        for w in (d.description + " " + d.arguments).rstrip(".").split()
+        if w[1:] != w[1:].lower()
+        for term in search._plain_terms(w.lower())
+        if index._doc_count(term) == 1
+    }
+    assert identifiers and identifiers <= eligible
+    assert eligible - identifiers <= set(index._typo_terms)
+    assert not identifiers & set(index._typo_terms)
     assert len(index._typo) < search._TYPO_ENTRIES
+
+
+def test_an_identifiers_whole_word_is_corrected_only_when_many_tools_have_it() -> None:
+    # A single tool's identifier is found through its parts, a slip in them corrected; an
+    # identifier many tools share is corrected as the word it is too.
+    docs = [
+        SearchDoc("crm_get_lead", "Get a lead by its leadIdentifier.", "crm"),
+        *(SearchDoc(f"crm_get_{i}", f"Get record {i} by its pageCursor.", "crm") for i in range(3)),
+        SearchDoc("crm_list_owners", "List the owners of an account.", "crm"),
+    ]
+    index = SearchIndex(docs)
+    assert "leadidentifier" in index._at and "leadidentifier" not in index._typo_terms
+    assert "identifier" in index._typo_terms and "pagecursor" in index._typo_terms
+    assert index._corrections("leadidentifer") == []
+    assert index._corrections("pagecurosr") == ["pagecursor"]
+    assert index.search("lead identifer", 1)[0].doc.name == "crm_get_lead"
+    assert index.search("leadIdentifer", 1)[0].doc.name == "crm_get_lead"

@@ -941,6 +941,7 @@ def _description_words(texts: list[str]) -> list[list[str]]:
 
 
 _WORDS_CACHED = 32_768  # distinct words a build remembers (it starts again past it)
+_COMPOUNDS_NOTED = 16_384  # identifiers' whole-word terms a build notes for its typo index, at most
 
 
 class _Words:
@@ -953,6 +954,9 @@ class _Words:
     def __init__(self) -> None:
         self.terms: dict[str, tuple[str, ...]] = {}
         self.lower: dict[str, str] = _Lower()
+        # The whole-word terms of camelCase identifiers ("createissue" of createIssue), first met
+        # as such: the typo index leaves out a single tool's (its parts are indexed, and typed).
+        self.compounds: set[str] = set()
 
     def forget(self) -> None:
         """Start again if past _WORDS_CACHED words (called between chunks, never within one)."""
@@ -983,6 +987,8 @@ class _Words:
                 terms[raw] = _plain_terms(low)
                 continue
             parts = spaced.lower().split(" ")
+            if low not in terms and len(self.compounds) < _COMPOUNDS_NOTED:
+                self.compounds.update(_plain_terms(low))
             parts.append(low)
             for part in parts:  # each lower-case: remembered as the word it is (createIssue: create)
                 if part not in terms:
@@ -1285,6 +1291,7 @@ class SearchIndex:
                     written_rows[w] = array("i", (i,))
             if i & 127 == 127:
                 clock.check()
+        compounds = parser.words.compounds
         del parser
         self._written_at, self._written_ids, _ = _flatten(written_rows, None)
         del written_rows
@@ -1328,13 +1335,14 @@ class SearchIndex:
         self._by_integration = dict(by_integration)
         del fields
         clock.check()
-        self._typo_terms, self._typo = self._build_typo_index()
+        self._typo_terms, self._typo = self._build_typo_index(compounds)
+        del compounds
         self._by_name: dict[str, list[int]] | None = None
         self._actions: dict[str, tuple[list[int], list[float]]] = {}
         self._numpy_arrays: tuple[Any, Any, Any] | None = None
         clock.check()
 
-    def _build_typo_index(self) -> tuple[list[str], array[float]]:
+    def _build_typo_index(self, compounds: Container[str] = ()) -> tuple[list[str], array[float]]:
         """A deletion index of the _TYPO_TERMS most common terms (and the synonym words): each
         term and every form of it with one letter deleted (two for the _TYPO_LONG most common long
         words), as CRC-32 * 2**20 + term number, sorted. A query word's deletions (one, or two for
@@ -1342,15 +1350,20 @@ class SearchIndex:
 
         At most _TYPO_ENTRIES entries, filled by what a correction is likeliest to be worth: the
         words of two or more tools (and the synonym words), commonest first; two deletions of the
-        common long ones; then the words of a single tool, shortest first (a long one is usually an
-        identifier, whose parts are indexed too), then their two deletions. A catalog's size or
-        its identifiers bound the typo index's size and build time, never grow them."""
+        common long ones; then the words of a single tool, shortest first, then their two
+        deletions. A single tool's `compounds` (camelCase identifiers' whole words, "getuserprofile")
+        are left out: their parts are indexed, and a query's identifier is split into them as the
+        tool's was; in a catalog of identifiers they were most of the typo index and of its build.
+        A catalog's size or its identifiers bound the typo index's size and build time, never grow
+        them."""
         n_docs = self._doc_count
         eligible = [
             t
             for t in self._at
             if _TYPO_MIN_LENGTH <= len(t) <= _TYPO_MAX_LENGTH and t.isascii() and t.isalpha()
         ]
+        if compounds:
+            eligible = [t for t in eligible if t not in compounds or n_docs(t) != 1]
         if len(eligible) > _TYPO_TERMS:
             eligible.sort(key=n_docs, reverse=True)
             del eligible[_TYPO_TERMS:]
