@@ -49,8 +49,10 @@ UNBOUNDED = BuildBudget(tools=1_000_000, cpu_seconds=600)
 
 
 def realistic(size: int, seed: int = 7) -> list[SearchDoc]:
-    """`size` tools as real ones read: 40–60 word descriptions with identifiers, 3–8 arguments."""
+    """`size` tools as real ones read: 40–60 word descriptions with identifiers, 3–8 arguments, and
+    in a third of the descriptions typographic punctuation (’ “ ” — …) or an accented word."""
     rng = random.Random(seed)
+    typography = random.Random(seed + 1)  # its own stream: the words are the same without it
     real = catalog_docs(build_registry())
     words = sorted({w for d in real for w in d.description.lower().split() if w.isalpha() and len(w) > 2})
     verbs = ["get", "list", "create", "update", "delete", "search", "send", "add", "remove", "run", "export"]
@@ -69,6 +71,11 @@ def realistic(size: int, seed: int = 7) -> list[SearchDoc]:
             f"{camel(rng.randint(0, 2))} {' '.join(rng.sample(words, rng.randint(4, 10)))}"
             for _ in range(rng.randint(3, 8))
         )
+        if typography.random() < 0.33:
+            at = typography.randrange(len(description))
+            description[at] = typography.choice(
+                ("{}\u2019s", "\u201c{}\u201d", "\u2014 {}", "{}\u2026", "{} (r\u00e9sum\u00e9)")
+            ).format(description[at])
         text = " ".join(description)
         out.append(
             SearchDoc(

@@ -1,7 +1,7 @@
 """The index build's bulk steps give exactly what the plain per-tool loop gives (issue 24 item 4:
 the build made fast without changing a single posting): fields and written words as `_parse` reads
 each tool, BM25F sums added in the same order, postings laid out term by term, on ASCII,
-camelCase, snake_case, non-Latin, over-long and NUL-holding texts."""
+camelCase, snake_case, non-Latin, accented, typographic, over-long and NUL-holding texts."""
 
 from __future__ import annotations
 
@@ -21,6 +21,8 @@ def _catalog(n: int, seed: int = 1) -> list[SearchDoc]:
         "list", "issues", "pull", "requests", "direct", "messages", "files", "statuses", "news", "the",
         "create", "a", "of", "PRs", "URLs", "GitHub", "résumé", "straße", "日本語のテキスト", "2024",
         "x", "9", "createIssue", "HTTPServer", "XMLHttpRequest", "iOS", "owner_repo", "api_key_id",
+        "don’t", "—", "naïve", "café_id", "Acme™", "½", "ﬁle", "Ｆull",
+        "été", "’́x", "a͏b", "😀", "«quoted»", " ", "…",
     ]  # fmt: skip
     out = []
     for i in range(n):
@@ -171,3 +173,40 @@ def test_a_description_of_stop_words_first_still_gives_its_later_terms() -> None
     for doc, (fields, written) in zip(docs, search._Parser().read(docs), strict=True):
         assert (fields, set(written)) == (search._parse(doc).fields, set(search._parse(doc).written))
         assert "wantedterm" in fields["description"] or "wanted" in fields["description"]
+
+
+# Characters a text outside ASCII is made of: typographic punctuation, accents (precomposed and
+# combining), compatibility forms that fold to letters (™ → TM, ﬁ → fi, full width), a grapheme
+# joiner, emoji, marks with nothing Latin before them, and letters no folding makes ASCII.
+PALETTE = [
+    *"abcXYZ019 _-.,'", "\u2019", "\u201c", "\u2014", "\u2026", "\u00a0", "\u00ab", "\u00a9",
+    "\u00e9", "e\u0301", "\u0301", "\u0308", "\u2122", "\u00bd", "\u00b2", "\ufb01", "\uff21", "\u034f",
+    "\U0001f600", "\u00df", "\u03a9", "\u65e5", "\u0e01", "\u0483", "\u1ab0", "\u2019\u0301",
+]  # fmt: skip
+
+
+def test_a_text_that_reads_as_ascii_is_folded_to_it_with_the_same_words_and_terms() -> None:
+    rng = random.Random(5)
+    folded = kept = 0
+    for _ in range(4_000):
+        palette = PALETTE if rng.random() < 0.5 else PALETTE[:-7]  # half of them with no letter outside ASCII
+        text = "".join(rng.choices(palette, k=rng.randint(1, 40)))
+        out = search._folded_ascii(text)
+        assert search._words(out) == search._words(text), repr(text)
+        assert search.tokens(out) == search.tokens(text), repr(text)
+        if out.isascii():
+            folded += not text.isascii()
+        else:
+            assert out == text  # left as it is: read by _parse, as before
+            kept += 1
+    assert folded > 500 and kept > 500  # both kinds, many times
+
+
+def test_typographic_punctuation_and_accents_read_as_ascii_letters_and_spaces() -> None:
+    assert (
+        search._folded_ascii("Don\u2019t \u2014 see \u201cR\u00e9sum\u00e9s\u201d\u2026")
+        == "Don t   see  Resumes ..."
+    )
+    assert search._folded_ascii("na\u0308ive \u00a9 Acme\u2122") == "naive   AcmeTM"
+    for text in ("Stra\u00dfe", "\u03a9mega", "\u65e5\u672c", "\u2019\u0301x", "a\u034fb"):
+        assert search._folded_ascii(text) == text

@@ -139,6 +139,38 @@ def _fold(text: str) -> str:
     return unicodedata.normalize("NFKC", "".join(out))
 
 
+# Combining marks right after an ASCII character (as NFKD writes é: e + U+0301), which _fold takes
+# off; U+034F, a grapheme joiner of combining class 0, it keeps.
+_MARKS_AFTER_ASCII = re.compile(r"(?<=[\x00-\x7f])[\u0300-\u034e\u0350-\u036f]+")
+_NON_ASCII = re.compile(r"[^\x00-\x7f]")
+_LATIN_MARKS = frozenset(map(chr, [*range(0x300, 0x34F), *range(0x350, 0x370)]))
+
+
+@functools.lru_cache(maxsize=1024)
+def _splits_words(char: str) -> bool:
+    """Whether a character splits words where it stands, as a space does: any but a letter, a
+    digit or a mark (’ — « © and emoji do)."""
+    return unicodedata.category(char)[0] not in "LNM"
+
+
+def _folded_ascii(text: str) -> str:
+    """`text` as ASCII, when it reads as ASCII: folded as _words folds it (résumé → resume, … → ...)
+    and every other character that splits words (’ — « ©) written as a space. Its words, and so its
+    terms, are the same as `text`'s, and a catalog's build reads it on its fast path: real
+    descriptions are full of curly quotes and dashes. Any other text (a letter or a mark outside
+    ASCII once folded: ß, Ω, 日本) is returned as it is."""
+    if text.isascii():
+        return text
+    folded = unicodedata.normalize("NFKD", text)
+    others = set(_NON_ASCII.findall(folded))
+    if not others.isdisjoint(_LATIN_MARKS):
+        folded = _MARKS_AFTER_ASCII.sub("", folded)
+        others = set(_NON_ASCII.findall(folded))
+    if not all(map(_splits_words, others)):
+        return text
+    return _NON_ASCII.sub(" ", folded)
+
+
 def _split_camel(word: str) -> list[str]:
     """createIssue → create, issue, createissue; PaymentIntents → payment, intents, paymentintents.
     Brand-like words stay whole (GitHub, HubSpot: a part under four letters), and so do
@@ -852,24 +884,25 @@ def _parse(doc: SearchDoc) -> _Parsed:
     action word after them, and the rest. Names without an action word are all object."""
     integration = _integration_terms(doc.integration[:_NAME_CHARS])
     known = set(integration)
-    name = _index_terms(doc.name[:_NAME_CHARS])
+    written_name = _folded_ascii(doc.name[:_NAME_CHARS])
+    name = _index_terms(written_name)
     at = 0
     while at < len(name) - 1 and name[at] in known:
         at += 1
     rest = name[at:]
     verb = next((i for i, t in enumerate(rest) if t in _ACTIONS), None)
-    description = doc.description[:_DESCRIPTION_CHARS]
+    description = _folded_ascii(doc.description[:_DESCRIPTION_CHARS])
     description = _IDENTIFIER.sub(" ", description) if "_" in description else description
-    keywords = doc.keywords[:_KEYWORD_CHARS]
+    keywords = _folded_ascii(doc.keywords[:_KEYWORD_CHARS])
     fields = {
         "action": [rest[verb]] if verb is not None else [],
         "object": [t for i, t in enumerate(rest) if i != verb],
         "integration": [*integration, *(t for t in name[:at] if t not in known)],
         "description": _index_terms(description)[:_DESCRIPTION_TERMS],
         "keywords": _index_terms(keywords),
-        "arguments": _argument_terms(doc.arguments[:_ARGUMENT_CHARS])[:_ARGUMENT_TERMS],
+        "arguments": _argument_terms(_folded_ascii(doc.arguments[:_ARGUMENT_CHARS]))[:_ARGUMENT_TERMS],
     }
-    text = f"{doc.name[:_NAME_CHARS]} {description} {keywords}"
+    text = f"{written_name} {description} {keywords}"
     if text.isascii():
         return _Parsed(fields, frozenset(w for w in _ASCII_WORD.findall(text.lower()) if len(w) <= _TERM_MAX))
     return _Parsed(fields, frozenset(w for _, w in _terms(text)))
@@ -1051,7 +1084,8 @@ class _Vocabulary:
 
 class _Parser:
     """_parse for a whole catalog: the same fields and written words, each distinct word worked
-    out once (_Words), no regex lookarounds; a document with any non-ASCII text goes through _parse."""
+    out once (_Words), no regex lookarounds; a document with text that does not read as ASCII
+    (_folded_ascii) goes through _parse."""
 
     def __init__(self) -> None:
         self.words = _Words()
@@ -1091,8 +1125,8 @@ class _Parser:
     def read(self, docs: list[SearchDoc]) -> Iterator[tuple[dict[str, list[str]], Collection[str]]]:
         """Each document's fields and written words, as _parse reads them, in order. Read _CHUNK
         documents at a time: each field of theirs split into words at once (_split_words), their new
-        words worked out together (_Words.learn); a document with any non-ASCII text goes
-        through _parse."""
+        words worked out together (_Words.learn); a document with text that does not read as ASCII
+        (_folded_ascii) goes through _parse."""
         words = self.words
         for start in range(0, len(docs), _CHUNK):
             chunk = docs[start : start + _CHUNK]
@@ -1101,10 +1135,16 @@ class _Parser:
             keywords = [d.keywords[:_KEYWORD_CHARS] for d in chunk]
             arguments = [d.arguments[:_ARGUMENT_CHARS] for d in chunk]
             texts = (names, descriptions, keywords, arguments)
-            other: set[int] = set()  # the documents with non-ASCII text: left out of the columns
+            # The documents with text that does not read as ASCII (_folded_ascii): left out of the
+            # columns, each read by _parse.
+            other: set[int] = set()
             if not all(map(str.isascii, map("".join, texts))):
                 for column in texts:
-                    other.update(i for i, text in enumerate(column) if not text.isascii())
+                    for i, text in enumerate(column):
+                        if not text.isascii():
+                            column[i] = _folded_ascii(text)
+                            if not column[i].isascii():
+                                other.add(i)
                 for column in texts:
                     for i in other:
                         column[i] = ""
