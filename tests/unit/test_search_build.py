@@ -6,6 +6,7 @@ camelCase, snake_case, non-Latin, accented, typographic, over-long and NUL-holdi
 from __future__ import annotations
 
 import random
+import unicodedata
 from array import array
 
 import pytest
@@ -210,3 +211,76 @@ def test_typographic_punctuation_and_accents_read_as_ascii_letters_and_spaces() 
     assert search._folded_ascii("na\u0308ive \u00a9 Acme\u2122") == "naive   AcmeTM"
     for text in ("Stra\u00dfe", "\u03a9mega", "\u65e5\u672c", "\u2019\u0301x", "a\u034fb"):
         assert search._folded_ascii(text) == text
+
+
+def _fold_one_by_one(text: str) -> str:
+    """_fold as it was first written, a character at a time: the oracle of the quicker one."""
+    out: list[str] = []
+    for ch in unicodedata.normalize("NFKD", text):
+        if unicodedata.combining(ch) and out and ord(out[-1]) < 0x250:
+            continue
+        out.append(ch)
+    return unicodedata.normalize("NFKC", "".join(out))
+
+
+def _words_one_by_one(text: str) -> list[str]:
+    """_words of a non-ASCII text as it was first written, a character at a time."""
+    words: list[str] = []
+    cur: list[str] = []
+    for ch in _fold_one_by_one(text) + " ":
+        if unicodedata.category(ch)[0] in "LNM":
+            cur.append(ch)
+        elif cur:
+            raw = "".join(cur)
+            if len(raw) <= search._WORD_MAX:
+                words.extend(search._split_camel(raw) if raw.isascii() else [raw.casefold()])
+            cur = []
+    return words
+
+
+# Scripts and their marks: Japanese kana whose voicing NFKD writes as a mark (ガ = カ + U+3099),
+# Hangul, Thai, Devanagari (virama, nukta), Cyrillic, Greek with tonos, Arabic with harakat,
+# Latin with stacked marks, marks at the start and after punctuation, joiners, emoji sequences.
+SCRIPTS = [
+    *"ab Z9_-. ", "ガ", "ぱ", "日本", "한국어", "ภาษา", "हिन्दी", "क़", "Привет", "ё", "ά", "Ωμέγα",
+    "كتابٌ", "e\u0301\u0302", "\u0301", "\u20d7", "’\u0301", "a\u034fb", "\u200d", "👩\u200d💻",
+    "ﬁ", "Ａ", "™", "½", "ß", "İ", "ǅ", "\u00a0", "—", "x" * 130, "Ⅻ", "①", "\u024f\u0301", "\u0250\u0301",
+]  # fmt: skip
+
+
+def test_words_of_any_script_are_what_reading_a_character_at_a_time_gives() -> None:
+    rng = random.Random(6)
+    for _ in range(4_000):
+        text = "".join(rng.choices(SCRIPTS, k=rng.randint(1, 30)))
+        assert search._fold(text) == _fold_one_by_one(text), repr(text)
+        assert search._words(text) == _words_one_by_one(text), repr(text)
+
+
+def _terms_one_word_at_a_time(text: str) -> list[tuple[str, str]]:
+    """_terms of a non-ASCII text as it was first written: each word looked at for runs of a script
+    written without spaces."""
+    out: list[tuple[str, str]] = []
+    for word in _words_one_by_one(text):
+        if word.isascii():
+            out.extend(search._ascii_terms(word))
+            continue
+        start = 0
+        for run in search._BIGRAM_SCRIPT.finditer(word):
+            if 0 < run.start() - start <= search._TERM_MAX:
+                out.append((word[start : run.start()],) * 2)
+            seg = search._clusters(run.group())
+            pairs = seg if len(seg) == 1 else [seg[i] + seg[i + 1] for i in range(len(seg) - 1)]
+            out.extend((p, p) for p in pairs)
+            start = run.end()
+        if 0 < len(word) - start <= search._TERM_MAX:
+            out.append((word[start:],) * 2)
+    return search._phrases(out)
+
+
+def test_terms_of_any_script_are_what_reading_a_word_at_a_time_gives() -> None:
+    rng = random.Random(7)
+    palette = [*SCRIPTS, "ｶﾞ", "㋐", "豈", "pull requests", "files", "the", "x" * 40, "Ж" * 32, " " + "ж" * 33]
+    for _ in range(4_000):
+        text = "".join(rng.choices(palette, k=rng.randint(1, 30)))
+        if not text.isascii():
+            assert search._terms(text) == _terms_one_word_at_a_time(text), repr(text)

@@ -130,13 +130,34 @@ def _bases(word: str) -> tuple[str, ...]:
 
 
 def _fold(text: str) -> str:
-    """NFKC, and accents off Latin letters (résumé→resume); other scripts keep their marks."""
-    out: list[str] = []
-    for ch in unicodedata.normalize("NFKD", text):
-        if unicodedata.combining(ch) and out and ord(out[-1]) < 0x250:
-            continue
-        out.append(ch)
-    return unicodedata.normalize("NFKC", "".join(out))
+    """NFKC, and accents off Latin letters (résumé→resume); other scripts keep their marks: in
+    NFKD, each run of combining marks right after a character below U+0250 is taken off. The text's
+    distinct characters are looked at, not each one (a catalog's descriptions are long)."""
+    decomposed = unicodedata.normalize("NFKD", text)
+    marks = frozenset(c for c in set(decomposed) if unicodedata.combining(c))
+    if marks:
+        decomposed = _marks_after_latin(marks).sub("", decomposed)
+    return unicodedata.normalize("NFKC", decomposed)
+
+
+@functools.lru_cache(maxsize=256)
+def _marks_after_latin(marks: frozenset[str]) -> re.Pattern[str]:
+    return re.compile(r"(?<=[\x00-\u024f])[" + "".join(map(re.escape, sorted(marks))) + "]+")
+
+
+class _WordCharacters(dict[int, str]):
+    """str.translate's table: a letter, digit or mark as itself, any other character as a space,
+    each character's category looked up the first time it is met (a text's words are then its
+    split(): no whitespace is a letter, a digit or a mark)."""
+
+    def __missing__(self, code: int) -> str:
+        char = chr(code)
+        out = self[code] = char if unicodedata.category(char)[0] in "LNM" else " "
+        return out
+
+
+_WORD_CHARACTERS = _WordCharacters()
+_WORD_CHARACTERS_KEPT = 8_192  # distinct characters the table remembers (it starts again past it)
 
 
 # Combining marks right after an ASCII character (as NFKD writes é: e + U+0301), which _fold takes
@@ -153,6 +174,14 @@ def _splits_words(char: str) -> bool:
     return unicodedata.category(char)[0] not in "LNM"
 
 
+@functools.lru_cache(maxsize=1024)
+def _may_fold(char: str) -> bool:
+    """Whether a character outside ASCII can be part of a text _folded_ascii folds: one that splits
+    words, a combining mark, or one whose compatibility form is ASCII but for its marks (é, ﬁ, ™)."""
+    decomposed = unicodedata.normalize("NFKD", char)
+    return _splits_words(char) or all(c.isascii() or unicodedata.combining(c) for c in decomposed)
+
+
 def _folded_ascii(text: str) -> str:
     """`text` as ASCII, when it reads as ASCII: folded as _words folds it (résumé → resume, … → ...)
     and every other character that splits words (’ — « ©) written as a space. Its words, and so its
@@ -160,6 +189,9 @@ def _folded_ascii(text: str) -> str:
     descriptions are full of curly quotes and dashes. Any other text (a letter or a mark outside
     ASCII once folded: ß, Ω, 日本) is returned as it is."""
     if text.isascii():
+        return text
+    first = _NON_ASCII.search(text)
+    if first is not None and not _may_fold(first.group()):  # Привет, 日本: no need to read on
         return text
     folded = unicodedata.normalize("NFKD", text)
     others = set(_NON_ASCII.findall(folded))
@@ -191,16 +223,12 @@ def _words(text: str) -> list[str]:
     """Runs of letters, digits and combining marks in any script (ASCII has a fast path)."""
     if text.isascii():
         return [w for raw in _ASCII_WORD.findall(text) for w in _split_camel(raw)]
+    if len(_WORD_CHARACTERS) > _WORD_CHARACTERS_KEPT:  # text of every script there is: bounded
+        _WORD_CHARACTERS.clear()
     words: list[str] = []
-    cur: list[str] = []
-    for ch in _fold(text) + " ":
-        if unicodedata.category(ch)[0] in "LNM":
-            cur.append(ch)
-        elif cur:
-            raw = "".join(cur)
-            if len(raw) <= _WORD_MAX:
-                words.extend(_split_camel(raw) if raw.isascii() else [raw.casefold()])
-            cur = []
+    for raw in _fold(text).translate(_WORD_CHARACTERS).split():
+        if len(raw) <= _WORD_MAX:
+            words.extend(_split_camel(raw) if raw.isascii() else [raw.casefold()])
     return words
 
 
@@ -237,7 +265,15 @@ def _terms(text: str) -> list[tuple[str, str]]:
         for raw in _ASCII_WORD.findall(text):
             out.extend(_ascii_terms(raw))
         return _phrases(out)
-    for word in _words(text):
+    words = _words(text)
+    if _BIGRAM_SCRIPT.search(" ".join(words)) is None:  # each word a term (the usual case)
+        for word in words:
+            if word.isascii():
+                out.extend(_ascii_terms(word))
+            elif len(word) <= _TERM_MAX:
+                out.append((word, word))
+        return _phrases(out)
+    for word in words:
         if word.isascii():
             out.extend(_ascii_terms(word))
             continue
