@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import os
 import random
 import signal
@@ -317,3 +318,39 @@ def test_an_identifiers_whole_word_is_corrected_only_when_many_tools_have_it() -
     assert index._corrections("pagecurosr") == ["pagecursor"]
     assert index.search("lead identifer", 1)[0].doc.name == "crm_get_lead"
     assert index.search("leadIdentifer", 1)[0].doc.name == "crm_get_lead"
+
+
+def test_no_full_garbage_collection_starts_while_an_index_is_built_or_loaded() -> None:
+    # A full collection holds the GIL over the whole process (the event loop waits); an index's
+    # build and a prebuilt index's load make thousands of objects that stay, which would set one off.
+    docs = _realistic(1_500)
+    data = SearchIndex(docs).to_bytes()
+    full: list[str] = []
+    inside = ""
+
+    def note(phase: str, info: dict[str, int]) -> None:
+        if phase == "start" and info["generation"] == 2 and inside:
+            full.append(inside)
+
+    saved = gc.get_threshold()
+    gc.collect()
+    gc.freeze()  # the test process's own objects out of the way: a small heap, as in a child
+    gc.callbacks.append(note)
+    gc.set_threshold(50, 1, 1)  # a full collection every few dozen allocations, unless deferred
+    try:
+        inside = "build"
+        SearchIndex(docs)
+        inside = "load"
+        loaded = SearchIndex.from_bytes(data)
+        inside = ""
+        _ = [[n] for n in range(2_000)]  # outside: full collections run as configured
+        inside = "after"
+        _ = [[n] for n in range(2_000)]
+    finally:
+        inside = ""
+        gc.callbacks.remove(note)
+        gc.set_threshold(*saved)
+        gc.unfreeze()
+    assert "build" not in full and "load" not in full
+    assert "after" in full  # the thresholds are back: the test would see a full collection
+    assert loaded.search("get", 1)

@@ -1512,11 +1512,14 @@ class SearchIndex:
 
     @classmethod
     def from_bytes(cls, data: bytes) -> SearchIndex:
-        """An index saved by to_bytes from this same version of the engine (never untrusted input)."""
-        state = marshal.loads(data)  # noqa: S302 -- our own build artefact, never user input
-        if not isinstance(state, tuple) or not state or state[0] != _FORMAT:
-            raise ValueError("search index built by another version of the engine; rebuild it")
-        return cls.from_state([SearchDoc(*d) for d in state[1]], state[2:])
+        """An index saved by to_bytes from this same version of the engine (never untrusted input).
+        Its documents are a few container objects each, all kept: as in a build, no full garbage
+        collection over them (and the rest of the process) starts while they are loaded."""
+        with deferred_full_collections():
+            state = marshal.loads(data)  # noqa: S302 -- our own build artefact, never user input
+            if not isinstance(state, tuple) or not state or state[0] != _FORMAT:
+                raise ValueError("search index built by another version of the engine; rebuild it")
+            return cls.from_state([SearchDoc(*d) for d in state[1]], state[2:])
 
     def state(self) -> tuple[Any, ...]:
         """Everything built from the documents, as marshal-able values (the documents apart): term
