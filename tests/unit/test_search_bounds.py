@@ -14,7 +14,7 @@ import time
 import pytest
 from workbench.engine import search
 from workbench.engine.blocking import BlockingPool
-from workbench.engine.index_cache import IndexCache
+from workbench.engine.index_cache import IN_PROCESS_TOOLS, IndexCache
 from workbench.engine.index_worker import IndexWorker
 from workbench.engine.search import BuildBudget, SearchBudgetExceeded, SearchDoc, SearchIndex
 
@@ -112,7 +112,7 @@ def _catalog(n: int, seed: int) -> tuple[SearchDoc, ...]:
 async def test_custom_indexes_build_in_another_process_once_and_stay_within_the_memory_budget() -> None:
     pool = BlockingPool(2, "test_index")
     worker = IndexWorker()
-    cache = IndexCache(pool, max_bytes=10**9, worker=worker)
+    cache = IndexCache(pool, max_bytes=10**9, worker=worker, in_process_tools=0)
     first = _catalog(50, 1)
     a, b = await asyncio.gather(cache.get(first), cache.get(first))
     assert a is b and worker.answered == 1  # concurrent searches share one build
@@ -123,11 +123,33 @@ async def test_custom_indexes_build_in_another_process_once_and_stay_within_the_
     ]
 
     one = SearchIndex(_catalog(50, 2)).nbytes
-    small = IndexCache(pool, max_bytes=int(one * 2.5), worker=worker)
+    small = IndexCache(pool, max_bytes=int(one * 2.5), worker=worker, in_process_tools=0)
     for seed in range(2, 7):
         await small.get(_catalog(50, seed))
     assert small.bytes <= small.max_bytes and len(small) == 2  # least recently used went first
     assert (await small.get(_catalog(50, 6))).docs[0].name == "app6_get_0"
+    worker.close()
+
+
+async def test_a_small_catalog_is_indexed_without_starting_the_child_and_a_larger_one_in_it() -> None:
+    # An instance's first custom search does not wait for a new interpreter: up to
+    # IN_PROCESS_TOOLS tools are indexed on the pool thread, within the same budget.
+    worker = IndexWorker()
+    cache = IndexCache(BlockingPool(2, "test_index"), max_bytes=10**9, worker=worker)
+    small = _catalog(IN_PROCESS_TOOLS, 1)
+    index = await cache.get(small)
+    assert worker._child is None and worker.answered == 0
+    assert [(h.doc, h.score) for h in index.search("get record", 3)] == [
+        (h.doc, h.score) for h in SearchIndex(small).search("get record", 3)
+    ]
+    larger = _catalog(IN_PROCESS_TOOLS + 1, 2)
+    assert (await cache.get(larger)).search("get record", 1)[0].doc.integration == "app2"
+    assert worker._child is not None and worker.answered == 1
+    over = IndexCache(
+        BlockingPool(1, "test_index"), budget=BuildBudget(tools=10, cpu_seconds=0.0), worker=worker
+    )
+    with pytest.raises(SearchBudgetExceeded, match="my apps: indexing took more than its 0 s budget"):
+        await over.get(_catalog(10, 3), "my apps")  # in process, the same budget and the same error
     worker.close()
 
 
