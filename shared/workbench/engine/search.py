@@ -152,7 +152,7 @@ class _WordCharacters(dict[int, str]):
 
     def __missing__(self, code: int) -> str:
         char = chr(code)
-        out = self[code] = char if unicodedata.category(char)[0] in "LNM" else " "
+        out = self[code] = " " if _splits_words(char) else char
         return out
 
 
@@ -160,11 +160,7 @@ _WORD_CHARACTERS = _WordCharacters()
 _WORD_CHARACTERS_KEPT = 8_192  # distinct characters the table remembers (it starts again past it)
 
 
-# Combining marks right after an ASCII character (as NFKD writes é: e + U+0301), which _fold takes
-# off; U+034F, a grapheme joiner of combining class 0, it keeps.
-_MARKS_AFTER_ASCII = re.compile(r"(?<=[\x00-\x7f])[\u0300-\u034e\u0350-\u036f]+")
 _NON_ASCII = re.compile(r"[^\x00-\x7f]")
-_LATIN_MARKS = frozenset(map(chr, [*range(0x300, 0x34F), *range(0x350, 0x370)]))
 
 
 @functools.lru_cache(maxsize=1024)
@@ -183,8 +179,8 @@ def _may_fold(char: str) -> bool:
 
 
 def _folded_ascii(text: str) -> str:
-    """`text` as ASCII, when it reads as ASCII: folded as _words folds it (résumé → resume, … → ...)
-    and every other character that splits words (’ — « ©) written as a space. Its words, and so its
+    """`text` as ASCII, when it reads as ASCII: folded as _words folds it (_fold: résumé → resume,
+    … → ...) and every other character that splits words (’ — « ©) written as a space. Its words, and so its
     terms, are the same as `text`'s, and a catalog's build reads it on its fast path: real
     descriptions are full of curly quotes and dashes. Any other text (a letter or a mark outside
     ASCII once folded: ß, Ω, 日本) is returned as it is."""
@@ -193,12 +189,8 @@ def _folded_ascii(text: str) -> str:
     first = _NON_ASCII.search(text)
     if first is not None and not _may_fold(first.group()):  # Привет, 日本: no need to read on
         return text
-    folded = unicodedata.normalize("NFKD", text)
-    others = set(_NON_ASCII.findall(folded))
-    if not others.isdisjoint(_LATIN_MARKS):
-        folded = _MARKS_AFTER_ASCII.sub("", folded)
-        others = set(_NON_ASCII.findall(folded))
-    if not all(map(_splits_words, others)):
+    folded = _fold(text)
+    if not all(map(_splits_words, set(_NON_ASCII.findall(folded)))):
         return text
     return _NON_ASCII.sub(" ", folded)
 
@@ -1056,13 +1048,14 @@ class _Words:
                 terms[raw] = _plain_terms(low)
                 continue
             parts = spaced.lower().split(" ")
-            if low not in terms and len(self.compounds) < _COMPOUNDS_NOTED:
-                self.compounds.update(_plain_terms(low))
+            whole_is_new = low not in terms
             parts.append(low)
             for part in parts:  # each lower-case: remembered as the word it is (createIssue: create)
                 if part not in terms:
                     terms[part] = _plain_terms(part)
                     lower[part] = part if len(part) <= _TERM_MAX else ""
+            if whole_is_new and len(self.compounds) < _COMPOUNDS_NOTED:
+                self.compounds.update(terms[low])
             terms[raw] = tuple(itertools.chain.from_iterable(map(terms.__getitem__, parts)))
 
 
