@@ -1007,7 +1007,7 @@ _COMPOUNDS_NOTED = 16_384  # identifiers' whole-word terms a build notes for its
 
 class _Words:
     """One build's ASCII words, each distinct word worked out once: its index terms (_ascii_stems)
-    and its written form (lower-cased, or "" past _TERM_MAX). A tool's new words are worked out
+    and its written form (lower-cased, or "" past _TERM_MAX). A chunk's new words are worked out
     together (`learn`), so that reading a word already seen is one dict lookup: a catalog of 20,000
     tools has millions of words but a hundred thousand distinct ones. It lives as long as the
     build, and starts again past _WORDS_CACHED words (a vocabulary of unique identifiers)."""
@@ -1026,42 +1026,51 @@ class _Words:
             self.lower.clear()
 
     def learn(self, raws: set[str]) -> None:
-        """Work out the words of `raws` not known yet (each a run of ASCII letters and digits)."""
-        terms, lower = self.terms, self.lower
-        camel = []
-        for raw in raws.difference(terms):
-            if raw.islower() or raw.isdigit():  # most words: one part, itself
-                terms[raw] = _plain_terms(raw)
-                lower[raw] = raw if len(raw) <= _TERM_MAX else ""
-            elif len(raw) > _WORD_MAX:
-                terms[raw], lower[raw] = (), ""
-            else:
-                camel.append(raw)
+        """Work out the words of `raws` not known yet (each a run of ASCII letters and digits), all
+        of them at once: a catalog of camelCase identifiers has new words in almost every tool."""
+        terms = self.terms
+        new = raws.difference(terms)
+        # Most words have no capital: one part, itself. Digits alone have none either.
+        camel = set(itertools.filterfalse(str.isdigit, itertools.filterfalse(str.islower, new)))
+        plain = new.difference(camel) if camel else new
+        terms.update(zip(plain, map(_plain_terms, plain), strict=True))
         if not camel:
             return
+        if max(map(len, camel)) > _WORD_MAX:  # no word: see _ASCII_WORD
+            long = {raw for raw in camel if len(raw) > _WORD_MAX}
+            terms.update(dict.fromkeys(long, ()))
+            camel -= long
         # _split_camel of each, its pattern run once over them all, a line each (no split point
-        # crosses a line's end): "createIssue" -> "create Issue".
-        for raw, spaced in zip(camel, _CAMEL.sub(" ", "\n".join(camel)).split("\n"), strict=True):
-            low = raw.lower()
-            lower[raw] = low if len(raw) <= _TERM_MAX else ""
-            if " " not in spaced or (raw[0].isupper() and min(map(len, spaced.split(" "))) < 4):
-                terms[raw] = _plain_terms(low)
-                continue
-            parts = spaced.lower().split(" ")
-            whole_is_new = low not in terms
-            parts.append(low)
-            for part in parts:  # each lower-case: remembered as the word it is (createIssue: create)
-                if part not in terms:
-                    terms[part] = _plain_terms(part)
-                    lower[part] = part if len(part) <= _TERM_MAX else ""
-            if whole_is_new and len(self.compounds) < _COMPOUNDS_NOTED:
-                self.compounds.update(terms[low])
-            terms[raw] = tuple(itertools.chain.from_iterable(map(terms.__getitem__, parts)))
+        # crosses a line's end): "createIssue" -> "create issue".
+        words = list(camel)
+        spaced = _CAMEL.sub(" ", "\n".join(words)).lower().split("\n")
+        split: list[tuple[str, list[str]]] = []
+        for raw, parts in zip(words, map(str.split, spaced), strict=True):
+            if len(parts) == 1 or (raw[0].isupper() and min(map(len, parts)) < 4):
+                terms[raw] = _plain_terms(raw.lower())  # one word after all: GitHub, PRs
+            else:
+                parts.append(raw.lower())  # createIssue: create, issue and createissue
+                split.append((raw, parts))
+        if not split:
+            return
+        wholes = [parts[-1] for _, parts in split]
+        # Whole words first met as such in this catalog (not a word of their own elsewhere).
+        compounds = [w for w in wholes if w not in terms]
+        new_parts = set(itertools.chain.from_iterable(p for _, p in split)).difference(terms)
+        terms.update(zip(new_parts, map(_plain_terms, new_parts), strict=True))
+        room = _COMPOUNDS_NOTED - len(self.compounds)
+        if compounds and room > 0:
+            self.compounds.update(
+                itertools.islice(itertools.chain.from_iterable(map(terms.__getitem__, compounds)), room)
+            )
+        get = terms.__getitem__
+        for raw, parts in split:
+            terms[raw] = tuple(itertools.chain.from_iterable(map(get, parts)))
 
 
 class _Lower(dict[str, str]):
-    """A written word as the index keeps it (lower-cased, or "" past _TERM_MAX): learnt with its
-    terms, or worked out when first asked for (a long description's words past its terms)."""
+    """A written word as the index keeps it (lower-cased, or "" past _TERM_MAX), worked out when
+    first asked for: only the words of names, descriptions and keywords are."""
 
     def __missing__(self, raw: str) -> str:
         out = self[raw] = raw.lower() if len(raw) <= _TERM_MAX else ""
