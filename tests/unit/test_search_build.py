@@ -256,6 +256,31 @@ def test_words_of_any_script_are_what_reading_a_character_at_a_time_gives() -> N
         assert search._words(text) == _words_one_by_one(text), repr(text)
 
 
+def _clusters_one_by_one(run: str) -> list[str]:
+    """_clusters as it was first written: each character's category looked at."""
+    out: list[str] = []
+    for ch in run:
+        if out and unicodedata.category(ch)[0] == "M":
+            out[-1] += ch
+        else:
+            out.append(ch)
+    return out
+
+
+def test_a_run_of_a_script_without_spaces_keeps_each_mark_on_its_character() -> None:
+    # Thai vowel and tone marks, kana voicing marks, Myanmar and Khmer vowel signs, among letters
+    # of those scripts, CJK and Hangul (which have none).
+    palette = [*"กขภาษ", "\u0e31", "\u0e48", "\u0e4c", "\u0eb1", "カガぱ", "\u3099", "\u309a", "\u1000",
+               "\u102d", "\u1780", "\u17b6", "\u17d2", "日本語", "한국", "\uf900"]  # fmt: skip
+    rng = random.Random(11)
+    for _ in range(4_000):
+        run = "".join(rng.choices(palette, k=rng.randint(1, 20)))
+        assert search._BIGRAM_SCRIPT.fullmatch(run)
+        assert search._clusters(run) == _clusters_one_by_one(run), repr(run)
+    assert search._clusters("ภาษาไทย") == ["ภ", "า", "ษ", "า", "ไ", "ท", "ย"]
+    assert search._clusters("ก\u0e48า") == ["ก\u0e48", "า"]
+
+
 def _terms_one_word_at_a_time(text: str) -> list[tuple[str, str]]:
     """_terms of a non-ASCII text as it was first written: each word looked at for runs of a script
     written without spaces."""
@@ -268,7 +293,7 @@ def _terms_one_word_at_a_time(text: str) -> list[tuple[str, str]]:
         for run in search._BIGRAM_SCRIPT.finditer(word):
             if 0 < run.start() - start <= search._TERM_MAX:
                 out.append((word[start : run.start()],) * 2)
-            seg = search._clusters(run.group())
+            seg = _clusters_one_by_one(run.group())
             pairs = seg if len(seg) == 1 else [seg[i] + seg[i + 1] for i in range(len(seg) - 1)]
             out.extend((p, p) for p in pairs)
             start = run.end()
@@ -284,3 +309,29 @@ def test_terms_of_any_script_are_what_reading_a_word_at_a_time_gives() -> None:
         text = "".join(rng.choices(palette, k=rng.randint(1, 30)))
         if not text.isascii():
             assert search._terms(text) == _terms_one_word_at_a_time(text), repr(text)
+
+
+def test_a_tool_in_another_script_is_read_once_with_the_terms_and_written_words_of_each_text() -> None:
+    # _parse reads a tool whose text is not ASCII word by word once, for its fields and for its
+    # written words: each field's terms are those of its text alone, and its written words those of
+    # its name, description and keywords read together (a two-word name across two of them too).
+    rng = random.Random(12)
+    palette = [*SCRIPTS, "pull ", "requests ", "direct message ", "Привет ", "日本語", "createIssue "]
+    text = lambda k: "".join(rng.choices(palette, k=rng.randint(0, k)))  # noqa: E731
+    for _ in range(3_000):
+        # Each text begins with a letter: a mark first would sit on the space joining it to the
+        # text before it (and be taken off there), not on a letter of its own.
+        doc = SearchDoc("a" + text(6), "b" + text(30), "app", "c" + text(6), text(10))
+        fields, written = search._parse(doc)
+        name = search._folded_ascii(doc.name[: search._NAME_CHARS])
+        description = search._IDENTIFIER.sub(
+            " ", search._folded_ascii(doc.description[: search._DESCRIPTION_CHARS])
+        )
+        keywords = search._folded_ascii(doc.keywords[: search._KEYWORD_CHARS])
+        assert fields["description"] == search._index_terms(description)[: search._DESCRIPTION_TERMS]
+        assert fields["keywords"] == search._index_terms(keywords)
+        assert sorted(fields["action"] + fields["object"]) == sorted(search._index_terms(name)), repr(doc)
+        joined = f"{name} {description} {keywords}"
+        if joined.isascii():
+            continue
+        assert written == frozenset(w for _, w in search._terms(joined)), repr(doc)

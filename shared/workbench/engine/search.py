@@ -65,10 +65,17 @@ _WORD_MAX = 128
 _ASCII_WORD = re.compile(r"(?<![A-Za-z0-9])[A-Za-z0-9]{1,128}(?![A-Za-z0-9])")
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z]{2})")
 # Scripts written without spaces between words: indexed as overlapping character pairs.
-_BIGRAM_SCRIPT = re.compile(
-    "[\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff"
-    "\uac00-\ud7af\uf900-\ufaff]+"
+_BIGRAM_RANGES = (
+    (0x0E00, 0x0EFF),  # Thai, Lao
+    (0x1000, 0x109F),  # Myanmar
+    (0x1780, 0x17FF),  # Khmer
+    (0x3040, 0x30FF),  # kana
+    (0x3400, 0x4DBF),  # CJK
+    (0x4E00, 0x9FFF),
+    (0xAC00, 0xD7AF),  # Hangul
+    (0xF900, 0xFAFF),
 )
+_BIGRAM_SCRIPT = re.compile("[" + "".join(f"{chr(lo)}-{chr(hi)}" for lo, hi in _BIGRAM_RANGES) + "]+")
 _STOP = _words_of(
     "a an the to of in on for and or with by from my me i is are be it this that what do does can "
     "how all some any into at as via using use want need please you your we our us would like could "
@@ -224,8 +231,17 @@ def _words(text: str) -> list[str]:
     return words
 
 
+@functools.cache
+def _bigram_marks() -> re.Pattern[str]:
+    """Any combining mark of the scripts _BIGRAM_SCRIPT matches (worked out once, when first needed)."""
+    marks = (chr(c) for lo, hi in _BIGRAM_RANGES for c in range(lo, hi + 1))
+    return re.compile("[" + re.escape("".join(m for m in marks if unicodedata.category(m)[0] == "M")) + "]")
+
+
 def _clusters(run: str) -> list[str]:
     """Characters with their combining marks (Thai vowel and tone marks stay on their letter)."""
+    if _bigram_marks().search(run) is None:  # a run without one: its characters (most CJK text)
+        return list(run)
     out: list[str] = []
     for ch in run:
         if out and unicodedata.category(ch)[0] == "M":
@@ -252,11 +268,17 @@ def _ascii_terms(raw: str) -> tuple[tuple[str, str], ...]:
 
 def _terms(text: str) -> list[tuple[str, str]]:
     """(index term, the word as written) for each term of a text."""
+    return _phrases(_word_terms(text))
+
+
+def _word_terms(text: str) -> list[tuple[str, str]]:
+    """_terms of a text word by word, without the one-word forms of two-word names (_phrases): the
+    terms of texts joined by a space are theirs end to end."""
     out: list[tuple[str, str]] = []
     if text.isascii():
         for raw in _ASCII_WORD.findall(text):
             out.extend(_ascii_terms(raw))
-        return _phrases(out)
+        return out
     words = _words(text)
     if _BIGRAM_SCRIPT.search(" ".join(words)) is None:  # each word a term (the usual case)
         for word in words:
@@ -264,7 +286,7 @@ def _terms(text: str) -> list[tuple[str, str]]:
                 out.extend(_ascii_terms(word))
             elif len(word) <= _TERM_MAX:
                 out.append((word, word))
-        return _phrases(out)
+        return out
     for word in words:
         if word.isascii():
             out.extend(_ascii_terms(word))
@@ -274,12 +296,12 @@ def _terms(text: str) -> list[tuple[str, str]]:
             if 0 < run.start() - start <= _TERM_MAX:
                 out.append((word[start : run.start()],) * 2)
             seg = _clusters(run.group())
-            pairs = seg if len(seg) == 1 else [seg[i] + seg[i + 1] for i in range(len(seg) - 1)]
-            out.extend((p, p) for p in pairs)
+            pairs = seg if len(seg) == 1 else list(map(str.__add__, seg, itertools.islice(seg, 1, None)))
+            out.extend(zip(pairs, pairs, strict=True))
             start = run.end()
         if 0 < len(word) - start <= _TERM_MAX:
             out.append((word[start:],) * 2)
-    return _phrases(out)
+    return out
 
 
 @functools.lru_cache(maxsize=1 << 15)
@@ -913,27 +935,31 @@ def _parse(doc: SearchDoc) -> _Parsed:
     integration = _integration_terms(doc.integration[:_NAME_CHARS])
     known = set(integration)
     written_name = _folded_ascii(doc.name[:_NAME_CHARS])
-    name = _index_terms(written_name)
+    description = _folded_ascii(doc.description[:_DESCRIPTION_CHARS])
+    description = _IDENTIFIER.sub(" ", description) if "_" in description else description
+    keywords = _folded_ascii(doc.keywords[:_KEYWORD_CHARS])
+    text = f"{written_name} {description} {keywords}"
+    if text.isascii():
+        name, description_terms, keyword_terms = map(_index_terms, (written_name, description, keywords))
+        written = frozenset(w for w in _ASCII_WORD.findall(text.lower()) if len(w) <= _TERM_MAX)
+    else:  # each text's words read once, for its terms and for the words as written
+        words = [_word_terms(written_name), _word_terms(description), _word_terms(keywords)]
+        name, description_terms, keyword_terms = ([t for t, _ in _phrases(w)] for w in words)
+        written = frozenset(w for _, w in _phrases(list(itertools.chain.from_iterable(words))))
     at = 0
     while at < len(name) - 1 and name[at] in known:
         at += 1
     rest = name[at:]
     verb = next((i for i, t in enumerate(rest) if t in _ACTIONS), None)
-    description = _folded_ascii(doc.description[:_DESCRIPTION_CHARS])
-    description = _IDENTIFIER.sub(" ", description) if "_" in description else description
-    keywords = _folded_ascii(doc.keywords[:_KEYWORD_CHARS])
     fields = {
         "action": [rest[verb]] if verb is not None else [],
         "object": [t for i, t in enumerate(rest) if i != verb],
         "integration": [*integration, *(t for t in name[:at] if t not in known)],
-        "description": _index_terms(description)[:_DESCRIPTION_TERMS],
-        "keywords": _index_terms(keywords),
+        "description": description_terms[:_DESCRIPTION_TERMS],
+        "keywords": keyword_terms,
         "arguments": _argument_terms(_folded_ascii(doc.arguments[:_ARGUMENT_CHARS]))[:_ARGUMENT_TERMS],
     }
-    text = f"{written_name} {description} {keywords}"
-    if text.isascii():
-        return _Parsed(fields, frozenset(w for w in _ASCII_WORD.findall(text.lower()) if len(w) <= _TERM_MAX))
-    return _Parsed(fields, frozenset(w for _, w in _terms(text)))
+    return _Parsed(fields, written)
 
 
 @functools.lru_cache(maxsize=4096)
