@@ -209,6 +209,16 @@ def hostile(summary: dict[str, Any]) -> None:
             )
             for i in range(2_000)
         ],
+        "5,000 tools (the custom cap) of distinct words in every field": [
+            SearchDoc(
+                "x_" + "".join(rng.choices(letters + "_", k=198)),
+                " ".join("".join(rng.choices(letters, k=9)) for _ in range(100)),
+                "x",
+                " ".join("".join(rng.choices(letters, k=9)) for _ in range(100)),
+                " ".join("".join(rng.choices(letters, k=9)) for _ in range(200)),
+            )
+            for _ in range(5_000)
+        ],
     }
     worst_peak = 0.0
     for label, docs in cases.items():

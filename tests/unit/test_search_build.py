@@ -99,7 +99,19 @@ def test_a_vocabulary_past_its_bound_keeps_the_first_words_and_their_postings_wh
     assert len(rows) > 60 and len(written) > 60
     monkeypatch.setattr(search, "_VOCABULARY", 40)
     monkeypatch.setattr(search, "_VOCABULARY_PER_TOOL", 0)
+    # Past the bound, the build takes a tool's left-out terms out of its fields as it reads it:
+    # the postings are those of the tools' whole fields all the same (their weights too, which
+    # BM25F normalises by the fields' lengths).
+    trimmed: list[int] = []
+    trim = search._EarlyVocabulary.trim
+
+    def counted(self: search._EarlyVocabulary, i: int, parsed: dict[str, list[str]]) -> None:
+        trim(self, i, parsed)
+        trimmed.extend(self.lengths.keys() - set(trimmed))
+
+    monkeypatch.setattr(search._EarlyVocabulary, "trim", counted)
     index = SearchIndex(docs)
+    assert len(trimmed) > 250
     # The first 40 distinct words, each with every tool that has it (a word new past the bound
     # is left out whole; a word already in keeps its later tools).
     assert list(index._at) == list(rows)[:40]

@@ -1146,6 +1146,29 @@ class _Vocabulary:
         return [w for w in words if w not in dropped]
 
 
+class _EarlyVocabulary:
+    """The postings' _Vocabulary of terms, kept as a catalog is read: each tool's terms new past the
+    bound are taken out of its fields (`trim`), from the first tool on. The postings admit terms
+    tool by tool, in the order of a tool's sums (its fields' terms in _FIELDS order), so what is
+    taken out here they would leave out, and what stays they admit as they would have."""
+
+    def __init__(self, limit: int) -> None:
+        self.terms: dict[str, None] = {}
+        self.known = _Vocabulary(limit, self.terms)
+        self.lengths: dict[int, dict[str, int]] = {}  # a trimmed tool's fields' lengths as they were
+
+    def trim(self, i: int, parsed: dict[str, list[str]]) -> None:
+        """Take out of tool `i`'s fields its terms past the bound."""
+        own = dict.fromkeys(itertools.chain.from_iterable(map(parsed.__getitem__, _FIELDS)))
+        distinct = len(own)
+        self.known.admit(own)  # a dict's words past the bound are deleted from it
+        self.terms.update(own)
+        if len(own) < distinct:
+            self.lengths[i] = {f: len(parsed[f]) for f in _FIELDS}
+            for f in _FIELDS:
+                parsed[f] = [t for t in parsed[f] if t in own]
+
+
 class _Parser:
     """_parse for a whole catalog: the same fields and written words, each distinct word worked
     out once (_Words), no regex lookarounds; a document with text that does not read as ASCII
@@ -1386,6 +1409,11 @@ class SearchIndex:
         written_rows: dict[str, array[int]] = {}
         vocabulary = _VOCABULARY + _VOCABULARY_PER_TOOL * n
         known = _Vocabulary(vocabulary, written_rows)
+        # Once the written words pass the bound, a catalog of distinct words: each tool's terms
+        # are admitted as it is read, as the postings below will admit them, and those left out
+        # are taken out of its fields, so that no more of them are held than the postings hold.
+        # The lengths its fields had are kept (BM25F normalises by them).
+        early: _EarlyVocabulary | None = None
         for i, (parsed, written) in enumerate(parser.read(self.docs)):
             fields.append(parsed)
             for w in known.admit(written):
@@ -1393,13 +1421,25 @@ class SearchIndex:
                     written_rows[w].append(i)
                 except KeyError:
                     written_rows[w] = array("i", (i,))
+            if early is not None:
+                early.trim(i, parsed)
+            elif known.seen is not None:  # the written words reach their bound: from now on
+                early = _EarlyVocabulary(vocabulary)
+                for j, p in enumerate(fields):
+                    early.trim(j, p)
             if i & 127 == 127:
                 clock.check()
+        lengths = early.lengths if early else {}
+        del early
         compounds = parser.words.compounds
         del parser
         self._written_at, self._written_ids, _ = _flatten(written_rows, None)
         del written_rows
-        avg = {f: (sum(len(p[f]) for p in fields) / n if n else 0.0) or 1.0 for f in _FIELDS}
+        total = {f: sum(len(p[f]) for p in fields) for f in _FIELDS}
+        for i, had in lengths.items():  # the terms taken out count as the tool has them
+            for f in _FIELDS:
+                total[f] += had[f] - len(fields[i][f])
+        avg = {f: (total[f] / n if n else 0.0) or 1.0 for f in _FIELDS}
         norms = [(f, _WEIGHT[f], 1 - _B[f], _B[f] / avg[f]) for f in _FIELDS]
         # BM25F: a term's frequency in each field, weighted and length-normalised per field, summed,
         # then saturated once; stored saturated so that a query only multiplies and adds. Each
@@ -1410,10 +1450,11 @@ class SearchIndex:
         known = _Vocabulary(vocabulary, rows)
         for i, p in enumerate(fields):
             tf: dict[str, float] = {}
+            sizes = lengths.get(i)
             for f, weight, flat, slope in norms:
                 own = p[f]
                 if own:
-                    norm = weight / (flat + slope * len(own))
+                    norm = weight / (flat + slope * (sizes[f] if sizes else len(own)))
                     tf.update(zip(own, map(norm.__add__, map(tf.get, own, _ZEROS)), strict=False))
             known.admit(tf)
             for term, v in tf.items():
@@ -2000,16 +2041,17 @@ def _flatten(
     rows: dict[str, array[int]], weights: dict[str, array[float]] | None
 ) -> tuple[dict[str, int], array[int], array[float]]:
     """Per-term rows laid end to end: {term: start << 24 | length} in the rows' order, the tools,
-    the weights (float32)."""
+    the weights (float32). Each row is taken out of `rows` and `weights` as it is laid (a catalog of
+    distinct words has as many rows as postings: never all of them twice)."""
     at: dict[str, int] = {}
     ids: array[int] = array("i")
     out: array[float] = array("f")
-    for term, docs in rows.items():
+    for term in list(rows):
+        docs = rows.pop(term)
         at[term] = len(ids) << _COUNT_BITS | len(docs)
         ids.extend(docs)
-    if weights is not None:
-        for run in weights.values():
-            out.extend(run)
+        if weights is not None:
+            out.extend(weights.pop(term))
     return at, ids, out
 
 
