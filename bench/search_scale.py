@@ -328,6 +328,11 @@ def loop_wait(summary: dict[str, Any]) -> None:
         )
         for i in range(2_000)
     )
+    words = lambda k: " ".join("".join(rng.choices(letters, k=9)) for _ in range(k))  # noqa: E731
+    distinct_docs = tuple(
+        SearchDoc("x_" + "".join(rng.choices(letters + "_", k=198)), words(100), "x", words(100), words(200))
+        for _ in range(5_000)
+    )
     cases: list[tuple[str, str, Callable[[], Awaitable[Any]]]] = [
         (
             "custom_5k",
@@ -338,6 +343,11 @@ def loop_wait(summary: dict[str, Any]) -> None:
             "hostile",
             "2,000 tools of unique 30-letter identifiers, custom budget, index worker",
             lambda: IndexCache(pool, worker=worker).get(hostile_docs),
+        ),
+        (
+            "distinct",
+            "5,000 tools of distinct words in every field, custom budget, index worker",
+            lambda: IndexCache(pool, worker=worker).get(distinct_docs),
         ),
         (
             "worker_20k",
@@ -362,9 +372,9 @@ def loop_wait(summary: dict[str, Any]) -> None:
     worker.close()
     roomy.close()
     summary["loop_wait_ms"] = max(
-        summary[f"loop_wait_{k}_ms"] for k in ("custom_5k", "hostile", "worker_20k")
+        summary[f"loop_wait_{k}_ms"] for k in ("custom_5k", "hostile", "distinct", "worker_20k")
     )
-    summary["custom_growth_mb"] = max(summary[f"growth_{k}_mb"] for k in ("custom_5k", "hostile"))
+    summary["custom_growth_mb"] = max(summary[f"growth_{k}_mb"] for k in ("custom_5k", "hostile", "distinct"))
 
 
 def report(summary: dict[str, Any]) -> None:
