@@ -5,6 +5,7 @@ camelCase, snake_case, non-Latin, accented, typographic, over-long and NUL-holdi
 
 from __future__ import annotations
 
+import itertools
 import random
 import unicodedata
 from array import array
@@ -347,3 +348,27 @@ def test_a_tool_in_another_script_is_read_once_with_the_terms_and_written_words_
         if joined.isascii():
             continue
         assert written == frozenset(w for _, w in search._terms(joined)), repr(doc)
+
+
+def _phrases_pair_by_pair(terms: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """_phrases as it was first written: every pair of neighbours looked up."""
+    out = list(terms)
+    for (first, _), (second, written) in itertools.pairwise(terms):
+        joined = search._PHRASES.get((first, second))
+        if joined:
+            out.append((joined, joined if written == second else joined + "s"))
+    return out
+
+
+def test_two_word_names_get_their_one_word_form_wherever_they_stand() -> None:
+    rng = random.Random(13)
+    words = [("pull", "pull"), ("request", "requests"), ("request", "request"), ("merge", "merge"),
+             ("direct", "direct"), ("message", "messages"), ("message", "message"), ("x", "x")]  # fmt: skip
+    for _ in range(4_000):
+        terms = rng.choices(words, k=rng.randint(0, 12))
+        assert search._phrases(terms) == _phrases_pair_by_pair(terms), terms
+    assert search._phrases([("pull", "pull"), ("request", "requests")])[-1] == ("pr", "prs")
+    assert search._phrases([("request", "request"), ("pull", "pull")]) == [
+        ("request", "request"),
+        ("pull", "pull"),
+    ]

@@ -320,13 +320,16 @@ def _index_terms(text: str) -> list[str]:
 
 
 def _phrases(terms: list[tuple[str, str]]) -> list[tuple[str, str]]:
-    """Two-word names also get their one-word form ("pull requests" → pr), on both sides."""
+    """Two-word names also get their one-word form ("pull requests" → pr), on both sides. Only the
+    terms that can end one are looked at (found in C: a description has hundreds of terms)."""
     out = terms
-    for (first, _), (second, written) in itertools.pairwise(terms):
-        joined = _PHRASES.get((first, second))
+    firsts = list(map(itemgetter(0), terms))
+    for at in itertools.compress(range(len(firsts)), map(_PHRASE_ENDS.__contains__, firsts)):
+        joined = _PHRASES.get((firsts[at - 1], firsts[at])) if at else None
         if joined:
             out = out if out is not terms else list(terms)
-            out.append((joined, joined if written == second else joined + "s"))  # "prs" if plural
+            written = terms[at][1]
+            out.append((joined, joined if written == firsts[at] else joined + "s"))  # "prs" if plural
     return out
 
 
