@@ -372,3 +372,19 @@ def test_two_word_names_get_their_one_word_form_wherever_they_stand() -> None:
         ("request", "request"),
         ("pull", "pull"),
     ]
+
+
+def test_folding_text_of_any_characters_is_what_reading_a_character_at_a_time_gives() -> None:
+    # Characters from all over the first plane (compatibility forms, precomposed letters of every
+    # script, marks of every kind), and Latin marks standing alone: _fold skips its mark-taking
+    # when no character of a text can shed one, and must give the same text as when it looks.
+    rng = random.Random(14)
+    planes = [c for c in range(0xA0, 0xFFFF) if not 0xD800 <= c <= 0xDFFF]
+    palette = [chr(c) for c in rng.sample(planes, 3_000)] + [chr(c) for c in range(0x300, 0x370)]
+    palette += [*"aeiouAZ09 -", "日本語", "ガ", "한"]
+    for _ in range(4_000):
+        text = "".join(rng.choices(palette, k=rng.randint(1, 24)))
+        assert search._fold(text) == _fold_one_by_one(text), repr(text)
+        # A text of characters that cannot shed a mark loses none when each one is looked at.
+        kept = "".join(c for c in text if not search._may_shed_marks(c))
+        assert _fold_one_by_one(kept) == unicodedata.normalize("NFKC", kept), repr(kept)

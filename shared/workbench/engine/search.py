@@ -139,12 +139,25 @@ def _bases(word: str) -> tuple[str, ...]:
 def _fold(text: str) -> str:
     """NFKC, and accents off Latin letters (résumé→resume); other scripts keep their marks: in
     NFKD, each run of combining marks right after a character below U+0250 is taken off. The text's
-    distinct characters are looked at, not each one (a catalog's descriptions are long)."""
+    distinct characters are looked at, not each one (a catalog's descriptions are long): when none
+    can shed a mark, the text is its NFKC (most text in another script: 日本語, Привет)."""
+    if not any(map(_may_shed_marks, set(text))):
+        return unicodedata.normalize("NFKC", text)
     decomposed = unicodedata.normalize("NFKD", text)
     marks = frozenset(c for c in set(decomposed) if unicodedata.combining(c))
     if marks:
         decomposed = _marks_after_latin(marks).sub("", decomposed)
     return unicodedata.normalize("NFKC", decomposed)
+
+
+@functools.lru_cache(maxsize=4096)
+def _may_shed_marks(char: str) -> bool:
+    """Whether _fold may take a mark off at this character: its NFKD has a mark right after a
+    character below U+0250 (é), or begins with one (a mark of its own, which may follow one)."""
+    decomposed = unicodedata.normalize("NFKD", char)
+    return unicodedata.combining(decomposed[0]) != 0 or any(
+        unicodedata.combining(mark) and ord(base) < 0x250 for base, mark in itertools.pairwise(decomposed)
+    )
 
 
 @functools.lru_cache(maxsize=256)
