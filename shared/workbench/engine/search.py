@@ -1070,12 +1070,13 @@ class _Words:
     def learn(self, raws: set[str]) -> None:
         """Work out the words of `raws` not known yet (each a run of ASCII letters and digits), all
         of them at once: a catalog of camelCase identifiers has new words in almost every tool."""
-        terms = self.terms
+        terms, lower = self.terms, self.lower
         new = raws.difference(terms)
         # Most words have no capital: one part, itself. Digits alone have none either.
         camel = set(itertools.filterfalse(str.isdigit, itertools.filterfalse(str.islower, new)))
         plain = new.difference(camel) if camel else new
         terms.update(zip(plain, map(_plain_terms, plain), strict=True))
+        self._as_written(plain)
         if not camel:
             return
         if max(map(len, camel)) > _WORD_MAX:  # no word: see _ASCII_WORD
@@ -1088,10 +1089,13 @@ class _Words:
         spaced = _CAMEL.sub(" ", "\n".join(words)).lower().split("\n")
         split: list[tuple[str, list[str]]] = []
         for raw, parts in zip(words, map(str.split, spaced), strict=True):
+            low = raw.lower()
+            if len(low) <= _TERM_MAX:
+                lower[raw] = low
             if len(parts) == 1 or (raw[0].isupper() and min(map(len, parts)) < 4):
-                terms[raw] = _plain_terms(raw.lower())  # one word after all: GitHub, PRs
+                terms[raw] = _plain_terms(low)  # one word after all: GitHub, PRs
             else:
-                parts.append(raw.lower())  # createIssue: create, issue and createissue
+                parts.append(low)  # createIssue: create, issue and createissue
                 split.append((raw, parts))
         if not split:
             return
@@ -1100,6 +1104,7 @@ class _Words:
         compounds = [w for w in wholes if w not in terms]
         new_parts = set(itertools.chain.from_iterable(p for _, p in split)).difference(terms)
         terms.update(zip(new_parts, map(_plain_terms, new_parts), strict=True))
+        self._as_written(new_parts)
         room = _COMPOUNDS_NOTED - len(self.compounds)
         if compounds and room > 0:
             self.compounds.update(
@@ -1109,10 +1114,17 @@ class _Words:
         for raw, parts in split:
             terms[raw] = tuple(itertools.chain.from_iterable(map(get, parts)))
 
+    def _as_written(self, words: Collection[str]) -> None:
+        """Words in lower case as written: themselves, the same strings as their terms (an index's
+        terms and written words then share them), or "" past _TERM_MAX."""
+        self.lower.update(zip(words, words, strict=True))
+        if words and max(map(len, words)) > _TERM_MAX:
+            self.lower.update((w, "") for w in words if len(w) > _TERM_MAX)
+
 
 class _Lower(dict[str, str]):
-    """A written word as the index keeps it (lower-cased, or "" past _TERM_MAX), worked out when
-    first asked for: only the words of names, descriptions and keywords are."""
+    """A written word as the index keeps it (lower-cased, or "" past _TERM_MAX): learnt with its
+    terms, or worked out when first asked for."""
 
     def __missing__(self, raw: str) -> str:
         out = self[raw] = raw.lower() if len(raw) <= _TERM_MAX else ""
