@@ -290,6 +290,12 @@ def test_a_run_of_a_script_without_spaces_keeps_each_mark_on_its_character() -> 
         run = "".join(rng.choices(palette, k=rng.randint(1, 20)))
         assert search._BIGRAM_SCRIPT.fullmatch(run)
         assert search._clusters(run) == _clusters_one_by_one(run), repr(run)
+    # Every combining mark of these scripts is one the quick check knows (it looks only at the
+    # scripts that have them).
+    for lo, hi in search._BIGRAM_RANGES:
+        marks = [chr(c) for c in range(lo, hi + 1) if unicodedata.category(chr(c))[0] == "M"]
+        assert all(search._bigram_marks().fullmatch(m) for m in marks)
+        assert not marks or (lo, hi) in search._BIGRAM_MARKED
     assert search._clusters("ภาษาไทย") == ["ภ", "า", "ษ", "า", "ไ", "ท", "ย"]
     assert search._clusters("ก\u0e48า") == ["ก\u0e48", "า"]
 

@@ -76,6 +76,7 @@ _BIGRAM_RANGES = (
     (0xF900, 0xFAFF),
 )
 _BIGRAM_SCRIPT = re.compile("[" + "".join(f"{chr(lo)}-{chr(hi)}" for lo, hi in _BIGRAM_RANGES) + "]+")
+_BIGRAM_MARKED = _BIGRAM_RANGES[:4]  # the scripts with combining marks (ideographs and Hangul have none)
 _STOP = _words_of(
     "a an the to of in on for and or with by from my me i is are be it this that what do does can "
     "how all some any into at as via using use want need please you your we our us would like could "
@@ -247,7 +248,7 @@ def _words(text: str) -> list[str]:
 @functools.cache
 def _bigram_marks() -> re.Pattern[str]:
     """Any combining mark of the scripts _BIGRAM_SCRIPT matches (worked out once, when first needed)."""
-    marks = (chr(c) for lo, hi in _BIGRAM_RANGES for c in range(lo, hi + 1))
+    marks = (chr(c) for lo, hi in _BIGRAM_MARKED for c in range(lo, hi + 1))
     return re.compile("[" + re.escape("".join(m for m in marks if unicodedata.category(m)[0] == "M")) + "]")
 
 
