@@ -131,6 +131,34 @@ async def test_custom_indexes_build_in_another_process_once_and_stay_within_the_
     worker.close()
 
 
+def test_the_child_indexes_a_catalog_exactly_as_this_process_does_whatever_its_text_holds() -> None:
+    # The child is sent each tool's own strings: NULs, other scripts and empty fields arrive as
+    # they are, and the index it builds is the one this process would have built.
+    docs = [
+        SearchDoc(
+            "app_get_a\0b",
+            "Get the r\u00e9sum\u00e9\0 of a \u65e5\u672c\u8a9e user.",
+            "app",
+            "cv\0",
+            "id\0 the id",
+        ),
+        SearchDoc("app_list_things", "", "app", "", ""),
+        SearchDoc("app_send_x", "Send\0\0 x \u2014 \u201cnow\u201d", "app\0", "k", "to \0 whom"),
+    ] * 3
+    worker = IndexWorker()
+    built = worker.build(docs, BuildBudget())
+    assert worker.answered == 1
+    here = SearchIndex(docs)
+    assert built.docs == docs and built._vocab == here._vocab
+    assert all(built._posting(t) == here._posting(t) for t in here._vocab)
+    # Each written word's tools (laid out in the order a set of words gives, which differs by process).
+    assert sorted(built._written_at) == sorted(here._written_at)
+    assert all(built._written_docs(w) == here._written_docs(w) for w in here._written_at)
+    assert (built._prior, built._by_integration) == (here._prior, here._by_integration)
+    assert (built._typo_terms, built._typo) == (here._typo_terms, here._typo)
+    worker.close()
+
+
 async def test_a_small_catalog_is_indexed_without_starting_the_child_and_a_larger_one_in_it() -> None:
     # An instance's first custom search does not wait for a new interpreter: up to
     # IN_PROCESS_TOOLS tools are indexed on the pool thread, within the same budget.

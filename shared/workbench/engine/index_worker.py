@@ -51,7 +51,9 @@ class IndexWorker(ChildWorker):
                 f"{label}: more than {budget.tools} tools to index; its tools are left out of search"
             )
         try:
-            answer = self.ask((_columns(docs), budget.tools, budget.cpu_seconds, label), wall_seconds(budget))
+            answer = self.ask(
+                lambda: (_columns(docs), budget.tools, budget.cpu_seconds, label), wall_seconds(budget)
+            )
         except ChildFailed as failed:
             raise SearchBudgetExceeded(
                 f"{label}: {_FAILURES[failed.why]}; its tools are left out of search"
@@ -78,24 +80,20 @@ def _unavailable(error: str) -> None:
     log_event("search_index_worker_unavailable", error=error)
 
 
-def _columns(docs: Sequence[SearchDoc]) -> tuple[str, ...]:
-    """The documents as five strings, one per field, NUL between documents (a NUL inside a text
-    becomes a space: no word has one). Five strings cost the parent a few C-level joins where a
-    list of tuples would cost it a Python object per field, and the garbage collector's time."""
-    return tuple(
-        "\0".join(text.replace("\0", " ") if "\0" in text else text for text in column)
-        for column in (
-            [d.name for d in docs],
-            [d.description for d in docs],
-            [d.integration for d in docs],
-            [d.keywords for d in docs],
-            [d.arguments for d in docs],
-        )
+def _columns(docs: Sequence[SearchDoc]) -> tuple[list[str], ...]:
+    """The documents as five lists of their own strings, one per field: marshalled, the request
+    is the only copy of the catalog's text the parent makes (joined columns were a second one)."""
+    return (
+        [d.name for d in docs],
+        [d.description for d in docs],
+        [d.integration for d in docs],
+        [d.keywords for d in docs],
+        [d.arguments for d in docs],
     )
 
 
-def _documents(columns: tuple[str, ...]) -> list[SearchDoc]:
-    return list(map(SearchDoc, *(column.split("\0") for column in columns)))
+def _documents(columns: tuple[list[str], ...]) -> list[SearchDoc]:
+    return list(map(SearchDoc, *columns))
 
 
 # -- in the child ----------------------------------------------------------------------------------

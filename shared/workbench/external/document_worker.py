@@ -43,7 +43,9 @@ class DocumentWorker(ChildWorker):
         """The compiled document and its security schemes (blocking: call it off the event loop);
         InvalidInput when the document is not usable or over a limit."""
         try:
-            answer = self.ask((document, sorted(only) if only is not None else None), self.wall_seconds)
+            answer = self.ask(
+                lambda: (document, sorted(only) if only is not None else None), self.wall_seconds
+            )
         except ChildFailed as failed:
             raise InvalidInput(f"document: {self._failure(failed.why)}") from None
         if answer is None:

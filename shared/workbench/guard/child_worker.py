@@ -78,19 +78,20 @@ class ChildWorker:
         self._unavailable = False
         self.answered = 0  # requests a child answered (tests, bench)
 
-    def ask(self, request: Any, seconds: float) -> tuple[str, Any] | None:
-        """The child's answer to `request` (blocking: call it off the event loop): ("ok", payload),
-        ("refused", message), ("memory", None) when it ran out of memory, or ("failed", the error's
-        type) when the handler broke. None when no child can run here. ChildFailed when it gave no answer
-        within `seconds` (it is stopped; the next request starts a new one)."""
+    def ask(self, request: Callable[[], Any], seconds: float) -> tuple[str, Any] | None:
+        """The child's answer to the request `request()` makes (blocking: call it off the event
+        loop): ("ok", payload), ("refused", message), ("memory", None) when it ran out of memory, or
+        ("failed", the error's type) when the handler broke. None when no child can run here.
+        ChildFailed when it gave no answer within `seconds` (it is stopped; the next request starts
+        a new one). The request is made here and let go of once sent: a catalog's text and its
+        marshalled copy are not held while the answer, as large, is read."""
         with self._lock:
             child = self._start()
             if child is None:
                 return None
             try:
-                status, payload, exiting = self._exchange(
-                    child, marshal.dumps((request, self.keep_mb)), seconds
-                )
+                self._send(child, marshal.dumps((request(), self.keep_mb)))
+                status, payload, exiting = self._receive(child, seconds)
             except ChildFailed:
                 self._stop()
                 raise
@@ -141,14 +142,18 @@ class ChildWorker:
         return self._child
 
     @staticmethod
-    def _exchange(child: subprocess.Popen[bytes], request: bytes, seconds: float) -> tuple[str, Any, bool]:
-        assert child.stdin is not None and child.stdout is not None
+    def _send(child: subprocess.Popen[bytes], request: bytes) -> None:
+        assert child.stdin is not None
         try:
             child.stdin.write(_HEADER.pack(len(request)))
             child.stdin.write(request)
             child.stdin.flush()
         except OSError:
             raise ChildFailed("stopped") from None
+
+    @staticmethod
+    def _receive(child: subprocess.Popen[bytes], seconds: float) -> tuple[str, Any, bool]:
+        assert child.stdout is not None
         deadline = time.monotonic() + seconds
         out = child.stdout.fileno()
         status, payload, exiting = _frame_in(out, deadline)
