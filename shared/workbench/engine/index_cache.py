@@ -12,9 +12,10 @@ rest of the search go on. Concurrent searches over one catalog share one build.
 A catalog of at most IN_PROCESS_TOOLS tools is indexed on the pool thread itself: its build is tens
 of milliseconds whose C-level steps are each short, so the event loop keeps getting its turns
 (another request waited at most 13 ms while 200 tools of unique long identifiers indexed, against
-~7 ms for 200 ordinary ones), its memory is a few MB at most (every field of a tool is capped), and
-an instance's first custom search does not wait for the index worker's child to start (~100 ms
-here, a new interpreter importing the engine).
+~7 ms for 200 ordinary ones), its memory is bounded (every field of a tool is capped: 200 tools of
+distinct words with every field at its most grew the process 28 MB), and an instance's first custom
+search does not wait for the index worker's child to start (~100 ms here, a new interpreter
+importing the engine).
 
 Where the semantic component is installed (engine/semantic.py), a catalog also gets vectors when it
 is discovered: embedded in the background on the pool, batch by batch within their own budget
