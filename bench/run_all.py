@@ -396,6 +396,14 @@ ROWS = (
     ),
     Row(
         "search_scale",
+        "  of which reading the text: words, terms, written words (CPU, measured apart)",
+        _get("20000", "read_ms"),
+        "ms",
+        "",
+        lambda v: True,
+    ),
+    Row(
+        "search_scale",
         "20,000 realistic tools: prebuilt load (CPU)",
         _get("20000", "load_ms"),
         "ms",
