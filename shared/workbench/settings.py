@@ -58,14 +58,16 @@ def _egress_allow(env: Mapping[str, str]) -> EgressAllow:
 
 @dataclass(frozen=True, slots=True)
 class Settings:
-    """Typed configuration, parsed once per process."""
+    """Typed configuration, parsed once per process. Its repr leaves out the secrets it holds (the
+    local key, the session and SSO client secrets, the plugins' client secrets, the external servers'
+    configs and environment), so a log line or a traceback that shows it shows none of them."""
 
     public_url: str = f"http://127.0.0.1:{DEFAULT_PORT}"
     store: StoreBackend = "sqlite"
     key_backend: KeyBackend = "local"
     data_dir: Path = field(default_factory=lambda: Path.home() / ".workbench")
     # Local key material (base64, 32 bytes). When unset in local mode, a key file is created in data_dir.
-    local_key: str | None = None
+    local_key: str | None = field(default=None, repr=False)
     kms_key_id: str | None = None
     aws_endpoint_url: str | None = None
     aws_region: str = "us-east-1"
@@ -81,7 +83,7 @@ class Settings:
     audit_write_seconds: float = 0.5
     audit_queue_url: str | None = None
     # Secret for portal session cookies and CSRF tokens (required with the kms key backend).
-    session_secret: str | None = None
+    session_secret: str | None = field(default=None, repr=False)
     # Development sign-in on the local gateway only; never set in production.
     dev_login: bool = False
     # Which addresses server-side requests to user-set URLs may reach (workbench.guard.egress):
@@ -91,7 +93,7 @@ class Settings:
     # Extra plugin packages to register (tests and private plugins): module paths exposing `manifest`.
     extra_plugins: tuple[str, ...] = ()
     # Environment snapshot for per-plugin client credentials (<PLUGIN>_CLIENT_ID/_SECRET).
-    plugin_env: Mapping[str, str] = field(default_factory=dict)
+    plugin_env: Mapping[str, str] = field(default_factory=dict, repr=False)
     # Built-in browser: a remote CDP endpoint (ws://… or http://host:9222) instead of a local chromium.
     cdp_url: str | None = None
     browser_executable: str = "/usr/bin/chromium"
@@ -99,7 +101,7 @@ class Settings:
     # Portal sign-in through a generic OIDC provider (Google, Keycloak, ...): issuer + client.
     oidc_issuer: str | None = None
     oidc_client_id: str | None = None
-    oidc_client_secret: str | None = None
+    oidc_client_secret: str | None = field(default=None, repr=False)
     # DynamoDB table names by store (WORKBENCH_TABLE_<STORE>, set by template.yaml); else <prefix>-<store>.
     tables: Mapping[str, str] = field(default_factory=dict)
     # How long a warm instance keeps decrypted data keys (KMS calls at most once per key per window).
@@ -109,9 +111,9 @@ class Settings:
     oauth_refresh_token_ttl: int = 30 * 86400
     # Operator external servers / OpenAPI apps for every user (seed 004's config objects), from
     # WORKBENCH_EXTERNAL_SERVERS (JSON) or the file WORKBENCH_EXTERNAL_SERVERS_FILE.
-    external_servers: tuple[Mapping[str, object], ...] = ()
+    external_servers: tuple[Mapping[str, object], ...] = field(default=(), repr=False)
     # The values of the environment variables those configs name in `auth.envVar`.
-    external_env: Mapping[str, str] = field(default_factory=dict)
+    external_env: Mapping[str, str] = field(default_factory=dict, repr=False)
     # Portal admins (lowercased emails): they may clear every user's discovery cache.
     admin_emails: frozenset[str] = frozenset()
     # AWS: the Secrets Manager secret (name or ARN; a JSON object) holding the session secret, the SSO
