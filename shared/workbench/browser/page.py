@@ -60,7 +60,7 @@ class BrowserPage:
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     # {{vault:}} values typed or navigated to on this page: whatever a later call reads back from it
     # (text, outline, URL, title) has them redacted (workbench.builtin.browser).
-    secrets: set[str] = field(default_factory=set)
+    secrets: set[str] = field(default_factory=set, repr=False)
 
     @classmethod
     async def open(cls, conn: CdpConnection, url: str = "about:blank") -> BrowserPage:

@@ -19,7 +19,7 @@ import hashlib
 import re
 import secrets
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit
 
@@ -135,7 +135,8 @@ class TokenSet:
     `user` is the person's own token issued next to the app's (Slack's `authed_user`), with its
     expiry already made absolute by `user_credential`."""
 
-    credential: dict[str, Any]  # access_token, refresh_token?, token_type?, scope?, token_fields
+    # access_token, refresh_token?, token_type?, scope?, token_fields (kept out of the repr)
+    credential: dict[str, Any] = field(repr=False)
     expires_in: float | None
     user: dict[str, Any] | None = None
     user_expires_in: float | None = None

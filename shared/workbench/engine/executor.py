@@ -14,7 +14,7 @@ import re
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Mapping, Sequence
 from contextlib import asynccontextmanager, suppress
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from secrets import token_hex
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any, Protocol
@@ -63,10 +63,10 @@ LOOP_VALUES = 20_000
 @dataclass(frozen=True, slots=True)
 class ToolCall:
     tool: str
-    args: dict[str, Any]
+    args: dict[str, Any] = field(repr=False)  # {{vault:}} values substituted: see `written`
     ref_id: str | None = None
     # Secret values substituted into args, scrubbed from anything the call returns or records.
-    secrets: tuple[str, ...] = ()
+    secrets: tuple[str, ...] = field(default=(), repr=False)
     # An outcome decided before the pipeline (a bad {{step:}} / {{vault:}} ref): the call is
     # audited like any other, but never reaches validation or the handler.
     refused: dict[str, Any] | None = None

@@ -152,10 +152,10 @@ class Endpoint:
 
     server: str
     url: str
-    headers: Mapping[str, str]
+    headers: Mapping[str, str] = field(repr=False)  # its auth among them
     timeout: float  # seconds, a hard cap on each operation
     # Secret values in the URL or headers: scrubbed from any text the server sends back in an error.
-    secrets: tuple[str, ...] = ()
+    secrets: tuple[str, ...] = field(default=(), repr=False)
 
 
 @dataclass(slots=True)

@@ -27,7 +27,7 @@ import re
 import secrets
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlencode, urlsplit
 
@@ -74,7 +74,7 @@ class Plan:
     authorization_endpoint: str
     token_endpoint: str
     client_id: str
-    client_secret: str
+    client_secret: str = field(repr=False)
     token_auth: str  # none | client_secret_post | client_secret_basic
     resource: str
     scope: str

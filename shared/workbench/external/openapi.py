@@ -366,8 +366,8 @@ class Request:
     method: str
     url: str
     params: list[tuple[str, str]]
-    headers: dict[str, str]
-    cookies: dict[str, str]
+    headers: dict[str, str] = field(repr=False)  # its auth among them
+    cookies: dict[str, str] = field(repr=False)
     json_body: Any = None
     form_body: dict[str, str] | None = None
     has_json: bool = False

@@ -15,7 +15,7 @@ import os
 import secrets
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -84,7 +84,7 @@ def signing_key_pem(key: ec.EllipticCurvePrivateKey) -> bytes:
 @dataclass(frozen=True, slots=True)
 class SigningKey:
     kid: str
-    private_key: ec.EllipticCurvePrivateKey
+    private_key: ec.EllipticCurvePrivateKey = field(repr=False)
 
     def public_jwk(self) -> dict[str, Any]:
         import jwt

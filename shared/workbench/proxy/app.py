@@ -124,7 +124,8 @@ class _Found:
 
     conn: Connection | None
     connected: bool
-    credential: dict[str, Any] | None = None  # decrypted, when usable without a refresh
+    # Decrypted, when usable without a refresh (kept out of the repr).
+    credential: dict[str, Any] | None = dataclasses.field(default=None, repr=False)
     problem: CredentialError | None = None  # why the stored credential cannot be used
 
 

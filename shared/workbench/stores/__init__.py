@@ -13,7 +13,7 @@ import os
 import threading
 import time
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
@@ -115,7 +115,7 @@ class Connection:
 
     user_id: str
     integration: str
-    credential: bytes
+    credential: bytes = field(repr=False)
     status: str = "connected"  # or "reconnect_required"
     expires_at: float | None = None  # access token expiry, if the provider said
     updated_at: float = 0.0
@@ -135,7 +135,7 @@ class Jot:
     body: str
     created_at: float
     updated_at: float
-    share_token: str | None = None  # set when the owner made a share link
+    share_token: str | None = field(default=None, repr=False)  # set when the owner made a share link
 
 
 class UserStore(Protocol):
