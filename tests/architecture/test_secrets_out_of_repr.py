@@ -21,7 +21,9 @@ SECRET_NAME = re.compile(r"(^|_)(secret|secrets|password|plaintext|key|cookies|c
 SECRET_FIELDS = {
     "ToolCall.args",  # {{vault:}} values substituted into them
     "Endpoint.headers",  # an external server's auth header among them
-    "Request.headers",  # an OpenAPI operation's auth header among them
+    "Request.headers",  # an OpenAPI operation's header parameters ({{vault:}} values substituted)
+    "App.auth_value",  # a custom app's auth value (a template that may hold the token itself)
+    "_Target.query_value",  # an OpenAPI app's API key sent as a query parameter
     "Settings.external_servers",  # operator configs, which may carry a credential inline
 }
 # Fields whose names match SECRET_NAME but hold no secret.

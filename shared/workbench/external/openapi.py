@@ -366,7 +366,8 @@ class Request:
     method: str
     url: str
     params: list[tuple[str, str]]
-    headers: dict[str, str] = field(repr=False)  # its auth among them
+    # Header and cookie parameters, as the arguments give them ({{vault:}} values substituted).
+    headers: dict[str, str] = field(repr=False)
     cookies: dict[str, str] = field(repr=False)
     json_body: Any = None
     form_body: dict[str, str] | None = None

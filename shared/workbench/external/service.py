@@ -173,7 +173,7 @@ class App:
     header_name: str  # the header (header auth) or query parameter (query auth)
     # A template (user apps), or for operator apps the name of the secret that holds the value
     # (seed 004's `envVar`), read when a request needs it.
-    auth_value: str
+    auth_value: str = field(repr=False)
     enabled: bool = True
     timeout_ms: int = DEFAULT_TIMEOUT_MS
     status: str = "ok"
@@ -1742,7 +1742,7 @@ class ExternalServers:
 
 @dataclass(frozen=True, slots=True)
 class _Target(Endpoint):
-    query_value: str = ""  # an OpenAPI app's API key sent as a query parameter
+    query_value: str = field(default="", repr=False)  # an OpenAPI app's API key sent as a query parameter
 
 
 _R = TypeVar("_R")
