@@ -25,9 +25,9 @@ import math
 import random
 import re
 import time
-import uuid
 from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import replace
+from secrets import token_hex
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from workbench.aws.clients import LazyClient, client_error_code
@@ -196,7 +196,7 @@ class DynamoUsers:
         existing = self.by_email(email)
         if existing is not None:
             return existing
-        user = User("usr_" + uuid.uuid4().hex, email, time.time())
+        user = User("usr_" + token_hex(16), email, time.time())
         body = {"id": _s(user.id), "email": _s(email), "created_at": _n(user.created_at)}
         # The user item first, then the email claim: an email item always names an existing user.
         self.t.client.put_item(TableName=self.table, Item={"pk": _s(f"user#{user.id}"), **body})
@@ -512,7 +512,7 @@ class DynamoAudit:
         ts = float(event.get("ts", time.time()))
         user_id = str(event.get("user") or "-")
         # Sort key: write time in ns plus a random suffix, so same-instant events never collide.
-        seq = f"{written_ns:020d}#{uuid.uuid4().hex[:8]}"
+        seq = f"{written_ns:020d}#{token_hex(4)}"
         item: Item = {
             "user_id": _s(user_id),
             "seq": _s(seq),
@@ -798,7 +798,7 @@ class DynamoExternalServers:
             try:
                 # The token makes the client's own retry of this call (a dropped connection) the same
                 # transaction, not a second one whose condition fails on the first one's write.
-                self.t.client.transact_write_items(TransactItems=items, ClientRequestToken=uuid.uuid4().hex)
+                self.t.client.transact_write_items(TransactItems=items, ClientRequestToken=token_hex(16))
             except Exception as exc:
                 if client_error_code(exc) != "TransactionCanceledException":
                     raise
