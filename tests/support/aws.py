@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import re
 import sys
+import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -164,7 +165,11 @@ def table_definitions(template: dict[str, Any] | None = None) -> dict[str, dict[
     return {store: resources[logical]["Properties"] for store, logical in TABLES.items()}
 
 
-def create_tables(client: Any, settings: Settings, *, ttl: bool = True) -> None:
+def create_tables(client: Any, settings: Settings, *, ttl: bool = True, wait: bool = False) -> None:
+    """Every table of template.yaml under `settings`' names; with `wait`, returns once each is
+    ACTIVE (dynalite answers CreateTable while the table is still CREATING, and a write to it then
+    is ResourceNotFoundException: a test that writes at once failed when the machine was busy)."""
+    names = []
     for store, props in table_definitions().items():
         kwargs: dict[str, Any] = {
             "TableName": settings.table_name(store),
@@ -175,9 +180,16 @@ def create_tables(client: Any, settings: Settings, *, ttl: bool = True) -> None:
         if props.get("GlobalSecondaryIndexes"):
             kwargs["GlobalSecondaryIndexes"] = props["GlobalSecondaryIndexes"]
         client.create_table(**kwargs)
+        names.append(kwargs["TableName"])
         spec = props.get("TimeToLiveSpecification")
         if ttl and spec:
             client.update_time_to_live(TableName=kwargs["TableName"], TimeToLiveSpecification=spec)
+    deadline = time.monotonic() + 10
+    for name in names if wait else ():
+        while client.describe_table(TableName=name)["Table"]["TableStatus"] != "ACTIVE":
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"table {name} is not ACTIVE after 10 s")
+            time.sleep(0.005)
 
 
 @dataclass(frozen=True)
@@ -208,7 +220,7 @@ class AwsEndpoint:
     def fresh_tables(self, **overrides: Any) -> Settings:
         """Settings naming a new, empty set of tables (created from template.yaml)."""
         settings = self.settings(**overrides)
-        create_tables(self.client(), settings, ttl=self.kind == "moto")
+        create_tables(self.client(), settings, ttl=self.kind == "moto", wait=self.kind == "dynalite")
         return settings
 
     def env(self, settings: Settings) -> dict[str, str]:
