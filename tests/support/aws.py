@@ -184,8 +184,10 @@ def create_tables(client: Any, settings: Settings, *, ttl: bool = True, wait: bo
         spec = props.get("TimeToLiveSpecification")
         if ttl and spec:
             client.update_time_to_live(TableName=kwargs["TableName"], TimeToLiveSpecification=spec)
+    if not wait:
+        return
     deadline = time.monotonic() + 10
-    for name in names if wait else ():
+    for name in names:
         while client.describe_table(TableName=name)["Table"]["TableStatus"] != "ACTIVE":
             if time.monotonic() > deadline:
                 raise TimeoutError(f"table {name} is not ACTIVE after 10 s")
